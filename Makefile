@@ -1,0 +1,191 @@
+# coxswain — GNU Makefile.
+#
+#   make            build build/bin/coxswain and build/bin/kubesim
+#   make run        a local control plane on the embedded test API server
+#   make test       every unit, integration and e2e test; one summary line
+#   make test SANITIZE=1   the same, built with ASan+UBSan into build/asan
+#   make valgrind   the unit tests under valgrind
+#   make fuzz       short libFuzzer runs of every fuzz target (clang)
+#   make bench      benchmarks; results in bench/results and docs/benchmarks.md
+#   make fmt / lint clang-format / clang-format check + cppcheck
+#   make deps       install missing Debian packages (as root)
+#
+# Variables: T=substring (only matching test programs), JOBS=n, V=1 (show
+# commands), FUZZ_SECONDS=n.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := all
+.DELETE_ON_ERROR:
+.SECONDARY:
+
+SANITIZE ?= 0
+ifeq ($(SANITIZE),1)
+BUILD ?= build/asan
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else
+BUILD ?= build
+SANFLAGS :=
+endif
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+PKGS := libcurl libcjson libevent libevent_pthreads libevent_openssl libprotobuf-c libnghttp2 \
+	openssl zlib yaml-0.1
+# Recursive (=) so pkg-config runs only when a recipe needs it, after `deps`.
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lpthread -lm
+
+MODULES := common filters election translator controlplane
+INCLUDES := $(addprefix -I,$(MODULES)) -Itests/lib -I$(BUILD)/gen
+WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wvla
+OPT ?= -O2 -g
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) $(SANFLAGS) -MMD -MP
+CFLAGS = $(CFLAGS_BASE) $(WARN) $(INCLUDES) $(PKG_CFLAGS) -DCXT_DATA_DIR='"$(CURDIR)/tests/data"'
+LDFLAGS += $(SANFLAGS)
+
+# ---- sources ---------------------------------------------------------------
+MAIN_SRC := controlplane/main.c
+LIB_SRC := $(filter-out $(MAIN_SRC),$(wildcard $(addsuffix /*.c,$(MODULES))))
+KUBESIM_SRC := $(wildcard tests/kubesim/*.c)
+TESTLIB_SRC := $(wildcard tests/lib/*.c)
+UNIT_SRC := $(wildcard tests/unit/*/test_*.c)
+ITEST_SRC := $(wildcard tests/integration/*/test_*.c tests/e2e/*/test_*.c)
+BENCH_SRC := $(wildcard bench/bench_*.c)
+BENCHLIB_SRC := $(filter-out $(BENCH_SRC),$(wildcard bench/*.c))
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+
+PROTO_DIR := api/proto
+PROTOS := $(patsubst $(PROTO_DIR)/%,%,$(shell find $(PROTO_DIR) -name '*.proto' | sort))
+WKT := google/protobuf/any.proto google/protobuf/duration.proto google/protobuf/struct.proto \
+	google/protobuf/wrappers.proto google/protobuf/timestamp.proto
+GEN_SRC := $(addprefix $(BUILD)/gen/,$(PROTOS:.proto=.pb-c.c) $(WKT:.proto=.pb-c.c))
+GEN_STAMP := $(BUILD)/gen/.stamp
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+LIB_OBJ := $(call obj,$(LIB_SRC)) $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(GEN_SRC))
+LIB := $(BUILD)/lib/libcoxswain.a
+TESTLIB_OBJ := $(call obj,$(TESTLIB_SRC))
+TESTLIB := $(BUILD)/lib/libcxtest.a
+
+COXSWAIN := $(BUILD)/bin/coxswain
+KUBESIM := $(if $(KUBESIM_SRC),$(BUILD)/bin/kubesim)
+UNIT_BIN := $(patsubst %.c,$(BUILD)/%,$(UNIT_SRC))
+ITEST_BIN := $(patsubst %.c,$(BUILD)/%,$(ITEST_SRC))
+BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bin/%,$(BENCH_SRC))
+BINARIES := $(COXSWAIN) $(KUBESIM)
+
+.PHONY: all deps binaries tests test run valgrind fuzz fuzz-build bench fmt lint clean help
+
+# ---- entry points: each makes sure the Debian packages are there first ------
+all: deps
+	$(Q)$(MAKE) --no-print-directory binaries
+
+deps:
+	$(Q)mk/deps.sh
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory binaries tests
+	$(Q)BUILD=$(BUILD) tests/run.sh
+
+valgrind: deps
+	$(Q)$(MAKE) --no-print-directory binaries tests
+	$(Q)BUILD=$(BUILD) VALGRIND=1 T=$(or $(T),/tests/unit/) tests/run.sh
+
+run: deps
+	$(Q)$(MAKE) --no-print-directory binaries
+	$(Q)BUILD=$(BUILD) mk/run.sh
+
+bench: deps
+	$(Q)$(MAKE) --no-print-directory binaries $(BENCH_BIN)
+	$(Q)BUILD=$(BUILD) bench/run.sh
+
+binaries: $(BINARIES)
+tests: $(UNIT_BIN) $(ITEST_BIN) $(BENCH_BIN)
+
+# ---- code generation ------------------------------------------------------
+$(GEN_STAMP): $(addprefix $(PROTO_DIR)/,$(PROTOS))
+	@mkdir -p $(BUILD)/gen
+	@echo "  PROTOC-C $(PROTO_DIR)"
+	$(Q)protoc-c --c_out=$(BUILD)/gen -I$(PROTO_DIR) -I/usr/include $(PROTOS) $(WKT)
+	$(Q)touch $@
+
+$(GEN_SRC): $(GEN_STAMP)
+	@true
+
+# ---- compilation ----------------------------------------------------------
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c $(GEN_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC       $<"
+	$(Q)$(CC) $(CFLAGS_BASE) -w -I$(BUILD)/gen $(PKG_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.o: %.c | $(GEN_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC       $<"
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(@D)
+	@echo "  AR       $@"
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(TESTLIB): $(TESTLIB_OBJ)
+	@mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(COXSWAIN): $(call obj,$(MAIN_SRC)) $(LIB)
+	@mkdir -p $(@D)
+	@echo "  LD       $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/bin/kubesim: $(call obj,$(KUBESIM_SRC)) $(LIB)
+	@mkdir -p $(@D)
+	@echo "  LD       $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TESTLIB) $(LIB)
+	@mkdir -p $(@D)
+	@echo "  LD       $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/bin/bench_%: $(BUILD)/obj/bench/bench_%.o $(call obj,$(BENCHLIB_SRC)) $(TESTLIB) $(LIB)
+	@mkdir -p $(@D)
+	@echo "  LD       $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+# ---- fuzzing (clang + libFuzzer, separate build dir) ------------------------
+FUZZ_SECONDS ?= 20
+FUZZ_BUILD := build/fuzz
+fuzz: deps
+	$(Q)$(MAKE) --no-print-directory fuzz-build BUILD=$(FUZZ_BUILD) CC=clang \
+		SANFLAGS="-fsanitize=address,undefined,fuzzer-no-link" OPT="-O1 -g"
+	$(Q)FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh
+
+fuzz-build: $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
+
+$(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(LIB)
+	@mkdir -p $(@D)
+	@echo "  LD       $@"
+	$(Q)$(CC) -fsanitize=address,undefined,fuzzer -o $@ $^ $(PKG_LIBS)
+
+# ---- style ----------------------------------------------------------------
+FMT_SRC = $(shell find common filters election translator controlplane tests bench -name '*.[ch]' -not -path '*/node_modules/*' 2>/dev/null)
+fmt:
+	$(Q)clang-format -i $(FMT_SRC)
+
+lint: deps
+	$(Q)clang-format --dry-run -Werror $(FMT_SRC)
+	$(Q)cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability,performance \
+		--inline-suppr --suppress=missingIncludeSystem $(INCLUDES) -D__GNUC__ \
+		$(LIB_SRC) $(MAIN_SRC) $(KUBESIM_SRC)
+
+clean:
+	rm -rf build
+
+help:
+	@sed -n '2,16p' Makefile | sed 's/^# \{0,1\}//'
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

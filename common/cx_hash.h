@@ -1,0 +1,26 @@
+/*
+ * cx_hash: content hashes for versions and digests.
+ *
+ * SHA-256 (OpenSSL) where a hash is published (xDS versions, snapshot
+ * versions), FNV-1a 64 where only this process compares values.
+ * Thread-safe.
+ */
+#ifndef CX_HASH_H
+#define CX_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CX_SHA256_LEN     32
+#define CX_SHA256_HEX_LEN 65
+
+void cx_sha256(const void *data, size_t len, uint8_t out[CX_SHA256_LEN]);
+
+/* Lower-case hex of the SHA-256 of |data|, truncated to |hexchars| (<= 64)
+ * characters and NUL-terminated; |out| holds hexchars + 1 bytes. */
+void cx_sha256_hex(const void *data, size_t len, char *out, size_t hexchars);
+
+#define CX_FNV64_INIT UINT64_C(0xcbf29ce484222325)
+uint64_t cx_fnv64(uint64_t h, const void *data, size_t len);
+
+#endif

@@ -1,0 +1,37 @@
+/*
+ * cx_json: small helpers over cJSON shared by every module.
+ *
+ * Canonical serialisation (sorted keys, no spaces) is what digests,
+ * versions and no-op write detection are computed on, so two equal objects
+ * always give the same bytes whatever their key order. Thread-safe (no
+ * state).
+ */
+#ifndef CX_JSON_H
+#define CX_JSON_H
+
+#include "cx_buf.h"
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+/* Child |key| of |obj| if it is a string, else NULL. */
+const char *cx_json_str(const cJSON *obj, const char *key);
+
+/* Follows a NULL-terminated list of object keys from |obj|; NULL if any step
+ * is missing or not an object. */
+cJSON *cx_json_path(const cJSON *obj, ...) __attribute__((sentinel));
+
+/* Like cx_json_path but the leaf must be a string. */
+const char *cx_json_path_str(const cJSON *obj, ...) __attribute__((sentinel));
+
+/* Appends |s| as a JSON string literal (quotes and escapes). Returns 0/-1. */
+__attribute__((warn_unused_result)) int cx_json_escape(struct cx_buf *b, const char *s);
+
+/* Appends the canonical form of |v|: object keys sorted bytewise, no
+ * whitespace, integers without exponent. Returns 0/-1 (cap reached). */
+__attribute__((warn_unused_result)) int cx_json_canonical(const cJSON *v, struct cx_buf *b);
+
+/* Parses |len| bytes (not necessarily NUL-terminated). NULL on bad JSON. */
+cJSON *cx_json_parse(const char *data, size_t len);
+
+#endif

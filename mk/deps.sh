@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Installs the Debian packages coxswain needs to build, run and test.
+#
+# Quiet and fast (one dpkg-query) when everything is present. As root it
+# installs what is missing with apt-get, running `apt-get update` first only
+# when apt does not know a missing package yet. As another user it prints the
+# exact apt-get line and fails.
+set -euo pipefail
+
+PKGS=(
+    # build
+    gcc make pkg-config
+    libcurl4-openssl-dev libcjson-dev libevent-dev
+    libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev
+    libnghttp2-dev libssl-dev zlib1g-dev libyaml-dev
+    # tests: real peers and tools
+    python3 python3-grpcio python3-kubernetes python3-yaml
+    curl openssl procps iproute2 valgrind
+    # fuzzing and lint
+    clang libclang-rt-14-dev cppcheck clang-format
+)
+# Extra groups are added by callers (e.g. DEPS_EXTRA="nodejs npm").
+if [ -n "${DEPS_EXTRA:-}" ]; then
+    read -r -a extra <<<"$DEPS_EXTRA"
+    PKGS+=("${extra[@]}")
+fi
+
+missing=()
+# dpkg-query prints one line per known package; unknown ones go to stderr.
+status=$(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' "${PKGS[@]}" 2>/dev/null || true)
+for p in "${PKGS[@]}"; do
+    if ! grep -qE "^${p} ii" <<<"$status"; then
+        missing+=("$p")
+    fi
+done
+# kubectl is not a Debian package of this release line; the machines carry
+# it. Fall back to Debian's kubernetes-client only when no kubectl exists.
+if ! command -v kubectl >/dev/null 2>&1; then
+    if ! grep -qE "^kubernetes-client ii" <<<"$(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' kubernetes-client 2>/dev/null || true)"; then
+        missing+=(kubernetes-client)
+    fi
+fi
+
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+line="apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+    echo "deps: missing Debian packages: ${missing[*]}" >&2
+    echo "deps: run as root:  $line" >&2
+    exit 1
+fi
+
+echo "deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+need_update=0
+for p in "${missing[@]}"; do
+    cand=$(apt-cache policy "$p" 2>/dev/null | awk '/Candidate:/ {print $2}')
+    if [ -z "$cand" ] || [ "$cand" = "(none)" ]; then
+        need_update=1
+        break
+    fi
+done
+if [ $need_update -eq 1 ]; then
+    apt-get update -q >&2
+fi
+# shellcheck disable=SC2086
+$line -q >&2

@@ -1,0 +1,103 @@
+#include "cxtest.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#ifndef CXT_DATA_DIR
+#define CXT_DATA_DIR "tests/data"
+#endif
+
+static jmp_buf case_jmp;
+static int case_failed;
+static const char *case_skip;
+
+void cxt_fail(const char *file, int line, int fatal, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stdout, "# %s:%d: check failed: ", file, line);
+    va_start(ap, fmt);
+    vfprintf(stdout, fmt, ap);
+    va_end(ap);
+    fputc('\n', stdout);
+    fflush(stdout);
+    case_failed = 1;
+    if (fatal)
+        longjmp(case_jmp, 1);
+}
+
+void cxt_skip(const char *reason)
+{
+    case_skip = reason;
+    longjmp(case_jmp, 1);
+}
+
+const char *cxt_data_path(const char *rel)
+{
+    static char path[4096];
+    const char *dir = getenv("CXT_DATA_DIR");
+    snprintf(path, sizeof(path), "%s/%s", dir ? dir : CXT_DATA_DIR, rel);
+    return path;
+}
+
+char *cxt_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *p = malloc(cap + 1);
+    size_t r;
+    while (p && (r = fread(p + n, 1, cap - n, f)) > 0) {
+        n += r;
+        if (n == cap) {
+            char *q = realloc(p, cap * 2 + 1);
+            if (!q) {
+                free(p);
+                p = NULL;
+                break;
+            }
+            p = q;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (!p)
+        return NULL;
+    p[n] = '\0';
+    if (len)
+        *len = n;
+    return p;
+}
+
+int cxt_main(int argc, char **argv, const struct cxt_case *cases, size_t n)
+{
+    const char *only = argc > 1 ? argv[1] : NULL;
+    size_t selected = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!only || strstr(cases[i].name, only))
+            selected++;
+    printf("1..%zu\n", selected);
+    int failed = 0;
+    size_t num = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (only && !strstr(cases[i].name, only))
+            continue;
+        num++;
+        case_failed = 0;
+        case_skip = NULL;
+        fflush(stdout);
+        if (setjmp(case_jmp) == 0)
+            cases[i].fn();
+        if (case_skip)
+            printf("ok %zu - %s # SKIP %s\n", num, cases[i].name, case_skip);
+        else if (case_failed)
+            printf("not ok %zu - %s\n", num, cases[i].name);
+        else
+            printf("ok %zu - %s\n", num, cases[i].name);
+        fflush(stdout);
+        failed |= case_failed;
+    }
+    return failed ? 1 : 0;
+}

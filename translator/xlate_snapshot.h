@@ -1,0 +1,45 @@
+/*
+ * Snapshot lifetime and lookup helpers (see xlate_snapshot_types.h).
+ *
+ * Reference counting is atomic: the translator worker creates snapshots and
+ * the main loop drops them. Everything else about a snapshot is read-only
+ * and may be read from any thread that holds a reference.
+ */
+#ifndef XLATE_SNAPSHOT_H
+#define XLATE_SNAPSHOT_H
+
+#include "xlate_snapshot_types.h"
+
+/* Creates a resource holding a copy of |name| and taking ownership of |bytes|
+ * (malloc'ed, |len| bytes); computes its version. Returns it with one
+ * reference, or NULL when memory ran out (|bytes| is freed then too). */
+struct xds_resource *xds_resource_new(enum xds_type type, const char *name, uint8_t *bytes,
+                                      size_t len);
+struct xds_resource *xds_resource_ref(struct xds_resource *r);
+void xds_resource_unref(struct xds_resource *r);
+
+/* Sorts |set| by name and computes its version. Returns 0, or -1 if two
+ * resources share a name. */
+__attribute__((warn_unused_result)) int xds_resource_set_seal(struct xds_resource_set *set);
+
+/* Finds |name| in a sealed set (binary search); NULL if absent. */
+struct xds_resource *xds_resource_set_find(const struct xds_resource_set *set, const char *name);
+
+/* Type URL and short name ("LDS"...) of a type, and the type of a URL
+ * (-1 if unknown). */
+const char *xds_type_url(enum xds_type t);
+const char *xds_type_short(enum xds_type t);
+int xds_type_from_url(const char *url);
+
+struct xlate_snapshot *xlate_snapshot_ref(struct xlate_snapshot *s);
+void xlate_snapshot_unref(struct xlate_snapshot *s);
+
+/* Finds a group by "namespace/name"; NULL if absent. */
+const struct xlate_group *xlate_snapshot_group(const struct xlate_snapshot *s, const char *name);
+
+/* Computes s->version from the groups' type versions (call after sealing). */
+void xlate_snapshot_seal(struct xlate_snapshot *s);
+
+const char *xlate_state_name(enum xlate_state st); /* "Accepted" / "Warning" / "Rejected" */
+
+#endif
