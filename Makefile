@@ -89,11 +89,11 @@ deps:
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory binaries tests
-	$(Q)BUILD=$(BUILD) tests/run.sh
+	$(Q)BUILD=$(BUILD) COXSWAIN_SANITIZE=$(SANITIZE) tests/run.sh
 
 valgrind: deps
 	$(Q)$(MAKE) --no-print-directory binaries tests
-	$(Q)BUILD=$(BUILD) VALGRIND=1 T=$(or $(T),/tests/unit/) tests/run.sh
+	$(Q)BUILD=$(BUILD) COXSWAIN_SANITIZE=valgrind VALGRIND=1 T=$(or $(T),/tests/unit/) tests/run.sh
 
 run: deps
 	$(Q)$(MAKE) --no-print-directory binaries
