@@ -206,9 +206,10 @@ struct cx_metric *cx_histogram(const char *name, const char *help, const char *l
     return register_family(m);
 }
 
-int cx_gauge_func(const char *name, const char *help, double (*fn)(void *arg), void *arg)
+static int func_metric(enum cx_metric_type type, const char *name, const char *help,
+                       double (*fn)(void *arg), void *arg)
 {
-    struct cx_metric *m = family_new(name, help, CX_METRIC_GAUGE, NULL);
+    struct cx_metric *m = family_new(name, help, type, NULL);
     if (!m)
         return -1;
     m->fn = fn;
@@ -222,6 +223,16 @@ int cx_gauge_func(const char *name, const char *help, double (*fn)(void *arg), v
     r->fn_arg = arg;
     pthread_mutex_unlock(&reg_mu);
     return 0;
+}
+
+int cx_gauge_func(const char *name, const char *help, double (*fn)(void *arg), void *arg)
+{
+    return func_metric(CX_METRIC_GAUGE, name, help, fn, arg);
+}
+
+int cx_counter_func(const char *name, const char *help, double (*fn)(void *arg), void *arg)
+{
+    return func_metric(CX_METRIC_COUNTER, name, help, fn, arg);
 }
 
 static uint64_t values_hash(const struct cx_metric *m, const char *const *values)

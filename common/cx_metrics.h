@@ -81,6 +81,8 @@ double cx_metric_total(struct cx_metric *m);
  * called under the registry lock from the exposition's thread; it must be
  * quick and thread-safe. Unlabelled. Returns 0, or -1 on a bad name. */
 int cx_gauge_func(const char *name, const char *help, double (*fn)(void *arg), void *arg);
+/* The same for a counter read at exposition time (CPU seconds...). */
+int cx_counter_func(const char *name, const char *help, double (*fn)(void *arg), void *arg);
 
 /* Appends the Prometheus text exposition of every family (sorted by name,
  * series sorted by label values) to |out|. Returns 0 or -1 (cap reached). */

@@ -1,0 +1,55 @@
+/*
+ * admin: the daemon's admin HTTP server (evhttp on the main loop).
+ *
+ * Serves /metrics (the cx_metrics registry plus process metrics), /healthz
+ * and /readyz (named checks registered by the modules; `?verbose` lists
+ * each), and whatever debug handlers modules mount (/debug/snapshot,
+ * /debug/leader, /v3/discovery:*...). Main-loop thread only.
+ */
+#ifndef ADMIN_H
+#define ADMIN_H
+
+#include "cx_buf.h"
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <stddef.h>
+
+struct admin_server;
+
+/* A check: returns 0 when healthy/ready, else -1 and appends a reason to
+ * |why|. Called on the main loop for every probe. */
+typedef int (*admin_check_fn)(void *arg, struct cx_buf *why);
+
+/* Listens on |listen| ("host:port", port 0 picks a free one). Returns the
+ * server, or NULL with a message in |err|. */
+struct admin_server *admin_new(struct event_base *base, const char *listen, char *err,
+                               size_t errlen);
+
+/* The port actually bound. */
+int admin_port(const struct admin_server *a);
+
+int admin_add_health_check(struct admin_server *a, const char *name, admin_check_fn fn, void *arg);
+int admin_add_ready_check(struct admin_server *a, const char *name, admin_check_fn fn, void *arg);
+
+/* Mounts |cb| at exactly |path| (evhttp semantics). Returns 0 or -1 if the
+ * path is taken. */
+int admin_handle(struct admin_server *a, const char *path,
+                 void (*cb)(struct evhttp_request *req, void *arg), void *arg);
+
+/* Mounts |cb| for every path that starts with |prefix| and is not mounted
+ * exactly. */
+int admin_handle_prefix(struct admin_server *a, const char *prefix,
+                        void (*cb)(struct evhttp_request *req, void *arg), void *arg);
+
+/* Sends |body| with |code| and |content_type|. */
+void admin_reply(struct evhttp_request *req, int code, const char *content_type, const char *body,
+                 size_t len);
+
+/* Registers process_* metrics (RSS, CPU, fds, start time) and
+ * coxswain_build_info. Idempotent. */
+void admin_register_process_metrics(void);
+
+void admin_free(struct admin_server *a);
+
+#endif
