@@ -1,0 +1,68 @@
+/*
+ * cx_pbjson: proto3 JSON for protobuf-c messages, driven by descriptors.
+ *
+ * Renders any message the way the proto3 JSON mapping says
+ * (https://protobuf.dev/programming-guides/proto3/#json): lowerCamelCase
+ * field names (or the original snake_case names on request), enums as their
+ * names, 64-bit integers as strings, bytes as base64, and the well-known types
+ * in their special forms (Any with "@type", Duration "1.5s", Timestamp
+ * RFC 3339, wrappers as bare values, Struct/Value/ListValue as JSON, Empty as
+ * {}). Any payloads are decoded by looking their type URL up in the table of
+ * every message coxswain compiles (api/proto and the well-known types).
+ *
+ * Output is deterministic: fields in field-number order, map entries sorted by
+ * key, floating point in its shortest round-trip form. Fields holding their
+ * proto3 default are left out, except oneof members, which are always shown
+ * when set (an empty route prefix is meaningful).
+ *
+ * Used by the xDS server (REST-JSON responses), by `coxswain translate` and by
+ * the translator's golden tests. Thread-safe: no state.
+ */
+#ifndef CX_PBJSON_H
+#define CX_PBJSON_H
+
+#include "cx_buf.h"
+
+#include <protobuf-c/protobuf-c.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum cx_pbjson_flags {
+    CX_PBJSON_PRETTY = 1 << 0,      /* newlines and two-space indents */
+    CX_PBJSON_PROTO_NAMES = 1 << 1, /* snake_case field names as in the .proto */
+};
+
+/* Errors (negative returns). */
+#define CX_PBJSON_ENOMEM  (-1) /* out of memory or |out|'s cap reached */
+#define CX_PBJSON_EDECODE (-2) /* an Any holds an unknown type or bytes that do not parse */
+#define CX_PBJSON_EDEPTH  (-3) /* nesting deeper than CX_PBJSON_MAX_DEPTH */
+
+/* Nesting cap: a hostile Any chain or Struct cannot recurse without bound. */
+#define CX_PBJSON_MAX_DEPTH 64
+
+/* Appends the JSON of |msg| (flags: enum cx_pbjson_flags). Returns 0 or one
+ * of CX_PBJSON_E*; on error |out| may hold a partial document. */
+__attribute__((warn_unused_result)) int cx_pbjson_render(const ProtobufCMessage *msg,
+                                                         unsigned flags, struct cx_buf *out);
+
+/* Decodes |len| bytes as a |desc| message and appends its JSON. Returns 0 or
+ * one of CX_PBJSON_E*. */
+__attribute__((warn_unused_result)) int
+cx_pbjson_render_bytes(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
+                       unsigned flags, struct cx_buf *out);
+
+/* Appends the JSON of a google.protobuf.Any made of |type_url| and |len|
+ * bytes ({"@type": type_url, ...fields}). Returns 0 or one of CX_PBJSON_E*. */
+__attribute__((warn_unused_result)) int cx_pbjson_render_any(const char *type_url,
+                                                             const uint8_t *data, size_t len,
+                                                             unsigned flags, struct cx_buf *out);
+
+/* Finds a message descriptor by type URL ("type.googleapis.com/x.y.Z") or
+ * full name ("x.y.Z"); NULL if coxswain does not compile that message. */
+const ProtobufCMessageDescriptor *cx_pbjson_find_type(const char *type_url);
+
+/* The lowerCamelCase JSON name of a proto field name ("route_config_name" ->
+ * "routeConfigName"), written into |out| (|outlen| bytes, truncated). */
+void cx_pbjson_json_name(const char *proto_name, char *out, size_t outlen);
+
+#endif
