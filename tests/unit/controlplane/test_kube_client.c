@@ -1,0 +1,1029 @@
+/* kube_client against a scripted in-process HTTP server (evhttp on the same
+ * event_base): paths and queries, headers, typed errors, the retry policy
+ * (Retry-After, backoff, unknown outcomes), timeouts, token rotation,
+ * connection reuse, watches (chunking, ERROR events, garbage, stalls,
+ * stop from a callback), and two clients on two threads. */
+#include "cx_json.h"
+#include "cx_time.h"
+#include "cxtest.h"
+#include "kube_client.h"
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- scripted server ------------------------------------------------------ */
+
+#define MAX_SCRIPT 32
+#define MAX_REQS   64
+
+enum act { ACT_REPLY = 0, ACT_CLOSE = 1, ACT_WATCH = 2 };
+
+struct step {
+    enum act act;
+    int status;
+    const char *body;
+    const char *retry_after;
+    int delay_ms;
+    const char *chunks[8]; /* ACT_WATCH: sent one per tick */
+    int chunk_ms;
+    int hang; /* ACT_WATCH: keep the stream open after the chunks */
+};
+
+struct seen {
+    char method[8];
+    char uri[512];
+    char auth[128];
+    char ua[128];
+    char ctype[64];
+    char body[1024];
+    int port; /* the client's source port: tells connections apart */
+};
+
+struct mock {
+    struct event_base *base;
+    struct evhttp *http;
+    int port;
+    struct step script[MAX_SCRIPT];
+    int nscript, next;
+    struct seen reqs[MAX_REQS];
+    int nreqs;
+    struct pending_reply *pending; /* replies not finished yet */
+};
+
+struct pending_reply {
+    struct mock *m;
+    struct evhttp_request *req;
+    struct evhttp_connection *conn;
+    const struct step *s;
+    int i;
+    struct event *ev;
+    int gone; /* the client hung up; evhttp detached |req| and left it to us */
+    struct pending_reply *next;
+};
+
+static void pending_drop(struct pending_reply *p)
+{
+    struct pending_reply **pp = &p->m->pending;
+    while (*pp && *pp != p)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = p->next;
+    if (p->ev)
+        event_free(p->ev);
+    free(p);
+}
+
+/* Frees a request whose client hung up (evhttp detached it: finishing it
+ * with no connection frees it). */
+static void finish_gone(struct pending_reply *p)
+{
+    if (p->s->act == ACT_WATCH && p->i > 0)
+        evhttp_send_reply_end(p->req);
+    else
+        evhttp_send_reply(p->req, 500, "gone", NULL);
+    pending_drop(p);
+}
+
+/* The client hung up: its pending requests now belong to us. */
+static void on_conn_close(struct evhttp_connection *conn, void *arg)
+{
+    struct mock *m = arg;
+    for (struct pending_reply *p = m->pending; p; p = p->next)
+        if (p->conn == conn)
+            p->gone = 1;
+}
+
+static void copy_hdr(char *dst, size_t n, struct evkeyvalq *h, const char *k)
+{
+    const char *v = evhttp_find_header(h, k);
+    snprintf(dst, n, "%s", v ? v : "");
+}
+
+static void send_step(struct pending_reply *p);
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    send_step(arg);
+}
+
+static void send_step(struct pending_reply *p)
+{
+    const struct step *s = p->s;
+    if (p->gone) {
+        finish_gone(p);
+        return;
+    }
+    if (s->act == ACT_CLOSE) {
+        struct evhttp_connection *conn = p->conn;
+        pending_drop(p);
+        evhttp_connection_free(conn);
+        return;
+    }
+    if (s->act == ACT_REPLY) {
+        struct evbuffer *b = evbuffer_new();
+        if (s->body)
+            evbuffer_add(b, s->body, strlen(s->body));
+        struct evkeyvalq *oh = evhttp_request_get_output_headers(p->req);
+        evhttp_add_header(oh, "Content-Type", "application/json");
+        if (s->retry_after)
+            evhttp_add_header(oh, "Retry-After", s->retry_after);
+        evhttp_send_reply(p->req, s->status, "x", b);
+        evbuffer_free(b);
+        pending_drop(p);
+        return;
+    }
+    /* ACT_WATCH */
+    if (p->i == 0) {
+        evhttp_add_header(evhttp_request_get_output_headers(p->req), "Content-Type",
+                          "application/json");
+        evhttp_send_reply_start(p->req, s->status ? s->status : 200, "OK");
+    }
+    if (p->i < 8 && s->chunks[p->i]) {
+        struct evbuffer *b = evbuffer_new();
+        evbuffer_add(b, s->chunks[p->i], strlen(s->chunks[p->i]));
+        evhttp_send_reply_chunk(p->req, b);
+        evbuffer_free(b);
+        p->i++;
+        struct timeval tv = {0, s->chunk_ms * 1000};
+        evtimer_add(p->ev, &tv);
+        return;
+    }
+    if (s->hang)
+        return; /* keep the request open; it dies with the connection */
+    evhttp_send_reply_end(p->req);
+    pending_drop(p);
+}
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+    struct mock *m = arg;
+    if (m->nreqs < MAX_REQS) {
+        struct seen *sn = &m->reqs[m->nreqs];
+        static const char *const methods[] = {"GET", "POST", "HEAD", "PUT", "DELETE",
+                                              "OPTIONS", "TRACE", "CONNECT", "PATCH"};
+        enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+        const char *mname = "?";
+        for (int i = 0; i < 9; i++)
+            if (cmd == (enum evhttp_cmd_type)(1 << i))
+                mname = methods[i];
+        snprintf(sn->method, sizeof(sn->method), "%s", mname);
+        snprintf(sn->uri, sizeof(sn->uri), "%s", evhttp_request_get_uri(req));
+        struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+        copy_hdr(sn->auth, sizeof(sn->auth), h, "Authorization");
+        copy_hdr(sn->ua, sizeof(sn->ua), h, "User-Agent");
+        copy_hdr(sn->ctype, sizeof(sn->ctype), h, "Content-Type");
+        struct evbuffer *in = evhttp_request_get_input_buffer(req);
+        size_t n = evbuffer_get_length(in);
+        if (n >= sizeof(sn->body))
+            n = sizeof(sn->body) - 1;
+        evbuffer_copyout(in, sn->body, n);
+        sn->body[n] = '\0';
+        char *addr = NULL;
+        ev_uint16_t port = 0;
+        evhttp_connection_get_peer(evhttp_request_get_connection(req), &addr, &port);
+        sn->port = port;
+    }
+    m->nreqs++;
+    static const struct step notfound = {
+        .status = 404,
+        .body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"NotFound\",\"code\":404}"};
+    const struct step *s = m->next < m->nscript ? &m->script[m->next++] : &notfound;
+    struct pending_reply *p = calloc(1, sizeof(*p));
+    p->m = m;
+    p->req = req;
+    p->conn = evhttp_request_get_connection(req);
+    p->next = m->pending;
+    m->pending = p;
+    evhttp_connection_set_closecb(p->conn, on_conn_close, m);
+    p->s = s;
+    p->ev = evtimer_new(m->base, on_tick, p);
+    struct timeval tv = {s->delay_ms / 1000, (s->delay_ms % 1000) * 1000};
+    evtimer_add(p->ev, &tv);
+}
+
+static void mock_start(struct mock *m, struct event_base *base)
+{
+    memset(m, 0, sizeof(*m));
+    m->base = base;
+    m->http = evhttp_new(base);
+    evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
+                                            EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH);
+    evhttp_set_gencb(m->http, on_request, m);
+    struct evhttp_bound_socket *bs = evhttp_bind_socket_with_handle(m->http, "127.0.0.1", 0);
+    if (!bs)
+        cxt_fail(__FILE__, __LINE__, 1, "cannot bind");
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&ss, &sl);
+    m->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+static void mock_stop(struct mock *m)
+{
+    while (m->pending) {
+        if (m->pending->gone)
+            finish_gone(m->pending);
+        else
+            pending_drop(m->pending); /* evhttp_free frees its request */
+    }
+    evhttp_free(m->http);
+    m->http = NULL;
+}
+
+static void mock_push(struct mock *m, struct step s)
+{
+    if (m->nscript < MAX_SCRIPT)
+        m->script[m->nscript++] = s;
+}
+
+/* ---- client fixture ------------------------------------------------------------ */
+
+struct fx {
+    struct event_base *base;
+    struct mock m;
+    struct kube_config cfg;
+    struct kube_client *c;
+};
+
+static void fx_client(struct fx *f, const struct kube_client_opts *o)
+{
+    char url[64], err[256] = "";
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", f->m.port);
+    if (!f->cfg.server)
+        f->cfg.server = strdup(url);
+    f->c = kube_client_new(f->base, &f->cfg, o, err, sizeof(err));
+    if (!f->c)
+        cxt_fail(__FILE__, __LINE__, 1, "kube_client_new: %s", err);
+}
+
+static void fx_init(struct fx *f, const struct kube_client_opts *o)
+{
+    memset(f, 0, sizeof(*f));
+    signal(SIGPIPE, SIG_IGN); /* the mock writes to clients that hung up */
+    f->base = event_base_new();
+    mock_start(&f->m, f->base);
+    f->cfg.token = strdup("tok-1");
+    if (o)
+        fx_client(f, o);
+}
+
+static void fx_free(struct fx *f)
+{
+    kube_client_free(f->c);
+    f->c = NULL;
+    mock_stop(&f->m);
+    kube_config_free(&f->cfg);
+    event_base_free(f->base);
+}
+
+/* Runs the loop until *flag or |ms| passed. Returns *flag. */
+static int run_until(struct event_base *base, const int *flag, int ms)
+{
+    int64_t end = cx_mono_ms() + ms;
+    while (!*flag && cx_mono_ms() < end) {
+        struct timeval tv = {0, 20000};
+        event_base_loopexit(base, &tv);
+        event_base_dispatch(base);
+    }
+    return *flag;
+}
+
+struct outcome {
+    int done;
+    struct kube_result res;
+    cJSON *obj;
+    int64_t t_done;
+};
+
+static void on_result(struct kube_result *res, void *ud)
+{
+    struct outcome *o = ud;
+    o->done = 1;
+    o->res = *res;
+    o->obj = res->object;
+    res->object = NULL;
+    o->res.object = NULL;
+    o->t_done = cx_mono_ms();
+}
+
+static const struct kube_resource CM = {"", "v1", "configmaps", "ConfigMap", 1};
+static const struct kube_resource VS = {"coxswain.dev", "v1", "virtualservices", "VirtualService",
+                                        1};
+static const struct kube_resource NSR = {"", "v1", "namespaces", "Namespace", 0};
+
+static const char *CM_JSON = "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"
+                             "\"foo\",\"namespace\":\"ns1\",\"resourceVersion\":\"5\"}}";
+static const char *CONFLICT =
+    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":"
+    "\"Operation cannot be fulfilled on configmaps \\\"foo\\\": the object has been modified; "
+    "please apply your changes to the latest version and try again\",\"reason\":\"Conflict\","
+    "\"details\":{\"name\":\"foo\",\"kind\":\"configmaps\"},\"code\":409}";
+
+/* ---- cases --------------------------------------------------------------------- */
+
+static void test_get_paths_and_headers(void)
+{
+    struct fx f;
+    struct kube_client_opts o = {.identity = "pod-a_1a2b3c4d"};
+    fx_init(&f, &o);
+    mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
+    struct outcome r = {0};
+    REQUIRE(kube_get(f.c, &CM, "ns1", "foo", NULL, on_result, &r) != NULL);
+    REQUIRE(run_until(f.base, &r.done, 5000));
+    CHECK_INT_EQ(r.res.err.code, KUBE_OK);
+    CHECK_INT_EQ(r.res.http_status, 200);
+    CHECK_INT_EQ(r.res.attempts, 1);
+    CHECK_STR_EQ(cx_json_path_str(r.obj, "metadata", "resourceVersion", NULL), "5");
+    CHECK(r.res.sent_mono_ns > 0 && r.res.done_mono_ns >= r.res.sent_mono_ns);
+    cJSON_Delete(r.obj);
+    CHECK_STR_EQ(f.m.reqs[0].method, "GET");
+    CHECK_STR_EQ(f.m.reqs[0].uri, "/api/v1/namespaces/ns1/configmaps/foo");
+    CHECK_STR_EQ(f.m.reqs[0].auth, "Bearer tok-1");
+    CHECK_STR_CONTAINS(f.m.reqs[0].ua, "coxswain/");
+    CHECK_STR_CONTAINS(f.m.reqs[0].ua, "pod-a_1a2b3c4d");
+    CHECK_STR_EQ(kube_client_user_agent(f.c), f.m.reqs[0].ua);
+
+    /* Custom resources and cluster-scoped resources. */
+    struct outcome r2 = {0}, r3 = {0};
+    REQUIRE(kube_get(f.c, &VS, "apps", "vs1", NULL, on_result, &r2) != NULL);
+    REQUIRE(kube_get(f.c, &NSR, "ignored", "kube-system", NULL, on_result, &r3) != NULL);
+    REQUIRE(run_until(f.base, &r2.done, 5000));
+    REQUIRE(run_until(f.base, &r3.done, 5000));
+    CHECK_INT_EQ(r2.res.err.code, KUBE_E_NOT_FOUND);
+    CHECK_STR_EQ(r2.res.err.reason, "NotFound");
+    CHECK_STR_EQ(f.m.reqs[1].uri, "/apis/coxswain.dev/v1/namespaces/apps/virtualservices/vs1");
+    CHECK_STR_EQ(f.m.reqs[2].uri, "/api/v1/namespaces/kube-system");
+    /* Refused at once: namespaced write without a namespace, no name. */
+    CHECK(kube_get(f.c, &CM, NULL, "foo", NULL, on_result, &r) == NULL);
+    CHECK(kube_get(f.c, &CM, "ns", NULL, NULL, on_result, &r) == NULL);
+    fx_free(&f);
+}
+
+static void test_list_query_escaping(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){0});
+    mock_push(&f.m, (struct step){.status = 200, .body = "{\"kind\":\"ConfigMapList\",\"items\":[]}"});
+    mock_push(&f.m, (struct step){.status = 200, .body = "{\"kind\":\"ConfigMapList\",\"items\":[]}"});
+    struct outcome r = {0}, r2 = {0};
+    struct kube_list_opts lo = {.label_selector = "app in (a,b),!legacy",
+                                .field_selector = "metadata.name=x",
+                                .limit = 500,
+                                .resource_version = "0",
+                                .resource_version_match = "NotOlderThan"};
+    REQUIRE(kube_list(f.c, &CM, NULL, &lo, NULL, on_result, &r) != NULL);
+    REQUIRE(run_until(f.base, &r.done, 5000));
+    CHECK_INT_EQ(r.res.err.code, KUBE_OK);
+    CHECK_STR_EQ(f.m.reqs[0].uri,
+                 "/api/v1/configmaps?labelSelector=app%20in%20%28a%2Cb%29%2C%21legacy"
+                 "&fieldSelector=metadata.name%3Dx&limit=500&resourceVersion=0"
+                 "&resourceVersionMatch=NotOlderThan");
+    /* continue drops resourceVersion (the token pins it). */
+    struct kube_list_opts lo2 = {.limit = 2, .continue_token = "abc=/+", .resource_version = "7"};
+    REQUIRE(kube_list(f.c, &CM, "ns", &lo2, NULL, on_result, &r2) != NULL);
+    REQUIRE(run_until(f.base, &r2.done, 5000));
+    CHECK_STR_EQ(f.m.reqs[1].uri, "/api/v1/namespaces/ns/configmaps?limit=2&continue=abc%3D%2F%2B");
+    cJSON_Delete(r.obj);
+    cJSON_Delete(r2.obj);
+    fx_free(&f);
+}
+
+static void test_conflict_is_typed_and_not_retried(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){0});
+    mock_push(&f.m, (struct step){.status = 409, .body = CONFLICT});
+    cJSON *obj = cx_json_parse(CM_JSON, strlen(CM_JSON));
+    struct outcome r = {0};
+    REQUIRE(kube_update(f.c, &CM, "ns1", obj, 0, NULL, on_result, &r) != NULL);
+    REQUIRE(run_until(f.base, &r.done, 5000));
+    CHECK_INT_EQ(r.res.err.code, KUBE_E_CONFLICT);
+    CHECK_INT_EQ(r.res.http_status, 409);
+    CHECK_INT_EQ(r.res.attempts, 1);
+    CHECK_STR_CONTAINS(r.res.err.message, "the object has been modified");
+    CHECK_STR_EQ(f.m.reqs[0].method, "PUT");
+    CHECK_STR_EQ(f.m.reqs[0].ctype, "application/json");
+    CHECK_STR_CONTAINS(f.m.reqs[0].body, "\"resourceVersion\":\"5\"");
+    CHECK_INT_EQ(f.m.nreqs, 1);
+    cJSON_Delete(obj);
+    fx_free(&f);
+}
+
+static void test_429_retry_after_honoured(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){.backoff_base_ms = 10});
+    mock_push(&f.m, (struct step){.status = 429, .body = "Too many requests, please try again later.",
+                                  .retry_after = "1"});
+    mock_push(&f.m, (struct step){.status = 201, .body = CM_JSON});
+    cJSON *obj = cx_json_parse(CM_JSON, strlen(CM_JSON));
+    struct outcome r = {0};
+    int64_t t0 = cx_mono_ms();
+    /* A create: 429 means not processed, so even a POST is repeated. */
+    REQUIRE(kube_create(f.c, &CM, "ns1", obj, NULL, on_result, &r) != NULL);
+    REQUIRE(run_until(f.base, &r.done, 5000));
+    CHECK_INT_EQ(r.res.err.code, KUBE_OK);
+    CHECK_INT_EQ(r.res.http_status, 201);
+    CHECK_INT_EQ(r.res.attempts, 2);
+    CHECK_INT_GE(r.t_done - t0, 950); /* Retry-After, not the 10 ms backoff */
+    CHECK_INT_EQ(f.m.nreqs, 2);
+    CHECK_STR_EQ(f.m.reqs[1].method, "POST");
+    CHECK_STR_EQ(f.m.reqs[1].uri, "/api/v1/namespaces/ns1/configmaps");
+    cJSON_Delete(obj);
+    cJSON_Delete(r.obj);
+    struct kube_client_stats st;
+    kube_client_stats(f.c, &st);
+    CHECK_INT_EQ(st.retries, 1);
+    CHECK_INT_EQ(st.active_calls, 0);
+    fx_free(&f);
+}
+
+static void test_500_reads_retried_blind_writes_not(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){.backoff_base_ms = 5, .max_attempts = 3});
+    for (int i = 0; i < 3; i++)
+        mock_push(&f.m, (struct step){.status = 500, .body = "boom"});
+    struct outcome r = {0};
+    REQUIRE(kube_get(f.c, &CM, "ns1", "foo", NULL, on_result, &r) != NULL);
+    REQUIRE(run_until(f.base, &r.done, 5000));
+    CHECK_INT_EQ(r.res.err.code, KUBE_E_INTERNAL);
+    CHECK_INT_EQ(r.res.attempts, 3); /* bounded */
+    CHECK_INT_EQ(f.m.nreqs, 3);
+
+    /* A create without precondition: one attempt only. */
+    mock_push(&f.m, (struct step){.status = 500, .body = "boom"});
+    cJSON *obj = cx_json_parse(CM_JSON, strlen(CM_JSON));
+    struct outcome w = {0};
+    REQUIRE(kube_create(f.c, &CM, "ns1", obj, NULL, on_result, &w) != NULL);
+    REQUIRE(run_until(f.base, &w.done, 5000));
+    CHECK_INT_EQ(w.res.err.code, KUBE_E_INTERNAL);
+    CHECK_INT_EQ(w.res.attempts, 1);
+    CHECK_INT_EQ(f.m.nreqs, 4);
+
+    /* An update carrying resourceVersion is idempotent by precondition. */
+    mock_push(&f.m, (struct step){.status = 502, .body = "bad gateway"});
+    mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
+    struct outcome u = {0};
+    REQUIRE(kube_update(f.c, &CM, "ns1", obj, 0, NULL, on_result, &u) != NULL);
+    REQUIRE(run_until(f.base, &u.done, 5000));
+    CHECK_INT_EQ(u.res.err.code, KUBE_OK);
+    CHECK_INT_EQ(u.res.attempts, 2);
+    cJSON_Delete(u.obj);
+
+    /* Without resourceVersion it is not. */
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(obj, "metadata"), "resourceVersion");
+    mock_push(&f.m, (struct step){.status = 503, .body = "unavailable"});
+    struct outcome u2 = {0};
+    REQUIRE(kube_update(f.c, &CM, "ns1", obj, 1, NULL, on_result, &u2) != NULL);
+    REQUIRE(run_until(f.base, &u2.done, 5000));
+    CHECK_INT_EQ(u2.res.err.code, KUBE_E_UNAVAILABLE);
+    CHECK_INT_EQ(u2.res.attempts, 1);
+    CHECK_STR_EQ(f.m.reqs[f.m.nreqs - 1].uri, "/api/v1/namespaces/ns1/configmaps/foo/status");
+
+    /* 503 with Retry-After: the server says it did not act; a POST too. */
+    mock_push(&f.m, (struct step){.status = 503, .body = "later", .retry_after = "0"});
+    mock_push(&f.m, (struct step){.status = 201, .body = CM_JSON});
+    struct outcome w2 = {0};
+    REQUIRE(kube_create(f.c, &CM, "ns1", obj, NULL, on_result, &w2) != NULL);
+    REQUIRE(run_until(f.base, &w2.done, 5000));
+    CHECK_INT_EQ(w2.res.err.code, KUBE_OK);
+    CHECK_INT_EQ(w2.res.attempts, 2);
+    cJSON_Delete(w2.obj);
+    cJSON_Delete(obj);
+    fx_free(&f);
+}
+
+static void test_timeout_outcome_unknown(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){.backoff_base_ms = 5, .max_attempts = 2});
+    mock_push(&f.m, (struct step){.status = 201, .body = CM_JSON, .delay_ms = 1500});
+    cJSON *obj = cx_json_parse(CM_JSON, strlen(CM_JSON));
+    struct outcome w = {0};
+    struct kube_req_opts ro = {.timeout_ms = 200};
+    int64_t t0 = cx_mono_ms();
+    REQUIRE(kube_create(f.c, &CM, "ns1", obj, &ro, on_result, &w) != NULL);
+    REQUIRE(run_until(f.base, &w.done, 5000));
+    CHECK_INT_EQ(w.res.err.code, KUBE_E_TIMEOUT);
+    CHECK_INT_EQ(w.res.err.maybe_applied, 1);
+    CHECK_INT_EQ(w.res.attempts, 1);
+    CHECK_INT_LT(w.t_done - t0, 1200);
+
+    /* A read is repeated after a timeout. */
+    mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON, .delay_ms = 1500});
+    mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
+    struct outcome r = {0};
+    REQUIRE(kube_get(f.c, &CM, "ns1", "foo", &ro, on_result, &r) != NULL);
+    REQUIRE(run_until(f.base, &r.done, 5000));
+    CHECK_INT_EQ(r.res.err.code, KUBE_OK);
+    CHECK_INT_EQ(r.res.attempts, 2);
+    cJSON_Delete(r.obj);
+    cJSON_Delete(obj);
+    fx_free(&f);
+}
+
+static void test_deadline_bounds_retries(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){.max_attempts = 10});
+    for (int i = 0; i < 10; i++)
+        mock_push(&f.m, (struct step){.status = 429, .body = "x", .retry_after = "1"});
+    struct outcome r = {0};
+    struct kube_req_opts ro = {.deadline_ms = 1500};
+    int64_t t0 = cx_mono_ms();
+    REQUIRE(kube_get(f.c, &CM, "ns1", "foo", &ro, on_result, &r) != NULL);
+    REQUIRE(run_until(f.base, &r.done, 5000));
+    CHECK_INT_EQ(r.res.err.code, KUBE_E_TOO_MANY);
+    CHECK_INT_EQ(r.res.attempts, 2); /* at 0 s and 1 s; a third would pass 1.5 s */
+    CHECK_INT_LT(r.t_done - t0, 1500);
+    fx_free(&f);
+}
+
+static void test_connection_refused_not_sent(void)
+{
+    struct fx f;
+    fx_init(&f, NULL);
+    free(f.cfg.server);
+    f.cfg.server = strdup("http://127.0.0.1:1"); /* nothing listens there */
+    fx_client(&f, &(struct kube_client_opts){.backoff_base_ms = 5, .max_attempts = 3});
+    cJSON *obj = cx_json_parse(CM_JSON, strlen(CM_JSON));
+    struct outcome w = {0};
+    REQUIRE(kube_create(f.c, &CM, "ns1", obj, NULL, on_result, &w) != NULL);
+    REQUIRE(run_until(f.base, &w.done, 5000));
+    CHECK_INT_EQ(w.res.err.code, KUBE_E_TRANSPORT);
+    CHECK_INT_EQ(w.res.err.maybe_applied, 0);
+    CHECK_INT_EQ(w.res.attempts, 3); /* never left: safe to repeat even a POST */
+    CHECK_INT_EQ(w.res.http_status, 0);
+    cJSON_Delete(obj);
+    fx_free(&f);
+}
+
+static void test_broken_connection(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){.backoff_base_ms = 5, .max_attempts = 3});
+    /* On a fresh connection (curl itself resends a request once when a
+     * reused keep-alive connection turns out dead before any answer, as
+     * every HTTP/1.1 client does), a write cut off after sending has an
+     * unknown outcome and is not repeated. */
+    mock_push(&f.m, (struct step){.act = ACT_CLOSE});
+    struct outcome d = {0};
+    REQUIRE(kube_delete(f.c, &CM, "ns1", "foo", NULL, NULL, NULL, on_result, &d) != NULL);
+    REQUIRE(run_until(f.base, &d.done, 5000));
+    CHECK_INT_EQ(d.res.err.code, KUBE_E_TRANSPORT);
+    CHECK_INT_EQ(d.res.err.maybe_applied, 1);
+    CHECK_INT_EQ(d.res.attempts, 1);
+    CHECK_INT_EQ(f.m.nreqs, 1);
+
+    /* A read is repeated. */
+    mock_push(&f.m, (struct step){.act = ACT_CLOSE});
+    mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
+    struct outcome r = {0};
+    REQUIRE(kube_get(f.c, &CM, "ns1", "foo", NULL, on_result, &r) != NULL);
+    REQUIRE(run_until(f.base, &r.done, 5000));
+    CHECK_INT_EQ(r.res.err.code, KUBE_OK);
+    CHECK_INT_EQ(r.res.attempts, 2);
+    cJSON_Delete(r.obj);
+    fx_free(&f);
+}
+
+static void test_delete_and_patch_bodies(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){.backoff_base_ms = 5});
+    mock_push(&f.m, (struct step){.status = 500, .body = "x"});
+    mock_push(&f.m, (struct step){.status = 200, .body = "{\"kind\":\"Status\",\"status\":\"Success\"}"});
+    struct outcome d = {0};
+    REQUIRE(kube_delete(f.c, &CM, "ns1", "foo", "uid-1", "42", NULL, on_result, &d) != NULL);
+    REQUIRE(run_until(f.base, &d.done, 5000));
+    CHECK_INT_EQ(d.res.err.code, KUBE_OK);
+    CHECK_INT_EQ(d.res.attempts, 2); /* preconditions make it idempotent */
+    CHECK_STR_EQ(f.m.reqs[0].method, "DELETE");
+    CHECK_STR_EQ(f.m.reqs[0].body, "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\","
+                                   "\"preconditions\":{\"uid\":\"uid-1\",\"resourceVersion\":\"42\"}}");
+    cJSON_Delete(d.obj);
+
+    const struct {
+        enum kube_patch_type t;
+        const char *patch;
+        const char *ctype;
+        int status;
+        int idem;
+    } rows[] = {
+        {KUBE_PATCH_MERGE, "{\"metadata\":{\"labels\":{\"a\":\"b\"}}}",
+         "application/merge-patch+json", 0, 0},
+        {KUBE_PATCH_JSON,
+         "[{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":\"5\"},"
+         "{\"op\":\"replace\",\"path\":\"/data/k\",\"value\":\"v\"}]",
+         "application/json-patch+json", 1, 1},
+        {KUBE_PATCH_STRATEGIC, "{\"data\":{\"k\":\"v\"}}",
+         "application/strategic-merge-patch+json", 0, 0},
+        {KUBE_PATCH_MERGE, "{\"metadata\":{\"resourceVersion\":\"5\"},\"status\":{}}",
+         "application/merge-patch+json", 1, 1},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        int base = f.m.nreqs;
+        mock_push(&f.m, (struct step){.status = 504, .body = "x"});
+        mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
+        struct outcome p = {0};
+        REQUIRE(kube_patch(f.c, &VS, "apps", "vs1", rows[i].t, rows[i].patch, rows[i].status, NULL,
+                           on_result, &p) != NULL);
+        REQUIRE(run_until(f.base, &p.done, 5000));
+        CHECK_STR_EQ(f.m.reqs[base].method, "PATCH");
+        CHECK_STR_EQ(f.m.reqs[base].ctype, rows[i].ctype);
+        CHECK_STR_EQ(f.m.reqs[base].body, rows[i].patch);
+        CHECK_STR_EQ(f.m.reqs[base].uri, rows[i].status
+                                             ? "/apis/coxswain.dev/v1/namespaces/apps/virtualservices/vs1/status"
+                                             : "/apis/coxswain.dev/v1/namespaces/apps/virtualservices/vs1");
+        CHECK_INT_EQ(p.res.attempts, rows[i].idem ? 2 : 1);
+        CHECK_INT_EQ(p.res.err.code, rows[i].idem ? KUBE_OK : KUBE_E_SERVER_TIMEOUT);
+        if (!rows[i].idem)
+            f.m.next++; /* skip the unused 200 */
+        cJSON_Delete(p.obj);
+    }
+    fx_free(&f);
+}
+
+static char token_path[256];
+
+static void write_token(const char *t)
+{
+    char tmp[300];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", token_path);
+    FILE *fp = fopen(tmp, "w");
+    fprintf(fp, "%s\n", t);
+    fclose(fp);
+    rename(tmp, token_path); /* atomic, like a projected volume */
+}
+
+static void test_token_rotation(void)
+{
+    snprintf(token_path, sizeof(token_path), "/tmp/cx_kube_token_%d", (int)getpid());
+    write_token("old");
+    struct fx f;
+    fx_init(&f, NULL);
+    free(f.cfg.token);
+    f.cfg.token = NULL;
+    f.cfg.token_file = strdup(token_path);
+    fx_client(&f, &(struct kube_client_opts){.token_reread_ms = 300});
+    const char *unauth = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":"
+                         "\"Failure\",\"message\":\"Unauthorized\",\"reason\":\"Unauthorized\","
+                         "\"code\":401}";
+    mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
+    struct outcome r = {0};
+    REQUIRE(kube_get(f.c, &CM, "ns1", "foo", NULL, on_result, &r) != NULL);
+    REQUIRE(run_until(f.base, &r.done, 5000));
+    CHECK_STR_EQ(f.m.reqs[0].auth, "Bearer old");
+    cJSON_Delete(r.obj);
+
+    /* Rotated on disk, server now refuses the old token: one 401, then the
+     * client re-reads the file and the retry carries the new token. */
+    write_token("new");
+    mock_push(&f.m, (struct step){.status = 401, .body = unauth});
+    mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
+    struct outcome r2 = {0};
+    REQUIRE(kube_get(f.c, &CM, "ns1", "foo", NULL, on_result, &r2) != NULL);
+    REQUIRE(run_until(f.base, &r2.done, 5000));
+    CHECK_INT_EQ(r2.res.err.code, KUBE_OK);
+    CHECK_INT_EQ(r2.res.attempts, 2);
+    CHECK_STR_EQ(f.m.reqs[2].auth, "Bearer new");
+    cJSON_Delete(r2.obj);
+
+    /* Periodic re-read without any 401. */
+    write_token("newer");
+    usleep(350 * 1000);
+    mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
+    struct outcome r3 = {0};
+    REQUIRE(kube_get(f.c, &CM, "ns1", "foo", NULL, on_result, &r3) != NULL);
+    REQUIRE(run_until(f.base, &r3.done, 5000));
+    CHECK_STR_EQ(f.m.reqs[3].auth, "Bearer newer");
+    cJSON_Delete(r3.obj);
+
+    /* A persistent 401 is returned after one re-read, not looped on. */
+    mock_push(&f.m, (struct step){.status = 401, .body = unauth});
+    mock_push(&f.m, (struct step){.status = 401, .body = unauth});
+    struct outcome r4 = {0};
+    REQUIRE(kube_get(f.c, &CM, "ns1", "foo", NULL, on_result, &r4) != NULL);
+    REQUIRE(run_until(f.base, &r4.done, 5000));
+    CHECK_INT_EQ(r4.res.err.code, KUBE_E_UNAUTHORIZED);
+    CHECK_INT_EQ(r4.res.attempts, 2);
+    fx_free(&f);
+    unlink(token_path);
+}
+
+static void test_connection_reuse(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){0});
+    for (int i = 0; i < 5; i++) {
+        mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
+        struct outcome r = {0};
+        REQUIRE(kube_get(f.c, &CM, "ns1", "foo", NULL, on_result, &r) != NULL);
+        REQUIRE(run_until(f.base, &r.done, 5000));
+        cJSON_Delete(r.obj);
+    }
+    for (int i = 1; i < 5; i++)
+        CHECK_INT_EQ(f.m.reqs[i].port, f.m.reqs[0].port);
+    fx_free(&f);
+}
+
+struct chain {
+    struct kube_client *c;
+    int left, done;
+};
+
+static void on_chain(struct kube_result *res, void *ud)
+{
+    struct chain *ch = ud;
+    (void)res;
+    /* A new request started from inside a callback. */
+    if (--ch->left > 0)
+        kube_get(ch->c, &CM, "ns1", "foo", NULL, on_chain, ch);
+    else
+        ch->done = 1;
+}
+
+static void test_request_from_callback_and_cancel(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){0});
+    for (int i = 0; i < 3; i++)
+        mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
+    struct chain ch = {.c = f.c, .left = 3};
+    REQUIRE(kube_get(f.c, &CM, "ns1", "foo", NULL, on_chain, &ch) != NULL);
+    REQUIRE(run_until(f.base, &ch.done, 5000));
+    CHECK_INT_EQ(f.m.nreqs, 3);
+
+    mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON, .delay_ms = 300});
+    struct outcome r = {0};
+    struct kube_call *call = kube_get(f.c, &CM, "ns1", "foo", NULL, on_result, &r);
+    REQUIRE(call != NULL);
+    int never = 0;
+    run_until(f.base, &never, 100);
+    kube_call_cancel(call);
+    run_until(f.base, &never, 400);
+    CHECK_INT_EQ(r.done, 0);
+    struct kube_client_stats st;
+    kube_client_stats(f.c, &st);
+    CHECK_INT_EQ(st.active_calls, 0);
+    /* Free with a call in flight: no callback, no leak (valgrind/ASan). */
+    mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON, .delay_ms = 300});
+    REQUIRE(kube_get(f.c, &CM, "ns1", "foo", NULL, on_result, &r) != NULL);
+    run_until(f.base, &never, 50);
+    fx_free(&f);
+    CHECK_INT_EQ(r.done, 0);
+}
+
+/* ---- watches ------------------------------------------------------------------- */
+
+struct wrec {
+    int n;
+    int types[32];
+    char rv[32][16];
+    int ended;
+    struct kube_error err;
+    struct kube_watch *self;
+    int stop_at; /* stop from inside on_event after this many */
+};
+
+static void w_event(void *ud, enum kube_event_type t, cJSON *obj)
+{
+    struct wrec *w = ud;
+    if (w->n < 32) {
+        w->types[w->n] = t;
+        const char *rv = cx_json_path_str(obj, "metadata", "resourceVersion", NULL);
+        snprintf(w->rv[w->n], sizeof(w->rv[0]), "%s", rv ? rv : "");
+    }
+    w->n++;
+    cJSON_Delete(obj);
+    if (w->stop_at && w->n == w->stop_at) {
+        kube_watch_stop(w->self);
+        w->ended = 1;
+    }
+}
+
+static void w_end(void *ud, const struct kube_error *err)
+{
+    struct wrec *w = ud;
+    w->ended = 1;
+    w->err = *err;
+}
+
+static const struct kube_watch_handlers WH = {w_event, w_end};
+
+#define EV(t, rv) "{\"type\":\"" t "\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"" rv "\"}}}"
+
+static void test_watch_chunks_and_clean_end(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){0});
+    /* Events cut mid-line and several per chunk, CRLF in one. */
+    mock_push(&f.m, (struct step){.act = ACT_WATCH,
+                                  .chunks = {EV("ADDED", "11") "\n{\"type\":\"MODI",
+                                             "FIED\",\"object\":{\"metadata\":{\"resourceVersion\":\"12\"}}}\r\n",
+                                             EV("BOOKMARK", "15") "\n" EV("DELETED", "16") "\n"},
+                                  .chunk_ms = 20});
+    struct wrec w = {0};
+    struct kube_watch_opts o = {.resource_version = "10", .allow_bookmarks = 1,
+                                .timeout_seconds = 30, .label_selector = "a=b"};
+    REQUIRE(kube_watch_start(f.c, &CM, "ns1", &o, &WH, &w) != NULL);
+    REQUIRE(run_until(f.base, &w.ended, 5000));
+    CHECK_INT_EQ(w.err.code, KUBE_OK);
+    REQUIRE_INT_EQ(w.n, 4);
+    CHECK_INT_EQ(w.types[0], KUBE_EV_ADDED);
+    CHECK_INT_EQ(w.types[1], KUBE_EV_MODIFIED);
+    CHECK_INT_EQ(w.types[2], KUBE_EV_BOOKMARK);
+    CHECK_INT_EQ(w.types[3], KUBE_EV_DELETED);
+    CHECK_STR_EQ(w.rv[1], "12");
+    CHECK_STR_EQ(w.rv[3], "16");
+    CHECK_STR_EQ(f.m.reqs[0].uri, "/api/v1/namespaces/ns1/configmaps?watch=1&labelSelector=a%3Db"
+                                  "&resourceVersion=10&allowWatchBookmarks=true&timeoutSeconds=30");
+    struct kube_client_stats st;
+    kube_client_stats(f.c, &st);
+    CHECK_INT_EQ(st.active_watches, 0);
+    fx_free(&f);
+}
+
+static void test_watch_error_event_and_garbage(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){0});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1,
+                                  .chunks = {EV("ADDED", "11") "\n",
+                                             "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\","
+                                             "\"apiVersion\":\"v1\",\"metadata\":{},\"status\":"
+                                             "\"Failure\",\"message\":\"too old resource version: "
+                                             "1 (5)\",\"reason\":\"Expired\",\"code\":410}}\n"}});
+    struct wrec w = {0};
+    REQUIRE(kube_watch_start(f.c, &CM, NULL, &(struct kube_watch_opts){.resource_version = "1"}, &WH,
+                             &w) != NULL);
+    REQUIRE(run_until(f.base, &w.ended, 5000));
+    CHECK_INT_EQ(w.n, 1); /* the ERROR is not an event */
+    CHECK_INT_EQ(w.err.code, KUBE_E_EXPIRED);
+    CHECK_STR_EQ(w.err.reason, "Expired");
+    CHECK_STR_EQ(f.m.reqs[0].uri, "/api/v1/configmaps?watch=1&resourceVersion=1");
+
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1,
+                                  .chunks = {EV("ADDED", "11") "\n<html>oops</html>\n" EV("ADDED", "12") "\n"}});
+    struct wrec g = {0};
+    REQUIRE(kube_watch_start(f.c, &CM, NULL, NULL, &WH, &g) != NULL);
+    REQUIRE(run_until(f.base, &g.ended, 5000));
+    CHECK_INT_EQ(g.n, 1);
+    CHECK_INT_EQ(g.err.code, KUBE_E_DECODE);
+
+    /* A non-200 answer: the Status becomes the error. */
+    mock_push(&f.m, (struct step){.status = 403,
+                                  .body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":"
+                                          "\"forbidden\",\"reason\":\"Forbidden\",\"code\":403}"});
+    struct wrec e = {0};
+    REQUIRE(kube_watch_start(f.c, &CM, NULL, NULL, &WH, &e) != NULL);
+    REQUIRE(run_until(f.base, &e.ended, 5000));
+    CHECK_INT_EQ(e.n, 0);
+    CHECK_INT_EQ(e.err.code, KUBE_E_FORBIDDEN);
+    CHECK_INT_EQ(e.err.http_status, 403);
+    fx_free(&f);
+}
+
+static void test_watch_stall_and_stop(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){0});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1, .chunks = {EV("ADDED", "11") "\n"}});
+    struct wrec w = {0};
+    int64_t t0 = cx_mono_ms();
+    REQUIRE(kube_watch_start(f.c, &CM, "ns1", &(struct kube_watch_opts){.stall_ms = 300}, &WH, &w) !=
+            NULL);
+    REQUIRE(run_until(f.base, &w.ended, 5000));
+    CHECK_INT_EQ(w.n, 1);
+    CHECK_INT_EQ(w.err.code, KUBE_E_TIMEOUT);
+    CHECK_INT_GE(cx_mono_ms() - t0, 280);
+    CHECK_INT_LT(cx_mono_ms() - t0, 2500);
+
+    /* Stop from inside on_event: nothing after, no on_end. */
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1,
+                                  .chunks = {EV("ADDED", "1") "\n" EV("ADDED", "2") "\n" EV("ADDED", "3") "\n"}});
+    struct wrec s = {.stop_at = 2};
+    s.self = kube_watch_start(f.c, &CM, "ns1", NULL, &WH, &s);
+    REQUIRE(s.self != NULL);
+    REQUIRE(run_until(f.base, &s.ended, 5000));
+    int never = 0;
+    run_until(f.base, &never, 100);
+    CHECK_INT_EQ(s.n, 2);
+    CHECK_INT_EQ(s.err.code, KUBE_OK); /* on_end never ran: err untouched */
+    struct kube_client_stats st;
+    kube_client_stats(f.c, &st);
+    CHECK_INT_EQ(st.active_watches, 0);
+
+    /* Stop from outside while hanging, then free the client with another
+     * watch still open. */
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1, .chunks = {EV("ADDED", "1") "\n"}});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1, .chunks = {EV("ADDED", "1") "\n"}});
+    struct wrec a = {0}, b = {0};
+    struct kube_watch *wa = kube_watch_start(f.c, &CM, "ns1", NULL, &WH, &a);
+    REQUIRE(kube_watch_start(f.c, &CM, "ns1", NULL, &WH, &b) != NULL);
+    run_until(f.base, &never, 200);
+    CHECK_INT_EQ(a.n, 1);
+    kube_watch_stop(wa);
+    fx_free(&f);
+    CHECK_INT_EQ(a.ended + b.ended, 0);
+}
+
+static void test_watch_large_event_across_many_chunks(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){0});
+    /* ~300 KB event: arrives in many curl writes. */
+    size_t big = 300000;
+    char *ev = malloc(big + 200);
+    int n = snprintf(ev, 200, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"resourceVersion\":\"9\"},\"data\":{\"k\":\"");
+    memset(ev + n, 'x', big);
+    snprintf(ev + n + big, 200, "\"}}}\n");
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .chunks = {ev}});
+    struct wrec w = {0};
+    REQUIRE(kube_watch_start(f.c, &CM, "ns1", NULL, &WH, &w) != NULL);
+    REQUIRE(run_until(f.base, &w.ended, 5000));
+    CHECK_INT_EQ(w.n, 1);
+    CHECK_STR_EQ(w.rv[0], "9");
+    CHECK_INT_EQ(w.err.code, KUBE_OK);
+    /* The same with a cap below it: a decode error, not a crash. */
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .chunks = {ev}});
+    struct wrec w2 = {0};
+    REQUIRE(kube_watch_start(f.c, &CM, "ns1", &(struct kube_watch_opts){.max_event = 100000}, &WH,
+                             &w2) != NULL);
+    REQUIRE(run_until(f.base, &w2.ended, 5000));
+    CHECK_INT_EQ(w2.n, 0);
+    CHECK_INT_EQ(w2.err.code, KUBE_E_DECODE);
+    free(ev);
+    fx_free(&f);
+}
+
+/* ---- two clients, two threads ------------------------------------------------------- */
+
+struct thread_arg {
+    int ok;
+    int requests;
+};
+
+static void *thread_main(void *p)
+{
+    struct thread_arg *ta = p;
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){.identity = "thread"});
+    for (int i = 0; i < ta->requests; i++) {
+        mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
+        struct outcome r = {0};
+        if (!kube_get(f.c, &CM, "ns1", "foo", NULL, on_result, &r) ||
+            !run_until(f.base, &r.done, 5000) || r.res.err.code != KUBE_OK)
+            break;
+        cJSON_Delete(r.obj);
+        f.m.nscript = f.m.next = 0;
+        ta->ok++;
+    }
+    fx_free(&f);
+    return NULL;
+}
+
+static void test_two_clients_two_threads(void)
+{
+    pthread_t t[2];
+    struct thread_arg a[2] = {{0, 20}, {0, 20}};
+    for (int i = 0; i < 2; i++)
+        REQUIRE_INT_EQ(pthread_create(&t[i], NULL, thread_main, &a[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    CHECK_INT_EQ(a[0].ok, 20);
+    CHECK_INT_EQ(a[1].ok, 20);
+}
+
+static const struct cxt_case cases[] = {
+    CXT(test_get_paths_and_headers),
+    CXT(test_list_query_escaping),
+    CXT(test_conflict_is_typed_and_not_retried),
+    CXT(test_429_retry_after_honoured),
+    CXT(test_500_reads_retried_blind_writes_not),
+    CXT(test_timeout_outcome_unknown),
+    CXT(test_deadline_bounds_retries),
+    CXT(test_connection_refused_not_sent),
+    CXT(test_broken_connection),
+    CXT(test_delete_and_patch_bodies),
+    CXT(test_token_rotation),
+    CXT(test_connection_reuse),
+    CXT(test_request_from_callback_and_cancel),
+    CXT(test_watch_chunks_and_clean_end),
+    CXT(test_watch_error_event_and_garbage),
+    CXT(test_watch_stall_and_stop),
+    CXT(test_watch_large_event_across_many_chunks),
+    CXT(test_two_clients_two_threads),
+};
+CXT_MAIN(cases)
