@@ -1,0 +1,627 @@
+#include "xds_ads.h"
+
+#include "xlate_snapshot.h"
+
+#include "envoy/service/discovery/v3/discovery.pb-c.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const enum xds_type mbb_order[XDS_TYPE_COUNT] = {XDS_CLUSTER, XDS_ENDPOINT, XDS_LISTENER,
+                                                        XDS_ROUTE};
+
+enum xds_type xds_ads_order(int i)
+{
+    return mbb_order[(unsigned)i % XDS_TYPE_COUNT];
+}
+
+static int full_state(enum xds_type t)
+{
+    return t == XDS_LISTENER || t == XDS_CLUSTER;
+}
+
+/* Bounded copy that always terminates. */
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+    if (!src)
+        src = "";
+    size_t n = strlen(src);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+void xds_ads_stream_init(struct xds_ads_stream *s)
+{
+    memset(s, 0, sizeof(*s));
+}
+
+static void free_names(struct xds_ads_type_state *t)
+{
+    for (size_t i = 0; i < t->nnames; i++)
+        free(t->names[i]);
+    free(t->names);
+    t->names = NULL;
+    t->nnames = 0;
+}
+
+static void free_sent(struct xds_ads_type_state *t)
+{
+    for (size_t i = 0; i < t->nsent; i++)
+        xds_resource_unref(t->sent[i]);
+    free(t->sent);
+    t->sent = NULL;
+    t->nsent = 0;
+}
+
+void xds_ads_stream_free(struct xds_ads_stream *s)
+{
+    for (int i = 0; i < XDS_TYPE_COUNT; i++) {
+        free_names(&s->types[i]);
+        free_sent(&s->types[i]);
+    }
+}
+
+/* ---- node ---------------------------------------------------------------- */
+
+static const char *gateway_of(const Envoy__Config__Core__V3__Node *node)
+{
+    if (!node->metadata)
+        return NULL;
+    for (size_t i = 0; i < node->metadata->n_fields; i++) {
+        const Google__Protobuf__Struct__FieldsEntry *f = node->metadata->fields[i];
+        if (f && f->key && strcmp(f->key, XDS_NODE_GATEWAY_KEY) == 0 && f->value &&
+            f->value->kind_case == GOOGLE__PROTOBUF__VALUE__KIND_STRING_VALUE &&
+            f->value->string_value && f->value->string_value[0])
+            return f->value->string_value;
+    }
+    return NULL;
+}
+
+static void take_node(struct xds_ads_stream *s, const Envoy__Config__Core__V3__Node *node,
+                      const char *default_group)
+{
+    const char *group = NULL;
+    if (node) {
+        copy_str(s->node_id, sizeof(s->node_id), node->id);
+        copy_str(s->node_cluster, sizeof(s->node_cluster), node->cluster);
+        if (node->user_agent_name)
+            snprintf(s->user_agent, sizeof(s->user_agent), "%s%s%s", node->user_agent_name,
+                     node->user_agent_version_type_case ==
+                             ENVOY__CONFIG__CORE__V3__NODE__USER_AGENT_VERSION_TYPE_USER_AGENT_VERSION
+                         ? "/"
+                         : "",
+                     node->user_agent_version_type_case ==
+                             ENVOY__CONFIG__CORE__V3__NODE__USER_AGENT_VERSION_TYPE_USER_AGENT_VERSION
+                         ? node->user_agent_version
+                         : "");
+        group = gateway_of(node);
+        if (!group && node->cluster && node->cluster[0])
+            group = node->cluster;
+    }
+    if (!group)
+        group = default_group ? default_group : "";
+    copy_str(s->group, sizeof(s->group), group);
+    s->have_node = 1;
+}
+
+/* ---- subscription ---------------------------------------------------------- */
+
+static int str_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int name_cmp_res(const char *name, const struct xds_resource *r)
+{
+    return strcmp(name, r->name);
+}
+
+/* Sorted, unique copy of |names|; with |strip_star|, "*" is dropped and
+ * reported in *star ("*" is a wildcard for LDS/CDS only, a plain name for
+ * RDS/EDS). */
+static int normalise_names(char **in, size_t n, int strip_star, char ***out, size_t *nout,
+                           int *star)
+{
+    *out = NULL;
+    *nout = 0;
+    *star = 0;
+    if (n == 0)
+        return 0;
+    char **v = malloc(n * sizeof(*v));
+    if (!v)
+        return XDS_ADS_ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!in[i])
+            continue;
+        if (strip_star && strcmp(in[i], "*") == 0) {
+            *star = 1;
+            continue;
+        }
+        v[k++] = in[i];
+    }
+    if (k > 1)
+        qsort(v, k, sizeof(*v), str_cmp);
+    size_t u = 0;
+    for (size_t i = 0; i < k; i++)
+        if (u == 0 || strcmp(v[u - 1], v[i]) != 0)
+            v[u++] = v[i];
+    for (size_t i = 0; i < u; i++) {
+        v[i] = strdup(v[i]);
+        if (!v[i]) {
+            for (size_t j = 0; j < i; j++)
+                free(v[j]);
+            free(v);
+            return XDS_ADS_ENOMEM;
+        }
+    }
+    *out = v;
+    *nout = u;
+    return 0;
+}
+
+static int names_have(const struct xds_ads_type_state *t, const char *name)
+{
+    return bsearch(&name, t->names, t->nnames, sizeof(char *), str_cmp) != NULL;
+}
+
+/* Keeps only the sent entries that are still subscribed. */
+static void prune_sent(struct xds_ads_type_state *t)
+{
+    if (t->wildcard)
+        return;
+    size_t k = 0;
+    for (size_t i = 0; i < t->nsent; i++) {
+        if (names_have(t, t->sent[i]->name))
+            t->sent[k++] = t->sent[i];
+        else
+            xds_resource_unref(t->sent[i]);
+    }
+    t->nsent = k;
+}
+
+/* Replaces the subscription of |t| (type |type|) by the request's names.
+ * Sets *changed when it differs from the previous one. */
+static int update_names(struct xds_ads_type_state *t, enum xds_type type, int first,
+                        char **req_names, size_t n, int *changed)
+{
+    char **names;
+    size_t nn;
+    int star;
+    *changed = 0;
+    if (n > XDS_ADS_MAX_NAMES)
+        return XDS_ADS_ELIMIT;
+    int rc = normalise_names(req_names, n, full_state(type), &names, &nn, &star);
+    if (rc != 0)
+        return rc;
+    int wildcard = 0, legacy = 0;
+    if (full_state(type)) {
+        if (star)
+            wildcard = 1;
+        else if (nn == 0 && (first || t->legacy_wildcard))
+            wildcard = legacy = 1;
+    }
+    int added = 0, same = (nn == t->nnames);
+    for (size_t i = 0; i < nn; i++) {
+        if (!names_have(t, names[i])) {
+            added = 1;
+            same = 0;
+        }
+    }
+    if (wildcard && !t->wildcard)
+        added = 1;
+    if (wildcard != t->wildcard)
+        same = 0;
+    if (same) {
+        for (size_t i = 0; i < nn; i++)
+            free(names[i]);
+        free(names);
+        t->legacy_wildcard = (uint8_t)legacy;
+        return 0;
+    }
+    free_names(t);
+    t->names = names;
+    t->nnames = nn;
+    t->wildcard = (uint8_t)wildcard;
+    t->legacy_wildcard = (uint8_t)legacy;
+    prune_sent(t);
+    if (added && full_state(type))
+        t->force = 1; /* the client must learn at once what exists and what not */
+    t->eval_version[0] = '\0';
+    *changed = 1;
+    return 0;
+}
+
+/* ---- requests -------------------------------------------------------------- */
+
+int xds_ads_on_request(struct xds_ads_stream *s, const uint8_t *msg, size_t len,
+                       const char *default_group, struct xds_ads_event *ev)
+{
+    memset(ev, 0, sizeof(*ev));
+    ev->type = -1;
+    Envoy__Service__Discovery__V3__DiscoveryRequest *req =
+        envoy__service__discovery__v3__discovery_request__unpack(NULL, len, msg);
+    if (!req)
+        return XDS_ADS_EINVAL;
+    int rc = 0;
+    if (!s->have_node) {
+        take_node(s, req->node, default_group);
+        ev->first_node = 1;
+    }
+    if (!req->type_url || !req->type_url[0]) {
+        rc = XDS_ADS_EINVAL;
+        goto out;
+    }
+    int type = xds_type_from_url(req->type_url);
+    if (type < 0) {
+        ev->verdict = XDS_ADS_UNKNOWN_TYPE;
+        goto out;
+    }
+    ev->type = type;
+    struct xds_ads_type_state *t = &s->types[type];
+    const char *nonce = req->response_nonce ? req->response_nonce : "";
+    if (nonce[0]) {
+        if (!t->nonce_sent[0] || strcmp(nonce, t->nonce_sent) != 0) {
+            ev->verdict = XDS_ADS_STALE;
+            goto out;
+        }
+        t->awaiting = 0;
+        ev->origin_ns = t->origin_ns;
+        copy_str(ev->version, sizeof(ev->version), t->version_sent);
+        if (req->error_detail) {
+            ev->verdict = XDS_ADS_NACK;
+            ev->nack_code = req->error_detail->code;
+            copy_str(ev->nack_message, sizeof(ev->nack_message), req->error_detail->message);
+            t->nacks++;
+            t->nacked = 1;
+        } else {
+            ev->verdict = XDS_ADS_ACK;
+            copy_str(t->version_acked, sizeof(t->version_acked), t->version_sent);
+            t->nacked = 0;
+        }
+    } else {
+        ev->verdict = XDS_ADS_SUBSCRIBE;
+    }
+    int first = !t->requested;
+    int changed = 0;
+    rc = update_names(t, (enum xds_type)type, first, req->resource_names, req->n_resource_names,
+                      &changed);
+    if (rc != 0)
+        goto out;
+    ev->names_changed = (uint8_t)changed;
+    if (first) {
+        t->requested = 1;
+        if (full_state((enum xds_type)type))
+            t->force = 1;
+        const char *v = req->version_info ? req->version_info : "";
+        if (v[0] && strlen(v) <= XDS_VERSION_LEN) {
+            copy_str(t->resync_version, sizeof(t->resync_version), v);
+            t->resync_valid = 1;
+        }
+    }
+out:
+    envoy__service__discovery__v3__discovery_request__free_unpacked(req, NULL);
+    return rc;
+}
+
+/* ---- responses ------------------------------------------------------------- */
+
+void xds_ads_response_clear(struct xds_ads_response *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        xds_resource_unref(r->items[i]);
+    free(r->items);
+    r->items = NULL;
+    r->n = 0;
+}
+
+/* The resources the client should hold: every one for a wildcard, else the
+ * subscribed names that exist. Borrowed pointers into |set|. */
+static int want_list(const struct xds_ads_type_state *t, const struct xds_resource_set *set,
+                     struct xds_resource ***out, size_t *nout)
+{
+    *out = NULL;
+    *nout = 0;
+    size_t cap = t->wildcard ? set->n : (t->nnames < set->n ? t->nnames : set->n);
+    if (cap == 0)
+        return 0;
+    struct xds_resource **v = malloc(cap * sizeof(*v));
+    if (!v)
+        return XDS_ADS_ENOMEM;
+    size_t k = 0;
+    if (t->wildcard) {
+        memcpy(v, set->items, set->n * sizeof(*v));
+        k = set->n;
+    } else {
+        /* Both lists are sorted: merge. */
+        size_t i = 0, j = 0;
+        while (i < t->nnames && j < set->n && k < cap) {
+            int c = name_cmp_res(t->names[i], set->items[j]);
+            if (c == 0) {
+                v[k++] = set->items[j];
+                i++;
+                j++;
+            } else if (c < 0) {
+                i++;
+            } else {
+                j++;
+            }
+        }
+    }
+    *out = v;
+    *nout = k;
+    return 0;
+}
+
+static int same_resource(const struct xds_resource *a, const struct xds_resource *b)
+{
+    return a == b || (strcmp(a->name, b->name) == 0 && strcmp(a->version, b->version) == 0);
+}
+
+/* Finds |name| in the sorted sent list; NULL if absent. */
+static struct xds_resource *sent_find(const struct xds_ads_type_state *t, const char *name)
+{
+    size_t lo = 0, hi = t->nsent;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(t->sent[mid]->name, name);
+        if (c == 0)
+            return t->sent[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* Makes |want| (borrowed) the sent list (references taken). */
+static int sent_replace(struct xds_ads_type_state *t, struct xds_resource **want, size_t n)
+{
+    struct xds_resource **v = NULL;
+    if (n) {
+        v = malloc(n * sizeof(*v));
+        if (!v)
+            return XDS_ADS_ENOMEM;
+        for (size_t i = 0; i < n; i++)
+            v[i] = xds_resource_ref(want[i]);
+    }
+    free_sent(t);
+    t->sent = v;
+    t->nsent = n;
+    return 0;
+}
+
+/* Merges |upd| (sorted, borrowed) into the sent list: same names replaced. */
+static int sent_merge(struct xds_ads_type_state *t, struct xds_resource **upd, size_t n)
+{
+    struct xds_resource **v = malloc((t->nsent + n) * sizeof(*v));
+    if (!v)
+        return XDS_ADS_ENOMEM;
+    size_t i = 0, j = 0, k = 0;
+    while (i < t->nsent || j < n) {
+        int c = i == t->nsent ? 1 : j == n ? -1 : strcmp(t->sent[i]->name, upd[j]->name);
+        if (c < 0) {
+            v[k++] = t->sent[i++];
+        } else {
+            if (c == 0)
+                xds_resource_unref(t->sent[i++]);
+            v[k++] = xds_resource_ref(upd[j++]);
+        }
+    }
+    free(t->sent);
+    t->sent = v;
+    t->nsent = k;
+    return 0;
+}
+
+/* Evaluates one type. Returns 1 with |out| filled, 0, or an error. */
+static int eval_type(struct xds_ads_stream *s, enum xds_type type,
+                     const struct xds_resource_set *set, int64_t origin_ns,
+                     struct xds_ads_response *out)
+{
+    struct xds_ads_type_state *t = &s->types[type];
+    if (!t->requested || t->awaiting || !set)
+        return 0;
+    if (!t->force && t->eval_version[0] && strcmp(t->eval_version, set->version) == 0)
+        return 0; /* nothing changed for this type since we last looked */
+    struct xds_resource **want = NULL;
+    size_t nwant = 0;
+    int rc = want_list(t, set, &want, &nwant);
+    if (rc != 0)
+        return rc;
+    struct xds_resource **send = NULL;
+    size_t nsend = 0;
+    int respond = 0;
+    if (!t->responded && t->resync_valid && strcmp(t->resync_version, set->version) == 0) {
+        /* A reconnecting client already holds this version (versions are
+         * content hashes, equal on every replica): send nothing. */
+        rc = sent_replace(t, want, nwant);
+        if (rc != 0)
+            goto out;
+        t->responded = 1;
+        t->force = 0;
+        copy_str(t->version_sent, sizeof(t->version_sent), set->version);
+        copy_str(t->version_acked, sizeof(t->version_acked), set->version);
+        copy_str(t->eval_version, sizeof(t->eval_version), set->version);
+        goto out;
+    }
+    if (full_state(type)) {
+        int differ = t->force || nwant != t->nsent;
+        for (size_t i = 0; !differ && i < nwant; i++)
+            differ = !same_resource(want[i], t->sent[i]);
+        if (differ) {
+            send = want;
+            nsend = nwant;
+            respond = 1;
+        }
+    } else {
+        for (size_t i = 0; i < nwant; i++) {
+            const struct xds_resource *have = sent_find(t, want[i]->name);
+            if (!have || !same_resource(have, want[i]))
+                want[nsend++] = want[i];
+        }
+        send = want;
+        respond = nsend > 0;
+    }
+    copy_str(t->eval_version, sizeof(t->eval_version), set->version);
+    if (!respond)
+        goto out;
+    struct xds_resource **items = NULL;
+    if (nsend) {
+        items = malloc(nsend * sizeof(*items));
+        if (!items) {
+            rc = XDS_ADS_ENOMEM;
+            goto out;
+        }
+    }
+    rc = full_state(type) ? sent_replace(t, send, nsend) : sent_merge(t, send, nsend);
+    if (rc != 0) {
+        free(items);
+        goto out;
+    }
+    for (size_t i = 0; i < nsend; i++)
+        items[i] = xds_resource_ref(send[i]);
+    memset(out, 0, sizeof(*out));
+    out->type = type;
+    out->items = items;
+    out->n = nsend;
+    copy_str(out->version, sizeof(out->version), set->version);
+    snprintf(out->nonce, sizeof(out->nonce), "%llu", (unsigned long long)++s->nonce_counter);
+    copy_str(t->version_sent, sizeof(t->version_sent), set->version);
+    copy_str(t->nonce_sent, sizeof(t->nonce_sent), out->nonce);
+    t->awaiting = 1;
+    t->force = 0;
+    t->responded = 1;
+    t->origin_ns = origin_ns;
+    rc = 1;
+out:
+    free(want);
+    return rc;
+}
+
+int xds_ads_next(struct xds_ads_stream *s, const struct xds_ads_sets *sets, int64_t origin_ns,
+                 struct xds_ads_response *out)
+{
+    if (!sets || !s->have_node)
+        return 0;
+    for (int i = 0; i < XDS_TYPE_COUNT; i++) {
+        enum xds_type t = mbb_order[i];
+        int rc = eval_type(s, t, sets->t[t], origin_ns, out);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- wire encoding ----------------------------------------------------------
+ * DiscoveryResponse is written by hand so that each resource's bytes (encoded
+ * once by the translator) are wrapped in Any without being re-encoded:
+ *   1 version_info, 2 resources (Any: 1 type_url, 2 value), 4 type_url,
+ *   5 nonce, 6 control_plane (1 identifier). */
+
+static size_t varint_len(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static size_t put_varint(uint8_t *p, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
+/* Size of a length-delimited field with a one-byte tag. */
+static size_t ld_size(size_t len)
+{
+    return 1 + varint_len(len) + len;
+}
+
+static size_t any_size(const char *url, const struct xds_resource *r)
+{
+    return ld_size(strlen(url)) + ld_size(r->len);
+}
+
+size_t xds_ads_response_size(const struct xds_ads_response *r, const char *identifier)
+{
+    const char *url = xds_type_url(r->type);
+    size_t n = 0;
+    if (r->version[0])
+        n += ld_size(strlen(r->version));
+    for (size_t i = 0; i < r->n; i++)
+        n += ld_size(any_size(url, r->items[i]));
+    n += ld_size(strlen(url));
+    if (r->nonce[0])
+        n += ld_size(strlen(r->nonce));
+    if (identifier && identifier[0])
+        n += ld_size(ld_size(strlen(identifier)));
+    return n;
+}
+
+/* Emits tag + length (+ the string when |s| is given). */
+static int emit_ld(xds_ads_emit_fn emit, void *user, uint8_t tag, size_t len, const char *s)
+{
+    uint8_t hdr[11];
+    hdr[0] = tag;
+    size_t h = 1 + put_varint(hdr + 1, len);
+    int rc = emit(user, hdr, h, NULL);
+    if (rc == 0 && s && len)
+        rc = emit(user, s, len, NULL);
+    return rc;
+}
+
+int xds_ads_response_emit(const struct xds_ads_response *r, const char *identifier,
+                          xds_ads_emit_fn emit, void *user)
+{
+    const char *url = xds_type_url(r->type);
+    size_t urllen = strlen(url);
+    int rc = 0;
+    if (r->version[0])
+        rc = emit_ld(emit, user, 0x0a, strlen(r->version), r->version);
+    for (size_t i = 0; rc == 0 && i < r->n; i++) {
+        struct xds_resource *res = r->items[i];
+        rc = emit_ld(emit, user, 0x12, any_size(url, res), NULL);
+        if (rc == 0)
+            rc = emit_ld(emit, user, 0x0a, urllen, url);
+        if (rc == 0)
+            rc = emit_ld(emit, user, 0x12, res->len, NULL);
+        if (rc == 0 && res->len)
+            rc = emit(user, res->bytes, res->len, res);
+    }
+    if (rc == 0)
+        rc = emit_ld(emit, user, 0x22, urllen, url);
+    if (rc == 0 && r->nonce[0])
+        rc = emit_ld(emit, user, 0x2a, strlen(r->nonce), r->nonce);
+    if (rc == 0 && identifier && identifier[0]) {
+        size_t il = strlen(identifier);
+        rc = emit_ld(emit, user, 0x32, ld_size(il), NULL);
+        if (rc == 0)
+            rc = emit_ld(emit, user, 0x0a, il, identifier);
+    }
+    return rc;
+}
+
+static int emit_buf(void *user, const void *p, size_t n, struct xds_resource *res)
+{
+    (void)res;
+    return cx_buf_append(user, p, n);
+}
+
+int xds_ads_response_encode(const struct xds_ads_response *r, const char *identifier,
+                            struct cx_buf *b)
+{
+    return xds_ads_response_emit(r, identifier, emit_buf, b);
+}

@@ -1,0 +1,408 @@
+#include "xds_server.h"
+
+#include "cx_log.h"
+#include "cx_time.h"
+#include "xds_ads.h"
+#include "xds_cache.h"
+#include "xds_frame.h"
+#include "xds_h2.h"
+#include "xlate_snapshot.h"
+
+#include <event2/buffer.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Resources at least this large are referenced into the output instead of
+ * copied (smaller ones cost less to copy than a buffer chain). */
+#define REF_MIN_BYTES 2048
+
+struct sstream {
+    struct xds_cache_watch watch; /* first: container_of by cast */
+    struct xds_server *srv;
+    struct xds_h2_stream *h2;
+    struct xds_ads_stream ads;
+    uint8_t registered;
+    uint8_t nack_active[XDS_TYPE_COUNT];
+};
+
+struct xds_server {
+    struct event_base *base;
+    struct xds_h2_server *h2;
+    struct xds_cache *cache;
+    char *default_group;
+    char *identifier;
+    xds_nack_cb nack_cb;
+    void *nack_user;
+    int64_t snapshot_ns;
+    struct xds_server_stats stats;
+    uint64_t latency[XDS_LATENCY_BUCKETS];
+    struct xds_h2_method method;
+};
+
+/* ---- pushing ------------------------------------------------------------------ */
+
+static void unref_cleanup(const void *data, size_t len, void *arg)
+{
+    (void)data;
+    (void)len;
+    xds_resource_unref(arg);
+}
+
+static int emit_evbuf(void *user, const void *p, size_t n, struct xds_resource *res)
+{
+    struct evbuffer *eb = user;
+    if (res && n >= REF_MIN_BYTES) {
+        xds_resource_ref(res);
+        if (evbuffer_add_reference(eb, p, n, unref_cleanup, res) != 0) {
+            xds_resource_unref(res);
+            return -1;
+        }
+        return 0;
+    }
+    return evbuffer_add(eb, p, n);
+}
+
+/* Frames and queues one response. Returns 0 or -1. */
+static int send_response(struct sstream *ss, const struct xds_ads_response *r)
+{
+    struct xds_server *s = ss->srv;
+    size_t size = xds_ads_response_size(r, s->identifier);
+    if (size > UINT32_MAX)
+        return -1;
+    struct evbuffer *eb = evbuffer_new();
+    if (!eb)
+        return -1;
+    uint8_t prefix[5];
+    xds_frame_prefix(prefix, (uint32_t)size);
+    int rc = evbuffer_add(eb, prefix, 5);
+    if (rc == 0)
+        rc = xds_ads_response_emit(r, s->identifier, emit_evbuf, eb);
+    if (rc == 0)
+        rc = xds_h2_stream_send(ss->h2, eb);
+    evbuffer_free(eb);
+    if (rc == 0) {
+        s->stats.pushes_total[r->type]++;
+        s->stats.push_bytes_total[r->type] += size + 5;
+        s->stats.push_resources_total[r->type] += r->n;
+        cx_debug("xds", "push %s version %s nonce %s (%zu resources, %zu bytes) to %s",
+                 xds_type_short(r->type), r->version, r->nonce, r->n, size,
+                 ss->ads.node_id);
+    }
+    return rc;
+}
+
+/* Sends whatever the stream's state says is due, unless its output is
+ * congested (then on_writable comes back here). */
+static void pump(struct sstream *ss, int64_t origin_ns)
+{
+    if (!ss->registered || xds_h2_stream_queued(ss->h2) > XDS_H2_STREAM_LOW)
+        return;
+    const struct xds_ads_sets *sets = xds_cache_sets(ss->srv->cache, &ss->watch);
+    for (;;) {
+        struct xds_ads_response r;
+        int rc = xds_ads_next(&ss->ads, sets, origin_ns, &r);
+        if (rc == 0)
+            return;
+        if (rc < 0) {
+            xds_h2_stream_finish(ss->h2, XDS_GRPC_INTERNAL, "out of memory");
+            return;
+        }
+        rc = send_response(ss, &r);
+        xds_ads_response_clear(&r);
+        if (rc != 0) {
+            xds_h2_stream_finish(ss->h2, XDS_GRPC_INTERNAL, "cannot queue response");
+            return;
+        }
+    }
+}
+
+static void wake(void *user, struct xds_cache_watch *w)
+{
+    struct xds_server *s = user;
+    pump((struct sstream *)w, s->snapshot_ns);
+}
+
+/* ---- NACK accounting ---------------------------------------------------------- */
+
+static void note_nack(struct sstream *ss, const struct xds_ads_event *ev)
+{
+    struct xds_server *s = ss->srv;
+    enum xds_type t = (enum xds_type)ev->type;
+    struct xds_nack_stat *st = xds_cache_nack(&ss->watch, t);
+    s->stats.nacks_total++;
+    if (!st)
+        return;
+    st->total++;
+    if (!ss->nack_active[t]) {
+        ss->nack_active[t] = 1;
+        st->active++;
+    }
+    st->last_ns = cx_mono_ns();
+    snprintf(st->last_version, sizeof(st->last_version), "%s", ev->version);
+    snprintf(st->last_node, sizeof(st->last_node), "%s", ss->ads.node_id);
+    snprintf(st->last_message, sizeof(st->last_message), "%s", ev->nack_message);
+    cx_warn("xds", "NACK from node \"%s\" (group \"%s\", %s) for %s version %s: code %d: %s",
+            ss->ads.node_id, ss->ads.group, xds_h2_stream_peer(ss->h2), xds_type_short(t),
+            ev->version, ev->nack_code, ev->nack_message);
+    if (s->nack_cb) {
+        struct xds_nack n = {
+            .group = ss->ads.group,
+            .type = t,
+            .node_id = ss->ads.node_id,
+            .rejected_version = ev->version,
+            .code = ev->nack_code,
+            .message = ev->nack_message,
+            .total = st->total,
+        };
+        s->nack_cb(s->nack_user, &n);
+    }
+}
+
+static void clear_nack(struct sstream *ss, enum xds_type t)
+{
+    if (!ss->nack_active[t])
+        return;
+    ss->nack_active[t] = 0;
+    struct xds_nack_stat *st = xds_cache_nack(&ss->watch, t);
+    if (st && st->active)
+        st->active--;
+}
+
+static void note_latency(struct xds_server *s, int64_t origin_ns)
+{
+    if (origin_ns <= 0)
+        return;
+    int64_t us = (cx_mono_ns() - origin_ns) / 1000;
+    int b = 0;
+    while (b < XDS_LATENCY_BUCKETS - 1 && us >= ((int64_t)1 << b))
+        b++;
+    s->latency[b]++;
+}
+
+/* ---- gRPC method callbacks ------------------------------------------------------ */
+
+static void *ads_open(void *user, struct xds_h2_stream *st)
+{
+    struct xds_server *s = user;
+    struct sstream *ss = calloc(1, sizeof(*ss));
+    if (!ss) {
+        xds_h2_stream_finish(st, XDS_GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        return NULL;
+    }
+    ss->srv = s;
+    ss->h2 = st;
+    xds_ads_stream_init(&ss->ads);
+    s->stats.streams++;
+    s->stats.streams_total++;
+    return ss;
+}
+
+static int ads_message(void *ctx, const uint8_t *msg, size_t len, const char **errmsg)
+{
+    struct sstream *ss = ctx;
+    struct xds_server *s = ss->srv;
+    struct xds_ads_event ev;
+    s->stats.requests_total++;
+    int rc = xds_ads_on_request(&ss->ads, msg, len, s->default_group, &ev);
+    if (ev.first_node && !ss->registered) {
+        if (xds_cache_watch_add(s->cache, &ss->watch, ss->ads.group) != 0) {
+            *errmsg = "too many node groups";
+            return XDS_GRPC_RESOURCE_EXHAUSTED;
+        }
+        ss->registered = 1;
+        cx_debug("xds", "stream from %s: node \"%s\" group \"%s\" agent \"%s\"",
+                 xds_h2_stream_peer(ss->h2), ss->ads.node_id, ss->ads.group, ss->ads.user_agent);
+    }
+    switch (rc) {
+    case 0:
+        break;
+    case XDS_ADS_EINVAL:
+        *errmsg = "not a DiscoveryRequest with a type_url";
+        return XDS_GRPC_INVALID_ARGUMENT;
+    case XDS_ADS_ELIMIT:
+        *errmsg = "too many resource names";
+        return XDS_GRPC_RESOURCE_EXHAUSTED;
+    default:
+        *errmsg = "out of memory";
+        return XDS_GRPC_INTERNAL;
+    }
+    switch (ev.verdict) {
+    case XDS_ADS_ACK:
+        s->stats.acks_total++;
+        clear_nack(ss, (enum xds_type)ev.type);
+        note_latency(s, ev.origin_ns);
+        break;
+    case XDS_ADS_NACK:
+        note_nack(ss, &ev);
+        break;
+    case XDS_ADS_STALE:
+        s->stats.stale_total++;
+        break;
+    case XDS_ADS_SUBSCRIBE:
+    case XDS_ADS_UNKNOWN_TYPE:
+        break;
+    }
+    pump(ss, cx_mono_ns());
+    return 0;
+}
+
+static void ads_half_close(void *ctx)
+{
+    struct sstream *ss = ctx;
+    xds_h2_stream_finish(ss->h2, XDS_GRPC_OK, NULL);
+}
+
+static void ads_writable(void *ctx)
+{
+    struct sstream *ss = ctx;
+    pump(ss, cx_mono_ns());
+}
+
+static void ads_close(void *ctx)
+{
+    struct sstream *ss = ctx;
+    struct xds_server *s = ss->srv;
+    for (int t = 0; t < XDS_TYPE_COUNT; t++)
+        clear_nack(ss, (enum xds_type)t);
+    if (ss->registered)
+        xds_cache_watch_remove(s->cache, &ss->watch);
+    xds_ads_stream_free(&ss->ads);
+    s->stats.streams--;
+    free(ss);
+}
+
+/* ---- public API ----------------------------------------------------------------- */
+
+struct xds_server *xds_server_new(struct event_base *base, const struct xds_server_config *cfg,
+                                  char *err, size_t errlen)
+{
+    SSL_CTX *ctx = NULL;
+    struct xds_server *s = calloc(1, sizeof(*s));
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->base = base;
+    s->cache = xds_cache_new();
+    s->default_group = strdup(cfg->default_group ? cfg->default_group : "");
+    s->identifier = cfg->identifier ? strdup(cfg->identifier) : NULL;
+    if (!s->cache || !s->default_group || (cfg->identifier && !s->identifier)) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    if ((cfg->tls_cert != NULL) != (cfg->tls_key != NULL)) {
+        snprintf(err, errlen, "TLS needs both a certificate and a key");
+        goto fail;
+    }
+    if (cfg->tls_cert) {
+        ctx = xds_h2_tls_ctx(cfg->tls_cert, cfg->tls_key, cfg->tls_client_ca,
+                             cfg->tls_require_client_cert, err, errlen);
+        if (!ctx)
+            goto fail;
+    }
+    s->method = (struct xds_h2_method){
+        .path = XDS_ADS_PATH,
+        .on_open = ads_open,
+        .on_message = ads_message,
+        .on_half_close = ads_half_close,
+        .on_writable = ads_writable,
+        .on_close = ads_close,
+    };
+    struct xds_h2_config hc = {
+        .listen = cfg->listen,
+        .ssl_ctx = ctx,
+        .max_message = cfg->max_message ? cfg->max_message : XDS_MAX_MESSAGE_DEFAULT,
+        .max_connections = cfg->max_connections,
+        .max_streams = cfg->max_streams,
+        .keepalive_ms = cfg->keepalive_ms,
+        .handshake_timeout_ms = cfg->handshake_timeout_ms,
+    };
+    s->h2 = xds_h2_server_new(base, &hc, &s->method, 1, s, err, errlen);
+    if (ctx)
+        SSL_CTX_free(ctx); /* the transport holds its own reference */
+    if (!s->h2)
+        goto fail;
+    return s;
+fail:
+    xds_server_free(s);
+    return NULL;
+}
+
+int xds_server_port(const struct xds_server *s)
+{
+    return xds_h2_server_port(s->h2);
+}
+
+void xds_server_set_snapshot(struct xds_server *s, struct xlate_snapshot *snap)
+{
+    s->snapshot_ns = cx_mono_ns();
+    s->stats.snapshots_total++;
+    xds_cache_set_snapshot(s->cache, snap, wake, s);
+}
+
+void xds_server_on_nack(struct xds_server *s, xds_nack_cb cb, void *user)
+{
+    s->nack_cb = cb;
+    s->nack_user = user;
+}
+
+int xds_server_nack_stat(const struct xds_server *s, const char *group, enum xds_type type,
+                         struct xds_nack_stat *out)
+{
+    const struct xds_nack_stat *st = xds_cache_nack_find(s->cache, group, type);
+    if (!st || st->total == 0)
+        return -1;
+    *out = *st;
+    return 0;
+}
+
+void xds_server_foreach_nack(const struct xds_server *s,
+                             void (*fn)(void *user, const char *group, enum xds_type type,
+                                        const struct xds_nack_stat *st),
+                             void *user)
+{
+    xds_cache_foreach_nack(s->cache, fn, user);
+}
+
+void xds_server_stats(const struct xds_server *s, struct xds_server_stats *out)
+{
+    *out = s->stats;
+    struct xds_h2_counts hc;
+    xds_h2_server_counts(s->h2, &hc);
+    out->connections = hc.connections;
+    out->connections_total = hc.connections_total;
+    out->connections_rejected = hc.connections_rejected;
+}
+
+void xds_server_latency(const struct xds_server *s, uint64_t out[XDS_LATENCY_BUCKETS])
+{
+    memcpy(out, s->latency, sizeof(s->latency));
+}
+
+struct xds_cache *xds_server_cache(struct xds_server *s)
+{
+    return s->cache;
+}
+
+const char *xds_server_default_group(const struct xds_server *s)
+{
+    return s->default_group;
+}
+
+void xds_server_shutdown(struct xds_server *s, int grace_ms, void (*done)(void *), void *arg)
+{
+    xds_h2_server_shutdown(s->h2, grace_ms, done, arg);
+}
+
+void xds_server_free(struct xds_server *s)
+{
+    if (!s)
+        return;
+    xds_h2_server_free(s->h2); /* closes every stream first */
+    xds_cache_free(s->cache);
+    free(s->default_group);
+    free(s->identifier);
+    free(s);
+}

@@ -1,0 +1,856 @@
+#include "xdsc.h"
+
+#include "xlate_snapshot.h"
+
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <nghttp2/nghttp2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct xdsc_call {
+    struct xdsc *c;
+    struct xdsc_call *next;
+    int32_t id;
+    const struct xdsc_call_cbs *cbs;
+    void *user;
+    struct cx_buf out; /* bytes to send */
+    struct cx_buf in;  /* partial messages */
+    uint8_t eof_send, deferred, done, closing_cb;
+    int http_status;
+    int grpc_status;
+    char grpc_message[512];
+};
+
+struct xdsc {
+    struct event_base *base;
+    struct bufferevent *bev;
+    nghttp2_session *session;
+    struct xdsc_call *calls;
+    struct event *flush_ev;
+    uint8_t alive, goaway, ignore_pings;
+    unsigned pings;
+};
+
+static void flush_soon(struct xdsc *c)
+{
+    if (c->alive)
+        event_active(c->flush_ev, EV_TIMEOUT, 0);
+}
+
+static void call_finish(struct xdsc_call *call, int grpc_status, const char *msg)
+{
+    if (call->done)
+        return;
+    call->done = 1;
+    if (grpc_status >= 0 && call->grpc_status < 0) {
+        call->grpc_status = grpc_status;
+        snprintf(call->grpc_message, sizeof(call->grpc_message), "%s", msg ? msg : "");
+    }
+    if (call->cbs && call->cbs->on_close)
+        call->cbs->on_close(call->user, call, call->grpc_status, call->grpc_message,
+                            call->http_status);
+}
+
+static void conn_dead(struct xdsc *c)
+{
+    if (!c->alive)
+        return;
+    c->alive = 0;
+    for (struct xdsc_call *call = c->calls; call; call = call->next)
+        call_finish(call, -1, NULL);
+}
+
+static ssize_t cb_send(nghttp2_session *s, const uint8_t *data, size_t len, int flags, void *u)
+{
+    (void)s;
+    (void)flags;
+    struct xdsc *c = u;
+    if (evbuffer_add(bufferevent_get_output(c->bev), data, len) != 0)
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+    return (ssize_t)len;
+}
+
+static ssize_t data_read(nghttp2_session *s, int32_t id, uint8_t *buf, size_t length,
+                         uint32_t *flags, nghttp2_data_source *src, void *u)
+{
+    (void)s;
+    (void)id;
+    (void)u;
+    struct xdsc_call *call = src->ptr;
+    size_t n = call->out.len < length ? call->out.len : length;
+    if (n) {
+        memcpy(buf, call->out.data, n);
+        cx_buf_consume(&call->out, n);
+        return (ssize_t)n;
+    }
+    if (call->eof_send) {
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+        return 0;
+    }
+    call->deferred = 1;
+    return NGHTTP2_ERR_DEFERRED;
+}
+
+static int cb_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name,
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                     void *u)
+{
+    (void)flags;
+    (void)u;
+    struct xdsc_call *call = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+    if (!call)
+        return 0;
+    char v[512];
+    size_t vl = valuelen < sizeof(v) - 1 ? valuelen : sizeof(v) - 1;
+    memcpy(v, value, vl);
+    v[vl] = '\0';
+    if (namelen == 7 && memcmp(name, ":status", 7) == 0) {
+        call->http_status = (int)strtol(v, NULL, 10);
+    } else if (namelen == 11 && memcmp(name, "grpc-status", 11) == 0) {
+        call->grpc_status = (int)strtol(v, NULL, 10);
+    } else if (namelen == 12 && memcmp(name, "grpc-message", 12) == 0) {
+        /* percent-decode */
+        size_t k = 0;
+        for (size_t i = 0; i < vl && k + 1 < sizeof(call->grpc_message); i++) {
+            if (v[i] == '%' && i + 2 < vl) {
+                char hx[3] = {v[i + 1], v[i + 2], 0};
+                call->grpc_message[k++] = (char)strtol(hx, NULL, 16);
+                i += 2;
+            } else {
+                call->grpc_message[k++] = v[i];
+            }
+        }
+        call->grpc_message[k] = '\0';
+    }
+    return 0;
+}
+
+static int cb_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *u)
+{
+    struct xdsc *c = u;
+    if (f->hd.type == NGHTTP2_GOAWAY)
+        c->goaway = 1;
+    if (f->hd.type == NGHTTP2_PING && !(f->hd.flags & NGHTTP2_FLAG_ACK))
+        c->pings++;
+    struct xdsc_call *call = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+    if (call && f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_RESPONSE &&
+        call->cbs && call->cbs->on_headers)
+        call->cbs->on_headers(call->user, call, call->http_status);
+    return 0;
+}
+
+static int cb_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *data, size_t len,
+                   void *u)
+{
+    (void)flags;
+    (void)u;
+    struct xdsc_call *call = nghttp2_session_get_stream_user_data(s, id);
+    if (!call)
+        return 0;
+    if (cx_buf_append(&call->in, data, len) != 0)
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+    while (call->in.len >= 5) {
+        const uint8_t *p = (const uint8_t *)call->in.data;
+        uint32_t n = ((uint32_t)p[1] << 24) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 8) | p[4];
+        if (call->in.len < 5 + (size_t)n)
+            break;
+        if (call->cbs && call->cbs->on_message)
+            call->cbs->on_message(call->user, call, p + 5, n);
+        cx_buf_consume(&call->in, 5 + (size_t)n);
+    }
+    return 0;
+}
+
+static int cb_close(nghttp2_session *s, int32_t id, uint32_t err, void *u)
+{
+    (void)err;
+    (void)u;
+    struct xdsc_call *call = nghttp2_session_get_stream_user_data(s, id);
+    if (call)
+        call_finish(call, -1, NULL);
+    return 0;
+}
+
+static void do_flush(struct xdsc *c)
+{
+    if (!c->alive)
+        return;
+    if (nghttp2_session_send(c->session) != 0)
+        conn_dead(c);
+}
+
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    do_flush(arg);
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    struct xdsc *c = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    size_t len = evbuffer_get_length(in);
+    if (c->ignore_pings) {
+        /* Drop the session's automatic PING ACKs by not processing PINGs:
+         * simplest is to stop reading altogether. */
+        evbuffer_drain(in, len);
+        return;
+    }
+    unsigned char *data = evbuffer_pullup(in, -1);
+    ssize_t rv = nghttp2_session_mem_recv(c->session, data, len);
+    evbuffer_drain(in, len);
+    if (rv < 0) {
+        conn_dead(c);
+        return;
+    }
+    do_flush(c);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    (void)bev;
+    struct xdsc *c = arg;
+    if (what & BEV_EVENT_CONNECTED) {
+        do_flush(c);
+        return;
+    }
+    conn_dead(c);
+}
+
+struct xdsc *xdsc_connect(struct event_base *base, const char *host, int port, SSL_CTX *ssl_ctx,
+                          const char *sni)
+{
+    struct xdsc *c = calloc(1, sizeof(*c));
+    nghttp2_session_callbacks *cbs = NULL;
+    if (!c)
+        return NULL;
+    c->base = base;
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (inet_pton(AF_INET, host, &sin.sin_addr) != 1)
+        goto fail;
+    if (ssl_ctx) {
+        SSL *ssl = SSL_new(ssl_ctx);
+        if (!ssl)
+            goto fail;
+        SSL_set_alpn_protos(ssl, (const unsigned char *)"\x02h2", 3);
+        if (sni)
+            SSL_set_tlsext_host_name(ssl, sni);
+        c->bev = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
+                                                BEV_OPT_CLOSE_ON_FREE);
+        if (!c->bev) {
+            SSL_free(ssl);
+            goto fail;
+        }
+        bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
+    } else {
+        c->bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+        if (!c->bev)
+            goto fail;
+    }
+    c->flush_ev = event_new(base, -1, 0, on_flush, c);
+    if (!c->flush_ev || nghttp2_session_callbacks_new(&cbs) != 0)
+        goto fail;
+    nghttp2_session_callbacks_set_send_callback(cbs, cb_send);
+    nghttp2_session_callbacks_set_on_header_callback(cbs, cb_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, cb_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, cb_data);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, cb_close);
+    int rv = nghttp2_session_client_new(&c->session, cbs, c);
+    nghttp2_session_callbacks_del(cbs);
+    if (rv != 0)
+        goto fail;
+    nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 22}};
+    nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, iv, 1);
+    nghttp2_session_set_local_window_size(c->session, NGHTTP2_FLAG_NONE, 0, 1 << 24);
+    bufferevent_setcb(c->bev, on_read, NULL, on_event, c);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    c->alive = 1;
+    if (bufferevent_socket_connect(c->bev, (struct sockaddr *)&sin, sizeof(sin)) != 0)
+        goto fail;
+    int one = 1;
+    setsockopt(bufferevent_getfd(c->bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return c;
+fail:
+    c->alive = 0;
+    xdsc_free(c);
+    return NULL;
+}
+
+int xdsc_alive(const struct xdsc *c)
+{
+    return c->alive;
+}
+
+int xdsc_goaway(const struct xdsc *c)
+{
+    return c->goaway;
+}
+
+unsigned xdsc_pings(const struct xdsc *c)
+{
+    return c->pings;
+}
+
+void xdsc_ignore_pings(struct xdsc *c)
+{
+    c->ignore_pings = 1;
+}
+
+void xdsc_free(struct xdsc *c)
+{
+    if (!c)
+        return;
+    c->alive = 0;
+    struct xdsc_call *call = c->calls;
+    while (call) {
+        struct xdsc_call *next = call->next;
+        cx_buf_free(&call->out);
+        cx_buf_free(&call->in);
+        free(call);
+        call = next;
+    }
+    if (c->session)
+        nghttp2_session_del(c->session);
+    if (c->bev)
+        bufferevent_free(c->bev);
+    if (c->flush_ev)
+        event_free(c->flush_ev);
+    free(c);
+}
+
+struct xdsc_call *xdsc_call_open(struct xdsc *c, const char *path, const char *content_type,
+                                 const struct xdsc_call_cbs *cbs, void *user)
+{
+    if (!c->alive)
+        return NULL;
+    struct xdsc_call *call = calloc(1, sizeof(*call));
+    if (!call)
+        return NULL;
+    call->c = c;
+    call->cbs = cbs;
+    call->user = user;
+    call->grpc_status = -1;
+    cx_buf_init(&call->out, 0);
+    cx_buf_init(&call->in, 64 << 20);
+    nghttp2_nv nv[] = {
+        {(uint8_t *)":method", (uint8_t *)"POST", 7, 4, 0},
+        {(uint8_t *)":scheme", (uint8_t *)"http", 7, 4, 0},
+        {(uint8_t *)":authority", (uint8_t *)"xds", 10, 3, 0},
+        {(uint8_t *)":path", (uint8_t *)path, 5, strlen(path), 0},
+        {(uint8_t *)"content-type", (uint8_t *)content_type, 12, strlen(content_type), 0},
+        {(uint8_t *)"te", (uint8_t *)"trailers", 2, 8, 0},
+    };
+    nghttp2_data_provider dp = {.source.ptr = call, .read_callback = data_read};
+    call->id = nghttp2_submit_request(c->session, NULL, nv, 6, &dp, call);
+    if (call->id < 0) {
+        free(call);
+        return NULL;
+    }
+    call->next = c->calls;
+    c->calls = call;
+    flush_soon(c);
+    return call;
+}
+
+static void call_kick(struct xdsc_call *call)
+{
+    if (call->deferred) {
+        call->deferred = 0;
+        nghttp2_session_resume_data(call->c->session, call->id);
+    }
+    flush_soon(call->c);
+}
+
+int xdsc_call_send(struct xdsc_call *call, const void *msg, size_t len)
+{
+    uint8_t p[5] = {0, (uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8),
+                    (uint8_t)len};
+    if (call->done || call->eof_send || cx_buf_append(&call->out, p, 5) != 0 ||
+        cx_buf_append(&call->out, msg, len) != 0)
+        return -1;
+    call_kick(call);
+    return 0;
+}
+
+int xdsc_call_send_raw(struct xdsc_call *call, const void *bytes, size_t len)
+{
+    if (call->done || call->eof_send || cx_buf_append(&call->out, bytes, len) != 0)
+        return -1;
+    call_kick(call);
+    return 0;
+}
+
+void xdsc_call_close_send(struct xdsc_call *call)
+{
+    call->eof_send = 1;
+    call_kick(call);
+}
+
+int xdsc_call_done(const struct xdsc_call *call)
+{
+    return call->done;
+}
+
+struct run_state {
+    struct event_base *base;
+    int (*pred)(void *);
+    void *arg;
+    int hit;
+};
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct run_state *rs = arg;
+    if (rs->pred && rs->pred(rs->arg)) {
+        rs->hit = 1;
+        event_base_loopbreak(rs->base);
+    }
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    event_base_loopbreak(arg);
+}
+
+int xdsc_run_until(struct event_base *base, int (*pred)(void *), void *arg, int timeout_ms)
+{
+    struct run_state rs = {base, pred, arg, 0};
+    if (pred && pred(arg))
+        return 1;
+    struct event *tick = event_new(base, -1, EV_PERSIST, on_tick, &rs);
+    struct event *dl = evtimer_new(base, on_deadline, base);
+    struct timeval t1 = {0, 1000}, tdl = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    event_add(tick, &t1);
+    event_add(dl, &tdl);
+    event_base_loop(base, 0);
+    event_free(tick);
+    event_free(dl);
+    if (!rs.hit && pred && pred(arg))
+        rs.hit = 1;
+    return rs.hit;
+}
+
+void xdsc_run_for(struct event_base *base, int ms)
+{
+    xdsc_run_until(base, NULL, NULL, ms);
+}
+
+/* ---- ADS ------------------------------------------------------------------- */
+
+struct resp_node {
+    struct resp_node *next;
+    xdsc_response *r;
+};
+
+struct xdsc_ads {
+    struct xdsc *c;
+    struct xdsc_call *call;
+    struct xdsc_ads_config cfg;
+    char *node_id, *cluster, *gateway;
+    int sent_node;
+    unsigned responses;
+    struct resp_node *head, *tail;
+    size_t queued;
+    char version[XDS_TYPE_COUNT][128];
+    char nonce[XDS_TYPE_COUNT][64];
+    char **names[XDS_TYPE_COUNT];
+    size_t nnames[XDS_TYPE_COUNT];
+    int closed, status;
+    char message[512];
+};
+
+static void ads_on_message(void *user, struct xdsc_call *call, const uint8_t *msg, size_t len)
+{
+    (void)call;
+    struct xdsc_ads *a = user;
+    xdsc_response *r = envoy__service__discovery__v3__discovery_response__unpack(NULL, len, msg);
+    if (!r)
+        return;
+    a->responses++;
+    int t = xds_type_from_url(r->type_url);
+    if (t >= 0) {
+        snprintf(a->version[t], sizeof(a->version[t]), "%s", r->version_info);
+        snprintf(a->nonce[t], sizeof(a->nonce[t]), "%s", r->nonce);
+    }
+    if (a->cfg.on_response)
+        a->cfg.on_response(a->cfg.user, a, r);
+    if (a->cfg.auto_ack && t >= 0)
+        xdsc_ads_request(a, (enum xds_type)t, (const char *const *)a->names[t], a->nnames[t],
+                         NULL, NULL, NULL);
+    if (a->cfg.keep) {
+        struct resp_node *n = calloc(1, sizeof(*n));
+        if (n) {
+            n->r = r;
+            if (a->tail)
+                a->tail->next = n;
+            else
+                a->head = n;
+            a->tail = n;
+            a->queued++;
+            return;
+        }
+    }
+    envoy__service__discovery__v3__discovery_response__free_unpacked(r, NULL);
+}
+
+static void ads_on_close(void *user, struct xdsc_call *call, int grpc_status, const char *msg,
+                         int http_status)
+{
+    (void)call;
+    (void)http_status;
+    struct xdsc_ads *a = user;
+    a->closed = 1;
+    a->status = grpc_status;
+    snprintf(a->message, sizeof(a->message), "%s", msg ? msg : "");
+}
+
+static const struct xdsc_call_cbs ads_cbs = {
+    .on_message = ads_on_message,
+    .on_close = ads_on_close,
+};
+
+#define ADS_PATH "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
+
+struct xdsc_ads *xdsc_ads_open(struct xdsc *c, const struct xdsc_ads_config *cfg)
+{
+    struct xdsc_ads *a = calloc(1, sizeof(*a));
+    if (!a)
+        return NULL;
+    a->c = c;
+    a->cfg = *cfg;
+    a->node_id = strdup(cfg->node_id ? cfg->node_id : "");
+    a->cluster = cfg->cluster ? strdup(cfg->cluster) : NULL;
+    a->gateway = cfg->gateway ? strdup(cfg->gateway) : NULL;
+    a->call = xdsc_call_open(c, ADS_PATH, "application/grpc", &ads_cbs, a);
+    if (!a->call) {
+        xdsc_ads_free(a);
+        return NULL;
+    }
+    return a;
+}
+
+int xdsc_encode_request(struct cx_buf *out, enum xds_type type, const char *const *names,
+                        size_t n, const char *version, const char *nonce, const char *node_id,
+                        const char *cluster, const char *gateway, int nack_code,
+                        const char *nack_msg)
+{
+    Envoy__Service__Discovery__V3__DiscoveryRequest req =
+        ENVOY__SERVICE__DISCOVERY__V3__DISCOVERY_REQUEST__INIT;
+    Envoy__Config__Core__V3__Node node = ENVOY__CONFIG__CORE__V3__NODE__INIT;
+    Google__Protobuf__Struct md = GOOGLE__PROTOBUF__STRUCT__INIT;
+    Google__Protobuf__Struct__FieldsEntry fe = GOOGLE__PROTOBUF__STRUCT__FIELDS_ENTRY__INIT;
+    Google__Protobuf__Struct__FieldsEntry *fes[1] = {&fe};
+    Google__Protobuf__Value val = GOOGLE__PROTOBUF__VALUE__INIT;
+    Google__Rpc__Status st = GOOGLE__RPC__STATUS__INIT;
+    req.type_url = (char *)xds_type_url(type);
+    req.version_info = (char *)(version ? version : "");
+    req.response_nonce = (char *)(nonce ? nonce : "");
+    req.resource_names = (char **)names;
+    req.n_resource_names = n;
+    if (node_id) {
+        node.id = (char *)node_id;
+        if (cluster)
+            node.cluster = (char *)cluster;
+        node.user_agent_name = "xdsc";
+        if (gateway) {
+            fe.key = "coxswain.dev/gateway";
+            val.kind_case = GOOGLE__PROTOBUF__VALUE__KIND_STRING_VALUE;
+            val.string_value = (char *)gateway;
+            fe.value = &val;
+            md.fields = fes;
+            md.n_fields = 1;
+            node.metadata = &md;
+        }
+        req.node = &node;
+    }
+    if (nack_msg) {
+        st.code = nack_code;
+        st.message = (char *)nack_msg;
+        req.error_detail = &st;
+    }
+    size_t sz = envoy__service__discovery__v3__discovery_request__get_packed_size(&req);
+    uint8_t *buf = malloc(sz ? sz : 1);
+    if (!buf)
+        return -1;
+    envoy__service__discovery__v3__discovery_request__pack(&req, buf);
+    int rc = cx_buf_append(out, buf, sz);
+    free(buf);
+    return rc;
+}
+
+int xdsc_ads_request(struct xdsc_ads *a, enum xds_type type, const char *const *names, size_t n,
+                     const char *version, const char *nonce, const char *nack)
+{
+    if ((const char *const *)a->names[type] != names) {
+        for (size_t i = 0; i < a->nnames[type]; i++)
+            free(a->names[type][i]);
+        free(a->names[type]);
+        a->names[type] = n ? calloc(n, sizeof(char *)) : NULL;
+        a->nnames[type] = 0;
+        for (size_t i = 0; i < n && a->names[type]; i++)
+            a->names[type][a->nnames[type]++] = strdup(names[i]);
+    }
+    struct cx_buf b;
+    cx_buf_init(&b, 0);
+    int rc = xdsc_encode_request(
+        &b, type, names, n, version ? version : a->version[type],
+        nonce ? nonce : a->nonce[type], a->sent_node ? NULL : a->node_id,
+        a->sent_node ? NULL : a->cluster, a->sent_node ? NULL : a->gateway, 3, nack);
+    a->sent_node = 1;
+    if (rc == 0)
+        rc = xdsc_call_send(a->call, b.data, b.len);
+    cx_buf_free(&b);
+    return rc;
+}
+
+xdsc_response *xdsc_ads_pop(struct xdsc_ads *a)
+{
+    struct resp_node *n = a->head;
+    if (!n)
+        return NULL;
+    a->head = n->next;
+    if (!a->head)
+        a->tail = NULL;
+    a->queued--;
+    xdsc_response *r = n->r;
+    free(n);
+    return r;
+}
+
+static int has_queued(void *arg)
+{
+    struct xdsc_ads *a = arg;
+    return a->head != NULL || a->closed;
+}
+
+xdsc_response *xdsc_ads_wait(struct xdsc_ads *a, struct event_base *base, int timeout_ms)
+{
+    xdsc_run_until(base, has_queued, a, timeout_ms);
+    return xdsc_ads_pop(a);
+}
+
+void xdsc_response_free(xdsc_response *r)
+{
+    if (r)
+        envoy__service__discovery__v3__discovery_response__free_unpacked(r, NULL);
+}
+
+size_t xdsc_ads_queued(const struct xdsc_ads *a)
+{
+    return a->queued;
+}
+
+unsigned xdsc_ads_responses(const struct xdsc_ads *a)
+{
+    return a->responses;
+}
+
+const char *xdsc_ads_version(const struct xdsc_ads *a, enum xds_type type)
+{
+    return a->version[type];
+}
+
+const char *xdsc_ads_nonce(const struct xdsc_ads *a, enum xds_type type)
+{
+    return a->nonce[type];
+}
+
+int xdsc_ads_closed(const struct xdsc_ads *a, int *grpc_status, const char **message)
+{
+    if (a->closed) {
+        if (grpc_status)
+            *grpc_status = a->status;
+        if (message)
+            *message = a->message;
+    }
+    return a->closed;
+}
+
+struct xdsc_call *xdsc_ads_call(struct xdsc_ads *a)
+{
+    return a->call;
+}
+
+void xdsc_ads_free(struct xdsc_ads *a)
+{
+    if (!a)
+        return;
+    xdsc_response *r;
+    while ((r = xdsc_ads_pop(a)) != NULL)
+        xdsc_response_free(r);
+    for (int t = 0; t < XDS_TYPE_COUNT; t++) {
+        for (size_t i = 0; i < a->nnames[t]; i++)
+            free(a->names[t][i]);
+        free(a->names[t]);
+    }
+    if (a->call)
+        a->call->user = NULL, a->call->cbs = NULL;
+    free(a->node_id);
+    free(a->cluster);
+    free(a->gateway);
+    free(a);
+}
+
+/* Field 1 (length-delimited) of a serialised message: the name of every
+ * xDS resource type (Listener, RouteConfiguration, Cluster, CLA). */
+static char *field1(const uint8_t *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        uint64_t key = 0;
+        int shift = 0;
+        while (i < n) {
+            key |= (uint64_t)(p[i] & 0x7f) << shift;
+            shift += 7;
+            if (!(p[i++] & 0x80))
+                break;
+        }
+        unsigned wt = key & 7;
+        uint64_t v = 0;
+        shift = 0;
+        if (wt == 0 || wt == 2) {
+            while (i < n) {
+                v |= (uint64_t)(p[i] & 0x7f) << shift;
+                shift += 7;
+                if (!(p[i++] & 0x80))
+                    break;
+            }
+        }
+        if (wt == 2) {
+            if (v > n - i)
+                return NULL;
+            if ((key >> 3) == 1)
+                return strndup((const char *)p + i, (size_t)v);
+            i += (size_t)v;
+        } else if (wt == 1) {
+            i += 8;
+        } else if (wt == 5) {
+            i += 4;
+        } else if (wt != 0) {
+            return NULL;
+        }
+    }
+    return strdup("");
+}
+
+char **xdsc_response_names(const xdsc_response *r, size_t *n)
+{
+    char **v = calloc(r->n_resources + 1, sizeof(char *));
+    *n = 0;
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < r->n_resources; i++) {
+        char *name = field1(r->resources[i]->value.data, r->resources[i]->value.len);
+        v[(*n)++] = name ? name : strdup("?");
+    }
+    return v;
+}
+
+void xdsc_names_free(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* ---- snapshots for tests ------------------------------------------------------ */
+
+struct xds_resource *xdsc_fake_resource(enum xds_type type, const char *name, const char *payload)
+{
+    struct cx_buf b;
+    cx_buf_init(&b, 0);
+    size_t nl = strlen(name), pl = strlen(payload);
+    uint8_t hdr[12];
+    int rc = 0;
+    size_t h = 0;
+    hdr[h++] = 0x0a;
+    for (size_t v = nl; ; v >>= 7) {
+        hdr[h++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+        if (v < 0x80)
+            break;
+    }
+    rc |= cx_buf_append(&b, hdr, h);
+    rc |= cx_buf_append(&b, name, nl);
+    h = 0;
+    hdr[h++] = 0x12;
+    for (size_t v = pl; ; v >>= 7) {
+        hdr[h++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+        if (v < 0x80)
+            break;
+    }
+    rc |= cx_buf_append(&b, hdr, h);
+    rc |= cx_buf_append(&b, payload, pl);
+    size_t len = 0;
+    uint8_t *bytes = rc == 0 ? (uint8_t *)cx_buf_steal(&b, &len) : NULL;
+    cx_buf_free(&b);
+    if (!bytes)
+        return NULL;
+    return xds_resource_new(type, name, bytes, len);
+}
+
+struct xlate_snapshot *xdsc_snapshot_new(void)
+{
+    struct xlate_snapshot *s = calloc(1, sizeof(*s));
+    if (s)
+        atomic_init(&s->refs, 1);
+    return s;
+}
+
+int xdsc_snapshot_add(struct xlate_snapshot *s, const char *group, struct xds_resource *r)
+{
+    if (!r)
+        return -1;
+    struct xlate_group *g = NULL;
+    for (size_t i = 0; i < s->ngroups; i++)
+        if (strcmp(s->groups[i].name, group) == 0)
+            g = &s->groups[i];
+    if (!g) {
+        struct xlate_group *v = realloc(s->groups, (s->ngroups + 1) * sizeof(*v));
+        if (!v) {
+            xds_resource_unref(r);
+            return -1;
+        }
+        s->groups = v;
+        g = &s->groups[s->ngroups++];
+        memset(g, 0, sizeof(*g));
+        g->name = strdup(group);
+        g->mode = XLATE_MODE_PROXYLESS;
+    }
+    struct xds_resource_set *set = &g->types[r->type];
+    struct xds_resource **items = realloc(set->items, (set->n + 1) * sizeof(*items));
+    if (!items) {
+        xds_resource_unref(r);
+        return -1;
+    }
+    set->items = items;
+    set->items[set->n++] = r;
+    return 0;
+}
+
+static int group_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct xlate_group *)a)->name, ((const struct xlate_group *)b)->name);
+}
+
+int xdsc_snapshot_seal(struct xlate_snapshot *s)
+{
+    if (s->ngroups > 1)
+        qsort(s->groups, s->ngroups, sizeof(*s->groups), group_cmp);
+    for (size_t g = 0; g < s->ngroups; g++)
+        for (int t = 0; t < XDS_TYPE_COUNT; t++)
+            if (xds_resource_set_seal(&s->groups[g].types[t]) != 0)
+                return -1;
+    xlate_snapshot_seal(s);
+    return 0;
+}

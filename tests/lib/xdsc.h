@@ -1,0 +1,136 @@
+/*
+ * xdsc: our own gRPC/ADS test client on nghttp2 + libevent (h2c or TLS with
+ * ALPN h2), on the same protos as the server. Used by the xDS unit and e2e
+ * tests and by bench/bench_xds.c as its load generator.
+ *
+ * Two layers: a generic HTTP/2 gRPC client (any path, content type and raw
+ * bytes, so tests can send what real clients never would) and an ADS stream
+ * on top of it that builds DiscoveryRequests, decodes responses, keeps per
+ * type the last version/nonce, and can ACK automatically.
+ *
+ * Single-threaded, on the caller's event_base.
+ */
+#ifndef XDSC_H
+#define XDSC_H
+
+#include "cx_buf.h"
+#include "xlate_snapshot_types.h"
+
+#include "envoy/service/discovery/v3/discovery.pb-c.h"
+
+#include <event2/event.h>
+#include <openssl/ssl.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct xdsc;
+struct xdsc_call;
+
+struct xdsc_call_cbs {
+    void (*on_headers)(void *user, struct xdsc_call *call, int http_status);
+    void (*on_message)(void *user, struct xdsc_call *call, const uint8_t *msg, size_t len);
+    /* grpc_status is -1 when the stream ended without one (reset or a bare
+     * HTTP status); http_status 0 when no response headers came. */
+    void (*on_close)(void *user, struct xdsc_call *call, int grpc_status,
+                     const char *grpc_message, int http_status);
+};
+
+/* Connects to 127.0.0.1-style numeric |host|:|port|; TLS when |ssl_ctx| is
+ * set (ALPN h2, SNI |sni| if non-NULL). Returns NULL on immediate failure. */
+struct xdsc *xdsc_connect(struct event_base *base, const char *host, int port, SSL_CTX *ssl_ctx,
+                          const char *sni);
+/* 1 while connected, 0 once the connection closed. */
+int xdsc_alive(const struct xdsc *c);
+/* 1 once a GOAWAY arrived. */
+int xdsc_goaway(const struct xdsc *c);
+/* Number of PINGs received from the server. */
+unsigned xdsc_pings(const struct xdsc *c);
+/* Stops answering PINGs (simulates a dead peer). */
+void xdsc_ignore_pings(struct xdsc *c);
+void xdsc_free(struct xdsc *c);
+
+struct xdsc_call *xdsc_call_open(struct xdsc *c, const char *path, const char *content_type,
+                                 const struct xdsc_call_cbs *cbs, void *user);
+/* Sends one message (adds the 5-byte prefix). Returns 0/-1. */
+int xdsc_call_send(struct xdsc_call *call, const void *msg, size_t len);
+/* Sends raw DATA bytes (no prefix). */
+int xdsc_call_send_raw(struct xdsc_call *call, const void *bytes, size_t len);
+void xdsc_call_close_send(struct xdsc_call *call);
+/* 1 once the call ended (on_close ran). */
+int xdsc_call_done(const struct xdsc_call *call);
+
+/* Runs the loop until pred(arg) is true or |timeout_ms| passes. Returns 1 if
+ * the predicate became true, 0 on timeout. */
+int xdsc_run_until(struct event_base *base, int (*pred)(void *), void *arg, int timeout_ms);
+/* Runs the loop for |ms|. */
+void xdsc_run_for(struct event_base *base, int ms);
+
+/* ---- ADS ----------------------------------------------------------------- */
+
+struct xdsc_ads;
+typedef Envoy__Service__Discovery__V3__DiscoveryResponse xdsc_response;
+
+/* Called for each response, before any auto-ACK. */
+typedef void (*xdsc_ads_cb)(void *user, struct xdsc_ads *a, const xdsc_response *r);
+
+struct xdsc_ads_config {
+    const char *node_id;
+    const char *cluster;  /* may be NULL */
+    const char *gateway;  /* node.metadata coxswain.dev/gateway; may be NULL */
+    int auto_ack;         /* ACK every response with the same names */
+    int keep;             /* queue responses for xdsc_ads_pop() */
+    xdsc_ads_cb on_response;
+    void *user;
+};
+
+struct xdsc_ads *xdsc_ads_open(struct xdsc *c, const struct xdsc_ads_config *cfg);
+
+/* Sends a DiscoveryRequest for |type| with |names| (n may be 0). version
+ * and nonce: NULL uses the last received for that type; the node is sent
+ * only on the stream's first request. |nack| non-NULL makes it a NACK with
+ * that message (code 3). */
+int xdsc_ads_request(struct xdsc_ads *a, enum xds_type type, const char *const *names, size_t n,
+                     const char *version, const char *nonce, const char *nack);
+
+/* The next queued response (caller frees with xdsc_response_free), or NULL. */
+xdsc_response *xdsc_ads_pop(struct xdsc_ads *a);
+/* Runs the loop until a response is queued (or timeout); pops it. */
+xdsc_response *xdsc_ads_wait(struct xdsc_ads *a, struct event_base *base, int timeout_ms);
+void xdsc_response_free(xdsc_response *r);
+size_t xdsc_ads_queued(const struct xdsc_ads *a);
+
+unsigned xdsc_ads_responses(const struct xdsc_ads *a);
+/* Last version / nonce received for |type| ("" if none). */
+const char *xdsc_ads_version(const struct xdsc_ads *a, enum xds_type type);
+const char *xdsc_ads_nonce(const struct xdsc_ads *a, enum xds_type type);
+/* Stream end: 1 and the status once closed. */
+int xdsc_ads_closed(const struct xdsc_ads *a, int *grpc_status, const char **message);
+struct xdsc_call *xdsc_ads_call(struct xdsc_ads *a);
+void xdsc_ads_free(struct xdsc_ads *a);
+
+/* Encodes a DiscoveryRequest. Returns 0/-1. */
+int xdsc_encode_request(struct cx_buf *out, enum xds_type type, const char *const *names,
+                        size_t n, const char *version, const char *nonce, const char *node_id,
+                        const char *cluster, const char *gateway, int nack_code,
+                        const char *nack_msg);
+
+/* Names of the resources in |r| (decoded from the Any values only as far as
+ * field 1, which is the name of every xDS resource type). Caller frees the
+ * returned array and each string; *n set. */
+char **xdsc_response_names(const xdsc_response *r, size_t *n);
+void xdsc_names_free(char **names, size_t n);
+
+/* ---- snapshots for tests ---------------------------------------------------- */
+
+/* A resource whose bytes are a message with field 1 = |name| and field 2 =
+ * |payload| (the shape of every xDS resource's name field). */
+struct xds_resource *xdsc_fake_resource(enum xds_type type, const char *name, const char *payload);
+
+/* An empty snapshot with one reference. */
+struct xlate_snapshot *xdsc_snapshot_new(void);
+/* Adds |r| (ownership taken) to |group| (created on first use). 0/-1. */
+int xdsc_snapshot_add(struct xlate_snapshot *s, const char *group, struct xds_resource *r);
+/* Sorts groups, seals every set and the snapshot. 0/-1 (duplicate names). */
+int xdsc_snapshot_seal(struct xlate_snapshot *s);
+
+#endif
