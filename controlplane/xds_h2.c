@@ -60,6 +60,7 @@ struct h2_conn {
     struct event *flush_ev;
     struct event *timer;
     int64_t last_rx_ns;
+    int64_t accepted_ns;
     uint8_t preface_ok;
     uint8_t ping_out;
     uint8_t closing;     /* GOAWAY submitted */
@@ -638,19 +639,37 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     conn_free(c);
 }
 
+/* One timer per connection: the handshake deadline until the preface came,
+ * then the keepalive tick. */
+static void conn_arm_timer(struct h2_conn *c)
+{
+    const struct xds_h2_server *s = c->srv;
+    int ms = s->keepalive_ms;
+    if (!c->preface_ok && (ms < 0 || s->handshake_ms < ms))
+        ms = s->handshake_ms;
+    if (ms < 0)
+        return;
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(c->timer, &tv);
+}
+
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     struct h2_conn *c = arg;
     struct xds_h2_server *s = c->srv;
+    int64_t now = cx_mono_ns();
     if (!c->preface_ok) {
-        conn_free(c); /* no HTTP/2 preface in time */
+        if (now - c->accepted_ns >= (int64_t)s->handshake_ms * CX_NS_PER_MS) {
+            conn_free(c); /* no TLS handshake / HTTP/2 preface in time */
+            return;
+        }
+        conn_arm_timer(c);
         return;
     }
     if (s->keepalive_ms < 0)
         return;
-    int64_t now = cx_mono_ns();
     if (c->ping_out) {
         conn_free(c); /* the last PING went unanswered for a whole interval */
         return;
@@ -660,8 +679,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
             c->ping_out = 1;
         conn_schedule_flush(c);
     }
-    struct timeval tv = {s->keepalive_ms / 1000, (s->keepalive_ms % 1000) * 1000};
-    evtimer_add(c->timer, &tv);
+    conn_arm_timer(c);
 }
 
 static void server_check_done(struct xds_h2_server *s)
@@ -853,8 +871,8 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
     bufferevent_setwatermark(c->bev, EV_WRITE, CONN_OUT_LOW, 0);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
-    struct timeval tv = {s->handshake_ms / 1000, (s->handshake_ms % 1000) * 1000};
-    evtimer_add(c->timer, &tv);
+    c->accepted_ns = c->last_rx_ns;
+    conn_arm_timer(c);
     conn_flush(c);
     return;
 fail:

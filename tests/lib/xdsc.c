@@ -227,6 +227,13 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 struct xdsc *xdsc_connect(struct event_base *base, const char *host, int port, SSL_CTX *ssl_ctx,
                           const char *sni)
 {
+    return xdsc_connect_alpn(base, host, port, ssl_ctx, sni, (const unsigned char *)"\x02h2", 3);
+}
+
+struct xdsc *xdsc_connect_alpn(struct event_base *base, const char *host, int port,
+                               SSL_CTX *ssl_ctx, const char *sni, const unsigned char *alpn,
+                               unsigned alpn_len)
+{
     struct xdsc *c = calloc(1, sizeof(*c));
     nghttp2_session_callbacks *cbs = NULL;
     if (!c)
@@ -239,7 +246,8 @@ struct xdsc *xdsc_connect(struct event_base *base, const char *host, int port, S
         SSL *ssl = SSL_new(ssl_ctx);
         if (!ssl)
             goto fail;
-        SSL_set_alpn_protos(ssl, (const unsigned char *)"\x02h2", 3);
+        if (alpn_len)
+            SSL_set_alpn_protos(ssl, alpn, alpn_len);
         if (sni)
             SSL_set_tlsext_host_name(ssl, sni);
         c->bev = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
@@ -853,4 +861,40 @@ int xdsc_snapshot_seal(struct xlate_snapshot *s)
                 return -1;
     xlate_snapshot_seal(s);
     return 0;
+}
+
+/* ---- TLS for tests ------------------------------------------------------------ */
+
+int xdsc_make_certs(const char *dir)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd),
+             "set -e; cd '%s'; "
+             "EC='-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes'; "
+             "openssl req -x509 $EC -keyout ca.key -out ca.crt -subj /CN=coxswain-test-ca "
+             "-days 2 2>/dev/null; "
+             "for who in server client; do "
+             "openssl req $EC -keyout $who.key -out $who.csr -subj /CN=$who 2>/dev/null; "
+             "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > $who.ext; "
+             "openssl x509 -req -in $who.csr -CA ca.crt -CAkey ca.key -CAcreateserial "
+             "-out $who.crt -days 2 -extfile $who.ext 2>/dev/null; done",
+             dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+SSL_CTX *xdsc_tls_client_ctx(const char *ca, const char *cert, const char *key)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx)
+        return NULL;
+    if (SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1)
+        goto fail;
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    if (cert && (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1 ||
+                 SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1))
+        goto fail;
+    return ctx;
+fail:
+    SSL_CTX_free(ctx);
+    return NULL;
 }

@@ -39,6 +39,10 @@ struct xdsc_call_cbs {
  * set (ALPN h2, SNI |sni| if non-NULL). Returns NULL on immediate failure. */
 struct xdsc *xdsc_connect(struct event_base *base, const char *host, int port, SSL_CTX *ssl_ctx,
                           const char *sni);
+/* Same, offering ALPN |alpn| (wire format, |alpn_len| bytes; 0: none). */
+struct xdsc *xdsc_connect_alpn(struct event_base *base, const char *host, int port,
+                               SSL_CTX *ssl_ctx, const char *sni, const unsigned char *alpn,
+                               unsigned alpn_len);
 /* 1 while connected, 0 once the connection closed. */
 int xdsc_alive(const struct xdsc *c);
 /* 1 once a GOAWAY arrived. */
@@ -119,6 +123,17 @@ int xdsc_encode_request(struct cx_buf *out, enum xds_type type, const char *cons
  * returned array and each string; *n set. */
 char **xdsc_response_names(const xdsc_response *r, size_t *n);
 void xdsc_names_free(char **names, size_t n);
+
+/* ---- TLS for tests --------------------------------------------------------- */
+
+/* Writes a test CA (ca.crt/ca.key), a server certificate for 127.0.0.1 and
+ * localhost (server.crt/server.key) and a client certificate
+ * (client.crt/client.key) into |dir| with the openssl tool. Returns 0/-1. */
+int xdsc_make_certs(const char *dir);
+
+/* A client TLS context trusting |ca|, presenting |cert|/|key| if non-NULL
+ * (ALPN is set per connection by xdsc_connect). */
+SSL_CTX *xdsc_tls_client_ctx(const char *ca, const char *cert, const char *key);
 
 /* ---- snapshots for tests ---------------------------------------------------- */
 
