@@ -165,7 +165,7 @@ static int normalise_names(char **in, size_t n, int strip_star, char ***out, siz
 
 static int names_have(const struct xds_ads_type_state *t, const char *name)
 {
-    return bsearch(&name, t->names, t->nnames, sizeof(char *), str_cmp) != NULL;
+    return t->nnames > 0 && bsearch(&name, t->names, t->nnames, sizeof(char *), str_cmp) != NULL;
 }
 
 /* Keeps only the sent entries that are still subscribed. */

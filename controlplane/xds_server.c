@@ -1,6 +1,7 @@
 #include "xds_server.h"
 
 #include "cx_log.h"
+#include "cx_metrics.h"
 #include "cx_time.h"
 #include "xds_ads.h"
 #include "xds_cache.h"
@@ -27,6 +28,16 @@ struct sstream {
     uint8_t nack_active[XDS_TYPE_COUNT];
 };
 
+/* Series looked up once (the registry is process-wide; several servers in
+ * one process, as in tests, add up). */
+struct xds_metrics {
+    struct cx_series *connections, *streams, *streams_total, *rejected, *snapshots;
+    struct cx_series *pushes[XDS_TYPE_COUNT], *push_bytes[XDS_TYPE_COUNT];
+    struct cx_series *push_resources[XDS_TYPE_COUNT], *latency[XDS_TYPE_COUNT];
+    struct cx_series *requests[XDS_TYPE_COUNT + 1][5]; /* [type or unknown][verdict] */
+    struct cx_metric *nacks;                           /* {group,type} */
+};
+
 struct xds_server {
     struct event_base *base;
     struct xds_h2_server *h2;
@@ -39,7 +50,67 @@ struct xds_server {
     struct xds_server_stats stats;
     uint64_t latency[XDS_LATENCY_BUCKETS];
     struct xds_h2_method method;
+    struct xds_metrics m;
+    uint64_t m_rejected_seen;
 };
+
+static const char *const verdict_names[5] = {"subscribe", "ack", "nack", "stale", "unknown_type"};
+
+static void metrics_init(struct xds_metrics *m)
+{
+    m->connections = cx_metric_with(
+        cx_gauge("coxswain_xds_connections", "Open xDS (gRPC) connections.", NULL));
+    m->streams =
+        cx_metric_with(cx_gauge("coxswain_xds_streams", "Open ADS streams.", NULL));
+    m->streams_total = cx_metric_with(
+        cx_counter("coxswain_xds_streams_total", "ADS streams opened.", NULL));
+    m->rejected = cx_metric_with(cx_counter("coxswain_xds_connections_rejected_total",
+                                            "Connections refused over the limit.", NULL));
+    m->snapshots = cx_metric_with(cx_counter("coxswain_xds_snapshots_total",
+                                             "Snapshots handed to the xDS server.", NULL));
+    struct cx_metric *pushes =
+        cx_counter("coxswain_xds_pushes_total", "DiscoveryResponses sent.", "type");
+    struct cx_metric *bytes = cx_counter("coxswain_xds_push_bytes_total",
+                                         "Bytes of DiscoveryResponses sent (framed).", "type");
+    struct cx_metric *res = cx_counter("coxswain_xds_push_resources_total",
+                                       "Resources carried by DiscoveryResponses.", "type");
+    struct cx_metric *lat = cx_histogram(
+        "coxswain_xds_push_latency_seconds",
+        "From the snapshot (or request) that caused a response to its ACK or NACK.", "type",
+        cx_metric_latency_buckets, cx_metric_latency_nbuckets);
+    struct cx_metric *req = cx_counter("coxswain_xds_requests_total",
+                                       "DiscoveryRequests by type and verdict.", "type,verdict");
+    m->nacks = cx_counter("coxswain_xds_nacks_total",
+                          "NACKs (requests with error_detail) by node group and type.",
+                          "group,type");
+    for (int t = 0; t <= XDS_TYPE_COUNT; t++) {
+        const char *tn = t < XDS_TYPE_COUNT ? xds_type_short((enum xds_type)t) : "unknown";
+        if (t < XDS_TYPE_COUNT) {
+            m->pushes[t] = pushes ? cx_metric_with(pushes, tn) : NULL;
+            m->push_bytes[t] = bytes ? cx_metric_with(bytes, tn) : NULL;
+            m->push_resources[t] = res ? cx_metric_with(res, tn) : NULL;
+            m->latency[t] = lat ? cx_metric_with(lat, tn) : NULL;
+        }
+        for (int v = 0; v < 5; v++)
+            m->requests[t][v] = req ? cx_metric_with(req, tn, verdict_names[v]) : NULL;
+    }
+}
+
+/* NULL-safe: a registry that refused a family (a programming error caught
+ * by the tests) must not crash the server. */
+static void m_add(struct cx_series *s, double v)
+{
+    if (s)
+        cx_series_add(s, v);
+}
+
+static void m_set(struct cx_series *s, double v)
+{
+    if (s)
+        cx_series_set(s, v);
+}
+
+static void m_gauges(struct xds_server *s);
 
 /* ---- pushing ------------------------------------------------------------------ */
 
@@ -86,6 +157,9 @@ static int send_response(struct sstream *ss, const struct xds_ads_response *r)
         s->stats.pushes_total[r->type]++;
         s->stats.push_bytes_total[r->type] += size + 5;
         s->stats.push_resources_total[r->type] += r->n;
+        m_add(s->m.pushes[r->type], 1);
+        m_add(s->m.push_bytes[r->type], (double)(size + 5));
+        m_add(s->m.push_resources[r->type], (double)r->n);
         cx_debug("xds", "push %s version %s nonce %s (%zu resources, %zu bytes) to %s",
                  xds_type_short(r->type), r->version, r->nonce, r->n, size,
                  ss->ads.node_id);
@@ -132,6 +206,8 @@ static void note_nack(struct sstream *ss, const struct xds_ads_event *ev)
     enum xds_type t = (enum xds_type)ev->type;
     struct xds_nack_stat *st = xds_cache_nack(&ss->watch, t);
     s->stats.nacks_total++;
+    if (s->m.nacks)
+        cx_metric_inc(s->m.nacks, ss->ads.group, xds_type_short(t));
     if (!st)
         return;
     st->total++;
@@ -170,11 +246,13 @@ static void clear_nack(struct sstream *ss, enum xds_type t)
         st->active--;
 }
 
-static void note_latency(struct xds_server *s, int64_t origin_ns)
+static void note_latency(struct xds_server *s, int type, int64_t origin_ns)
 {
-    if (origin_ns <= 0)
+    if (origin_ns <= 0 || type < 0)
         return;
     int64_t us = (cx_mono_ns() - origin_ns) / 1000;
+    if (s->m.latency[type])
+        cx_series_observe(s->m.latency[type], (double)us / 1e6);
     int b = 0;
     while (b < XDS_LATENCY_BUCKETS - 1 && us >= ((int64_t)1 << b))
         b++;
@@ -196,6 +274,8 @@ static void *ads_open(void *user, struct xds_h2_stream *st)
     xds_ads_stream_init(&ss->ads);
     s->stats.streams++;
     s->stats.streams_total++;
+    m_add(s->m.streams_total, 1);
+    m_gauges(s);
     return ss;
 }
 
@@ -228,11 +308,14 @@ static int ads_message(void *ctx, const uint8_t *msg, size_t len, const char **e
         *errmsg = "out of memory";
         return XDS_GRPC_INTERNAL;
     }
+    m_add(s->m.requests[ev.type >= 0 ? ev.type : XDS_TYPE_COUNT][ev.verdict], 1);
+    if (ev.verdict == XDS_ADS_NACK)
+        note_latency(s, ev.type, ev.origin_ns);
     switch (ev.verdict) {
     case XDS_ADS_ACK:
         s->stats.acks_total++;
         clear_nack(ss, (enum xds_type)ev.type);
-        note_latency(s, ev.origin_ns);
+        note_latency(s, ev.type, ev.origin_ns);
         break;
     case XDS_ADS_NACK:
         note_nack(ss, &ev);
@@ -271,6 +354,7 @@ static void ads_close(void *ctx)
     xds_ads_stream_free(&ss->ads);
     s->stats.streams--;
     free(ss);
+    m_gauges(s);
 }
 
 /* ---- public API ----------------------------------------------------------------- */
@@ -285,6 +369,7 @@ struct xds_server *xds_server_new(struct event_base *base, const struct xds_serv
         return NULL;
     }
     s->base = base;
+    metrics_init(&s->m);
     s->cache = xds_cache_new();
     s->default_group = strdup(cfg->default_group ? cfg->default_group : "");
     s->identifier = cfg->identifier ? strdup(cfg->identifier) : NULL;
@@ -330,6 +415,22 @@ fail:
     return NULL;
 }
 
+/* Gauges and the counters the transport keeps, refreshed on stream
+ * events (cheap: a few atomic stores). */
+static void m_gauges(struct xds_server *s)
+{
+    struct xds_h2_counts hc;
+    if (!s->h2)
+        return;
+    xds_h2_server_counts(s->h2, &hc);
+    m_set(s->m.connections, (double)hc.connections);
+    m_set(s->m.streams, (double)s->stats.streams);
+    if (s->m.rejected && hc.connections_rejected > s->m_rejected_seen) {
+        cx_series_add(s->m.rejected, (double)(hc.connections_rejected - s->m_rejected_seen));
+        s->m_rejected_seen = hc.connections_rejected;
+    }
+}
+
 int xds_server_port(const struct xds_server *s)
 {
     return xds_h2_server_port(s->h2);
@@ -339,6 +440,7 @@ void xds_server_set_snapshot(struct xds_server *s, struct xlate_snapshot *snap)
 {
     s->snapshot_ns = cx_mono_ns();
     s->stats.snapshots_total++;
+    m_add(s->m.snapshots, 1);
     xds_cache_set_snapshot(s->cache, snap, wake, s);
 }
 
@@ -368,6 +470,7 @@ void xds_server_foreach_nack(const struct xds_server *s,
 
 void xds_server_stats(const struct xds_server *s, struct xds_server_stats *out)
 {
+    m_gauges((struct xds_server *)s);
     *out = s->stats;
     struct xds_h2_counts hc;
     xds_h2_server_counts(s->h2, &hc);

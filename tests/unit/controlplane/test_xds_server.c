@@ -3,6 +3,7 @@
  * streams whose resources changed, NACK accounting, gRPC error answers,
  * limits, keepalive, GOAWAY on shutdown, and TLS with ALPN and client
  * certificates. Server and client share one event loop. */
+#include "cx_metrics.h"
 #include "cxtest.h"
 #include "xds_server.h"
 #include "xdsc.h"
@@ -285,6 +286,18 @@ static void test_nack_counted_and_reported(void)
     CHECK_INT_EQ(st.total, 1);
     CHECK_INT_EQ(st.active, 1);
     CHECK_STR_CONTAINS(st.last_message, "lb_policy");
+    struct cx_metric *m = cx_counter("coxswain_xds_nacks_total",
+                                     "NACKs (requests with error_detail) by node group and type.",
+                                     "group,type");
+    REQUIRE(m != NULL);
+    CHECK_INT_EQ((int)cx_metric_get(m, "ns/gw", "CDS"), 1);
+    CHECK_INT_EQ((int)cx_metric_get(m, "ns/gw", "LDS"), 0);
+    struct cx_buf text;
+    cx_buf_init(&text, 0);
+    REQUIRE_INT_EQ(cx_metrics_render(&text), 0);
+    CHECK_STR_CONTAINS(text.data, "coxswain_xds_nacks_total{group=\"ns/gw\",type=\"CDS\"} 1");
+    CHECK_STR_CONTAINS(text.data, "coxswain_xds_requests_total{type=\"CDS\",verdict=\"nack\"} 1");
+    cx_buf_free(&text);
     CHECK_INT_EQ(xds_server_nack_stat(srv, "ns/gw", XDS_LISTENER, &st), -1);
     CHECK_INT_EQ(xds_server_nack_stat(srv, "ns/other", XDS_CLUSTER, &st), -1);
     /* a fixed snapshot is pushed and ACKed: no longer active, total kept */
