@@ -1,0 +1,814 @@
+/*
+ * The filter: per-kind scopes, lock exclusion, the ignore label, the
+ * decision function and its counters. See filter.h.
+ */
+#include "filter.h"
+
+#include "cx_flags.h"
+#include "cx_json.h"
+#include "cx_metrics.h"
+#include "filter_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define METRIC_NAME "coxswain_filter_events_total"
+#define METRIC_HELP                                                                            \
+    "Watch events seen by the filter layer, by kind, verdict (pass: the store changes; drop: " \
+    "nothing happens downstream) and reason."
+
+/* A namespace scope: a list and/or a label selector over namespace labels.
+ * The *_set flags say whether this level configured them (a kind's own
+ * scope overrides the global one field by field). */
+struct nsscope {
+    char **names;
+    size_t n;
+    int names_set;
+    struct filter_selector *sel;
+    int sel_set;
+};
+
+struct fkind {
+    char *name; /* as first configured or seen */
+    struct nsscope ns;
+    struct filter_selector *labels;
+    struct filter_field_selector *fields;
+    uint64_t counts[FILTER_REASON_COUNT];
+    struct cx_series *series[FILTER_REASON_COUNT];
+    /* push-down strings of the last filter_pushdown call */
+    char *pd_labels, *pd_fields;
+};
+
+struct flock {
+    char *kind, *ns, *name;
+};
+
+struct filter {
+    struct nsscope ns; /* for kinds without their own */
+    struct fkind **kinds;
+    size_t nkinds;
+    struct flock *locks;
+    size_t nlocks;
+    struct cx_buf scratch;
+    struct cx_metric *metric;
+};
+
+static const char *const reason_names[FILTER_REASON_COUNT] = {
+    [FILTER_R_ADDED] = "added",
+    [FILTER_R_CHANGED] = "changed",
+    [FILTER_R_DELETED] = "deleted",
+    [FILTER_R_STARTED_MATCHING] = "started-matching",
+    [FILTER_R_STOPPED_MATCHING] = "stopped-matching",
+    [FILTER_R_EXCLUDED_LOCK] = "excluded-lock",
+    [FILTER_R_IGNORED_LABEL] = "ignored-label",
+    [FILTER_R_OUT_OF_SCOPE_NAMESPACE] = "out-of-scope-namespace",
+    [FILTER_R_SELECTOR_MISMATCH] = "selector-mismatch",
+    [FILTER_R_FIELD_MISMATCH] = "field-selector-mismatch",
+    [FILTER_R_INSIGNIFICANT] = "insignificant",
+    [FILTER_R_NOT_STORED] = "not-stored",
+    [FILTER_R_MALFORMED] = "malformed",
+};
+
+const char *filter_reason_name(enum filter_reason r)
+{
+    return (unsigned)r < FILTER_REASON_COUNT ? reason_names[r] : "unknown";
+}
+
+enum filter_verdict filter_reason_verdict(enum filter_reason r)
+{
+    return r <= FILTER_R_STOPPED_MATCHING ? FILTER_PASS : FILTER_DROP;
+}
+
+const char *filter_verdict_name(enum filter_verdict v)
+{
+    return v == FILTER_PASS ? "pass" : "drop";
+}
+
+/* ---- lifecycle -------------------------------------------------------------- */
+
+static void nsscope_free(struct nsscope *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->names[i]);
+    free(s->names);
+    s->names = NULL;
+    s->n = 0;
+    filter_selector_free(s->sel);
+    s->sel = NULL;
+}
+
+static void kind_free(struct fkind *k)
+{
+    if (!k)
+        return;
+    free(k->name);
+    nsscope_free(&k->ns);
+    filter_selector_free(k->labels);
+    filter_field_selector_free(k->fields);
+    free(k->pd_labels);
+    free(k->pd_fields);
+    free(k);
+}
+
+struct filter *filter_new(void)
+{
+    struct filter *f = calloc(1, sizeof(*f));
+    if (!f)
+        return NULL;
+    cx_buf_init(&f->scratch, 0);
+    /* NULL only on a programming error (name clash); then we count locally */
+    f->metric = cx_counter(METRIC_NAME, METRIC_HELP, "kind,verdict,reason");
+    return f;
+}
+
+void filter_free(struct filter *f)
+{
+    if (!f)
+        return;
+    nsscope_free(&f->ns);
+    for (size_t i = 0; i < f->nkinds; i++)
+        kind_free(f->kinds[i]);
+    free(f->kinds);
+    for (size_t i = 0; i < f->nlocks; i++) {
+        free(f->locks[i].kind);
+        free(f->locks[i].ns);
+        free(f->locks[i].name);
+    }
+    free(f->locks);
+    cx_buf_free(&f->scratch);
+    free(f);
+}
+
+static struct fkind *kind_find(const struct filter *f, const char *kind)
+{
+    for (size_t i = 0; i < f->nkinds; i++)
+        if (strcasecmp(f->kinds[i]->name, kind) == 0)
+            return f->kinds[i];
+    return NULL;
+}
+
+/* The kind's entry, created on first use; NULL if memory ran out. */
+static struct fkind *kind_get(struct filter *f, const char *kind)
+{
+    struct fkind *k = kind_find(f, kind);
+    if (k)
+        return k;
+    k = calloc(1, sizeof(*k));
+    struct fkind **nk = realloc(f->kinds, (f->nkinds + 1) * sizeof(*nk));
+    if (!k || !nk) {
+        free(k);
+        if (nk)
+            f->kinds = nk;
+        return NULL;
+    }
+    f->kinds = nk;
+    k->name = strdup(kind);
+    if (!k->name) {
+        free(k);
+        return NULL;
+    }
+    f->kinds[f->nkinds++] = k;
+    return k;
+}
+
+/* ---- configuration ------------------------------------------------------------ */
+
+#define DNS1123_LABEL_MSG                                                                        \
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and " \
+    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "   \
+    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+
+static int ns_name_ok(const char *s, size_t n)
+{
+    if (n == 0 || n > 63)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (!alnum && !(c == '-' && i > 0 && i + 1 < n))
+            return 0;
+    }
+    return 1;
+}
+
+static int is_blank(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+int filter_set_namespaces(struct filter *f, const char *kind, const char *list,
+                          struct filter_error *err)
+{
+    char **names = NULL;
+    size_t n = 0;
+    if (!list)
+        list = "";
+    if (strlen(list) > FILTER_SELECTOR_MAX_BYTES) {
+        filter_err_set(err, 0, "namespace list is longer than %d bytes", FILTER_SELECTOR_MAX_BYTES);
+        return FILTER_EINVAL;
+    }
+    const char *p = list;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        const char *end = comma ? comma : p + strlen(p);
+        const char *a = p, *b = end;
+        while (a < b && is_blank(*a))
+            a++;
+        while (b > a && is_blank(b[-1]))
+            b--;
+        if (b > a) {
+            if (!ns_name_ok(a, (size_t)(b - a))) {
+                if ((size_t)(b - a) > 63)
+                    filter_err_set(err, (size_t)(a - list),
+                                   "namespace \"%.*s\": must be no more than 63 characters",
+                                   (int)(b - a), a);
+                else
+                    filter_err_set(err, (size_t)(a - list), "namespace \"%.*s\": %s", (int)(b - a),
+                                   a, DNS1123_LABEL_MSG);
+                goto fail;
+            }
+            int dup = 0;
+            for (size_t i = 0; i < n; i++)
+                if (strlen(names[i]) == (size_t)(b - a) && memcmp(names[i], a, b - a) == 0)
+                    dup = 1;
+            if (!dup) {
+                char **nn = realloc(names, (n + 1) * sizeof(*nn));
+                if (!nn)
+                    goto oom;
+                names = nn;
+                names[n] = strndup(a, (size_t)(b - a));
+                if (!names[n])
+                    goto oom;
+                n++;
+            }
+        }
+        p = comma ? comma + 1 : end;
+    }
+    struct nsscope *s = &f->ns;
+    if (kind) {
+        struct fkind *k = kind_get(f, kind);
+        if (!k)
+            goto oom;
+        s = &k->ns;
+    }
+    for (size_t i = 0; i < s->n; i++)
+        free(s->names[i]);
+    free(s->names);
+    s->names = names;
+    s->n = n;
+    s->names_set = 1;
+    return FILTER_OK;
+oom:
+    filter_err_set(err, 0, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return FILTER_ENOMEM;
+fail:
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return FILTER_EINVAL;
+}
+
+int filter_set_namespace_selector(struct filter *f, const char *kind, const char *selector,
+                                  struct filter_error *err)
+{
+    struct filter_selector *sel = NULL;
+    int rc = filter_selector_parse(selector ? selector : "", &sel, err);
+    if (rc != FILTER_OK)
+        return rc;
+    struct nsscope *s = &f->ns;
+    if (kind) {
+        struct fkind *k = kind_get(f, kind);
+        if (!k) {
+            filter_selector_free(sel);
+            filter_err_set(err, 0, "out of memory");
+            return FILTER_ENOMEM;
+        }
+        s = &k->ns;
+    }
+    filter_selector_free(s->sel);
+    s->sel = NULL;
+    if (filter_selector_is_everything(sel)) {
+        filter_selector_free(sel);
+        sel = NULL;
+    }
+    s->sel = sel;
+    s->sel_set = 1;
+    return FILTER_OK;
+}
+
+int filter_set_label_selector(struct filter *f, const char *kind, const char *selector,
+                              struct filter_error *err)
+{
+    struct filter_selector *sel = NULL;
+    if (!kind) {
+        filter_err_set(err, 0, "a label selector needs a kind");
+        return FILTER_EINVAL;
+    }
+    int rc = filter_selector_parse(selector ? selector : "", &sel, err);
+    if (rc != FILTER_OK)
+        return rc;
+    struct fkind *k = kind_get(f, kind);
+    if (!k) {
+        filter_selector_free(sel);
+        filter_err_set(err, 0, "out of memory");
+        return FILTER_ENOMEM;
+    }
+    filter_selector_free(k->labels);
+    k->labels = sel;
+    return FILTER_OK;
+}
+
+static const char *const *allowed_fields(const char *kind)
+{
+    return strcasecmp(kind, "Secret") == 0 ? filter_fields_secret : filter_fields_default;
+}
+
+int filter_set_field_selector(struct filter *f, const char *kind, const char *selector,
+                              struct filter_error *err)
+{
+    struct filter_field_selector *fs = NULL;
+    if (!kind) {
+        filter_err_set(err, 0, "a field selector needs a kind");
+        return FILTER_EINVAL;
+    }
+    int rc = filter_field_selector_parse(selector ? selector : "", allowed_fields(kind), &fs, err);
+    if (rc != FILTER_OK)
+        return rc;
+    struct fkind *k = kind_get(f, kind);
+    if (!k) {
+        filter_field_selector_free(fs);
+        filter_err_set(err, 0, "out of memory");
+        return FILTER_ENOMEM;
+    }
+    filter_field_selector_free(k->fields);
+    k->fields = fs;
+    return FILTER_OK;
+}
+
+int filter_add_lock(struct filter *f, const char *kind, const char *ns, const char *name)
+{
+    if (!kind || !name || !*kind || !*name)
+        return FILTER_EINVAL;
+    struct flock *nl = realloc(f->locks, (f->nlocks + 1) * sizeof(*nl));
+    if (!nl)
+        return FILTER_ENOMEM;
+    f->locks = nl;
+    struct flock *l = &f->locks[f->nlocks];
+    l->kind = strdup(kind);
+    l->ns = strdup(ns ? ns : "");
+    l->name = strdup(name);
+    if (!l->kind || !l->ns || !l->name) {
+        free(l->kind);
+        free(l->ns);
+        free(l->name);
+        return FILTER_ENOMEM;
+    }
+    f->nlocks++;
+    return FILTER_OK;
+}
+
+/* ---- scope -------------------------------------------------------------------- */
+
+static const struct nsscope *ns_names_of(const struct filter *f, const struct fkind *k)
+{
+    return k && k->ns.names_set ? &k->ns : &f->ns;
+}
+
+static const struct filter_selector *ns_sel_of(const struct filter *f, const struct fkind *k)
+{
+    return k && k->ns.sel_set ? k->ns.sel : f->ns.sel;
+}
+
+static int ns_listed(const struct nsscope *s, const char *ns)
+{
+    if (s->n == 0)
+        return 1;
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->names[i], ns) == 0)
+            return 1;
+    return 0;
+}
+
+static int is_lock(const struct filter *f, const char *kind, const char *ns, const char *name)
+{
+    for (size_t i = 0; i < f->nlocks; i++)
+        if (strcasecmp(f->locks[i].kind, kind) == 0 && strcmp(f->locks[i].ns, ns) == 0 &&
+            strcmp(f->locks[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+static int scope_check(const struct filter *f, const struct fkind *k, const char *kind,
+                       const cJSON *obj, filter_ns_labels_fn ns_labels, void *ud,
+                       enum filter_reason *why)
+{
+    const cJSON *md =
+        cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, "metadata") : NULL;
+    const char *name = cx_json_str(md, "name");
+    if (!name || !*name) {
+        *why = FILTER_R_MALFORMED;
+        return 0;
+    }
+    const char *ns = cx_json_str(md, "namespace");
+    if (!ns)
+        ns = "";
+    if (is_lock(f, kind, ns, name)) {
+        *why = FILTER_R_EXCLUDED_LOCK;
+        return 0;
+    }
+    const cJSON *labels = cJSON_GetObjectItemCaseSensitive(md, "labels");
+    const char *ign = cx_json_str(labels, FILTER_IGNORE_LABEL);
+    if (ign && strcmp(ign, FILTER_IGNORE_LABEL_VALUE) == 0) {
+        *why = FILTER_R_IGNORED_LABEL;
+        return 0;
+    }
+    if (*ns) {
+        if (!ns_listed(ns_names_of(f, k), ns)) {
+            *why = FILTER_R_OUT_OF_SCOPE_NAMESPACE;
+            return 0;
+        }
+        const struct filter_selector *nsel = ns_sel_of(f, k);
+        if (nsel) {
+            int known = 0;
+            const cJSON *nl = ns_labels ? ns_labels(ud, ns, &known) : NULL;
+            if (!known || !filter_selector_matches(nsel, nl)) {
+                *why = FILTER_R_OUT_OF_SCOPE_NAMESPACE;
+                return 0;
+            }
+        }
+    }
+    if (k && k->labels && !filter_selector_matches(k->labels, labels)) {
+        *why = FILTER_R_SELECTOR_MISMATCH;
+        return 0;
+    }
+    if (k && k->fields && !filter_field_selector_matches(k->fields, obj)) {
+        *why = FILTER_R_FIELD_MISMATCH;
+        return 0;
+    }
+    return 1;
+}
+
+int filter_scope_check(struct filter *f, const char *kind, const cJSON *obj,
+                       filter_ns_labels_fn ns_labels, void *ns_user_data, enum filter_reason *why)
+{
+    enum filter_reason r = FILTER_R_ADDED;
+    int in = scope_check(f, kind_find(f, kind), kind, obj, ns_labels, ns_user_data, &r);
+    if (why)
+        *why = r;
+    return in;
+}
+
+int filter_namespace_in_scope(struct filter *f, const char *kind, const char *ns,
+                              const cJSON *ns_labels)
+{
+    const struct fkind *k = kind_find(f, kind);
+    if (!ns_listed(ns_names_of(f, k), ns))
+        return 0;
+    const struct filter_selector *nsel = ns_sel_of(f, k);
+    return !nsel || filter_selector_matches(nsel, ns_labels);
+}
+
+/* ---- decisions ---------------------------------------------------------------- */
+
+static void count(struct filter *f, struct fkind *k, const char *kind, enum filter_reason r)
+{
+    if (k) {
+        k->counts[r]++;
+        if (!k->series[r] && f->metric)
+            k->series[r] =
+                cx_metric_with(f->metric, k->name, filter_verdict_name(filter_reason_verdict(r)),
+                               filter_reason_name(r));
+        if (k->series[r])
+            cx_series_inc(k->series[r]);
+    } else if (f->metric) {
+        /* no entry (out of memory): still export the event */
+        cx_metric_inc(f->metric, kind, filter_verdict_name(filter_reason_verdict(r)),
+                      filter_reason_name(r));
+    }
+}
+
+static void verdict(struct filter_decision *out, enum filter_reason r, enum filter_store_action a)
+{
+    out->reason = r;
+    out->verdict = filter_reason_verdict(r);
+    out->action = a;
+}
+
+int filter_decide(struct filter *f, const struct filter_event *ev, struct filter_decision *out)
+{
+    int rc = FILTER_OK;
+    memset(out, 0, sizeof(*out));
+    const char *kind = ev->kind ? ev->kind : "";
+    struct fkind *k = kind_get(f, kind);
+    enum filter_reason why = FILTER_R_ADDED;
+    int in = scope_check(f, k, kind, ev->obj, ev->ns_labels, ev->ns_user_data, &why);
+
+    if (ev->type == FILTER_EV_DELETED) {
+        if (why == FILTER_R_MALFORMED)
+            verdict(out, FILTER_R_MALFORMED, FILTER_STORE_NONE);
+        else if (ev->old)
+            verdict(out, FILTER_R_DELETED, FILTER_STORE_DELETE);
+        else
+            verdict(out, in ? FILTER_R_NOT_STORED : why, FILTER_STORE_NONE);
+        goto out;
+    }
+    if (!in) {
+        if (ev->old && why != FILTER_R_MALFORMED)
+            verdict(out, FILTER_R_STOPPED_MATCHING, FILTER_STORE_DELETE);
+        else
+            verdict(out, why, FILTER_STORE_NONE);
+        goto out;
+    }
+    if (filter_digest(ev->obj, &f->scratch, &out->digest) != 0) {
+        rc = FILTER_ENOMEM;
+        /* cannot tell: let it through (a spurious translation is safe) */
+        verdict(out, ev->old ? FILTER_R_CHANGED : FILTER_R_ADDED,
+                ev->old ? FILTER_STORE_UPDATE : FILTER_STORE_ADD);
+        goto out;
+    }
+    out->has_digest = 1;
+    if (!ev->old) {
+        verdict(out, ev->type == FILTER_EV_ADDED ? FILTER_R_ADDED : FILTER_R_STARTED_MATCHING,
+                FILTER_STORE_ADD);
+        goto out;
+    }
+    uint64_t od = 0;
+    if (ev->old_digest) {
+        od = *ev->old_digest;
+    } else if (filter_digest(ev->old, &f->scratch, &od) != 0) {
+        rc = FILTER_ENOMEM;
+        verdict(out, FILTER_R_CHANGED, FILTER_STORE_UPDATE);
+        goto out;
+    }
+    if (od == out->digest)
+        verdict(out, FILTER_R_INSIGNIFICANT, FILTER_STORE_NONE);
+    else
+        verdict(out, FILTER_R_CHANGED, FILTER_STORE_UPDATE);
+out:
+    count(f, k, kind, out->reason);
+    return rc;
+}
+
+/* ---- counters ---------------------------------------------------------------- */
+
+uint64_t filter_count(const struct filter *f, const char *kind, enum filter_reason reason)
+{
+    uint64_t n = 0;
+    if ((unsigned)reason >= FILTER_REASON_COUNT)
+        return 0;
+    for (size_t i = 0; i < f->nkinds; i++)
+        if (!kind || strcasecmp(f->kinds[i]->name, kind) == 0)
+            n += f->kinds[i]->counts[reason];
+    return n;
+}
+
+uint64_t filter_count_passed(const struct filter *f, const char *kind)
+{
+    uint64_t n = 0;
+    for (int r = 0; r < FILTER_REASON_COUNT; r++)
+        if (filter_reason_verdict((enum filter_reason)r) == FILTER_PASS)
+            n += filter_count(f, kind, (enum filter_reason)r);
+    return n;
+}
+
+/* ---- push-down ------------------------------------------------------------------- */
+
+int filter_pushdown(struct filter *f, const char *kind, struct filter_pushdown *out)
+{
+    memset(out, 0, sizeof(*out));
+    struct fkind *k = kind_get(f, kind);
+    if (!k)
+        return FILTER_ENOMEM;
+    const struct nsscope *names = ns_names_of(f, k);
+    out->namespaces = (const char *const *)names->names;
+    out->nnamespaces = names->n;
+    if (names->n == 1)
+        out->namespace = names->names[0];
+
+    struct cx_buf lb, fb;
+    cx_buf_init(&lb, 0);
+    cx_buf_init(&fb, 0);
+    int rc = 0;
+    /* labels: the kind's selector AND the ignore label's absence */
+    if (k->labels && !filter_selector_is_everything(k->labels)) {
+        rc |= filter_selector_string(k->labels, &lb);
+        rc |= cx_buf_puts(&lb, ",");
+    }
+    rc |= cx_buf_puts(&lb, FILTER_IGNORE_LABEL "!=" FILTER_IGNORE_LABEL_VALUE);
+    /* fields: the kind's selector AND, when the lock of this kind lives in
+     * the one watched namespace, its name excluded (exact there; with
+     * several namespaces it would also hide same-named objects elsewhere) */
+    if (k->fields && !filter_field_selector_is_everything(k->fields))
+        rc |= filter_field_selector_string(k->fields, &fb);
+    for (size_t i = 0; i < f->nlocks && out->namespace; i++) {
+        const struct flock *l = &f->locks[i];
+        if (strcasecmp(l->kind, kind) != 0 || strcmp(l->ns, out->namespace) != 0)
+            continue;
+        if (fb.len)
+            rc |= cx_buf_puts(&fb, ",");
+        rc |= cx_buf_puts(&fb, "metadata.name!=");
+        rc |= filter_field_escape(&fb, l->name);
+    }
+    rc |= cx_buf_append(&fb, "", 0);
+    if (rc) {
+        cx_buf_free(&lb);
+        cx_buf_free(&fb);
+        return FILTER_ENOMEM;
+    }
+    free(k->pd_labels);
+    free(k->pd_fields);
+    k->pd_labels = cx_buf_steal(&lb, NULL);
+    k->pd_fields = cx_buf_steal(&fb, NULL);
+    cx_buf_free(&lb);
+    cx_buf_free(&fb);
+    if (!k->pd_labels || !k->pd_fields)
+        return FILTER_ENOMEM;
+    out->label_selector = k->pd_labels;
+    out->field_selector = k->pd_fields;
+    return FILTER_OK;
+}
+
+static int url_encode(struct cx_buf *b, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    int rc = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p && rc == 0; p++) {
+        unsigned char c = *p;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '_' || c == '.' || c == '~') {
+            rc = cx_buf_append(b, p, 1);
+        } else {
+            char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+            rc = cx_buf_append(b, e, 3);
+        }
+    }
+    return rc;
+}
+
+int filter_pushdown_query(const struct filter_pushdown *pd, struct cx_buf *out)
+{
+    int rc = cx_buf_append(out, "", 0);
+    int first = 1;
+    if (pd->label_selector && *pd->label_selector) {
+        rc |= cx_buf_puts(out, "labelSelector=");
+        rc |= url_encode(out, pd->label_selector);
+        first = 0;
+    }
+    if (pd->field_selector && *pd->field_selector) {
+        rc |= cx_buf_puts(out, first ? "fieldSelector=" : "&fieldSelector=");
+        rc |= url_encode(out, pd->field_selector);
+    }
+    return rc ? -1 : 0;
+}
+
+/* ---- flags --------------------------------------------------------------------- */
+
+const char *const filter_default_kinds[] = {
+    "Gateway",       "VirtualService", "RouteTable", "Upstream", "Service",
+    "EndpointSlice", "Secret",         "ConfigMap",  NULL,
+};
+
+static const char *const flag_suffix[FILTER_FLAGS_PER_KIND] = {"namespaces", "namespace-selector",
+                                                               "label-selector", "field-selector"};
+
+size_t filter_flags_table(struct filter_flags *ff, const char *const *kinds, struct cx_flag *out,
+                          size_t max)
+{
+    if (!kinds)
+        kinds = filter_default_kinds;
+    size_t nk = 0;
+    while (kinds[nk])
+        nk++;
+    if (nk > FILTER_MAX_KINDS || 2 + FILTER_FLAGS_PER_KIND * nk > max)
+        return 0;
+    size_t n = 0;
+    out[n++] = (struct cx_flag){
+        .name = "watch-namespaces",
+        .type = CX_FLAG_STRING,
+        .target = &ff->watch_namespaces,
+        .def = "",
+        .env = "COXSWAIN_WATCH_NAMESPACES",
+        .help = "comma-separated namespaces to watch (empty: all); a kind's own "
+                "--<kind>-namespaces overrides it",
+    };
+    out[n++] = (struct cx_flag){
+        .name = "watch-namespace-selector",
+        .type = CX_FLAG_STRING,
+        .target = &ff->watch_namespace_selector,
+        .def = "",
+        .env = "COXSWAIN_WATCH_NAMESPACE_SELECTOR",
+        .help = "label selector over Namespace labels: watch only matching namespaces",
+    };
+    ff->nkinds = nk;
+    for (size_t i = 0; i < nk; i++) {
+        size_t len = strlen(kinds[i]);
+        if (len == 0 || len >= FILTER_KIND_NAME_MAX)
+            return 0;
+        char lower[FILTER_KIND_NAME_MAX];
+        for (size_t j = 0; j <= len; j++) {
+            char c = kinds[i][j];
+            if (c && !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+                return 0;
+            lower[j] = (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
+        }
+        snprintf(ff->kinds[i].kind, sizeof(ff->kinds[i].kind), "%s", kinds[i]);
+        for (int j = 0; j < FILTER_FLAGS_PER_KIND; j++) {
+            snprintf(ff->kinds[i].names[j], sizeof(ff->kinds[i].names[j]), "%s-%s", lower,
+                     flag_suffix[j]);
+            char *h = ff->kinds[i].help[j];
+            size_t hl = sizeof(ff->kinds[i].help[j]);
+            switch (j) {
+            case 0:
+                snprintf(h, hl,
+                         "comma-separated namespaces to watch for %s (overrides "
+                         "--watch-namespaces)",
+                         kinds[i]);
+                break;
+            case 1:
+                snprintf(h, hl,
+                         "label selector over Namespace labels for %s (overrides "
+                         "--watch-namespace-selector)",
+                         kinds[i]);
+                break;
+            case 2:
+                snprintf(h, hl, "label selector for %s objects", kinds[i]);
+                break;
+            default:
+                snprintf(h, hl,
+                         "field selector for %s objects (metadata.name, "
+                         "metadata.namespace%s)",
+                         kinds[i], strcasecmp(kinds[i], "Secret") == 0 ? ", type" : "");
+                break;
+            }
+            out[n++] = (struct cx_flag){
+                .name = ff->kinds[i].names[j],
+                .type = CX_FLAG_STRING,
+                .target = &ff->kinds[i].values[j],
+                .def = "",
+                .help = ff->kinds[i].help[j],
+            };
+        }
+    }
+    return n;
+}
+
+/* Prefixes |err|'s message with "--<flag>: ". */
+static void flag_err(struct filter_error *err, const char *flag)
+{
+    if (!err)
+        return;
+    char tmp[FILTER_ERR_MAX];
+    memcpy(tmp, err->msg, sizeof(tmp));
+    tmp[sizeof(tmp) - 1] = '\0';
+    int n = snprintf(err->msg, sizeof(err->msg), "--%s: ", flag);
+    if (n > 0 && (size_t)n < sizeof(err->msg))
+        snprintf(err->msg + n, sizeof(err->msg) - (size_t)n, "%s", tmp);
+}
+
+int filter_apply_flags(struct filter *f, const struct filter_flags *ff, struct filter_error *err)
+{
+    int rc;
+    if (ff->watch_namespaces && *ff->watch_namespaces &&
+        (rc = filter_set_namespaces(f, NULL, ff->watch_namespaces, err)) != FILTER_OK) {
+        flag_err(err, "watch-namespaces");
+        return rc;
+    }
+    if (ff->watch_namespace_selector && *ff->watch_namespace_selector &&
+        (rc = filter_set_namespace_selector(f, NULL, ff->watch_namespace_selector, err)) !=
+            FILTER_OK) {
+        flag_err(err, "watch-namespace-selector");
+        return rc;
+    }
+    for (size_t i = 0; i < ff->nkinds && i < FILTER_MAX_KINDS; i++) {
+        const char *kind = ff->kinds[i].kind;
+        for (int j = 0; j < FILTER_FLAGS_PER_KIND; j++) {
+            const char *v = ff->kinds[i].values[j];
+            if (!v || !*v)
+                continue;
+            switch (j) {
+            case 0:
+                rc = filter_set_namespaces(f, kind, v, err);
+                break;
+            case 1:
+                rc = filter_set_namespace_selector(f, kind, v, err);
+                break;
+            case 2:
+                rc = filter_set_label_selector(f, kind, v, err);
+                break;
+            default:
+                rc = filter_set_field_selector(f, kind, v, err);
+                break;
+            }
+            if (rc != FILTER_OK) {
+                flag_err(err, ff->kinds[i].names[j]);
+                return rc;
+            }
+        }
+    }
+    return FILTER_OK;
+}
