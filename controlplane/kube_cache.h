@@ -1,0 +1,82 @@
+/*
+ * kube_cache: the informer's store. Refcounted immutable objects indexed by
+ * namespace/name, plus optional indexes by namespace and by label value.
+ *
+ * A kube_obj never changes once built: an update replaces the object, so a
+ * reader (the translator worker, on another thread) that holds a reference
+ * keeps a consistent view without locks. References are atomic; the cache
+ * itself is owned by one thread (the informer's event_base).
+ */
+#ifndef KUBE_CACHE_H
+#define KUBE_CACHE_H
+
+#include <cjson/cJSON.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+struct kube_obj {
+    atomic_int refs;
+    cJSON *json;     /* the whole object; never modified after kube_obj_new */
+    const char *ns;  /* "" for cluster-scoped objects */
+    const char *name;
+    const char *uid; /* "" when absent */
+    const char *rv;  /* metadata.resourceVersion, "" when absent */
+    char key[];      /* "ns/name", or "name" for cluster-scoped objects */
+};
+
+/* Wraps |json| (taking ownership on success) in an object with one
+ * reference. Returns NULL (json untouched) if it has no metadata.name or
+ * memory ran out. */
+struct kube_obj *kube_obj_new(cJSON *json);
+struct kube_obj *kube_obj_ref(struct kube_obj *o);
+/* Drops a reference; the last one frees the object. NULL is ignored. */
+void kube_obj_unref(struct kube_obj *o);
+/* metadata.labels[key] or NULL. */
+const char *kube_obj_label(const struct kube_obj *o, const char *key);
+
+/* Writes "ns/name" (or "name") into |out| (|n| bytes). Returns 0 or -1 if
+ * it does not fit. */
+int kube_obj_key(const char *ns, const char *name, char *out, size_t n);
+
+struct kube_cache;
+
+struct kube_cache *kube_cache_new(void);
+/* Drops the cache's references and frees it. */
+void kube_cache_free(struct kube_cache *c);
+size_t kube_cache_len(const struct kube_cache *c);
+
+/* Adds an index on the label |key| (before or after objects arrive).
+ * Returns 0 or -1 (memory, or more than KUBE_CACHE_MAX_LABEL_INDEXES). */
+#define KUBE_CACHE_MAX_LABEL_INDEXES 8
+int kube_cache_index_label(struct kube_cache *c, const char *key);
+
+/* The object at |key| ("ns/name"), borrowed (take a ref to keep it), or NULL. */
+struct kube_obj *kube_cache_get(const struct kube_cache *c, const char *key);
+
+/* Stores |o| (the cache takes over the caller's reference) under its key.
+ * Returns the object it replaced (the caller now owns that reference) or
+ * NULL. Returns |o| itself, not stored, if memory ran out. */
+struct kube_obj *kube_cache_put(struct kube_cache *c, struct kube_obj *o);
+
+/* Removes |key|; returns the object (caller owns the reference) or NULL. */
+struct kube_obj *kube_cache_remove(struct kube_cache *c, const char *key);
+
+/* Calls |fn| for every object (borrowed); stops early when fn returns
+ * non-zero. The cache must not change meanwhile. Returns objects visited. */
+typedef int (*kube_cache_fn)(void *user_data, struct kube_obj *o);
+size_t kube_cache_foreach(const struct kube_cache *c, kube_cache_fn fn, void *user_data);
+/* Objects of namespace |ns| only. */
+size_t kube_cache_foreach_ns(const struct kube_cache *c, const char *ns, kube_cache_fn fn,
+                             void *user_data);
+/* Objects whose label |key| equals |value|; |key| must be indexed
+ * (returns 0 visits otherwise). */
+size_t kube_cache_foreach_label(const struct kube_cache *c, const char *key, const char *value,
+                                kube_cache_fn fn, void *user_data);
+
+/* Every object with a reference taken, in key order: an immutable view for
+ * another thread. Caller frees with kube_cache_list_free. NULL only if
+ * memory ran out (or the cache is empty: *n = 0). */
+struct kube_obj **kube_cache_list(const struct kube_cache *c, size_t *n);
+void kube_cache_list_free(struct kube_obj **list, size_t n);
+
+#endif

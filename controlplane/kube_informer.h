@@ -1,0 +1,89 @@
+/*
+ * kube_informer: keeps a local cache of one resource type identical to the
+ * API server's, and reports every change exactly once, in order per object.
+ *
+ * List (paged) then watch from the list's resourceVersion with bookmarks, or
+ * a streaming list (watch with sendInitialEvents) when the server supports
+ * it. A watch that ends (timeout, EOF, stall, garbage, 5xx) resumes from the
+ * last resourceVersion seen (events and bookmarks) without re-listing. A 410
+ * Expired re-lists and diffs the result against the cache, so only real
+ * changes reach the handlers: a re-list when nothing changed emits nothing.
+ *
+ * Runs on its client's event_base; handlers run there too. Objects passed to
+ * handlers are borrowed for the call (kube_obj_ref to keep them). The cache
+ * may be read from that thread at any time; other threads take an immutable
+ * view with kube_cache_list.
+ */
+#ifndef KUBE_INFORMER_H
+#define KUBE_INFORMER_H
+
+#include "kube_cache.h"
+#include "kube_client.h"
+#include "kube_types.h"
+
+#include <stdint.h>
+
+struct kube_informer;
+
+enum kube_streaming {
+    KUBE_STREAMING_AUTO = 0, /* try a streaming list, fall back to list on refusal */
+    KUBE_STREAMING_OFF = 1,
+    KUBE_STREAMING_ON = 2,
+};
+
+struct kube_informer_opts {
+    const struct kube_resource *res;
+    const char *ns;              /* NULL/"" : every namespace */
+    const char *label_selector;  /* passed through (the filter layer decides) */
+    const char *field_selector;
+    const char *name;            /* metrics label; default res->plural */
+    long page_size;              /* list page, default 500 */
+    int watch_timeout_s;         /* timeoutSeconds per watch, default 300 */
+    int64_t stall_ms;            /* no bytes for this long = stalled, default 90000 */
+    enum kube_streaming streaming;
+    const char *const *label_indexes; /* NULL-terminated label keys to index */
+    int64_t backoff_base_ms;     /* after failures, default 100 */
+    int64_t backoff_max_ms;      /* default 5000 */
+    int64_t request_timeout_ms;  /* per list page, default 60000 */
+};
+
+struct kube_informer_handlers {
+    void (*on_add)(void *user_data, struct kube_obj *obj);
+    void (*on_update)(void *user_data, struct kube_obj *old_obj, struct kube_obj *new_obj);
+    void (*on_delete)(void *user_data, struct kube_obj *old_obj);
+    /* Once, when the cache first holds the server's state. */
+    void (*on_synced)(void *user_data);
+};
+
+struct kube_informer_stats {
+    uint64_t events[KUBE_EV_COUNT]; /* watch events received, by type */
+    uint64_t adds, updates, deletes; /* handler calls */
+    uint64_t lists;          /* list (or streaming list) passes started */
+    uint64_t relists;        /* of which after the first sync (410, restart) */
+    uint64_t pages;          /* list pages received */
+    uint64_t watch_restarts; /* watches started after the first */
+    uint64_t watch_errors;   /* watches that ended in an error */
+    uint64_t duplicates;     /* events dropped because the object had that RV */
+    int64_t last_event_wall_ns;
+    int streaming_used;      /* the last initial sync was a streaming list */
+};
+
+/* Creates an informer (not started). |o->res| must outlive it; strings are
+ * copied. Returns NULL on bad options or memory. */
+struct kube_informer *kube_informer_new(struct kube_client *c, const struct kube_informer_opts *o,
+                                        const struct kube_informer_handlers *h, void *user_data);
+
+/* Starts listing and watching. Returns 0 or -1 (already started). */
+int kube_informer_start(struct kube_informer *inf);
+
+/* Stops everything (no callbacks afterwards) and frees the cache. Not from
+ * inside one of its own handlers. */
+void kube_informer_free(struct kube_informer *inf);
+
+int kube_informer_synced(const struct kube_informer *inf);
+struct kube_cache *kube_informer_cache(const struct kube_informer *inf);
+/* The resourceVersion the next watch would resume from ("" before sync). */
+const char *kube_informer_resource_version(const struct kube_informer *inf);
+void kube_informer_stats(const struct kube_informer *inf, struct kube_informer_stats *out);
+
+#endif

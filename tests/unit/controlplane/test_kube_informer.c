@@ -1,0 +1,362 @@
+/* kube_informer against the scripted server: paged list, watch from the
+ * list RV, resume from the last RV (events and bookmarks) after a clean end
+ * or a garbage line, 410 -> re-list with a diff that emits only real
+ * changes, duplicate suppression, streaming lists and their fallback. The
+ * same behaviours against kubesim live in tests/integration/kube. */
+#include "cx_json.h"
+#include "cxtest.h"
+#include "kube_informer.h"
+#include "kube_mock.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct kube_resource CM = {"", "v1", "configmaps", "ConfigMap", 1};
+
+#define CMO(name, rv, val)                                                              \
+    "{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"ns\",\"resourceVersion\":\"" rv \
+    "\"},\"data\":{\"k\":\"" val "\"}}"
+#define EVT(type, obj) "{\"type\":\"" type "\",\"object\":" obj "}\n"
+#define BOOKMARK(rv) \
+    EVT("BOOKMARK", "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"" rv "\"}}")
+#define LIST(rv, cont, items)                                                              \
+    "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"" rv \
+    "\",\"continue\":\"" cont "\"},\"items\":[" items "]}"
+#define EXPIRED                                                                                  \
+    EVT("ERROR", "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\"," \
+                 "\"message\":\"too old resource version\",\"reason\":\"Expired\",\"code\":410}")
+
+/* The handler log: "+ns/a@1", "~ns/a@1>2", "-ns/b@5", "synced". */
+struct log {
+    char lines[64][64];
+    int n;
+    int synced;
+};
+
+__attribute__((format(printf, 2, 3))) static void logf_(struct log *l, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (l->n < 64)
+        vsnprintf(l->lines[l->n], sizeof(l->lines[0]), fmt, ap);
+    va_end(ap);
+    l->n++;
+}
+
+static void h_add(void *ud, struct kube_obj *o)
+{
+    logf_(ud, "+%s@%s", o->key, o->rv);
+    /* List items get kind/apiVersion filled in. */
+    if (!cx_json_str(o->json, "kind") || !cx_json_str(o->json, "apiVersion"))
+        cxt_fail(__FILE__, __LINE__, 0, "object without kind/apiVersion");
+}
+
+static void h_update(void *ud, struct kube_obj *old, struct kube_obj *o)
+{
+    logf_(ud, "~%s@%s>%s", o->key, old->rv, o->rv);
+}
+
+static void h_delete(void *ud, struct kube_obj *o)
+{
+    logf_(ud, "-%s@%s", o->key, o->rv);
+}
+
+static void h_synced(void *ud)
+{
+    struct log *l = ud;
+    l->synced = 1;
+    logf_(ud, "synced");
+}
+
+static const struct kube_informer_handlers H = {h_add, h_update, h_delete, h_synced};
+
+static void check_log(const struct log *l, const char *const *want, int n)
+{
+    CHECK_INT_EQ(l->n, n);
+    for (int i = 0; i < n && i < l->n; i++)
+        CHECK_STR_EQ(l->lines[i], want[i]);
+}
+
+static int wait_reqs(struct fx *f, int n, int ms)
+{
+    int64_t end = cx_mono_ms() + ms;
+    int never = 0;
+    while (f->m.nreqs < n && cx_mono_ms() < end)
+        run_until(f->base, &never, 20);
+    return f->m.nreqs >= n;
+}
+
+static void settle(struct fx *f, int ms)
+{
+    int never = 0;
+    run_until(f->base, &never, ms);
+}
+
+static void test_list_watch_resume_relist(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){0});
+    /* 1-2: two list pages; 3: a watch that ends cleanly after a bookmark;
+     * 4: a watch resumed from the bookmark, then 410; 5: re-list (one
+     * object changed, one gone, the rest identical); 6: a watch from the
+     * re-list's RV that stays open. */
+    mock_push(&f.m, (struct step){.status = 200,
+                                  .body = LIST("10", "tok1", CMO("a", "1", "x") "," CMO("b", "2", "x"))});
+    mock_push(&f.m, (struct step){.status = 200, .body = LIST("10", "", CMO("c", "3", "x"))});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .chunk_ms = 5,
+                                  .chunks = {EVT("MODIFIED", CMO("a", "11", "y"))
+                                                 EVT("ADDED", CMO("d", "12", "x")),
+                                             /* the same change again: dropped */
+                                             EVT("MODIFIED", CMO("a", "11", "y")),
+                                             BOOKMARK("15")}});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1, .chunk_ms = 5,
+                                  .chunks = {EVT("DELETED", CMO("b", "16", "x")), EXPIRED}});
+    mock_push(&f.m, (struct step){.status = 200,
+                                  .body = LIST("30", "", CMO("a", "11", "y") "," CMO("c", "20", "z")
+                                                             "," CMO("e", "21", "x"))});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1});
+    struct log l = {0};
+    struct kube_informer_opts o = {.res = &CM, .ns = "ns", .page_size = 2,
+                                   .label_selector = "app=x", .streaming = KUBE_STREAMING_OFF};
+    struct kube_informer *inf = kube_informer_new(f.c, &o, &H, &l);
+    REQUIRE(inf != NULL);
+    REQUIRE_INT_EQ(kube_informer_start(inf), 0);
+    CHECK_INT_EQ(kube_informer_start(inf), -1);
+    REQUIRE(wait_reqs(&f, 6, 5000));
+    settle(&f, 100);
+    const char *want[] = {
+        "+ns/a@1", "+ns/b@2", "+ns/c@3", "synced", /* initial list */
+        "~ns/a@1>11", "+ns/d@12",                  /* watch 1 */
+        "-ns/b@16",                                /* watch 2 */
+        "-ns/d@12", "~ns/c@3>20", "+ns/e@21",      /* re-list diff: a unchanged */
+    };
+    check_log(&l, want, 10);
+    CHECK_STR_EQ(f.m.reqs[0].uri, "/api/v1/namespaces/ns/configmaps?labelSelector=app%3Dx&limit=2");
+    CHECK_STR_EQ(f.m.reqs[1].uri,
+                 "/api/v1/namespaces/ns/configmaps?labelSelector=app%3Dx&limit=2&continue=tok1");
+    CHECK_STR_EQ(f.m.reqs[2].uri, "/api/v1/namespaces/ns/configmaps?watch=1&labelSelector=app%3Dx"
+                                  "&resourceVersion=10&allowWatchBookmarks=true&timeoutSeconds=300");
+    CHECK_STR_CONTAINS(f.m.reqs[3].uri, "&resourceVersion=15&"); /* from the bookmark */
+    CHECK_STR_EQ(f.m.reqs[4].uri, "/api/v1/namespaces/ns/configmaps?labelSelector=app%3Dx&limit=2");
+    CHECK_STR_CONTAINS(f.m.reqs[5].uri, "&resourceVersion=30&");
+    CHECK_STR_EQ(kube_informer_resource_version(inf), "30");
+    struct kube_informer_stats st;
+    kube_informer_stats(inf, &st);
+    CHECK_INT_EQ(st.lists, 2);
+    CHECK_INT_EQ(st.relists, 1);
+    CHECK_INT_EQ(st.pages, 3);
+    CHECK_INT_EQ(st.duplicates, 1);
+    CHECK_INT_EQ(st.watch_restarts, 2);
+    CHECK_INT_EQ(st.events[KUBE_EV_BOOKMARK], 1);
+    CHECK_INT_EQ(st.events[KUBE_EV_MODIFIED], 2);
+    CHECK(st.last_event_wall_ns > 0);
+    struct kube_cache *c = kube_informer_cache(inf);
+    CHECK_INT_EQ(kube_cache_len(c), 3);
+    CHECK_STR_EQ(kube_cache_get(c, "ns/c")->rv, "20");
+    CHECK_STR_EQ(cx_json_path_str(kube_cache_get(c, "ns/a")->json, "data", "k", NULL), "y");
+    CHECK(kube_cache_get(c, "ns/b") == NULL);
+    kube_informer_free(inf);
+    fx_free(&f);
+}
+
+static void test_relist_without_changes_emits_nothing(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){0});
+    mock_push(&f.m, (struct step){.status = 200,
+                                  .body = LIST("10", "", CMO("a", "1", "x") "," CMO("b", "2", "x"))});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1, .chunks = {EXPIRED}});
+    mock_push(&f.m, (struct step){.status = 200,
+                                  .body = LIST("99", "", CMO("b", "2", "x") "," CMO("a", "1", "x"))});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1});
+    struct log l = {0};
+    struct kube_informer *inf = kube_informer_new(
+        f.c, &(struct kube_informer_opts){.res = &CM, .streaming = KUBE_STREAMING_OFF}, &H, &l);
+    REQUIRE(inf != NULL);
+    kube_informer_start(inf);
+    REQUIRE(wait_reqs(&f, 4, 5000));
+    settle(&f, 50);
+    const char *want[] = {"+ns/a@1", "+ns/b@2", "synced"};
+    check_log(&l, want, 3);
+    CHECK_STR_EQ(f.m.reqs[0].uri, "/api/v1/configmaps?limit=500"); /* cluster-wide */
+    CHECK_STR_CONTAINS(f.m.reqs[3].uri, "resourceVersion=99");
+    kube_informer_free(inf);
+    fx_free(&f);
+}
+
+static void test_garbage_and_errors_resume_without_relist(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){.backoff_base_ms = 5});
+    mock_push(&f.m, (struct step){.status = 500, .body = "x"}); /* retried by the client */
+    mock_push(&f.m, (struct step){.status = 200, .body = LIST("10", "", CMO("a", "1", "x"))});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1,
+                                  .chunks = {EVT("MODIFIED", CMO("a", "11", "y")) "garbage\n"
+                                             EVT("MODIFIED", CMO("a", "12", "z"))}});
+    mock_push(&f.m, (struct step){.status = 503, .body = "busy"}); /* watch refused once */
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1,
+                                  .chunks = {EVT("MODIFIED", CMO("a", "12", "z"))}});
+    struct log l = {0};
+    struct kube_informer *inf = kube_informer_new(
+        f.c,
+        &(struct kube_informer_opts){.res = &CM, .ns = "ns", .streaming = KUBE_STREAMING_OFF,
+                                     .backoff_base_ms = 10},
+        &H, &l);
+    kube_informer_start(inf);
+    REQUIRE(wait_reqs(&f, 5, 5000));
+    settle(&f, 100);
+    const char *want[] = {"+ns/a@1", "synced", "~ns/a@1>11", "~ns/a@11>12"};
+    check_log(&l, want, 4);
+    CHECK_STR_CONTAINS(f.m.reqs[3].uri, "resourceVersion=11&");
+    CHECK_STR_CONTAINS(f.m.reqs[4].uri, "resourceVersion=11&");
+    struct kube_informer_stats st;
+    kube_informer_stats(inf, &st);
+    CHECK_INT_EQ(st.lists, 1);
+    CHECK_INT_EQ(st.relists, 0);
+    CHECK_INT_EQ(st.watch_errors, 2);
+    kube_informer_free(inf);
+    fx_free(&f);
+}
+
+static void test_streaming_list(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){0});
+    mock_push(&f.m,
+              (struct step){.act = ACT_WATCH, .hang = 1, .chunk_ms = 5,
+                            .chunks = {EVT("ADDED", CMO("a", "5", "x")) EVT("ADDED", CMO("b", "6", "x")),
+                                       EVT("BOOKMARK", "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\","
+                                                       "\"metadata\":{\"resourceVersion\":\"9\","
+                                                       "\"annotations\":{\"k8s.io/initial-events-end\":"
+                                                       "\"true\"}}}"),
+                                       EVT("MODIFIED", CMO("a", "10", "y"))}});
+    struct log l = {0};
+    struct kube_informer *inf =
+        kube_informer_new(f.c, &(struct kube_informer_opts){.res = &CM, .ns = "ns"}, &H, &l);
+    kube_informer_start(inf);
+    REQUIRE(run_until(f.base, &l.synced, 5000));
+    settle(&f, 100);
+    const char *want[] = {"+ns/a@5", "+ns/b@6", "synced", "~ns/a@5>10"};
+    check_log(&l, want, 4);
+    CHECK_STR_EQ(f.m.reqs[0].uri, "/api/v1/namespaces/ns/configmaps?watch=1&allowWatchBookmarks=true"
+                                  "&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+                                  "&timeoutSeconds=300");
+    CHECK_INT_EQ(f.m.nreqs, 1);
+    struct kube_informer_stats st;
+    kube_informer_stats(inf, &st);
+    CHECK_INT_EQ(st.streaming_used, 1);
+    CHECK_STR_EQ(kube_informer_resource_version(inf), "10");
+    kube_informer_free(inf);
+    fx_free(&f);
+}
+
+static void test_streaming_refused_falls_back(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){0});
+    /* An older server: 422 for resourceVersionMatch on a watch. */
+    mock_push(&f.m, (struct step){.status = 422,
+                                  .body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":"
+                                          "\"Invalid\",\"message\":\"resourceVersionMatch is "
+                                          "forbidden for watch\",\"code\":422}"});
+    mock_push(&f.m, (struct step){.status = 200, .body = LIST("10", "", CMO("a", "1", "x"))});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1, .chunks = {EXPIRED}});
+    /* After a 410 the informer lists again, and does not retry streaming. */
+    mock_push(&f.m, (struct step){.status = 200, .body = LIST("20", "", CMO("a", "1", "x"))});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1});
+    struct log l = {0};
+    struct kube_informer *inf =
+        kube_informer_new(f.c, &(struct kube_informer_opts){.res = &CM, .ns = "ns"}, &H, &l);
+    kube_informer_start(inf);
+    REQUIRE(wait_reqs(&f, 5, 5000));
+    settle(&f, 50);
+    const char *want[] = {"+ns/a@1", "synced"};
+    check_log(&l, want, 2);
+    CHECK_STR_CONTAINS(f.m.reqs[0].uri, "sendInitialEvents=true");
+    CHECK_STR_EQ(f.m.reqs[1].uri, "/api/v1/namespaces/ns/configmaps?limit=500");
+    CHECK_STR_EQ(f.m.reqs[3].uri, "/api/v1/namespaces/ns/configmaps?limit=500");
+    struct kube_informer_stats st;
+    kube_informer_stats(inf, &st);
+    CHECK_INT_EQ(st.streaming_used, 0);
+    kube_informer_free(inf);
+    fx_free(&f);
+}
+
+static void test_expired_continue_token_restarts_list(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){0});
+    mock_push(&f.m, (struct step){.status = 200, .body = LIST("10", "tok", CMO("a", "1", "x"))});
+    mock_push(&f.m, (struct step){.status = 410,
+                                  .body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":"
+                                          "\"Expired\",\"message\":\"continue expired\",\"code\":410}"});
+    mock_push(&f.m, (struct step){.status = 200, .body = LIST("30", "tok2", CMO("a", "21", "x"))});
+    mock_push(&f.m, (struct step){.status = 200, .body = LIST("30", "", CMO("b", "22", "x"))});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1});
+    struct log l = {0};
+    struct kube_informer *inf = kube_informer_new(
+        f.c, &(struct kube_informer_opts){.res = &CM, .page_size = 1, .streaming = KUBE_STREAMING_OFF},
+        &H, &l);
+    kube_informer_start(inf);
+    REQUIRE(wait_reqs(&f, 5, 5000));
+    settle(&f, 50);
+    /* Nothing from the abandoned first page leaks out. */
+    const char *want[] = {"+ns/a@21", "+ns/b@22", "synced"};
+    check_log(&l, want, 3);
+    CHECK_STR_EQ(f.m.reqs[2].uri, "/api/v1/configmaps?limit=1");
+    CHECK_STR_CONTAINS(f.m.reqs[4].uri, "resourceVersion=30");
+    kube_informer_free(inf);
+    fx_free(&f);
+}
+
+static int first_obj(void *ud, struct kube_obj *o)
+{
+    *(struct kube_obj **)ud = o;
+    return 1;
+}
+
+static void test_label_index_through_informer(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){0});
+    mock_push(&f.m,
+              (struct step){.status = 200,
+                            .body = LIST("10", "",
+                                         "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\","
+                                         "\"resourceVersion\":\"1\",\"labels\":{\"app\":\"web\"}}},"
+                                         "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\","
+                                         "\"resourceVersion\":\"2\",\"labels\":{\"app\":\"db\"}}}")});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1});
+    struct log l = {0};
+    const char *idx[] = {"app", NULL};
+    struct kube_informer *inf = kube_informer_new(
+        f.c,
+        &(struct kube_informer_opts){.res = &CM, .streaming = KUBE_STREAMING_OFF,
+                                     .label_indexes = idx},
+        &H, &l);
+    kube_informer_start(inf);
+    REQUIRE(run_until(f.base, &l.synced, 5000));
+    struct kube_obj *got = NULL;
+    struct kube_cache *c = kube_informer_cache(inf);
+    CHECK_INT_EQ(kube_cache_foreach_label(c, "app", "web", first_obj, &got), 1);
+    REQUIRE(got != NULL);
+    CHECK_STR_EQ(got->key, "ns/a");
+    size_t n = 0;
+    struct kube_obj **all = kube_cache_list(c, &n);
+    CHECK_INT_EQ(n, 2);
+    kube_cache_list_free(all, n);
+    kube_informer_free(inf);
+    fx_free(&f);
+}
+
+static const struct cxt_case cases[] = {
+    CXT(test_list_watch_resume_relist),
+    CXT(test_relist_without_changes_emits_nothing),
+    CXT(test_garbage_and_errors_resume_without_relist),
+    CXT(test_streaming_list),
+    CXT(test_streaming_refused_falls_back),
+    CXT(test_expired_continue_token_restarts_list),
+    CXT(test_label_index_through_informer),
+};
+CXT_MAIN(cases)
