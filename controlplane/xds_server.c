@@ -10,6 +10,7 @@
 #include "xlate_snapshot.h"
 
 #include <event2/buffer.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -308,6 +309,13 @@ static int ads_message(void *ctx, const uint8_t *msg, size_t len, const char **e
         *errmsg = "out of memory";
         return XDS_GRPC_INTERNAL;
     }
+    if (cx_log_enabled(CX_LOG_DEBUG) && ev.type >= 0) {
+        const struct xds_ads_type_state *ts = &ss->ads.types[ev.type];
+        cx_debug("xds", "request %s %s from %s: %zu names%s, nonce sent %s, awaiting %d",
+                 xds_type_short((enum xds_type)ev.type), verdict_names[ev.verdict],
+                 ss->ads.node_id, ts->nnames, ts->wildcard ? " (wildcard)" : "", ts->nonce_sent,
+                 ts->awaiting);
+    }
     m_add(s->m.requests[ev.type >= 0 ? ev.type : XDS_TYPE_COUNT][ev.verdict], 1);
     if (ev.verdict == XDS_ADS_NACK)
         note_latency(s, ev.type, ev.origin_ns);
@@ -369,6 +377,11 @@ struct xds_server *xds_server_new(struct event_base *base, const struct xds_serv
         return NULL;
     }
     s->base = base;
+    /* A peer that vanishes must cost a closed connection, not the process:
+     * libevent writes with writev(), which raises SIGPIPE on a reset socket. */
+    struct sigaction sa;
+    if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
+        signal(SIGPIPE, SIG_IGN);
     metrics_init(&s->m);
     s->cache = xds_cache_new();
     s->default_group = strdup(cfg->default_group ? cfg->default_group : "");

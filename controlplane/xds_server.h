@@ -33,8 +33,9 @@ struct xds_server;
 
 typedef void (*xds_nack_cb)(void *user, const struct xds_nack *nack);
 
-/* Listens on cfg->listen (TLS when tls_cert and tls_key are set). Returns
- * the server, or NULL with a message in |err|. */
+/* Listens on cfg->listen (TLS when tls_cert and tls_key are set). Sets
+ * SIGPIPE to ignored if it was at its default (a vanished peer must not end
+ * the process). Returns the server, or NULL with a message in |err|. */
 struct xds_server *xds_server_new(struct event_base *base, const struct xds_server_config *cfg,
                                   char *err, size_t errlen);
 

@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <nghttp2/nghttp2.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,6 +240,7 @@ struct xdsc *xdsc_connect_alpn(struct event_base *base, const char *host, int po
     if (!c)
         return NULL;
     c->base = base;
+    signal(SIGPIPE, SIG_IGN);
     struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     if (inet_pton(AF_INET, host, &sin.sin_addr) != 1)
         goto fail;
