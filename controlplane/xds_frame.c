@@ -68,6 +68,8 @@ int xds_deframer_feed(struct xds_deframer *d, const uint8_t *data, size_t len, x
             if (rc != 0)
                 goto out;
         }
+        if (len == 0 && d->need > 0)
+            break; /* the body comes with the next chunk */
         if (d->have == 0 && len >= d->need) {
             /* The whole body is here: hand it over without copying. */
             const uint8_t *msg = data;

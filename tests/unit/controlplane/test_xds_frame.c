@@ -143,7 +143,30 @@ static void test_callback_stops(void)
     xds_deframer_free(&d);
 }
 
+/* Found by fuzz_ads_stream: a header ending a chunk must not leave a body
+ * buffer behind that a later, larger message would overflow. */
+static void test_header_at_chunk_end_then_larger_message(void)
+{
+    uint8_t a[5 + 4], b[5 + 40];
+    xds_frame_prefix(a, 4);
+    memcpy(a + 5, "abcd", 4);
+    xds_frame_prefix(b, 40);
+    memset(b + 5, 'z', 40);
+    struct xds_deframer d;
+    struct got g = {0};
+    xds_deframer_init(&d, 100);
+    REQUIRE_INT_EQ(xds_deframer_feed(&d, a, 5, collect, &g), 0);     /* header only */
+    REQUIRE_INT_EQ(xds_deframer_feed(&d, a + 5, 4, collect, &g), 0); /* whole body */
+    REQUIRE_INT_EQ(xds_deframer_feed(&d, b, 10, collect, &g), 0);    /* partial, larger */
+    REQUIRE_INT_EQ(xds_deframer_feed(&d, b + 10, 35, collect, &g), 0);
+    CHECK_INT_EQ(g.n, 2);
+    CHECK_INT_EQ(g.lens[1], 40);
+    CHECK_INT_EQ(g.data[1][39], 'z');
+    xds_deframer_free(&d);
+}
+
 static const struct cxt_case cases[] = {
+    CXT(test_header_at_chunk_end_then_larger_message),
     CXT(test_prefix_is_big_endian), CXT(test_whole_buffer),  CXT(test_any_split),
     CXT(test_cap_refused_before_buffering), CXT(test_flags), CXT(test_callback_stops),
 };
