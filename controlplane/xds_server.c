@@ -47,6 +47,8 @@ struct xds_server {
     char *identifier;
     xds_nack_cb nack_cb;
     void *nack_user;
+    xds_request_tap tap;
+    void *tap_user;
     int64_t snapshot_ns;
     struct xds_server_stats stats;
     uint64_t latency[XDS_LATENCY_BUCKETS];
@@ -286,6 +288,8 @@ static int ads_message(void *ctx, const uint8_t *msg, size_t len, const char **e
     struct xds_server *s = ss->srv;
     struct xds_ads_event ev;
     s->stats.requests_total++;
+    if (s->tap)
+        s->tap(s->tap_user, ss->ads.node_id, msg, len);
     int rc = xds_ads_on_request(&ss->ads, msg, len, s->default_group, &ev);
     if (ev.first_node && !ss->registered) {
         if (xds_cache_watch_add(s->cache, &ss->watch, ss->ads.group) != 0) {
@@ -461,6 +465,12 @@ void xds_server_on_nack(struct xds_server *s, xds_nack_cb cb, void *user)
 {
     s->nack_cb = cb;
     s->nack_user = user;
+}
+
+void xds_server_on_request(struct xds_server *s, xds_request_tap tap, void *user)
+{
+    s->tap = tap;
+    s->tap_user = user;
 }
 
 int xds_server_nack_stat(const struct xds_server *s, const char *group, enum xds_type type,

@@ -62,6 +62,11 @@ void xds_server_foreach_nack(const struct xds_server *s,
                                         const struct xds_nack_stat *st),
                              void *user);
 
+/* Debugging tap: called with every DiscoveryRequest's bytes before it is
+ * applied (node_id is "" until the stream's first request was seen). */
+typedef void (*xds_request_tap)(void *user, const char *node_id, const uint8_t *msg, size_t len);
+void xds_server_on_request(struct xds_server *s, xds_request_tap tap, void *user);
+
 void xds_server_stats(const struct xds_server *s, struct xds_server_stats *out);
 
 /* Push latency: every ACK's delay since the snapshot (or request) that made

@@ -115,6 +115,22 @@ static struct xdsp *start_client(char *const argv[], char *const env[])
     return p;
 }
 
+/* XDS_RECORD_DIR=dir saves every DiscoveryRequest the real clients send
+ * (how tests/data/xds/ was recorded). */
+static void record(void *user, const char *node, const uint8_t *msg, size_t len)
+{
+    (void)user;
+    (void)node;
+    static int n;
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%03d.bin", getenv("XDS_RECORD_DIR"), n++);
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        fwrite(msg, 1, len, f);
+        fclose(f);
+    }
+}
+
 static void test_setup(void)
 {
     base = event_base_new();
@@ -139,6 +155,8 @@ static void test_setup(void)
     char err[256];
     srv = xds_server_new(base, &cfg, err, sizeof(err));
     REQUIRE(srv != NULL);
+    if (getenv("XDS_RECORD_DIR"))
+        xds_server_on_request(srv, record, NULL);
     publish(0, 1, 0);
     snprintf(tmpdir, sizeof(tmpdir), "/tmp/xds-e2e-XXXXXX");
     REQUIRE(mkdtemp(tmpdir) != NULL);
