@@ -311,7 +311,7 @@ static void render_list(struct w *w, const Google__Protobuf__ListValue *l, int d
 
 static void render_value(struct w *w, const Google__Protobuf__Value *v, int depth)
 {
-    if (depth > CX_PBJSON_MAX_DEPTH) {
+    if (depth > CX_PBJSON_MAX_DEPTH + (int)((w->flags >> 8) & 0xff)) {
         w->rc = CX_PBJSON_EDEPTH;
         return;
     }
@@ -676,7 +676,7 @@ static void render_any(struct w *w, const Google__Protobuf__Any *a, int depth)
 static int render_msg(struct w *w, const ProtobufCMessage *m, int depth)
 {
     const ProtobufCMessageDescriptor *d = m->descriptor;
-    if (depth > CX_PBJSON_MAX_DEPTH)
+    if (depth > CX_PBJSON_MAX_DEPTH + (int)((w->flags >> 8) & 0xff))
         return w->rc = CX_PBJSON_EDEPTH;
     if (w->rc)
         return w->rc;
@@ -707,7 +707,7 @@ static int render_msg(struct w *w, const ProtobufCMessage *m, int depth)
 int cx_pbjson_render(const ProtobufCMessage *msg, unsigned flags, struct cx_buf *out)
 {
     struct w w = {.b = out, .flags = flags, .rc = 0};
-    return render_msg(&w, msg, 0);
+    return render_msg(&w, msg, (int)((flags >> 8) & 0xff));
 }
 
 int cx_pbjson_render_bytes(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,

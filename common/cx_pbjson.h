@@ -32,6 +32,10 @@ enum cx_pbjson_flags {
     CX_PBJSON_PROTO_NAMES = 1 << 1, /* snake_case field names as in the .proto */
 };
 
+/* With CX_PBJSON_PRETTY: indent as if the message sat |n| levels deep in an
+ * enclosing document (OR it into the flags). */
+#define CX_PBJSON_INDENT(n) ((unsigned)(n) << 8)
+
 /* Errors (negative returns). */
 #define CX_PBJSON_ENOMEM  (-1) /* out of memory or |out|'s cap reached */
 #define CX_PBJSON_EDECODE (-2) /* an Any holds an unknown type or bytes that do not parse */

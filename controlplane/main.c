@@ -24,10 +24,12 @@ static int cmd_version(int argc, char **argv)
 }
 
 static int cmd_help(int argc, char **argv);
+int cmd_translate(int argc, char **argv);
 
 static const struct subcommand subcommands[] = {
     {"version", "print the version", cmd_version},
     {"help", "list the subcommands", cmd_help},
+    {"translate", "translate manifests to xDS offline and report on every object", cmd_translate},
 };
 
 static void usage(FILE *out)

@@ -3,6 +3,7 @@
 #include "cx_buf.h"
 #include "cx_hash.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +50,26 @@ struct xds_resource *xds_resource_new(enum xds_type type, const char *name, uint
     r->bytes = bytes;
     r->len = len;
     cx_sha256_hex(bytes ? (const void *)bytes : (const void *)"", len, r->version, XDS_VERSION_LEN);
+    return r;
+}
+
+struct xds_resource *xds_resource_new_versioned(enum xds_type type, const char *name,
+                                                uint8_t *bytes, size_t len, const char *version)
+{
+    struct xds_resource *r = calloc(1, sizeof(*r));
+    char *n = strdup(name);
+    if (!r || !n) {
+        free(r);
+        free(n);
+        free(bytes);
+        return NULL;
+    }
+    atomic_init(&r->refs, 1);
+    r->type = type;
+    r->name = n;
+    r->bytes = bytes;
+    r->len = len;
+    snprintf(r->version, sizeof(r->version), "%.*s", XDS_VERSION_LEN, version);
     return r;
 }
 
@@ -131,7 +152,7 @@ void xlate_snapshot_unref(struct xlate_snapshot *s)
         free(grp->name);
     }
     free(s->groups);
-    for (size_t i = 0; i < s->nreports; i++) {
+    for (size_t i = 0; i < s->nreports && !s->report_strings; i++) {
         struct xlate_report *r = &s->reports[i];
         free(r->kind);
         free(r->namespace);
@@ -141,6 +162,7 @@ void xlate_snapshot_unref(struct xlate_snapshot *s)
         free(r->message);
     }
     free(s->reports);
+    free(s->report_strings);
     free(s);
 }
 

@@ -15,6 +15,12 @@
  * reference, or NULL when memory ran out (|bytes| is freed then too). */
 struct xds_resource *xds_resource_new(enum xds_type type, const char *name, uint8_t *bytes,
                                       size_t len);
+/* Like xds_resource_new but with |version| given by the caller: a content
+ * hash it already has (the translator hashes a RouteConfiguration from its
+ * virtual hosts' hashes instead of re-hashing megabytes). |version| is
+ * XDS_VERSION_LEN lower-case hex characters. */
+struct xds_resource *xds_resource_new_versioned(enum xds_type type, const char *name,
+                                                uint8_t *bytes, size_t len, const char *version);
 struct xds_resource *xds_resource_ref(struct xds_resource *r);
 void xds_resource_unref(struct xds_resource *r);
 

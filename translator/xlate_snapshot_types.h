@@ -90,6 +90,10 @@ struct xlate_snapshot {
     struct xlate_group *groups; /* sorted by name */
     size_t nreports;
     struct xlate_report *reports; /* sorted by kind, namespace, name */
+    /* When not NULL, every string of every report points into this one
+     * malloc'ed block (the translator builds thousands of reports per pass);
+     * xlate_snapshot_unref then frees the block instead of each string. */
+    char *report_strings;
 };
 
 #endif

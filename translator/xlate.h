@@ -1,0 +1,62 @@
+/*
+ * xlate: the translator. Gateways, VirtualServices, RouteTables, Upstreams,
+ * Services and EndpointSlices in; an xDS snapshot (per Gateway: Listeners,
+ * RouteConfigurations, Clusters, ClusterLoadAssignments, each type versioned
+ * by a content hash) plus a report for every coxswain object out.
+ *
+ * Pure: no I/O, no clocks, no globals, no threads. Identical input gives a
+ * byte-identical snapshot (same versions) whatever the input order, so every
+ * replica serves the same thing.
+ *
+ * Incremental: the context remembers each object's parsed form and results
+ * by digest; a pass re-translates only what changed and what depends on it,
+ * and unchanged xDS resources keep their encoded bytes (the same
+ * struct xds_resource, shared between consecutive snapshots).
+ *
+ * Usage (translator worker thread; one context per thread at a time):
+ *
+ *   struct xlate_ctx *ctx = xlate_ctx_new();
+ *   struct xlate_snapshot *snap;
+ *   if (xlate_run(ctx, &input, &snap, NULL) == 0) {
+ *       publish(snap);            // takes over the reference
+ *   }
+ *   ...
+ *   xlate_ctx_free(ctx);          // snapshots stay valid
+ *
+ * Node groups: one per accepted Gateway, named "namespace/name". Envoy mode:
+ * Listener "namespace/name" (socket, HCM with RDS "namespace/name", router
+ * last). Proxyless mode: one API Listener per exact virtual-host domain.
+ * Clusters and ClusterLoadAssignments are named "namespace/name" of the
+ * Upstream.
+ */
+#ifndef XLATE_H
+#define XLATE_H
+
+#include "xlate_snapshot.h"
+#include "xlate_types.h"
+
+struct xlate_ctx;
+
+/* A new, empty context (caller frees with xlate_ctx_free), or NULL. */
+struct xlate_ctx *xlate_ctx_new(void);
+void xlate_ctx_free(struct xlate_ctx *ctx);
+
+/* Translates |in| into a new snapshot (*out, one reference for the caller).
+ * Objects are borrowed for the call only. |stats| may be NULL. Returns 0, or
+ * -1 when memory ran out (*out is NULL; the context stays usable and the
+ * next pass redoes what was lost). */
+__attribute__((warn_unused_result)) int xlate_run(struct xlate_ctx *ctx,
+                                                  const struct xlate_input *in,
+                                                  struct xlate_snapshot **out,
+                                                  struct xlate_stats *stats);
+
+/* The digest the translator computes when an input carries none: FNV-1a 64
+ * of the canonical JSON of apiVersion, kind, metadata (without
+ * resourceVersion, managedFields and annotations) and spec. Never 0. */
+uint64_t xlate_digest(const cJSON *obj);
+
+/* Kind helpers (also in xlate_api.h). */
+enum xlate_kind xlate_kind_of(const cJSON *obj);
+const char *xlate_kind_name(enum xlate_kind k);
+
+#endif

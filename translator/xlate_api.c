@@ -1,0 +1,1300 @@
+#include "xlate_api.h"
+
+#include "cx_json.h"
+#include "cx_time.h"
+#include "filter_selector.h"
+#include "xlate_re2.h"
+
+#include <arpa/inet.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Envoy's default runtime limit on a regex's RE2 program size. */
+#define ENVOY_REGEX_PROGRAM_SIZE 100
+
+static const char *const reason_names[XL_R_COUNT] = {
+    [XL_R_NONE] = "Accepted",
+    [XL_R_INVALID_SPEC] = "InvalidSpec",
+    [XL_R_UNKNOWN_FIELD] = "UnknownField",
+    [XL_R_INVALID_REGEX] = "InvalidRegex",
+    [XL_R_INVALID_WEIGHTS] = "InvalidWeights",
+    [XL_R_INVALID_PORT] = "InvalidPort",
+    [XL_R_INVALID_DOMAIN] = "InvalidDomain",
+    [XL_R_UNSUPPORTED_VERSION] = "UnsupportedVersion",
+    [XL_R_DUPLICATE] = "DuplicateObject",
+    [XL_R_DOMAIN_CONFLICT] = "DomainConflict",
+    [XL_R_UPSTREAM_NOT_FOUND] = "UpstreamNotFound",
+    [XL_R_UPSTREAM_REJECTED] = "UpstreamRejected",
+    [XL_R_ROUTE_TABLE_NOT_FOUND] = "RouteTableNotFound",
+    [XL_R_ROUTE_TABLE_REJECTED] = "RouteTableRejected",
+    [XL_R_DELEGATION_CYCLE] = "DelegationCycle",
+    [XL_R_PREFIX_VIOLATION] = "PrefixViolation",
+    [XL_R_DELEGATION_DEPTH] = "DelegationTooDeep",
+    [XL_R_NO_ROUTES] = "NoValidRoutes",
+    [XL_R_NOT_SELECTED] = "NotSelected",
+    [XL_R_SERVICE_NOT_FOUND] = "ServiceNotFound",
+    [XL_R_PORT_NOT_FOUND] = "ServicePortNotFound",
+    [XL_R_NO_ENDPOINTS] = "NoReadyEndpoints",
+    [XL_R_UNSUPPORTED] = "UnsupportedByProxyless",
+    [XL_R_REGEX_SIZE] = "RegexProgramSize",
+    [XL_R_UNKNOWN_KIND] = "UnknownKind",
+};
+
+const char *xl_reason_name(enum xl_reason r)
+{
+    return (unsigned)r < XL_R_COUNT && reason_names[r] ? reason_names[r] : "Unknown";
+}
+
+static const struct {
+    const char *api_version, *kind;
+} kinds[XLATE_KIND_COUNT] = {
+    [XLATE_KIND_GATEWAY] = {XLATE_GROUP_VERSION, "Gateway"},
+    [XLATE_KIND_VIRTUAL_SERVICE] = {XLATE_GROUP_VERSION, "VirtualService"},
+    [XLATE_KIND_ROUTE_TABLE] = {XLATE_GROUP_VERSION, "RouteTable"},
+    [XLATE_KIND_UPSTREAM] = {XLATE_GROUP_VERSION, "Upstream"},
+    [XLATE_KIND_SERVICE] = {"v1", "Service"},
+    [XLATE_KIND_ENDPOINT_SLICE] = {"discovery.k8s.io/v1", "EndpointSlice"},
+};
+
+enum xlate_kind xlate_kind_of(const cJSON *obj)
+{
+    const char *kind = cx_json_str(obj, "kind");
+    const char *av = cx_json_str(obj, "apiVersion");
+    if (!kind || !av)
+        return XLATE_KIND_UNKNOWN;
+    for (int k = 0; k < XLATE_KIND_COUNT; k++) {
+        if (strcmp(kind, kinds[k].kind) != 0)
+            continue;
+        /* Our kinds in another version of our group are still ours: the
+         * parse reports the version as unsupported. */
+        const char *slash = strchr(kinds[k].api_version, '/');
+        size_t glen = slash ? (size_t)(slash - kinds[k].api_version) : 0;
+        if (strcmp(av, kinds[k].api_version) == 0 ||
+            (glen && strncmp(av, kinds[k].api_version, glen + 1) == 0 && k <= XLATE_KIND_UPSTREAM))
+            return (enum xlate_kind)k;
+    }
+    return XLATE_KIND_UNKNOWN;
+}
+
+const char *xlate_kind_name(enum xlate_kind k)
+{
+    return (k >= 0 && k < XLATE_KIND_COUNT) ? kinds[k].kind : "Unknown";
+}
+
+/* ---- errors -------------------------------------------------------------- */
+
+int xl_errors_add(struct xl_errors *e, struct xl_arena *a, enum xlate_state st, enum xl_reason r,
+                  const char *fmt, ...)
+{
+    if (e->n >= XLATE_MAX_ERRORS) {
+        e->dropped++;
+        /* keep the worst state visible even when the list is full */
+        if (st == XLATE_REJECTED) {
+            for (size_t i = 0; i < e->n; i++)
+                if (e->items[i].state == XLATE_REJECTED)
+                    return 0;
+            e->items[e->n - 1].state = XLATE_REJECTED;
+            e->items[e->n - 1].reason = r;
+        }
+        return 0;
+    }
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    char *m = xl_strdup(a, buf);
+    if (!m)
+        return -1;
+    e->items[e->n++] = (struct xl_error){.reason = r, .state = st, .msg = m};
+    return 0;
+}
+
+enum xlate_state xl_errors_state(const struct xl_errors *e)
+{
+    enum xlate_state s = XLATE_ACCEPTED;
+    for (size_t i = 0; i < e->n; i++)
+        if (e->items[i].state > s)
+            s = e->items[i].state;
+    return s;
+}
+
+/* ---- parse context ---------------------------------------------------------- */
+
+struct pctx {
+    struct xl_arena *a;
+    struct xl_object *o;
+    char path[512];
+    size_t plen;
+    int oom;
+};
+
+static size_t push(struct pctx *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static size_t push(struct pctx *p, const char *fmt, ...)
+{
+    size_t old = p->plen;
+    if (p->plen < sizeof(p->path) - 1) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(p->path + p->plen, sizeof(p->path) - p->plen, fmt, ap);
+        va_end(ap);
+        if (n > 0)
+            p->plen += (size_t)n;
+        if (p->plen >= sizeof(p->path))
+            p->plen = sizeof(p->path) - 1;
+    }
+    return old;
+}
+
+static void pop(struct pctx *p, size_t old)
+{
+    p->plen = old;
+    p->path[old] = '\0';
+}
+
+static void perr(struct pctx *p, enum xlate_state st, enum xl_reason r, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void perr(struct pctx *p, enum xlate_state st, enum xl_reason r, const char *fmt, ...)
+{
+    char buf[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    int rc = p->plen ? xl_errors_add(&p->o->errors, p->a, st, r, "%s: %s", p->path, buf)
+                     : xl_errors_add(&p->o->errors, p->a, st, r, "%s", buf);
+    if (rc != 0)
+        p->oom = 1;
+}
+
+#define REJECT(p, r, ...) perr(p, XLATE_REJECTED, r, __VA_ARGS__)
+#define WARN(p, r, ...)   perr(p, XLATE_WARNING, r, __VA_ARGS__)
+
+static const char *jtype(const cJSON *v)
+{
+    if (cJSON_IsString(v))
+        return "string";
+    if (cJSON_IsNumber(v))
+        return "number";
+    if (cJSON_IsBool(v))
+        return "boolean";
+    if (cJSON_IsArray(v))
+        return "array";
+    if (cJSON_IsObject(v))
+        return "object";
+    if (cJSON_IsNull(v))
+        return "null";
+    return "invalid";
+}
+
+static char *dup(struct pctx *p, const char *s)
+{
+    char *r = xl_strdup(p->a, s ? s : "");
+    if (!r)
+        p->oom = 1;
+    return r;
+}
+
+static void *alloc(struct pctx *p, size_t n)
+{
+    void *r = xl_alloc(p->a, n ? n : 1);
+    if (!r)
+        p->oom = 1;
+    return r;
+}
+
+/* Reports every member of |obj| not in |allowed| (NULL-terminated). */
+static void check_fields(struct pctx *p, const cJSON *obj, const char *const *allowed)
+{
+    const cJSON *c;
+    cJSON_ArrayForEach(c, obj)
+    {
+        int ok = 0;
+        for (const char *const *k = allowed; *k; k++)
+            if (c->string && strcmp(c->string, *k) == 0)
+                ok = 1;
+        if (!ok) {
+            size_t o = push(p, "%s%s", p->plen ? "." : "", c->string ? c->string : "");
+            int yaml11_on = 0;
+            for (const char *const *k = allowed; *k; k++)
+                yaml11_on |= strcmp(*k, "on") == 0;
+            if (yaml11_on && c->string && strcmp(c->string, "true") == 0)
+                REJECT(p, XL_R_UNKNOWN_FIELD,
+                       "unknown field (YAML 1.1, as kubectl reads it, turns an unquoted on: "
+                       "into true:; write \"on\":)");
+            else
+                REJECT(p, XL_R_UNKNOWN_FIELD, "unknown field");
+            pop(p, o);
+        }
+    }
+}
+
+/* Child |key| of |obj|; NULL if absent or JSON null. */
+static const cJSON *get(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return (v && !cJSON_IsNull(v)) ? v : NULL;
+}
+
+/* Reads a string member. Returns 1 if present and a string, 0 if absent (an
+ * error when |required|), -1 on a type error (reported). */
+static int get_str(struct pctx *p, const cJSON *obj, const char *key, int required, char **out)
+{
+    const cJSON *v = get(obj, key);
+    size_t o = push(p, ".%s", key);
+    int rc;
+    if (!v) {
+        if (required)
+            REJECT(p, XL_R_INVALID_SPEC, "required");
+        rc = 0;
+    } else if (!cJSON_IsString(v)) {
+        REJECT(p, XL_R_INVALID_SPEC, "must be a string, got %s", jtype(v));
+        rc = -1;
+    } else if (required && !v->valuestring[0]) {
+        REJECT(p, XL_R_INVALID_SPEC, "must not be empty");
+        rc = -1;
+    } else {
+        *out = dup(p, v->valuestring);
+        rc = 1;
+    }
+    pop(p, o);
+    return rc;
+}
+
+static int get_bool(struct pctx *p, const cJSON *obj, const char *key, int *out)
+{
+    const cJSON *v = get(obj, key);
+    if (!v)
+        return 0;
+    if (!cJSON_IsBool(v)) {
+        size_t o = push(p, ".%s", key);
+        REJECT(p, XL_R_INVALID_SPEC, "must be a boolean, got %s", jtype(v));
+        pop(p, o);
+        return -1;
+    }
+    *out = cJSON_IsTrue(v);
+    return 1;
+}
+
+/* An integer in [lo, hi]. */
+static int get_uint(struct pctx *p, const cJSON *obj, const char *key, int required, uint64_t lo,
+                    uint64_t hi, enum xl_reason range_reason, uint64_t *out)
+{
+    const cJSON *v = get(obj, key);
+    size_t o = push(p, ".%s", key);
+    int rc = -1;
+    if (!v) {
+        if (required)
+            REJECT(p, XL_R_INVALID_SPEC, "required");
+        rc = 0;
+    } else if (!cJSON_IsNumber(v)) {
+        REJECT(p, XL_R_INVALID_SPEC, "must be an integer, got %s", jtype(v));
+    } else if (v->valuedouble != floor(v->valuedouble) || isinf(v->valuedouble)) {
+        REJECT(p, XL_R_INVALID_SPEC, "must be an integer, got %g", v->valuedouble);
+    } else if (v->valuedouble < (double)lo || v->valuedouble > (double)hi) {
+        REJECT(p, range_reason, "must be between %llu and %llu, got %.0f", (unsigned long long)lo,
+               (unsigned long long)hi, v->valuedouble);
+    } else {
+        *out = (uint64_t)v->valuedouble;
+        rc = 1;
+    }
+    pop(p, o);
+    return rc;
+}
+
+static int get_duration(struct pctx *p, const cJSON *obj, const char *key, int64_t *out)
+{
+    char *s = NULL;
+    int rc = get_str(p, obj, key, 0, &s);
+    if (rc != 1)
+        return rc;
+    char err[200];
+    size_t o = push(p, ".%s", key);
+    if (cx_duration_parse(s, out, err, sizeof(err)) != 0) {
+        REJECT(p, XL_R_INVALID_SPEC, "%s", err);
+        rc = -1;
+    } else if (*out > INT64_C(315576000) * CX_NS_PER_S) { /* ten years */
+        REJECT(p, XL_R_INVALID_SPEC, "duration \"%s\" is too long", s);
+        rc = -1;
+    }
+    pop(p, o);
+    return rc;
+}
+
+/* An object member; reports a type error. */
+static const cJSON *get_obj(struct pctx *p, const cJSON *obj, const char *key, int required)
+{
+    const cJSON *v = get(obj, key);
+    if (!v) {
+        if (required) {
+            size_t o = push(p, ".%s", key);
+            REJECT(p, XL_R_INVALID_SPEC, "required");
+            pop(p, o);
+        }
+        return NULL;
+    }
+    if (!cJSON_IsObject(v)) {
+        size_t o = push(p, ".%s", key);
+        REJECT(p, XL_R_INVALID_SPEC, "must be an object, got %s", jtype(v));
+        pop(p, o);
+        return NULL;
+    }
+    return v;
+}
+
+/* An array member with at most |max| items (and at least one if required). */
+static const cJSON *get_arr(struct pctx *p, const cJSON *obj, const char *key, int required,
+                            int max)
+{
+    const cJSON *v = get(obj, key);
+    size_t o = push(p, ".%s", key);
+    const cJSON *r = NULL;
+    if (!v) {
+        if (required)
+            REJECT(p, XL_R_INVALID_SPEC, "required");
+    } else if (!cJSON_IsArray(v)) {
+        REJECT(p, XL_R_INVALID_SPEC, "must be an array, got %s", jtype(v));
+    } else if (required && cJSON_GetArraySize(v) == 0) {
+        REJECT(p, XL_R_INVALID_SPEC, "must not be empty");
+    } else if (cJSON_GetArraySize(v) > max) {
+        REJECT(p, XL_R_INVALID_SPEC, "at most %d items allowed, got %d", max,
+               cJSON_GetArraySize(v));
+    } else {
+        r = v;
+    }
+    pop(p, o);
+    return r;
+}
+
+/* ---- shared checks ---------------------------------------------------------- */
+
+int xl_is_ip(const char *s)
+{
+    unsigned char buf[16];
+    return s && (inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1);
+}
+
+/* DNS-1123 label (namespace names). */
+static int dns_label(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (!alnum && !(c == '-' && i > 0 && i + 1 < n))
+            return 0;
+    }
+    return 1;
+}
+
+/* DNS-1123 subdomain (object names). */
+static int dns_subdomain(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 253)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (!alnum && !((c == '-' || c == '.') && i > 0 && i + 1 < n))
+            return 0;
+    }
+    return 1;
+}
+
+int xl_domain_valid(const char *s, char *msg, size_t msglen)
+{
+    size_t n = strlen(s);
+    if (n == 0) {
+        snprintf(msg, msglen, "must not be empty");
+        return -1;
+    }
+    if (n > 253 + 6) {
+        snprintf(msg, msglen, "longer than 259 characters");
+        return -1;
+    }
+    size_t stars = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '*') {
+            stars++;
+            continue;
+        }
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '.' || c == ':' || c == '_' || c == '[' || c == ']')) {
+            snprintf(msg, msglen, "character '%c' is not allowed in a domain",
+                     c >= 0x20 && c < 0x7f ? c : '?');
+            return -1;
+        }
+    }
+    if (stars > 1 || (stars == 1 && n > 1 && s[0] != '*' && s[n - 1] != '*')) {
+        snprintf(msg, msglen,
+                 "a wildcard must be the whole domain or its first or last character "
+                 "(\"*\", \"*.example.com\", \"example.*\")");
+        return -1;
+    }
+    return 0;
+}
+
+static int header_name_ok(const char *s)
+{
+    /* RFC 7230 token characters; HTTP/2 pseudo headers start with ':' */
+    if (!*s)
+        return 0;
+    for (const char *c = (*s == ':') ? s + 1 : s; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              strchr("!#$%&'*+-.^_`|~", *c)))
+            return 0;
+    return *s != ':' || s[1];
+}
+
+static int has_ctl(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return 1;
+    return 0;
+}
+
+static void check_regex(struct pctx *p, const char *re)
+{
+    char err[300];
+    if (xlate_re2_check(re, strlen(re), err, sizeof(err)) != 0) {
+        REJECT(p, XL_R_INVALID_REGEX, "invalid regex \"%s\": %s", re, err);
+        return;
+    }
+    int size = xlate_re2_program_size(re, strlen(re));
+    if (size > ENVOY_REGEX_PROGRAM_SIZE)
+        WARN(p, XL_R_REGEX_SIZE,
+             "regex \"%s\" has an RE2 program size of about %d; Envoy refuses more than %d "
+             "unless re2.max_program_size.error_level is raised",
+             re, size, ENVOY_REGEX_PROGRAM_SIZE);
+}
+
+static int label_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct xl_label *)a)->key, ((const struct xl_label *)b)->key);
+}
+
+const char *xl_meta_label(const struct xl_meta *m, const char *key)
+{
+    size_t lo = 0, hi = m->nlabels;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(m->labels[mid].key, key);
+        if (c == 0)
+            return m->labels[mid].value;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+static struct filter_selector *parse_selector(struct pctx *p, const cJSON *v)
+{
+    struct filter_selector *sel = NULL;
+    struct filter_error ferr;
+    if (!cJSON_IsObject(v)) {
+        REJECT(p, XL_R_INVALID_SPEC, "must be a label selector object, got %s", jtype(v));
+        return NULL;
+    }
+    static const char *const allowed[] = {"matchLabels", "matchExpressions", NULL};
+    check_fields(p, v, allowed);
+    int rc = filter_selector_from_json(v, &sel, &ferr);
+    if (rc == FILTER_ENOMEM)
+        p->oom = 1;
+    else if (rc != FILTER_OK)
+        REJECT(p, XL_R_INVALID_SPEC, "%s", ferr.msg);
+    return rc == FILTER_OK ? sel : NULL;
+}
+
+/* ---- metadata ---------------------------------------------------------------- */
+
+static void parse_meta(struct pctx *p, const cJSON *obj)
+{
+    struct xl_meta *m = &p->o->meta;
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const char *ns = cx_json_str(md, "namespace");
+    const char *name = cx_json_str(md, "name");
+    m->ns = dup(p, ns && *ns ? ns : "default");
+    m->name = dup(p, name ? name : "");
+    m->uid = cx_json_str(md, "uid") ? dup(p, cx_json_str(md, "uid")) : NULL;
+    m->creation = dup(p, cx_json_str(md, "creationTimestamp"));
+    const cJSON *gen = cJSON_GetObjectItemCaseSensitive(md, "generation");
+    m->generation = cJSON_IsNumber(gen) ? (int64_t)gen->valuedouble : 0;
+    const cJSON *labels = cJSON_GetObjectItemCaseSensitive(md, "labels");
+    size_t n = 0;
+    const cJSON *l;
+    cJSON_ArrayForEach(l, labels)
+    {
+        if (cJSON_IsString(l) && l->string)
+            n++;
+    }
+    if (n) {
+        m->labels = alloc(p, n * sizeof(*m->labels));
+        if (!m->labels)
+            return;
+        cJSON_ArrayForEach(l, labels)
+        {
+            if (cJSON_IsString(l) && l->string) {
+                m->labels[m->nlabels].key = dup(p, l->string);
+                m->labels[m->nlabels].value = dup(p, l->valuestring);
+                m->nlabels++;
+            }
+        }
+        qsort(m->labels, m->nlabels, sizeof(*m->labels), label_cmp);
+    }
+    if (!md || !cJSON_IsObject(md))
+        REJECT(p, XL_R_INVALID_SPEC, "metadata: required");
+    else if (!name || !*name)
+        REJECT(p, XL_R_INVALID_SPEC, "metadata.name: required");
+}
+
+/* ---- routes -------------------------------------------------------------- */
+
+static void parse_ref(struct pctx *p, const cJSON *v, struct xl_ref *ref)
+{
+    static const char *const allowed[] = {"name", "namespace", NULL};
+    check_fields(p, v, allowed);
+    if (get_str(p, v, "name", 1, &ref->name) == 1 && !dns_subdomain(ref->name)) {
+        size_t o = push(p, ".name");
+        REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid object name", ref->name);
+        pop(p, o);
+    }
+    if (get_str(p, v, "namespace", 0, &ref->ns) == 1 && !dns_label(ref->ns)) {
+        size_t o = push(p, ".namespace");
+        REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid namespace name", ref->ns);
+        pop(p, o);
+    }
+    if (!ref->ns)
+        ref->ns = p->o->meta.ns;
+}
+
+static void parse_match(struct pctx *p, const cJSON *v, struct xl_match *m)
+{
+    static const char *const allowed[] = {"prefix",  "path",          "regex",
+                                          "headers", "caseSensitive", NULL};
+    m->kind = XL_PATH_PREFIX;
+    m->value = "/";
+    m->case_sensitive = 1;
+    if (!v)
+        return;
+    check_fields(p, v, allowed);
+    char *prefix = NULL, *path = NULL, *regex = NULL;
+    int np = get_str(p, v, "prefix", 0, &prefix) == 1;
+    int nx = get_str(p, v, "path", 0, &path) == 1;
+    int nr = get_str(p, v, "regex", 0, &regex) == 1;
+    if (np + nx + nr > 1) {
+        REJECT(p, XL_R_INVALID_SPEC, "prefix, path and regex are mutually exclusive");
+    } else if (np) {
+        m->value = prefix;
+        if (prefix[0] != '/') {
+            size_t o = push(p, ".prefix");
+            REJECT(p, XL_R_INVALID_SPEC, "must start with \"/\", got \"%s\"", prefix);
+            pop(p, o);
+        }
+    } else if (nx) {
+        m->kind = XL_PATH_EXACT;
+        m->value = path;
+        if (path[0] != '/') {
+            size_t o = push(p, ".path");
+            REJECT(p, XL_R_INVALID_SPEC, "must start with \"/\", got \"%s\"", path);
+            pop(p, o);
+        }
+    } else if (nr) {
+        m->kind = XL_PATH_REGEX;
+        m->value = regex;
+        size_t o = push(p, ".regex");
+        check_regex(p, regex);
+        pop(p, o);
+    }
+    if (m->value && has_ctl(m->value))
+        REJECT(p, XL_R_INVALID_SPEC, "the path must not contain control characters");
+    if (get_bool(p, v, "caseSensitive", &m->case_sensitive) == 1)
+        m->has_case = 1;
+    const cJSON *hs = get_arr(p, v, "headers", 0, XLATE_MAX_HEADERS);
+    if (!hs)
+        return;
+    m->nheaders = (size_t)cJSON_GetArraySize(hs);
+    m->headers = alloc(p, m->nheaders * sizeof(*m->headers));
+    if (!m->headers)
+        return;
+    size_t i = 0;
+    const cJSON *h;
+    cJSON_ArrayForEach(h, hs)
+    {
+        struct xl_header *x = &m->headers[i];
+        size_t o = push(p, ".headers[%zu]", i++);
+        if (!cJSON_IsObject(h)) {
+            REJECT(p, XL_R_INVALID_SPEC, "must be an object, got %s", jtype(h));
+            pop(p, o);
+            continue;
+        }
+        static const char *const hallowed[] = {"name",    "exact",  "prefix", "regex",
+                                               "present", "invert", NULL};
+        check_fields(p, h, hallowed);
+        if (get_str(p, h, "name", 1, &x->name) == 1 && !header_name_ok(x->name)) {
+            size_t o2 = push(p, ".name");
+            REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid header name", x->name);
+            pop(p, o2);
+        }
+        char *exact = NULL, *pre = NULL, *re = NULL;
+        int present = 0;
+        int ne = get_str(p, h, "exact", 0, &exact) == 1;
+        int npf = get_str(p, h, "prefix", 0, &pre) == 1;
+        int nre = get_str(p, h, "regex", 0, &re) == 1;
+        int npr = get_bool(p, h, "present", &present) == 1;
+        if (ne + npf + nre + npr > 1) {
+            REJECT(p, XL_R_INVALID_SPEC, "exact, prefix, regex and present are mutually exclusive");
+        } else if (ne) {
+            x->kind = XL_HDR_EXACT;
+            x->value = exact;
+        } else if (npf) {
+            x->kind = XL_HDR_PREFIX;
+            x->value = pre;
+            if (!pre[0]) {
+                size_t o2 = push(p, ".prefix");
+                REJECT(p, XL_R_INVALID_SPEC, "must not be empty (use present: true)");
+                pop(p, o2);
+            }
+        } else if (nre) {
+            x->kind = XL_HDR_REGEX;
+            x->value = re;
+            size_t o2 = push(p, ".regex");
+            check_regex(p, re);
+            pop(p, o2);
+        } else {
+            x->kind = XL_HDR_PRESENT;
+            if (npr && !present) {
+                size_t o2 = push(p, ".present");
+                REJECT(p, XL_R_INVALID_SPEC,
+                       "present: false matches nothing; use present: true with invert: true "
+                       "to require the header to be absent");
+                pop(p, o2);
+            }
+        }
+        if (x->value && has_ctl(x->value))
+            REJECT(p, XL_R_INVALID_SPEC, "the header value must not contain control characters");
+        get_bool(p, h, "invert", &x->invert);
+        pop(p, o);
+    }
+}
+
+/* Envoy's x-envoy-retry-on and x-envoy-retry-grpc-on conditions. */
+static const char *const retry_conditions[] = {
+    "5xx",
+    "gateway-error",
+    "reset",
+    "reset-before-request",
+    "connect-failure",
+    "envoy-ratelimited",
+    "retriable-4xx",
+    "refused-stream",
+    "retriable-status-codes",
+    "retriable-headers",
+    "http3-post-connect-failure",
+    "cancelled",
+    "deadline-exceeded",
+    "internal",
+    "resource-exhausted",
+    "unavailable",
+    NULL,
+};
+
+static void parse_retries(struct pctx *p, const cJSON *v, struct xl_route *r)
+{
+    static const char *const allowed[] = {"attempts", "on", NULL};
+    check_fields(p, v, allowed);
+    uint64_t attempts = 1;
+    get_uint(p, v, "attempts", 0, 1, 100, XL_R_INVALID_SPEC, &attempts);
+    r->retry_attempts = (uint32_t)attempts;
+    r->has_retries = 1;
+    char *on = NULL;
+    if (get_str(p, v, "on", 0, &on) != 1) {
+        r->retry_on = "5xx";
+        return;
+    }
+    r->retry_on = on;
+    size_t o = push(p, ".on");
+    /* a comma-separated list; every item must be a known condition */
+    const char *s = on;
+    if (!*s)
+        REJECT(p, XL_R_INVALID_SPEC, "must name at least one condition");
+    while (*s) {
+        const char *comma = strchr(s, ',');
+        size_t n = comma ? (size_t)(comma - s) : strlen(s);
+        int ok = 0;
+        for (const char *const *c = retry_conditions; *c; c++)
+            if (strlen(*c) == n && strncmp(*c, s, n) == 0)
+                ok = 1;
+        if (!ok) {
+            REJECT(p, XL_R_INVALID_SPEC,
+                   "unknown retry condition \"%.*s\" (known: 5xx, gateway-error, reset, "
+                   "connect-failure, retriable-4xx, refused-stream, retriable-status-codes, "
+                   "cancelled, deadline-exceeded, internal, resource-exhausted, unavailable, ...)",
+                   (int)(n > 64 ? 64 : n), s);
+            break;
+        }
+        s += n;
+        if (*s == ',')
+            s++;
+    }
+    pop(p, o);
+}
+
+static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
+{
+    static const char *const allowed[] = {"match",   "upstream", "weighted",      "delegate",
+                                          "timeout", "retries",  "prefixRewrite", NULL};
+    if (!cJSON_IsObject(v)) {
+        REJECT(p, XL_R_INVALID_SPEC, "must be an object, got %s", jtype(v));
+        return;
+    }
+    check_fields(p, v, allowed);
+    const cJSON *m = get_obj(p, v, "match", 0);
+    size_t o = push(p, ".match");
+    parse_match(p, m, &r->match);
+    pop(p, o);
+
+    const cJSON *up = get(v, "upstream"), *w = get(v, "weighted"), *d = get(v, "delegate");
+    int nact = !!up + !!w + !!d;
+    if (nact == 0) {
+        REJECT(p, XL_R_INVALID_SPEC, "one of upstream, weighted or delegate is required");
+    } else if (nact > 1) {
+        REJECT(p, XL_R_INVALID_SPEC, "upstream, weighted and delegate are mutually exclusive");
+    } else if (up) {
+        r->action = XL_ACT_UPSTREAM;
+        const cJSON *uo = get_obj(p, v, "upstream", 1);
+        o = push(p, ".upstream");
+        if (uo)
+            parse_ref(p, uo, &r->upstream);
+        pop(p, o);
+    } else if (w) {
+        r->action = XL_ACT_WEIGHTED;
+        const cJSON *arr = get_arr(p, v, "weighted", 1, XLATE_MAX_WEIGHTED);
+        if (arr) {
+            r->nweighted = (size_t)cJSON_GetArraySize(arr);
+            r->weighted = alloc(p, r->nweighted * sizeof(*r->weighted));
+            if (!r->weighted)
+                return;
+            size_t i = 0;
+            const cJSON *e;
+            cJSON_ArrayForEach(e, arr)
+            {
+                struct xl_weighted *x = &r->weighted[i];
+                size_t o2 = push(p, ".weighted[%zu]", i++);
+                if (!cJSON_IsObject(e)) {
+                    REJECT(p, XL_R_INVALID_SPEC, "must be an object, got %s", jtype(e));
+                    pop(p, o2);
+                    continue;
+                }
+                static const char *const wallowed[] = {"upstream", "weight", NULL};
+                check_fields(p, e, wallowed);
+                const cJSON *uo = get_obj(p, e, "upstream", 1);
+                size_t o3 = push(p, ".upstream");
+                if (uo)
+                    parse_ref(p, uo, &x->upstream);
+                pop(p, o3);
+                uint64_t weight = 1;
+                get_uint(p, e, "weight", 0, 0, UINT32_MAX, XL_R_INVALID_WEIGHTS, &weight);
+                x->weight = (uint32_t)weight;
+                r->weight_sum += weight;
+                for (size_t k = 0; k + 1 < i && x->upstream.name; k++)
+                    if (r->weighted[k].upstream.name &&
+                        strcmp(r->weighted[k].upstream.name, x->upstream.name) == 0 &&
+                        strcmp(r->weighted[k].upstream.ns, x->upstream.ns) == 0) {
+                        REJECT(p, XL_R_INVALID_SPEC,
+                               "upstream %s/%s is listed twice (see weighted[%zu])", x->upstream.ns,
+                               x->upstream.name, k);
+                        break;
+                    }
+                pop(p, o2);
+            }
+            o = push(p, ".weighted");
+            if (r->weight_sum == 0)
+                REJECT(p, XL_R_INVALID_WEIGHTS, "weights sum to 0: no traffic could be routed");
+            else if (r->weight_sum > UINT32_MAX)
+                REJECT(p, XL_R_INVALID_WEIGHTS, "weights sum to %llu, more than %u",
+                       (unsigned long long)r->weight_sum, UINT32_MAX);
+            pop(p, o);
+        }
+    } else {
+        r->action = XL_ACT_DELEGATE;
+        const cJSON *dobj = get_obj(p, v, "delegate", 1);
+        o = push(p, ".delegate");
+        if (dobj) {
+            static const char *const dallowed[] = {"name", "namespace", "selector", NULL};
+            check_fields(p, dobj, dallowed);
+            int hn = get_str(p, dobj, "name", 0, &r->delegate.name) == 1;
+            get_str(p, dobj, "namespace", 0, &r->delegate.ns);
+            if (r->delegate.ns && !dns_label(r->delegate.ns)) {
+                size_t o2 = push(p, ".namespace");
+                REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid namespace name",
+                       r->delegate.ns);
+                pop(p, o2);
+            }
+            if (!r->delegate.ns)
+                r->delegate.ns = p->o->meta.ns;
+            const cJSON *sel = get(dobj, "selector");
+            if (hn && sel) {
+                REJECT(p, XL_R_INVALID_SPEC, "name and selector are mutually exclusive");
+            } else if (sel) {
+                size_t o2 = push(p, ".selector");
+                r->delegate.selector = parse_selector(p, sel);
+                pop(p, o2);
+            } else if (!hn) {
+                REJECT(p, XL_R_INVALID_SPEC, "one of name or selector is required");
+            }
+        }
+        pop(p, o);
+        if (r->match.kind != XL_PATH_PREFIX) {
+            o = push(p, ".match");
+            REJECT(p, XL_R_INVALID_SPEC, "a delegating route needs a prefix match");
+            pop(p, o);
+        }
+    }
+    if (get_duration(p, v, "timeout", &r->timeout_ns) == 1)
+        r->has_timeout = 1;
+    const cJSON *rt = get_obj(p, v, "retries", 0);
+    if (rt) {
+        o = push(p, ".retries");
+        parse_retries(p, rt, r);
+        pop(p, o);
+    }
+    if (get_str(p, v, "prefixRewrite", 0, &r->prefix_rewrite) == 1) {
+        o = push(p, ".prefixRewrite");
+        if (r->match.kind == XL_PATH_REGEX)
+            REJECT(p, XL_R_INVALID_SPEC, "cannot be used with a regex match");
+        else if (r->action == XL_ACT_DELEGATE)
+            REJECT(p, XL_R_INVALID_SPEC, "cannot be used on a delegating route");
+        else if (has_ctl(r->prefix_rewrite))
+            REJECT(p, XL_R_INVALID_SPEC, "must not contain control characters");
+        pop(p, o);
+    }
+}
+
+static void parse_routes(struct pctx *p, const cJSON *spec, struct xl_route **out, size_t *nout)
+{
+    const cJSON *arr = get_arr(p, spec, "routes", 1, XLATE_MAX_ROUTES);
+    if (!arr)
+        return;
+    *nout = (size_t)cJSON_GetArraySize(arr);
+    *out = alloc(p, *nout * sizeof(**out));
+    if (!*out) {
+        *nout = 0;
+        return;
+    }
+    size_t i = 0;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, arr)
+    {
+        size_t o = push(p, ".routes[%zu]", i);
+        parse_route(p, r, &(*out)[i]);
+        i++;
+        pop(p, o);
+    }
+}
+
+/* ---- kinds -------------------------------------------------------------- */
+
+static int str_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void parse_gateway(struct pctx *p, const cJSON *spec)
+{
+    struct xl_gateway *g = &p->o->u.gw;
+    static const char *const allowed[] = {
+        "mode", "bindAddress", "bindPort", "virtualServiceSelector", "virtualServiceNamespaces",
+        NULL};
+    check_fields(p, spec, allowed);
+    char *mode = NULL;
+    g->mode = XLATE_MODE_ENVOY;
+    if (get_str(p, spec, "mode", 0, &mode) == 1) {
+        if (strcmp(mode, "proxyless") == 0) {
+            g->mode = XLATE_MODE_PROXYLESS;
+        } else if (strcmp(mode, "envoy") != 0) {
+            size_t o = push(p, ".mode");
+            REJECT(p, XL_R_INVALID_SPEC, "must be \"envoy\" or \"proxyless\", got \"%s\"", mode);
+            pop(p, o);
+        }
+    }
+    g->bind_address = "0.0.0.0";
+    int has_addr = get_str(p, spec, "bindAddress", 0, &g->bind_address) == 1;
+    if (has_addr && !xl_is_ip(g->bind_address)) {
+        size_t o = push(p, ".bindAddress");
+        REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not an IP address", g->bind_address);
+        pop(p, o);
+    }
+    uint64_t port = 8080;
+    int has_port = get_uint(p, spec, "bindPort", 0, 1, 65535, XL_R_INVALID_PORT, &port) != 0;
+    g->bind_port = (uint32_t)port;
+    if (g->mode == XLATE_MODE_PROXYLESS && (has_addr || has_port)) {
+        size_t o = push(p, ".%s", has_port ? "bindPort" : "bindAddress");
+        WARN(p, XL_R_UNSUPPORTED, "ignored in proxyless mode (gRPC clients open no listener)");
+        pop(p, o);
+    }
+    const cJSON *sel = get(spec, "virtualServiceSelector");
+    if (sel) {
+        size_t o = push(p, ".virtualServiceSelector");
+        g->vs_selector = parse_selector(p, sel);
+        pop(p, o);
+    }
+    const cJSON *nss = get_arr(p, spec, "virtualServiceNamespaces", 0, XLATE_MAX_NAMESPACES);
+    if (nss) {
+        size_t n = (size_t)cJSON_GetArraySize(nss);
+        g->vs_namespaces = alloc(p, n * sizeof(char *));
+        if (!g->vs_namespaces)
+            return;
+        size_t i = 0;
+        const cJSON *ns;
+        cJSON_ArrayForEach(ns, nss)
+        {
+            size_t o = push(p, ".virtualServiceNamespaces[%zu]", i++);
+            if (!cJSON_IsString(ns)) {
+                REJECT(p, XL_R_INVALID_SPEC, "must be a string, got %s", jtype(ns));
+            } else if (strcmp(ns->valuestring, "*") == 0) {
+                g->all_namespaces = 1;
+            } else if (!dns_label(ns->valuestring)) {
+                REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid namespace name (or \"*\")",
+                       ns->valuestring);
+            } else {
+                g->vs_namespaces[g->n_vs_namespaces++] = dup(p, ns->valuestring);
+            }
+            pop(p, o);
+        }
+        qsort(g->vs_namespaces, g->n_vs_namespaces, sizeof(char *), str_cmp);
+    }
+    if (!nss || (!g->all_namespaces && g->n_vs_namespaces == 0)) {
+        g->vs_namespaces = alloc(p, sizeof(char *));
+        if (g->vs_namespaces) {
+            g->vs_namespaces[0] = p->o->meta.ns;
+            g->n_vs_namespaces = 1;
+        }
+    }
+}
+
+static void parse_virtual_service(struct pctx *p, const cJSON *spec)
+{
+    struct xl_virtual_service *vs = &p->o->u.vs;
+    static const char *const allowed[] = {"domains", "routes", NULL};
+    check_fields(p, spec, allowed);
+    const cJSON *doms = get_arr(p, spec, "domains", 1, XLATE_MAX_DOMAINS);
+    if (doms) {
+        vs->domains = alloc(p, (size_t)cJSON_GetArraySize(doms) * sizeof(char *));
+        if (!vs->domains)
+            return;
+        size_t i = 0;
+        const cJSON *d;
+        cJSON_ArrayForEach(d, doms)
+        {
+            size_t o = push(p, ".domains[%zu]", i++);
+            char msg[200];
+            if (!cJSON_IsString(d)) {
+                REJECT(p, XL_R_INVALID_SPEC, "must be a string, got %s", jtype(d));
+            } else if (xl_domain_valid(d->valuestring, msg, sizeof(msg)) != 0) {
+                REJECT(p, XL_R_INVALID_DOMAIN, "invalid domain \"%.100s\": %s", d->valuestring,
+                       msg);
+            } else {
+                int dupl = 0;
+                for (size_t k = 0; k < vs->ndomains; k++)
+                    if (strcasecmp(vs->domains[k], d->valuestring) == 0)
+                        dupl = 1;
+                if (dupl)
+                    REJECT(p, XL_R_INVALID_DOMAIN, "duplicate domain \"%s\"", d->valuestring);
+                else
+                    vs->domains[vs->ndomains++] = dup(p, d->valuestring);
+            }
+            pop(p, o);
+        }
+    }
+    parse_routes(p, spec, &vs->routes, &vs->nroutes);
+}
+
+static void parse_upstream(struct pctx *p, const cJSON *spec)
+{
+    struct xl_upstream *u = &p->o->u.up;
+    static const char *const allowed[] = {"kube", "static", "lbPolicy", "connectTimeout", NULL};
+    check_fields(p, spec, allowed);
+    const cJSON *kube = get(spec, "kube"), *st = get(spec, "static");
+    if (kube && st) {
+        REJECT(p, XL_R_INVALID_SPEC, "kube and static are mutually exclusive");
+    } else if (!kube && !st) {
+        REJECT(p, XL_R_INVALID_SPEC, "one of kube or static is required");
+    } else if (kube) {
+        u->is_kube = 1;
+        const cJSON *k = get_obj(p, spec, "kube", 1);
+        size_t o = push(p, ".kube");
+        if (k) {
+            static const char *const kallowed[] = {"service", "namespace", "port", NULL};
+            check_fields(p, k, kallowed);
+            if (get_str(p, k, "service", 1, &u->kube_service) == 1 && !dns_label(u->kube_service)) {
+                size_t o2 = push(p, ".service");
+                REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid Service name", u->kube_service);
+                pop(p, o2);
+            }
+            if (get_str(p, k, "namespace", 0, &u->kube_ns) == 1 && !dns_label(u->kube_ns)) {
+                size_t o2 = push(p, ".namespace");
+                REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid namespace name", u->kube_ns);
+                pop(p, o2);
+            }
+            if (!u->kube_ns)
+                u->kube_ns = p->o->meta.ns;
+            const cJSON *port = get(k, "port");
+            if (cJSON_IsString(port)) {
+                size_t o2 = push(p, ".port");
+                if (!dns_label(port->valuestring) || strlen(port->valuestring) > 15)
+                    REJECT(p, XL_R_INVALID_PORT, "\"%s\" is neither a port number nor a port name",
+                           port->valuestring);
+                else
+                    u->kube_port_name = dup(p, port->valuestring);
+                pop(p, o2);
+            } else {
+                uint64_t v = 0;
+                if (get_uint(p, k, "port", 1, 1, 65535, XL_R_INVALID_PORT, &v) == 1)
+                    u->kube_port = (uint32_t)v;
+            }
+        }
+        pop(p, o);
+    } else {
+        const cJSON *s = get_obj(p, spec, "static", 1);
+        size_t o = push(p, ".static");
+        if (s) {
+            static const char *const sallowed[] = {"hosts", NULL};
+            check_fields(p, s, sallowed);
+            const cJSON *hosts = get_arr(p, s, "hosts", 1, XLATE_MAX_HOSTS);
+            if (hosts) {
+                u->nhosts = (size_t)cJSON_GetArraySize(hosts);
+                u->hosts = alloc(p, u->nhosts * sizeof(*u->hosts));
+                if (!u->hosts)
+                    return;
+                size_t i = 0;
+                const cJSON *h;
+                cJSON_ArrayForEach(h, hosts)
+                {
+                    struct xl_static_host *x = &u->hosts[i];
+                    size_t o2 = push(p, ".hosts[%zu]", i++);
+                    if (!cJSON_IsObject(h)) {
+                        REJECT(p, XL_R_INVALID_SPEC, "must be an object, got %s", jtype(h));
+                        pop(p, o2);
+                        continue;
+                    }
+                    static const char *const hallowed[] = {"address", "port", "weight", NULL};
+                    check_fields(p, h, hallowed);
+                    if (get_str(p, h, "address", 1, &x->address) == 1 && !xl_is_ip(x->address)) {
+                        size_t o3 = push(p, ".address");
+                        REJECT(p, XL_R_INVALID_SPEC,
+                               "\"%s\" is not an IP address (EDS endpoints must be IP literals)",
+                               x->address);
+                        pop(p, o3);
+                    }
+                    uint64_t v = 0;
+                    get_uint(p, h, "port", 1, 1, 65535, XL_R_INVALID_PORT, &v);
+                    x->port = (uint32_t)v;
+                    uint64_t w = 1;
+                    get_uint(p, h, "weight", 0, 1, 1000000, XL_R_INVALID_SPEC, &w);
+                    x->weight = (uint32_t)w;
+                    for (size_t k = 0; k + 1 < i && x->address; k++)
+                        if (u->hosts[k].address && u->hosts[k].port == x->port &&
+                            strcmp(u->hosts[k].address, x->address) == 0) {
+                            REJECT(p, XL_R_INVALID_SPEC, "%s:%u is listed twice (see hosts[%zu])",
+                                   x->address, x->port, k);
+                            break;
+                        }
+                    pop(p, o2);
+                }
+            }
+        }
+        pop(p, o);
+    }
+    char *lb = NULL;
+    if (get_str(p, spec, "lbPolicy", 0, &lb) == 1) {
+        static const char *const names[] = {"RoundRobin", "LeastRequest", "RingHash", "Random"};
+        int found = -1;
+        for (int i = 0; i < 4; i++)
+            if (strcmp(lb, names[i]) == 0)
+                found = i;
+        if (found < 0) {
+            size_t o = push(p, ".lbPolicy");
+            REJECT(p, XL_R_INVALID_SPEC,
+                   "must be one of RoundRobin, LeastRequest, RingHash, Random; got \"%s\"", lb);
+            pop(p, o);
+        } else {
+            u->lb = (enum xl_lb_policy)found;
+        }
+    }
+    if (get_duration(p, spec, "connectTimeout", &u->connect_timeout_ns) == 1) {
+        u->has_connect_timeout = 1;
+        if (u->connect_timeout_ns <= 0) {
+            size_t o = push(p, ".connectTimeout");
+            REJECT(p, XL_R_INVALID_SPEC, "must be greater than 0");
+            pop(p, o);
+        }
+    }
+}
+
+/* Core kinds: lenient (they passed the API server's validation); entries we
+ * cannot use are skipped, not reported. */
+static void parse_ports(struct pctx *p, const cJSON *arr, struct xl_service_port **out, size_t *n)
+{
+    size_t cap = (size_t)cJSON_GetArraySize(arr);
+    if (!cJSON_IsArray(arr) || cap == 0)
+        return;
+    *out = alloc(p, cap * sizeof(**out));
+    if (!*out)
+        return;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr)
+    {
+        const cJSON *port = cJSON_GetObjectItemCaseSensitive(e, "port");
+        if (!cJSON_IsNumber(port) || port->valuedouble < 1 || port->valuedouble > 65535)
+            continue;
+        const char *name = cx_json_str(e, "name");
+        (*out)[*n].name = dup(p, name ? name : "");
+        (*out)[*n].port = (uint32_t)port->valuedouble;
+        (*n)++;
+    }
+}
+
+static void parse_service(struct pctx *p, const cJSON *obj)
+{
+    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
+    parse_ports(p, cJSON_GetObjectItemCaseSensitive(spec, "ports"), &p->o->u.svc.ports,
+                &p->o->u.svc.nports);
+}
+
+static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
+{
+    struct xl_endpoint_slice *s = &p->o->u.eps;
+    const char *svc = xl_meta_label(&p->o->meta, "kubernetes.io/service-name");
+    s->service = svc ? dup(p, svc) : NULL;
+    const char *at = cx_json_str(obj, "addressType");
+    s->ip_family = at && strcmp(at, "IPv4") == 0 ? 4 : at && strcmp(at, "IPv6") == 0 ? 6 : 0;
+    parse_ports(p, cJSON_GetObjectItemCaseSensitive(obj, "ports"), &s->ports, &s->nports);
+    /* An unnamed port with port null means "all ports": unusable for EDS. */
+    const cJSON *eps = cJSON_GetObjectItemCaseSensitive(obj, "endpoints");
+    size_t cap = (size_t)cJSON_GetArraySize(eps);
+    if (!cJSON_IsArray(eps) || cap == 0)
+        return;
+    s->endpoints = alloc(p, cap * sizeof(*s->endpoints));
+    if (!s->endpoints)
+        return;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, eps)
+    {
+        struct xl_slice_endpoint *x = &s->endpoints[s->nendpoints];
+        const cJSON *addrs = cJSON_GetObjectItemCaseSensitive(e, "addresses");
+        size_t na = (size_t)cJSON_GetArraySize(addrs);
+        if (!cJSON_IsArray(addrs) || na == 0)
+            continue;
+        x->addresses = alloc(p, na * sizeof(char *));
+        if (!x->addresses)
+            return;
+        const cJSON *a;
+        cJSON_ArrayForEach(a, addrs)
+        {
+            if (cJSON_IsString(a) && xl_is_ip(a->valuestring))
+                x->addresses[x->naddresses++] = dup(p, a->valuestring);
+        }
+        const cJSON *ready = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(e, "conditions"), "ready");
+        /* Kubernetes: a nil ready condition is to be read as ready. */
+        x->ready = !cJSON_IsBool(ready) || cJSON_IsTrue(ready);
+        const char *zone = cx_json_str(e, "zone");
+        x->zone = dup(p, zone ? zone : "");
+        if (x->naddresses)
+            s->nendpoints++;
+    }
+}
+
+void xl_object_release(struct xl_object *o)
+{
+    struct xl_route *routes = NULL;
+    size_t n = 0;
+    if (o->kind == XLATE_KIND_GATEWAY) {
+        filter_selector_free(o->u.gw.vs_selector);
+        o->u.gw.vs_selector = NULL;
+    } else if (o->kind == XLATE_KIND_VIRTUAL_SERVICE) {
+        routes = o->u.vs.routes;
+        n = o->u.vs.nroutes;
+    } else if (o->kind == XLATE_KIND_ROUTE_TABLE) {
+        routes = o->u.rt.routes;
+        n = o->u.rt.nroutes;
+    }
+    for (size_t i = 0; routes && i < n; i++) {
+        filter_selector_free(routes[i].delegate.selector);
+        routes[i].delegate.selector = NULL;
+    }
+}
+
+int xl_api_parse(enum xlate_kind kind, const cJSON *obj, struct xl_arena *a, struct xl_object *out)
+{
+    struct pctx p = {.a = a, .o = out};
+    memset(out, 0, sizeof(*out));
+    out->kind = kind;
+    parse_meta(&p, obj);
+    if (p.oom)
+        return -1;
+    if (kind == XLATE_KIND_SERVICE) {
+        parse_service(&p, obj);
+        return p.oom ? -1 : 0;
+    }
+    if (kind == XLATE_KIND_ENDPOINT_SLICE) {
+        parse_endpoint_slice(&p, obj);
+        return p.oom ? -1 : 0;
+    }
+    if (kind < 0 || kind >= XLATE_KIND_COUNT) {
+        REJECT(&p, XL_R_UNKNOWN_KIND, "apiVersion %s, kind %s is not a kind coxswain reads",
+               cx_json_str(obj, "apiVersion") ? cx_json_str(obj, "apiVersion") : "(none)",
+               cx_json_str(obj, "kind") ? cx_json_str(obj, "kind") : "(none)");
+        return p.oom ? -1 : 0;
+    }
+    const char *av = cx_json_str(obj, "apiVersion");
+    if (!av || strcmp(av, XLATE_GROUP_VERSION) != 0) {
+        REJECT(&p, XL_R_UNSUPPORTED_VERSION, "apiVersion %s is not served; use %s",
+               av ? av : "(none)", XLATE_GROUP_VERSION);
+        return p.oom ? -1 : 0;
+    }
+    static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", "status", NULL};
+    check_fields(&p, obj, top);
+    const cJSON *spec = get(obj, "spec");
+    push(&p, "spec");
+    if (!spec) {
+        REJECT(&p, XL_R_INVALID_SPEC, "required");
+    } else if (!cJSON_IsObject(spec)) {
+        REJECT(&p, XL_R_INVALID_SPEC, "must be an object, got %s", jtype(spec));
+    } else {
+        switch (kind) {
+        case XLATE_KIND_GATEWAY:
+            parse_gateway(&p, spec);
+            break;
+        case XLATE_KIND_VIRTUAL_SERVICE:
+            parse_virtual_service(&p, spec);
+            break;
+        case XLATE_KIND_ROUTE_TABLE: {
+            static const char *const allowed[] = {"routes", NULL};
+            check_fields(&p, spec, allowed);
+            parse_routes(&p, spec, &out->u.rt.routes, &out->u.rt.nroutes);
+            break;
+        }
+        case XLATE_KIND_UPSTREAM:
+            parse_upstream(&p, spec);
+            break;
+        default:
+            break;
+        }
+    }
+    if (p.oom) {
+        xl_object_release(out);
+        return -1;
+    }
+    return 0;
+}

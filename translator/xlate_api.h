@@ -1,0 +1,55 @@
+/*
+ * xlate_api: parses and validates coxswain's resources (and the parts of
+ * Services and EndpointSlices the translator reads) from their JSON into the
+ * C types of xlate_api_types.h.
+ *
+ * Errors are precise: the field path and what is wrong
+ * ("spec.routes[1].match.regex: invalid perl operator: (?="), unknown fields
+ * included ("spec.routes[0].match.prefx: unknown field"). Parsing never stops
+ * at the first problem: up to XLATE_MAX_ERRORS are collected.
+ *
+ * Pure; the caller owns the arena and the result.
+ */
+#ifndef XLATE_API_H
+#define XLATE_API_H
+
+#include "xlate_api_types.h"
+#include "xlate_util.h"
+
+#include <cjson/cJSON.h>
+
+/* The kind of |obj| from apiVersion and kind; XLATE_KIND_UNKNOWN if it is not
+ * one the translator reads. */
+enum xlate_kind xlate_kind_of(const cJSON *obj);
+/* "Gateway", "VirtualService", ... ("Unknown" otherwise). */
+const char *xlate_kind_name(enum xlate_kind k);
+
+/* Parses |obj| as |kind| into |out| (allocating from |a|). Metadata is filled
+ * whenever it is readable; every problem goes to out->errors. Returns 0, or
+ * -1 when memory ran out (|out| is then unusable). Call xl_object_release()
+ * before freeing the arena. */
+__attribute__((warn_unused_result)) int xl_api_parse(enum xlate_kind kind, const cJSON *obj,
+                                                     struct xl_arena *a, struct xl_object *out);
+
+/* Frees what the arena does not own (label selectors). */
+void xl_object_release(struct xl_object *o);
+
+/* Records a problem. Returns 0 or -1 (memory). */
+__attribute__((format(printf, 5, 6))) int xl_errors_add(struct xl_errors *e, struct xl_arena *a,
+                                                        enum xlate_state st, enum xl_reason r,
+                                                        const char *fmt, ...);
+/* XLATE_REJECTED if any error rejects, XLATE_WARNING if any warns, else
+ * XLATE_ACCEPTED. */
+enum xlate_state xl_errors_state(const struct xl_errors *e);
+
+/* Value of label |key| in |m| (binary search), or NULL. */
+const char *xl_meta_label(const struct xl_meta *m, const char *key);
+
+/* 0 if |s| is a valid virtual-host domain (exact, "*", "*suffix" or
+ * "prefix*", optional :port), else -1 and a message in |msg|. */
+int xl_domain_valid(const char *s, char *msg, size_t msglen);
+
+/* 1 if |s| is an IPv4 or IPv6 literal. */
+int xl_is_ip(const char *s);
+
+#endif

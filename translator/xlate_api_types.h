@@ -1,0 +1,248 @@
+/*
+ * xlate_api_types: the C form of coxswain's resources (group coxswain.dev/v1:
+ * Gateway, VirtualService, RouteTable, Upstream) and of the two core kinds
+ * the translator reads (v1 Service, discovery.k8s.io/v1 EndpointSlice).
+ *
+ * Produced by xlate_api_parse() from an object's JSON; every string and
+ * array lives in the arena the parse was given, never in the JSON, so a
+ * parsed object outlives the cJSON it came from (the translator keeps parsed
+ * objects across passes and re-parses only what changed).
+ *
+ * Field names follow the CRDs in api/crds/ (see docs/api.md).
+ */
+#ifndef XLATE_API_TYPES_H
+#define XLATE_API_TYPES_H
+
+#include "xlate_snapshot_types.h"
+#include "xlate_types.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct filter_selector;
+
+#define XLATE_GROUP_VERSION "coxswain.dev/v1"
+
+/* Limits on what one object may hold: far above real use, and a bound on
+ * the work a hostile or mistaken object can cause. */
+#define XLATE_MAX_DOMAINS    256
+#define XLATE_MAX_ROUTES     1024
+#define XLATE_MAX_HEADERS    32
+#define XLATE_MAX_WEIGHTED   64
+#define XLATE_MAX_HOSTS      1024
+#define XLATE_MAX_NAMESPACES 256
+#define XLATE_MAX_ERRORS     16 /* errors kept per object (the rest counted) */
+#define XLATE_MAX_DELEGATION 8  /* RouteTable nesting depth */
+
+/* Why an object (or a part of it) is refused: the report's reason. */
+enum xl_reason {
+    XL_R_NONE = 0,
+    XL_R_INVALID_SPEC,          /* InvalidSpec: a field has a wrong type or value */
+    XL_R_UNKNOWN_FIELD,         /* UnknownField */
+    XL_R_INVALID_REGEX,         /* InvalidRegex: RE2 refuses it */
+    XL_R_INVALID_WEIGHTS,       /* InvalidWeights: weights sum to 0 or overflow */
+    XL_R_INVALID_PORT,          /* InvalidPort */
+    XL_R_INVALID_DOMAIN,        /* InvalidDomain */
+    XL_R_UNSUPPORTED_VERSION,   /* UnsupportedVersion: apiVersion not served */
+    XL_R_DUPLICATE,             /* DuplicateObject: same kind/namespace/name twice */
+    XL_R_DOMAIN_CONFLICT,       /* DomainConflict */
+    XL_R_UPSTREAM_NOT_FOUND,    /* UpstreamNotFound */
+    XL_R_UPSTREAM_REJECTED,     /* UpstreamRejected */
+    XL_R_ROUTE_TABLE_NOT_FOUND, /* RouteTableNotFound */
+    XL_R_ROUTE_TABLE_REJECTED,  /* RouteTableRejected */
+    XL_R_DELEGATION_CYCLE,      /* DelegationCycle */
+    XL_R_PREFIX_VIOLATION,      /* PrefixViolation */
+    XL_R_DELEGATION_DEPTH,      /* DelegationTooDeep */
+    XL_R_NO_ROUTES,             /* NoValidRoutes: every route was left out */
+    XL_R_NOT_SELECTED,          /* NotSelected: no Gateway selects it */
+    XL_R_SERVICE_NOT_FOUND,     /* ServiceNotFound */
+    XL_R_PORT_NOT_FOUND,        /* ServicePortNotFound */
+    XL_R_NO_ENDPOINTS,          /* NoReadyEndpoints */
+    XL_R_UNSUPPORTED,           /* UnsupportedByProxyless: ignored by gRPC clients */
+    XL_R_REGEX_SIZE,            /* RegexProgramSize: may exceed Envoy's limit */
+    XL_R_UNKNOWN_KIND,          /* UnknownKind */
+    XL_R_COUNT,
+};
+
+const char *xl_reason_name(enum xl_reason r);
+
+/* One problem found in an object: "spec.routes[1].match.regex: ...". */
+struct xl_error {
+    enum xl_reason reason;
+    enum xlate_state state; /* XLATE_WARNING or XLATE_REJECTED */
+    char *msg;
+};
+
+struct xl_errors {
+    struct xl_error items[XLATE_MAX_ERRORS];
+    size_t n;
+    size_t dropped; /* errors beyond XLATE_MAX_ERRORS */
+};
+
+struct xl_label {
+    char *key, *value;
+};
+
+struct xl_meta {
+    char *ns, *name, *uid;
+    char *creation; /* metadata.creationTimestamp (orders domain claims) */
+    int64_t generation;
+    struct xl_label *labels; /* sorted by key */
+    size_t nlabels;
+};
+
+struct xl_ref {
+    char *ns, *name;
+};
+
+enum xl_path_kind {
+    XL_PATH_PREFIX = 0,
+    XL_PATH_EXACT = 1,
+    XL_PATH_REGEX = 2,
+};
+
+enum xl_header_kind {
+    XL_HDR_PRESENT = 0,
+    XL_HDR_EXACT = 1,
+    XL_HDR_PREFIX = 2,
+    XL_HDR_REGEX = 3,
+};
+
+struct xl_header {
+    char *name;
+    enum xl_header_kind kind;
+    char *value; /* NULL for present */
+    int invert;
+};
+
+struct xl_match {
+    enum xl_path_kind kind;
+    char *value;
+    int case_sensitive; /* default 1 */
+    int has_case;       /* caseSensitive was written */
+    struct xl_header *headers;
+    size_t nheaders;
+};
+
+enum xl_action_kind {
+    XL_ACT_UPSTREAM = 0,
+    XL_ACT_WEIGHTED = 1,
+    XL_ACT_DELEGATE = 2,
+};
+
+struct xl_weighted {
+    struct xl_ref upstream;
+    uint32_t weight;
+};
+
+struct xl_delegate {
+    char *name;                       /* by name, or NULL */
+    char *ns;                         /* namespace (defaults to the owner's) */
+    struct filter_selector *selector; /* by labels, or NULL (freed with the object) */
+};
+
+struct xl_route {
+    struct xl_match match;
+    enum xl_action_kind action;
+    struct xl_ref upstream;
+    struct xl_weighted *weighted;
+    size_t nweighted;
+    uint64_t weight_sum;
+    struct xl_delegate delegate;
+    int64_t timeout_ns;
+    int has_timeout;
+    uint32_t retry_attempts;
+    char *retry_on; /* Envoy retry_on list, comma-separated, or NULL */
+    int has_retries;
+    char *prefix_rewrite;
+};
+
+struct xl_gateway {
+    enum xlate_gateway_mode mode;
+    char *bind_address;
+    uint32_t bind_port;
+    struct filter_selector *vs_selector; /* NULL: every VirtualService */
+    char **vs_namespaces;                /* sorted; empty: the Gateway's own */
+    size_t n_vs_namespaces;
+    int all_namespaces; /* "*" */
+};
+
+struct xl_virtual_service {
+    char **domains;
+    size_t ndomains;
+    struct xl_route *routes;
+    size_t nroutes;
+};
+
+struct xl_route_table {
+    struct xl_route *routes;
+    size_t nroutes;
+};
+
+enum xl_lb_policy {
+    XL_LB_ROUND_ROBIN = 0,
+    XL_LB_LEAST_REQUEST = 1,
+    XL_LB_RING_HASH = 2,
+    XL_LB_RANDOM = 3,
+};
+
+struct xl_static_host {
+    char *address; /* an IP literal */
+    uint32_t port;
+    uint32_t weight; /* default 1 */
+};
+
+struct xl_upstream {
+    int is_kube;
+    char *kube_service, *kube_ns;
+    uint32_t kube_port;   /* Service port number, or 0 when named */
+    char *kube_port_name; /* Service port name, or NULL */
+    struct xl_static_host *hosts;
+    size_t nhosts;
+    enum xl_lb_policy lb;
+    int64_t connect_timeout_ns;
+    int has_connect_timeout;
+};
+
+struct xl_service_port {
+    char *name; /* "" when unnamed */
+    uint32_t port;
+};
+
+struct xl_service {
+    struct xl_service_port *ports;
+    size_t nports;
+};
+
+struct xl_slice_endpoint {
+    char **addresses;
+    size_t naddresses;
+    int ready;  /* conditions.ready, absent counts as ready */
+    char *zone; /* "" when absent */
+};
+
+struct xl_endpoint_slice {
+    char *service; /* label kubernetes.io/service-name, or NULL */
+    int ip_family; /* 4, 6, or 0 for FQDN (unusable for EDS) */
+    struct xl_service_port *ports;
+    size_t nports;
+    struct xl_slice_endpoint *endpoints;
+    size_t nendpoints;
+};
+
+/* One parsed input object. */
+struct xl_object {
+    enum xlate_kind kind;
+    struct xl_meta meta;
+    struct xl_errors errors; /* found by parsing; any REJECTED one rejects it */
+    union {
+        struct xl_gateway gw;
+        struct xl_virtual_service vs;
+        struct xl_route_table rt;
+        struct xl_upstream up;
+        struct xl_service svc;
+        struct xl_endpoint_slice eps;
+    } u;
+};
+
+#endif

@@ -1,0 +1,524 @@
+#include "xlate_encode.h"
+
+#include "xlate_util.h"
+
+#include "envoy/config/cluster/v3/cluster.pb-c.h"
+#include "envoy/config/endpoint/v3/endpoint.pb-c.h"
+#include "envoy/config/listener/v3/listener.pb-c.h"
+#include "envoy/config/route/v3/route.pb-c.h"
+#include "envoy/extensions/filters/http/router/v3/router.pb-c.h"
+#include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb-c.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* protobuf-c's names are long; these keep the builders readable. */
+typedef Envoy__Config__Route__V3__VirtualHost VirtualHost;
+typedef Envoy__Config__Route__V3__Route Route;
+typedef Envoy__Config__Route__V3__RouteMatch RouteMatch;
+typedef Envoy__Config__Route__V3__RouteAction RouteAction;
+typedef Envoy__Config__Route__V3__WeightedCluster WeightedCluster;
+typedef Envoy__Config__Route__V3__WeightedCluster__ClusterWeight ClusterWeight;
+typedef Envoy__Config__Route__V3__HeaderMatcher HeaderMatcher;
+typedef Envoy__Config__Route__V3__RetryPolicy RetryPolicy;
+typedef Envoy__Type__Matcher__V3__RegexMatcher RegexMatcher;
+typedef Envoy__Type__Matcher__V3__RegexMatcher__GoogleRE2 GoogleRE2;
+typedef Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpConnectionManager Hcm;
+typedef Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__Rds Rds;
+typedef Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter HttpFilter;
+typedef Envoy__Extensions__Filters__Http__Router__V3__Router Router;
+typedef Envoy__Config__Core__V3__ConfigSource ConfigSource;
+typedef Envoy__Config__Core__V3__AggregatedConfigSource Ads;
+typedef Envoy__Config__Listener__V3__Listener Listener;
+typedef Envoy__Config__Listener__V3__FilterChain FilterChain;
+typedef Envoy__Config__Listener__V3__Filter Filter;
+typedef Envoy__Config__Listener__V3__ApiListener ApiListener;
+typedef Envoy__Config__Core__V3__Address Address;
+typedef Envoy__Config__Core__V3__SocketAddress SocketAddress;
+typedef Envoy__Config__Cluster__V3__Cluster Cluster;
+typedef Envoy__Config__Cluster__V3__Cluster__EdsClusterConfig EdsClusterConfig;
+typedef Envoy__Config__Endpoint__V3__ClusterLoadAssignment Cla;
+typedef Envoy__Config__Endpoint__V3__LocalityLbEndpoints LocalityLbEndpoints;
+typedef Envoy__Config__Endpoint__V3__LbEndpoint LbEndpoint;
+typedef Envoy__Config__Endpoint__V3__Endpoint Endpoint;
+typedef Envoy__Config__Core__V3__Locality Locality;
+
+/* A message of type T in the arena, initialised from its INIT macro. */
+#define NEW(a, T, INIT) ((T *)new_msg((a), sizeof(T), &(T)INIT))
+
+static void *new_msg(struct xl_arena *a, size_t size, const void *init)
+{
+    void *p = xl_alloc(a, size);
+    if (p)
+        memcpy(p, init, size);
+    return p;
+}
+
+static int pack(const ProtobufCMessage *m, uint8_t **out, size_t *len)
+{
+    size_t n = protobuf_c_message_get_packed_size(m);
+    uint8_t *b = malloc(n ? n : 1);
+    if (!b)
+        return -1;
+    protobuf_c_message_pack(m, b);
+    *out = b;
+    *len = n;
+    return 0;
+}
+
+/* An Any holding |m|, its bytes in the arena. */
+static Google__Protobuf__Any *any_of(struct xl_arena *a, const char *type_url,
+                                     const ProtobufCMessage *m)
+{
+    Google__Protobuf__Any *any = NEW(a, Google__Protobuf__Any, GOOGLE__PROTOBUF__ANY__INIT);
+    if (!any)
+        return NULL;
+    size_t n = protobuf_c_message_get_packed_size(m);
+    uint8_t *b = xl_alloc(a, n ? n : 1);
+    if (!b)
+        return NULL;
+    protobuf_c_message_pack(m, b);
+    any->type_url = (char *)type_url;
+    any->value.data = b;
+    any->value.len = n;
+    return any;
+}
+
+static Google__Protobuf__Duration *duration(struct xl_arena *a, int64_t ns)
+{
+    Google__Protobuf__Duration *d =
+        NEW(a, Google__Protobuf__Duration, GOOGLE__PROTOBUF__DURATION__INIT);
+    if (d) {
+        d->seconds = ns / 1000000000;
+        d->nanos = (int32_t)(ns % 1000000000);
+    }
+    return d;
+}
+
+static RegexMatcher *regex(struct xl_arena *a, const char *re)
+{
+    RegexMatcher *m = NEW(a, RegexMatcher, ENVOY__TYPE__MATCHER__V3__REGEX_MATCHER__INIT);
+    GoogleRE2 *g = NEW(a, GoogleRE2, ENVOY__TYPE__MATCHER__V3__REGEX_MATCHER__GOOGLE_RE2__INIT);
+    if (!m || !g)
+        return NULL;
+    m->engine_type_case = ENVOY__TYPE__MATCHER__V3__REGEX_MATCHER__ENGINE_TYPE_GOOGLE_RE2;
+    m->google_re2 = g;
+    m->regex = (char *)re;
+    return m;
+}
+
+static ConfigSource *ads_source(struct xl_arena *a)
+{
+    ConfigSource *cs = NEW(a, ConfigSource, ENVOY__CONFIG__CORE__V3__CONFIG_SOURCE__INIT);
+    Ads *ads = NEW(a, Ads, ENVOY__CONFIG__CORE__V3__AGGREGATED_CONFIG_SOURCE__INIT);
+    if (!cs || !ads)
+        return NULL;
+    cs->config_source_specifier_case =
+        ENVOY__CONFIG__CORE__V3__CONFIG_SOURCE__CONFIG_SOURCE_SPECIFIER_ADS;
+    cs->ads = ads;
+    cs->resource_api_version = ENVOY__CONFIG__CORE__V3__API_VERSION__V3;
+    return cs;
+}
+
+static HeaderMatcher *header(struct xl_arena *a, const struct xl_header *h)
+{
+    HeaderMatcher *m = NEW(a, HeaderMatcher, ENVOY__CONFIG__ROUTE__V3__HEADER_MATCHER__INIT);
+    if (!m)
+        return NULL;
+    m->name = h->name;
+    m->invert_match = h->invert;
+    switch (h->kind) {
+    case XL_HDR_EXACT:
+        m->header_match_specifier_case =
+            ENVOY__CONFIG__ROUTE__V3__HEADER_MATCHER__HEADER_MATCH_SPECIFIER_EXACT_MATCH;
+        m->exact_match = h->value;
+        break;
+    case XL_HDR_PREFIX:
+        m->header_match_specifier_case =
+            ENVOY__CONFIG__ROUTE__V3__HEADER_MATCHER__HEADER_MATCH_SPECIFIER_PREFIX_MATCH;
+        m->prefix_match = h->value;
+        break;
+    case XL_HDR_REGEX:
+        m->header_match_specifier_case =
+            ENVOY__CONFIG__ROUTE__V3__HEADER_MATCHER__HEADER_MATCH_SPECIFIER_SAFE_REGEX_MATCH;
+        m->safe_regex_match = regex(a, h->value);
+        if (!m->safe_regex_match)
+            return NULL;
+        break;
+    case XL_HDR_PRESENT:
+        m->header_match_specifier_case =
+            ENVOY__CONFIG__ROUTE__V3__HEADER_MATCHER__HEADER_MATCH_SPECIFIER_PRESENT_MATCH;
+        m->present_match = 1;
+        break;
+    }
+    return m;
+}
+
+static Route *route(struct xl_arena *a, const struct xl_rroute *r, enum xlate_gateway_mode mode)
+{
+    Route *rt = NEW(a, Route, ENVOY__CONFIG__ROUTE__V3__ROUTE__INIT);
+    RouteMatch *m = NEW(a, RouteMatch, ENVOY__CONFIG__ROUTE__V3__ROUTE_MATCH__INIT);
+    RouteAction *act = NEW(a, RouteAction, ENVOY__CONFIG__ROUTE__V3__ROUTE_ACTION__INIT);
+    if (!rt || !m || !act)
+        return NULL;
+    rt->match = m;
+    rt->action_case = ENVOY__CONFIG__ROUTE__V3__ROUTE__ACTION_ROUTE;
+    rt->route = act;
+    switch (r->kind) {
+    case XL_PATH_PREFIX:
+        m->path_specifier_case = ENVOY__CONFIG__ROUTE__V3__ROUTE_MATCH__PATH_SPECIFIER_PREFIX;
+        m->prefix = (char *)r->path;
+        break;
+    case XL_PATH_EXACT:
+        m->path_specifier_case = ENVOY__CONFIG__ROUTE__V3__ROUTE_MATCH__PATH_SPECIFIER_PATH;
+        m->path = (char *)r->path;
+        break;
+    case XL_PATH_REGEX:
+        m->path_specifier_case = ENVOY__CONFIG__ROUTE__V3__ROUTE_MATCH__PATH_SPECIFIER_SAFE_REGEX;
+        m->safe_regex = regex(a, r->path);
+        if (!m->safe_regex)
+            return NULL;
+        break;
+    }
+    if (!r->case_sensitive) {
+        m->case_sensitive = NEW(a, Google__Protobuf__BoolValue, GOOGLE__PROTOBUF__BOOL_VALUE__INIT);
+        if (!m->case_sensitive)
+            return NULL;
+    }
+    if (r->nheaders) {
+        m->headers = xl_alloc(a, r->nheaders * sizeof(*m->headers));
+        if (!m->headers)
+            return NULL;
+        for (size_t i = 0; i < r->nheaders; i++)
+            if (!(m->headers[i] = header(a, r->headers[i])))
+                return NULL;
+        m->n_headers = r->nheaders;
+    }
+    if (r->cluster) {
+        act->cluster_specifier_case =
+            ENVOY__CONFIG__ROUTE__V3__ROUTE_ACTION__CLUSTER_SPECIFIER_CLUSTER;
+        act->cluster = (char *)r->cluster;
+    } else {
+        WeightedCluster *wc =
+            NEW(a, WeightedCluster, ENVOY__CONFIG__ROUTE__V3__WEIGHTED_CLUSTER__INIT);
+        if (!wc)
+            return NULL;
+        wc->clusters = xl_alloc(a, r->nwc * sizeof(*wc->clusters));
+        if (!wc->clusters)
+            return NULL;
+        for (size_t i = 0; i < r->nwc; i++) {
+            ClusterWeight *cw = NEW(
+                a, ClusterWeight, ENVOY__CONFIG__ROUTE__V3__WEIGHTED_CLUSTER__CLUSTER_WEIGHT__INIT);
+            Google__Protobuf__UInt32Value *w =
+                NEW(a, Google__Protobuf__UInt32Value, GOOGLE__PROTOBUF__UINT32_VALUE__INIT);
+            if (!cw || !w)
+                return NULL;
+            cw->name = (char *)r->wc[i].cluster;
+            w->value = r->wc[i].weight;
+            cw->weight = w;
+            wc->clusters[i] = cw;
+        }
+        wc->n_clusters = r->nwc;
+        /* total_weight defaults to 100; gRPC requires the sum to match it */
+        if (r->total_weight != 100) {
+            wc->total_weight =
+                NEW(a, Google__Protobuf__UInt32Value, GOOGLE__PROTOBUF__UINT32_VALUE__INIT);
+            if (!wc->total_weight)
+                return NULL;
+            wc->total_weight->value = r->total_weight;
+        }
+        act->cluster_specifier_case =
+            ENVOY__CONFIG__ROUTE__V3__ROUTE_ACTION__CLUSTER_SPECIFIER_WEIGHTED_CLUSTERS;
+        act->weighted_clusters = wc;
+    }
+    if (r->prefix_rewrite)
+        act->prefix_rewrite = (char *)r->prefix_rewrite;
+    if (r->has_timeout) {
+        if (mode == XLATE_MODE_PROXYLESS) {
+            /* gRPC reads the deadline from max_stream_duration, not timeout */
+            Envoy__Config__Route__V3__RouteAction__MaxStreamDuration *msd =
+                NEW(a, Envoy__Config__Route__V3__RouteAction__MaxStreamDuration,
+                    ENVOY__CONFIG__ROUTE__V3__ROUTE_ACTION__MAX_STREAM_DURATION__INIT);
+            if (!msd || !(msd->max_stream_duration = duration(a, r->timeout_ns)))
+                return NULL;
+            act->max_stream_duration = msd;
+        } else if (!(act->timeout = duration(a, r->timeout_ns))) {
+            return NULL;
+        }
+    }
+    if (r->has_retries) {
+        RetryPolicy *rp = NEW(a, RetryPolicy, ENVOY__CONFIG__ROUTE__V3__RETRY_POLICY__INIT);
+        Google__Protobuf__UInt32Value *n =
+            NEW(a, Google__Protobuf__UInt32Value, GOOGLE__PROTOBUF__UINT32_VALUE__INIT);
+        if (!rp || !n)
+            return NULL;
+        rp->retry_on = (char *)r->retry_on;
+        n->value = r->retry_attempts;
+        rp->num_retries = n;
+        act->retry_policy = rp;
+    }
+    return rt;
+}
+
+int xl_encode_vhost(const char *name, char *const *domains, size_t ndomains,
+                    const struct xl_rroute *routes, size_t nroutes, enum xlate_gateway_mode mode,
+                    uint8_t **out, size_t *len)
+{
+    struct xl_arena a = {0};
+    int rc = -1;
+    VirtualHost vh = ENVOY__CONFIG__ROUTE__V3__VIRTUAL_HOST__INIT;
+    vh.name = (char *)name;
+    vh.domains = (char **)domains;
+    vh.n_domains = ndomains;
+    vh.routes = xl_alloc(&a, (nroutes ? nroutes : 1) * sizeof(*vh.routes));
+    if (!vh.routes)
+        goto out;
+    for (size_t i = 0; i < nroutes; i++)
+        if (!(vh.routes[i] = route(&a, &routes[i], mode)))
+            goto out;
+    vh.n_routes = nroutes;
+    rc = pack(&vh.base, out, len);
+out:
+    xl_arena_free(&a);
+    return rc;
+}
+
+static size_t put_varint(uint8_t *p, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
+int xl_encode_route_config(const char *name, const struct xl_bytes *vhosts, size_t n, uint8_t **out,
+                           size_t *len)
+{
+    size_t nlen = strlen(name);
+    size_t total = nlen ? 1 + 10 + nlen : 0;
+    for (size_t i = 0; i < n; i++)
+        total += 1 + 10 + vhosts[i].len;
+    uint8_t *b = malloc(total ? total : 1);
+    if (!b)
+        return -1;
+    size_t o = 0;
+    if (nlen) { /* field 1 (name), wire type 2 */
+        b[o++] = 0x0a;
+        o += put_varint(b + o, nlen);
+        memcpy(b + o, name, nlen);
+        o += nlen;
+    }
+    for (size_t i = 0; i < n; i++) { /* field 2 (virtual_hosts), wire type 2 */
+        b[o++] = 0x12;
+        o += put_varint(b + o, vhosts[i].len);
+        if (vhosts[i].len)
+            memcpy(b + o, vhosts[i].data, vhosts[i].len);
+        o += vhosts[i].len;
+    }
+    *out = b;
+    *len = o;
+    return 0;
+}
+
+/* HttpConnectionManager: RDS over ADS, router last (and only). */
+static Hcm *hcm(struct xl_arena *a, const char *rc_name, const char *stat_prefix)
+{
+    Hcm *h = NEW(
+        a, Hcm,
+        ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_CONNECTION_MANAGER__INIT);
+    Rds *rds =
+        NEW(a, Rds, ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__RDS__INIT);
+    HttpFilter *hf =
+        NEW(a, HttpFilter,
+            ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_FILTER__INIT);
+    HttpFilter **hfs = xl_alloc(a, sizeof(*hfs));
+    Router router = ENVOY__EXTENSIONS__FILTERS__HTTP__ROUTER__V3__ROUTER__INIT;
+    if (!h || !rds || !hf || !hfs)
+        return NULL;
+    if (!(rds->config_source = ads_source(a)))
+        return NULL;
+    rds->route_config_name = (char *)rc_name;
+    h->stat_prefix = (char *)stat_prefix;
+    h->route_specifier_case =
+        ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_CONNECTION_MANAGER__ROUTE_SPECIFIER_RDS;
+    h->rds = rds;
+    hf->name = XL_ROUTER_FILTER_NAME;
+    hf->config_type_case =
+        ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_FILTER__CONFIG_TYPE_TYPED_CONFIG;
+    if (!(hf->typed_config = any_of(a, XL_TYPE_URL_ROUTER, &router.base)))
+        return NULL;
+    hfs[0] = hf;
+    h->http_filters = hfs;
+    h->n_http_filters = 1;
+    return h;
+}
+
+int xl_encode_listener_envoy(const char *name, const char *address, uint32_t port,
+                             const char *rc_name, const char *stat_prefix, uint8_t **out,
+                             size_t *len)
+{
+    struct xl_arena a = {0};
+    int rc = -1;
+    Listener l = ENVOY__CONFIG__LISTENER__V3__LISTENER__INIT;
+    Address *addr = NEW(&a, Address, ENVOY__CONFIG__CORE__V3__ADDRESS__INIT);
+    SocketAddress *sa = NEW(&a, SocketAddress, ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__INIT);
+    FilterChain *fc = NEW(&a, FilterChain, ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN__INIT);
+    Filter *f = NEW(&a, Filter, ENVOY__CONFIG__LISTENER__V3__FILTER__INIT);
+    FilterChain **fcs = xl_alloc(&a, sizeof(*fcs));
+    Filter **fs = xl_alloc(&a, sizeof(*fs));
+    Hcm *h = hcm(&a, rc_name, stat_prefix);
+    if (!addr || !sa || !fc || !f || !fcs || !fs || !h)
+        goto out;
+    sa->address = (char *)address;
+    sa->port_specifier_case = ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PORT_SPECIFIER_PORT_VALUE;
+    sa->port_value = port;
+    addr->address_case = ENVOY__CONFIG__CORE__V3__ADDRESS__ADDRESS_SOCKET_ADDRESS;
+    addr->socket_address = sa;
+    f->name = XL_HCM_FILTER_NAME;
+    f->config_type_case = ENVOY__CONFIG__LISTENER__V3__FILTER__CONFIG_TYPE_TYPED_CONFIG;
+    if (!(f->typed_config = any_of(&a, XL_TYPE_URL_HCM, &h->base)))
+        goto out;
+    fs[0] = f;
+    fc->filters = fs;
+    fc->n_filters = 1;
+    fcs[0] = fc;
+    l.name = (char *)name;
+    l.address = addr;
+    l.filter_chains = fcs;
+    l.n_filter_chains = 1;
+    rc = pack(&l.base, out, len);
+out:
+    xl_arena_free(&a);
+    return rc;
+}
+
+int xl_encode_listener_api(const char *name, const char *rc_name, const char *stat_prefix,
+                           uint8_t **out, size_t *len)
+{
+    struct xl_arena a = {0};
+    int rc = -1;
+    Listener l = ENVOY__CONFIG__LISTENER__V3__LISTENER__INIT;
+    ApiListener *al = NEW(&a, ApiListener, ENVOY__CONFIG__LISTENER__V3__API_LISTENER__INIT);
+    Hcm *h = hcm(&a, rc_name, stat_prefix);
+    if (!al || !h || !(al->api_listener = any_of(&a, XL_TYPE_URL_HCM, &h->base)))
+        goto out;
+    l.name = (char *)name;
+    l.api_listener = al;
+    rc = pack(&l.base, out, len);
+out:
+    xl_arena_free(&a);
+    return rc;
+}
+
+int xl_encode_cluster(const char *name, enum xl_lb_policy lb, int64_t connect_timeout_ns,
+                      int has_connect_timeout, uint8_t **out, size_t *len)
+{
+    struct xl_arena a = {0};
+    int rc = -1;
+    Cluster c = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__INIT;
+    EdsClusterConfig *eds =
+        NEW(&a, EdsClusterConfig, ENVOY__CONFIG__CLUSTER__V3__CLUSTER__EDS_CLUSTER_CONFIG__INIT);
+    if (!eds || !(eds->eds_config = ads_source(&a)))
+        goto out;
+    c.name = (char *)name;
+    c.cluster_discovery_type_case =
+        ENVOY__CONFIG__CLUSTER__V3__CLUSTER__CLUSTER_DISCOVERY_TYPE_TYPE;
+    c.type = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__DISCOVERY_TYPE__EDS;
+    c.eds_cluster_config = eds;
+    switch (lb) {
+    case XL_LB_ROUND_ROBIN:
+        c.lb_policy = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__ROUND_ROBIN;
+        break;
+    case XL_LB_LEAST_REQUEST:
+        c.lb_policy = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__LEAST_REQUEST;
+        break;
+    case XL_LB_RING_HASH:
+        c.lb_policy = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RING_HASH;
+        break;
+    case XL_LB_RANDOM:
+        c.lb_policy = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RANDOM;
+        break;
+    }
+    if (has_connect_timeout && !(c.connect_timeout = duration(&a, connect_timeout_ns)))
+        goto out;
+    rc = pack(&c.base, out, len);
+out:
+    xl_arena_free(&a);
+    return rc;
+}
+
+int xl_encode_cla(const char *name, const struct xl_lb_endpoint *eps, size_t n, uint8_t **out,
+                  size_t *len)
+{
+    struct xl_arena a = {0};
+    int rc = -1;
+    Cla cla = ENVOY__CONFIG__ENDPOINT__V3__CLUSTER_LOAD_ASSIGNMENT__INIT;
+    cla.cluster_name = (char *)name;
+    size_t nloc = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || strcmp(eps[i].zone, eps[i - 1].zone) != 0)
+            nloc++;
+    if (nloc) {
+        cla.endpoints = xl_alloc(&a, nloc * sizeof(*cla.endpoints));
+        if (!cla.endpoints)
+            goto out;
+    }
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && strcmp(eps[j].zone, eps[i].zone) == 0)
+            j++;
+        LocalityLbEndpoints *loc =
+            NEW(&a, LocalityLbEndpoints, ENVOY__CONFIG__ENDPOINT__V3__LOCALITY_LB_ENDPOINTS__INIT);
+        Locality *l = NEW(&a, Locality, ENVOY__CONFIG__CORE__V3__LOCALITY__INIT);
+        Google__Protobuf__UInt32Value *lw =
+            NEW(&a, Google__Protobuf__UInt32Value, GOOGLE__PROTOBUF__UINT32_VALUE__INIT);
+        if (!loc || !l || !lw)
+            goto out;
+        l->zone = (char *)eps[i].zone;
+        loc->locality = l; /* gRPC needs the message, even empty */
+        loc->lb_endpoints = xl_alloc(&a, (j - i) * sizeof(*loc->lb_endpoints));
+        if (!loc->lb_endpoints)
+            goto out;
+        uint64_t sum = 0;
+        for (size_t k = i; k < j; k++) {
+            LbEndpoint *lbe = NEW(&a, LbEndpoint, ENVOY__CONFIG__ENDPOINT__V3__LB_ENDPOINT__INIT);
+            Endpoint *ep = NEW(&a, Endpoint, ENVOY__CONFIG__ENDPOINT__V3__ENDPOINT__INIT);
+            Address *addr = NEW(&a, Address, ENVOY__CONFIG__CORE__V3__ADDRESS__INIT);
+            SocketAddress *sa =
+                NEW(&a, SocketAddress, ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__INIT);
+            if (!lbe || !ep || !addr || !sa)
+                goto out;
+            sa->address = (char *)eps[k].address;
+            sa->port_specifier_case =
+                ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PORT_SPECIFIER_PORT_VALUE;
+            sa->port_value = eps[k].port;
+            addr->address_case = ENVOY__CONFIG__CORE__V3__ADDRESS__ADDRESS_SOCKET_ADDRESS;
+            addr->socket_address = sa;
+            ep->address = addr;
+            lbe->host_identifier_case =
+                ENVOY__CONFIG__ENDPOINT__V3__LB_ENDPOINT__HOST_IDENTIFIER_ENDPOINT;
+            lbe->endpoint = ep;
+            lbe->health_status = ENVOY__CONFIG__CORE__V3__HEALTH_STATUS__HEALTHY;
+            if (eps[k].weight != 1) {
+                lbe->load_balancing_weight =
+                    NEW(&a, Google__Protobuf__UInt32Value, GOOGLE__PROTOBUF__UINT32_VALUE__INIT);
+                if (!lbe->load_balancing_weight)
+                    goto out;
+                lbe->load_balancing_weight->value = eps[k].weight;
+            }
+            sum += eps[k].weight;
+            loc->lb_endpoints[loc->n_lb_endpoints++] = lbe;
+        }
+        lw->value = sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
+        loc->load_balancing_weight = lw;
+        cla.endpoints[cla.n_endpoints++] = loc;
+        i = j;
+    }
+    rc = pack(&cla.base, out, len);
+out:
+    xl_arena_free(&a);
+    return rc;
+}

@@ -1,0 +1,108 @@
+/*
+ * xlate_encode: builds and serialises the Envoy xDS messages the translator
+ * emits (protobuf-c, api/proto): virtual hosts, route configurations
+ * assembled from already-encoded virtual hosts, socket and API listeners,
+ * EDS clusters and cluster load assignments.
+ *
+ * Every function returns malloc'ed bytes the caller owns. Route
+ * configurations are concatenations of encoded virtual hosts (protobuf
+ * allows a repeated message field to be written element by element), so a
+ * changed VirtualService re-encodes only its own virtual host.
+ *
+ * What gRPC's xDS client requires (reference/xds.md) is built in: the router
+ * filter last, RDS through ADS, EDS through ADS, a locality message and a
+ * positive weight on every locality, weights summing to total_weight.
+ *
+ * Pure; thread-safe.
+ */
+#ifndef XLATE_ENCODE_H
+#define XLATE_ENCODE_H
+
+#include "xlate_api_types.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define XL_HCM_FILTER_NAME    "envoy.filters.network.http_connection_manager"
+#define XL_ROUTER_FILTER_NAME "envoy.filters.http.router"
+#define XL_TYPE_URL_HCM                                                                \
+    "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3." \
+    "HttpConnectionManager"
+#define XL_TYPE_URL_ROUTER "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
+
+struct xl_cluster_weight {
+    const char *cluster;
+    uint32_t weight; /* > 0 */
+};
+
+/* A route after delegation and reference resolution. */
+struct xl_rroute {
+    enum xl_path_kind kind;
+    const char *path; /* prefix, exact path or regex */
+    int case_sensitive;
+    const struct xl_header *const *headers; /* parents' headers first */
+    size_t nheaders;
+    const char *cluster; /* single upstream, or NULL */
+    const struct xl_cluster_weight *wc;
+    size_t nwc;
+    uint32_t total_weight;
+    int64_t timeout_ns;
+    int has_timeout;
+    uint32_t retry_attempts;
+    const char *retry_on;
+    int has_retries;
+    const char *prefix_rewrite;
+};
+
+/* One VirtualHost. Returns 0 or -1 (memory). */
+__attribute__((warn_unused_result)) int
+xl_encode_vhost(const char *name, char *const *domains, size_t ndomains,
+                const struct xl_rroute *routes, size_t nroutes, enum xlate_gateway_mode mode,
+                uint8_t **out, size_t *len);
+
+struct xl_bytes {
+    const uint8_t *data;
+    size_t len;
+};
+
+/* A RouteConfiguration named |name| holding the encoded virtual hosts in
+ * order. Byte-identical to encoding the whole message at once. */
+__attribute__((warn_unused_result)) int xl_encode_route_config(const char *name,
+                                                               const struct xl_bytes *vhosts,
+                                                               size_t n, uint8_t **out,
+                                                               size_t *len);
+
+/* Envoy mode: a socket Listener on address:port whose one filter chain is an
+ * HttpConnectionManager using RDS (ADS) for |rc_name|, router filter last. */
+__attribute__((warn_unused_result)) int
+xl_encode_listener_envoy(const char *name, const char *address, uint32_t port, const char *rc_name,
+                         const char *stat_prefix, uint8_t **out, size_t *len);
+
+/* Proxyless mode: an API Listener named |name| (the gRPC target) whose
+ * api_listener is an HttpConnectionManager using RDS (ADS) for |rc_name|. */
+__attribute__((warn_unused_result)) int xl_encode_listener_api(const char *name,
+                                                               const char *rc_name,
+                                                               const char *stat_prefix,
+                                                               uint8_t **out, size_t *len);
+
+/* An EDS Cluster (eds_config ADS, no service_name: the EDS name is |name|). */
+__attribute__((warn_unused_result)) int xl_encode_cluster(const char *name, enum xl_lb_policy lb,
+                                                          int64_t connect_timeout_ns,
+                                                          int has_connect_timeout, uint8_t **out,
+                                                          size_t *len);
+
+struct xl_lb_endpoint {
+    const char *address; /* IP literal */
+    uint32_t port;
+    uint32_t weight; /* >= 1 */
+    const char *zone;
+};
+
+/* A ClusterLoadAssignment. |eps| must be sorted by zone, then address and
+ * port, without duplicates; each zone becomes one locality (weight = the
+ * sum of its endpoints' weights), priority 0, endpoints HEALTHY. */
+__attribute__((warn_unused_result)) int xl_encode_cla(const char *name,
+                                                      const struct xl_lb_endpoint *eps, size_t n,
+                                                      uint8_t **out, size_t *len);
+
+#endif

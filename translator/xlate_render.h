@@ -1,0 +1,30 @@
+/*
+ * xlate_render: a snapshot as JSON, for people and for golden files
+ * (`coxswain translate`, tests/data/translator/). Resources are shown as
+ * proto3 JSON Any values ("@type" first), exactly as a REST-JSON xDS client
+ * would see them. Deterministic: the same snapshot always gives the same
+ * bytes. Pure; thread-safe.
+ */
+#ifndef XLATE_RENDER_H
+#define XLATE_RENDER_H
+
+#include "cx_buf.h"
+#include "xlate_snapshot_types.h"
+
+/* Appends {"version": ..., "groups": [{name, mode, listeners: {version,
+ * resources: [...]}, routes, clusters, endpoints}, ...]} (pretty, two-space
+ * indents, starting at indent |depth|). Returns 0, or -1 (cap or memory) or
+ * -2 (a resource did not decode: a bug). */
+__attribute__((warn_unused_result)) int xlate_render_groups(const struct xlate_snapshot *s,
+                                                            int depth, struct cx_buf *out);
+
+/* Appends the reports as a JSON array of {kind, namespace, name, state,
+ * reason, message}. Returns 0 or -1. */
+__attribute__((warn_unused_result)) int xlate_render_reports(const struct xlate_snapshot *s,
+                                                             int depth, struct cx_buf *out);
+
+/* Counts of reports by state. */
+void xlate_report_counts(const struct xlate_snapshot *s, size_t *accepted, size_t *warning,
+                         size_t *rejected);
+
+#endif

@@ -1,0 +1,497 @@
+/*
+ * Route resolution: a VirtualService's routes after delegation to
+ * RouteTables and lookup of the Upstreams they send to, encoded as one
+ * VirtualHost per gateway mode. Problems are attributed to the object that
+ * holds them (the VirtualService or a RouteTable) as xl_msg entries.
+ */
+#include "xlate_internal.h"
+
+#include "cx_hash.h"
+#include "filter_selector.h"
+#include "xlate_re2.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Routes that gRPC clients honour in retry_on. */
+static const char *const grpc_retry_conditions[] = {
+    "cancelled", "deadline-exceeded", "internal", "resource-exhausted", "unavailable", NULL};
+
+struct rvec {
+    struct xl_rroute *items;
+    size_t n, cap;
+};
+
+struct hdrs {
+    const struct xl_header *const *items;
+    size_t n;
+};
+
+struct rctx {
+    struct xlate_ctx *ctx;
+    struct xl_entry *vs;
+    enum xlate_gateway_mode mode;
+    struct xl_vs_res *res;
+    struct rvec routes;
+    struct xl_entry *chain[XLATE_MAX_DELEGATION + 1]; /* RouteTables being expanded */
+    size_t depth;
+    size_t capmsgs, capups, capdeps;
+    int oom;
+    /* a cycle found below: unwind to this RouteTable, dropping its routes */
+    struct xl_entry *cycle_at;
+};
+
+void xl_res_clear(struct xl_vs_res *r)
+{
+    free(r->vh);
+    xl_arena_free(&r->arena);
+    free(r->ups);
+    free(r->deps);
+    free(r->msgs);
+    memset(r, 0, sizeof(*r));
+}
+
+static void msg(struct rctx *rc, struct xl_entry *target, enum xlate_state st, enum xl_reason r,
+                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void msg(struct rctx *rc, struct xl_entry *target, enum xlate_state st, enum xl_reason r,
+                const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    struct xl_vs_res *res = rc->res;
+    /* the same problem reached twice (two routes into one RouteTable) */
+    for (size_t i = 0; i < res->nmsgs; i++)
+        if (res->msgs[i].target == target && strcmp(res->msgs[i].text, buf) == 0)
+            return;
+    if (res->nmsgs == rc->capmsgs) {
+        size_t cap = rc->capmsgs ? rc->capmsgs * 2 : 4;
+        struct xl_msg *m = realloc(res->msgs, cap * sizeof(*m));
+        if (!m) {
+            rc->oom = 1;
+            return;
+        }
+        res->msgs = m;
+        rc->capmsgs = cap;
+    }
+    char *t = xl_strdup(&res->arena, buf);
+    if (!t) {
+        rc->oom = 1;
+        return;
+    }
+    res->msgs[res->nmsgs++] =
+        (struct xl_msg){.target = target, .state = st, .reason = r, .text = t};
+}
+
+static void dep(struct rctx *rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void dep(struct rctx *rc, const char *fmt, ...)
+{
+    char buf[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    struct xl_vs_res *res = rc->res;
+    for (size_t i = 0; i < res->ndeps; i++)
+        if (strcmp(res->deps[i], buf) == 0)
+            return;
+    if (res->ndeps == rc->capdeps) {
+        size_t cap = rc->capdeps ? rc->capdeps * 2 : 4;
+        char **d = realloc(res->deps, cap * sizeof(*d));
+        if (!d) {
+            rc->oom = 1;
+            return;
+        }
+        res->deps = d;
+        rc->capdeps = cap;
+    }
+    char *t = xl_strdup(&res->arena, buf);
+    if (!t) {
+        rc->oom = 1;
+        return;
+    }
+    res->deps[res->ndeps++] = t;
+}
+
+static void use_upstream(struct rctx *rc, struct xl_entry *up)
+{
+    struct xl_vs_res *res = rc->res;
+    for (size_t i = 0; i < res->nups; i++)
+        if (res->ups[i] == up)
+            return;
+    if (res->nups == rc->capups) {
+        size_t cap = rc->capups ? rc->capups * 2 : 4;
+        struct xl_entry **u = realloc(res->ups, cap * sizeof(*u));
+        if (!u) {
+            rc->oom = 1;
+            return;
+        }
+        res->ups = u;
+        rc->capups = cap;
+    }
+    res->ups[res->nups++] = up;
+}
+
+static struct xl_rroute *push_route(struct rctx *rc)
+{
+    if (rc->routes.n == rc->routes.cap) {
+        size_t cap = rc->routes.cap ? rc->routes.cap * 2 : 8;
+        struct xl_rroute *r = realloc(rc->routes.items, cap * sizeof(*r));
+        if (!r) {
+            rc->oom = 1;
+            return NULL;
+        }
+        rc->routes.items = r;
+        rc->routes.cap = cap;
+    }
+    struct xl_rroute *r = &rc->routes.items[rc->routes.n++];
+    memset(r, 0, sizeof(*r));
+    return r;
+}
+
+static const char *kind_short(const struct xl_entry *e)
+{
+    return e->kind == XLATE_KIND_ROUTE_TABLE ? "RouteTable" : "VirtualService";
+}
+
+/* What a route inherits from the route that delegated to its table. */
+struct inherit {
+    const char *prefix; /* NULL at the top */
+    int case_sensitive;
+    struct hdrs headers;
+    const struct xl_route *timeout_from; /* nearest delegating route with a timeout */
+    const struct xl_route *retries_from; /* ... with retries */
+};
+
+/* Upstream |ref| as seen from |owner|: the entry, or NULL (a message says
+ * why the route is left out). */
+static struct xl_entry *lookup_upstream(struct rctx *rc, struct xl_entry *owner, const char *path,
+                                        const struct xl_ref *ref)
+{
+    dep(rc, "U/%s/%s", ref->ns, ref->name);
+    struct xl_entry *up = xl_find(rc->ctx, XLATE_KIND_UPSTREAM, ref->ns, ref->name);
+    if (!up) {
+        msg(rc, owner, XLATE_WARNING, XL_R_UPSTREAM_NOT_FOUND,
+            "%s: Upstream %s/%s not found; route left out", path, ref->ns, ref->name);
+        return NULL;
+    }
+    if (up->parse_state == XLATE_REJECTED) {
+        msg(rc, owner, XLATE_WARNING, XL_R_UPSTREAM_REJECTED,
+            "%s: Upstream %s/%s is rejected; route left out", path, ref->ns, ref->name);
+        return NULL;
+    }
+    return up;
+}
+
+static int has_prefix(const char *s, const char *prefix, int case_sensitive)
+{
+    size_t n = strlen(prefix);
+    return case_sensitive ? strncmp(s, prefix, n) == 0 : strncasecmp(s, prefix, n) == 0;
+}
+
+static void expand_routes(struct rctx *rc, struct xl_entry *owner, const struct xl_route *routes,
+                          size_t n, const struct inherit *in);
+
+/* Expands RouteTable |rt| under the delegating route. Returns 0 if its
+ * routes were added, -1 if it was left out. */
+static int expand_table(struct rctx *rc, struct xl_entry *owner, const char *path,
+                        struct xl_entry *rt, const struct xl_route *parent,
+                        const struct inherit *in)
+{
+    const char *prefix = parent->match.value;
+    int cs = parent->match.case_sensitive && in->case_sensitive;
+    dep(rc, "R/%s", rt->key);
+    if (rt->parse_state == XLATE_REJECTED) {
+        msg(rc, owner, XLATE_WARNING, XL_R_ROUTE_TABLE_REJECTED,
+            "%s: RouteTable %s is rejected; its routes are left out", path, rt->key);
+        return -1;
+    }
+    /* a RouteTable already being expanded: a cycle; every table on it is
+     * rejected and left out */
+    for (size_t i = 0; i < rc->depth; i++) {
+        if (rc->chain[i] != rt)
+            continue;
+        char cyc[700];
+        size_t o = 0;
+        for (size_t k = i; k < rc->depth && o < sizeof(cyc) - 1; k++) {
+            int w = snprintf(cyc + o, sizeof(cyc) - o, "%s -> ", rc->chain[k]->key);
+            o += w > 0 ? (size_t)w : 0;
+        }
+        if (o < sizeof(cyc))
+            snprintf(cyc + o, sizeof(cyc) - o, "%s", rt->key);
+        for (size_t k = i; k < rc->depth; k++)
+            msg(rc, rc->chain[k], XLATE_REJECTED, XL_R_DELEGATION_CYCLE,
+                "delegation cycle: RouteTable %s (reached from %s/%s)", cyc, rc->vs->obj.meta.ns,
+                rc->vs->obj.meta.name);
+        rc->cycle_at = rt;
+        return -1;
+    }
+    if (rc->depth >= XLATE_MAX_DELEGATION) {
+        msg(rc, rt, XLATE_REJECTED, XL_R_DELEGATION_DEPTH,
+            "delegated to through more than %d RouteTables (from VirtualService %s)",
+            XLATE_MAX_DELEGATION, rc->vs->key);
+        msg(rc, owner, XLATE_WARNING, XL_R_DELEGATION_DEPTH,
+            "%s: RouteTable %s is nested too deeply; its routes are left out", path, rt->key);
+        return -1;
+    }
+    /* every route must stay under the delegating prefix */
+    const struct xl_route_table *t = &rt->obj.u.rt;
+    int violation = 0;
+    for (size_t i = 0; i < t->nroutes; i++) {
+        const struct xl_match *m = &t->routes[i].match;
+        const char *what = m->kind == XL_PATH_PREFIX  ? "prefix"
+                           : m->kind == XL_PATH_EXACT ? "path"
+                                                      : "regex";
+        char lit[256];
+        const char *subject = m->value;
+        if (m->kind == XL_PATH_REGEX) {
+            xlate_re2_literal_prefix(m->value, strlen(m->value), lit, sizeof(lit));
+            subject = lit;
+        }
+        if (!has_prefix(subject, prefix, cs)) {
+            msg(rc, rt, XLATE_REJECTED, XL_R_PREFIX_VIOLATION,
+                "spec.routes[%zu].match.%s \"%s\" is not under \"%s\", the prefix of %s %s %s "
+                "that delegates to it",
+                i, what, m->value, prefix, kind_short(owner), owner->key, path);
+            violation = 1;
+        }
+    }
+    if (violation) {
+        msg(rc, owner, XLATE_WARNING, XL_R_PREFIX_VIOLATION,
+            "%s: RouteTable %s has routes outside \"%s\"; its routes are left out", path, rt->key,
+            prefix);
+        return -1;
+    }
+    /* headers: the delegating route's come first */
+    size_t nh = in->headers.n + parent->match.nheaders;
+    const struct xl_header **h = nh ? xl_alloc(&rc->res->arena, nh * sizeof(*h)) : NULL;
+    if (nh && !h) {
+        rc->oom = 1;
+        return -1;
+    }
+    for (size_t i = 0; i < in->headers.n; i++)
+        h[i] = in->headers.items[i];
+    for (size_t i = 0; i < parent->match.nheaders; i++)
+        h[in->headers.n + i] = &parent->match.headers[i];
+    struct inherit child = {
+        .prefix = prefix,
+        .case_sensitive = cs,
+        .headers = {h, nh},
+        .timeout_from = parent->has_timeout ? parent : in->timeout_from,
+        .retries_from = parent->has_retries ? parent : in->retries_from,
+    };
+    size_t mark = rc->routes.n;
+    rc->chain[rc->depth++] = rt;
+    expand_routes(rc, rt, t->routes, t->nroutes, &child);
+    rc->depth--;
+    if (rc->cycle_at) {
+        rc->routes.n = mark; /* drop what this table added */
+        if (rc->cycle_at == rt) {
+            rc->cycle_at = NULL;
+            msg(rc, owner, XLATE_WARNING, XL_R_DELEGATION_CYCLE,
+                "%s: RouteTable %s is part of a delegation cycle; its routes are left out", path,
+                rt->key);
+        }
+        return -1;
+    }
+    return 0;
+}
+
+static void delegate(struct rctx *rc, struct xl_entry *owner, const char *path,
+                     const struct xl_route *r, const struct inherit *in)
+{
+    const struct xl_delegate *d = &r->delegate;
+    if (d->name) {
+        struct xl_entry *rt = xl_find(rc->ctx, XLATE_KIND_ROUTE_TABLE, d->ns, d->name);
+        if (!rt) {
+            dep(rc, "R/%s/%s", d->ns, d->name);
+            msg(rc, owner, XLATE_WARNING, XL_R_ROUTE_TABLE_NOT_FOUND,
+                "%s: RouteTable %s/%s not found; route left out", path, d->ns, d->name);
+            return;
+        }
+        expand_table(rc, owner, path, rt, r, in);
+        return;
+    }
+    /* by selector: every RouteTable of the namespace whose labels match,
+     * in name order */
+    dep(rc, "N/%s", d->ns);
+    struct xl_entry_list *l = xl_map_gets(&rc->ctx->rt_by_ns, d->ns);
+    size_t found = 0;
+    for (size_t i = 0; l && i < l->n && !rc->oom; i++) {
+        if (!xl_selector_matches(d->selector, l->items[i]))
+            continue;
+        found++;
+        expand_table(rc, owner, path, l->items[i], r, in);
+        if (rc->cycle_at)
+            return;
+    }
+    if (!found)
+        msg(rc, owner, XLATE_WARNING, XL_R_ROUTE_TABLE_NOT_FOUND,
+            "%s: no RouteTable in namespace %s matches the delegate selector; route left out", path,
+            d->ns);
+}
+
+static int grpc_condition(const char *s, size_t n)
+{
+    for (const char *const *c = grpc_retry_conditions; *c; c++)
+        if (strlen(*c) == n && strncmp(*c, s, n) == 0)
+            return 1;
+    return 0;
+}
+
+static void expand_routes(struct rctx *rc, struct xl_entry *owner, const struct xl_route *routes,
+                          size_t n, const struct inherit *in)
+{
+    for (size_t i = 0; i < n && !rc->oom && !rc->cycle_at; i++) {
+        const struct xl_route *r = &routes[i];
+        char path[64];
+        snprintf(path, sizeof(path), "spec.routes[%zu]", i);
+        if (r->action == XL_ACT_DELEGATE) {
+            delegate(rc, owner, path, r, in);
+            continue;
+        }
+        const char *cluster = NULL;
+        struct xl_cluster_weight *wc = NULL;
+        size_t nwc = 0;
+        uint64_t total = 0;
+        if (r->action == XL_ACT_UPSTREAM) {
+            struct xl_entry *up = lookup_upstream(rc, owner, path, &r->upstream);
+            if (!up)
+                continue;
+            use_upstream(rc, up);
+            cluster = up->key;
+        } else {
+            wc = xl_alloc(&rc->res->arena, r->nweighted * sizeof(*wc));
+            if (!wc) {
+                rc->oom = 1;
+                return;
+            }
+            int missing = 0;
+            for (size_t k = 0; k < r->nweighted; k++) {
+                char wpath[96];
+                snprintf(wpath, sizeof(wpath), "%s.weighted[%zu]", path, k);
+                struct xl_entry *up = lookup_upstream(rc, owner, wpath, &r->weighted[k].upstream);
+                if (!up) {
+                    missing = 1;
+                    continue;
+                }
+                if (r->weighted[k].weight == 0)
+                    continue; /* no traffic: not written */
+                wc[nwc].cluster = up->key;
+                wc[nwc].weight = r->weighted[k].weight;
+                total += r->weighted[k].weight;
+                nwc++;
+            }
+            if (missing)
+                continue;
+            for (size_t k = 0; k < r->nweighted; k++) {
+                struct xl_entry *up =
+                    xl_find(rc->ctx, XLATE_KIND_UPSTREAM, r->weighted[k].upstream.ns,
+                            r->weighted[k].upstream.name);
+                if (up && r->weighted[k].weight)
+                    use_upstream(rc, up);
+            }
+        }
+        if (rc->mode == XLATE_MODE_PROXYLESS && r->prefix_rewrite)
+            msg(rc, owner, XLATE_WARNING, XL_R_UNSUPPORTED,
+                "%s.prefixRewrite: ignored by proxyless gRPC clients", path);
+        /* timeout and retries: the route's own, else the nearest delegating
+         * route's */
+        const struct xl_route *tfrom = r->has_timeout ? r : in->timeout_from;
+        const struct xl_route *rfrom = r->has_retries ? r : in->retries_from;
+        if (rc->mode == XLATE_MODE_PROXYLESS && r->has_retries) {
+            const char *s = rfrom->retry_on;
+            int any = 0;
+            while (*s) {
+                const char *comma = strchr(s, ',');
+                size_t len = comma ? (size_t)(comma - s) : strlen(s);
+                if (grpc_condition(s, len))
+                    any = 1;
+                s += len;
+                if (*s)
+                    s++;
+            }
+            if (!any)
+                msg(rc, owner, XLATE_WARNING, XL_R_UNSUPPORTED,
+                    "%s.retries.on: proxyless gRPC clients only retry on cancelled, "
+                    "deadline-exceeded, internal, resource-exhausted and unavailable",
+                    path);
+        }
+        struct xl_rroute *out = push_route(rc);
+        if (!out)
+            return;
+        out->kind = r->match.kind;
+        out->path = r->match.value;
+        out->case_sensitive = r->match.case_sensitive && (in->prefix ? in->case_sensitive : 1);
+        if (in->headers.n || r->match.nheaders) {
+            size_t nh = in->headers.n + r->match.nheaders;
+            const struct xl_header **h = xl_alloc(&rc->res->arena, nh * sizeof(*h));
+            if (!h) {
+                rc->oom = 1;
+                return;
+            }
+            for (size_t k = 0; k < in->headers.n; k++)
+                h[k] = in->headers.items[k];
+            for (size_t k = 0; k < r->match.nheaders; k++)
+                h[in->headers.n + k] = &r->match.headers[k];
+            out->headers = h;
+            out->nheaders = nh;
+        }
+        out->cluster = cluster;
+        out->wc = wc;
+        out->nwc = nwc;
+        out->total_weight = (uint32_t)total;
+        if (tfrom) {
+            out->has_timeout = 1;
+            out->timeout_ns = tfrom->timeout_ns;
+        }
+        if (rfrom) {
+            out->has_retries = 1;
+            out->retry_attempts = rfrom->retry_attempts;
+            out->retry_on = rfrom->retry_on;
+        }
+        out->prefix_rewrite = r->prefix_rewrite;
+    }
+}
+
+int xl_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_mode mode)
+{
+    struct xl_vs_res *res = &e->res[mode];
+    xl_res_clear(res);
+    struct rctx rc = {.ctx = ctx, .vs = e, .mode = mode, .res = res};
+    const struct xl_virtual_service *vs = &e->obj.u.vs;
+    struct inherit top = {.case_sensitive = 1};
+    expand_routes(&rc, e, vs->routes, vs->nroutes, &top);
+    if (mode == XLATE_MODE_PROXYLESS)
+        for (size_t i = 0; i < vs->ndomains; i++)
+            if (strchr(vs->domains[i], '*'))
+                msg(&rc, e, XLATE_WARNING, XL_R_UNSUPPORTED,
+                    "spec.domains[%zu]: \"%s\" is a wildcard; proxyless gRPC clients dial exact "
+                    "names, so no Listener is created for it",
+                    i, vs->domains[i]);
+    int rcode = -1;
+    if (rc.oom)
+        goto out;
+    res->nroutes = rc.routes.n;
+    if (rc.routes.n) {
+        if (xl_encode_vhost(e->key, vs->domains, vs->ndomains, rc.routes.items, rc.routes.n, mode,
+                            &res->vh, &res->vhlen) != 0)
+            goto out;
+        uint8_t h[CX_SHA256_LEN];
+        cx_sha256(res->vh, res->vhlen, h);
+        memcpy(res->vh_hash, h, sizeof(res->vh_hash));
+        ctx->stats.vhosts_built++;
+    }
+    res->valid = 1;
+    res->serial = ++ctx->res_serial;
+    rcode = 0;
+out:
+    free(rc.routes.items);
+    if (rcode != 0)
+        xl_res_clear(res);
+    return rcode;
+}

@@ -1,0 +1,52 @@
+/*
+ * xlate_types: the translator's public types — what the daemon hands in
+ * (a view of its store: objects as cJSON with their change digests) and the
+ * statistics a pass reports. The output types are in xlate_snapshot_types.h.
+ * Functions are in xlate.h.
+ */
+#ifndef XLATE_TYPES_H
+#define XLATE_TYPES_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum xlate_kind {
+    XLATE_KIND_UNKNOWN = -1, /* in an input: take the kind from apiVersion/kind */
+    XLATE_KIND_GATEWAY = 0,
+    XLATE_KIND_VIRTUAL_SERVICE = 1,
+    XLATE_KIND_ROUTE_TABLE = 2,
+    XLATE_KIND_UPSTREAM = 3,
+    XLATE_KIND_SERVICE = 4,        /* core/v1 */
+    XLATE_KIND_ENDPOINT_SLICE = 5, /* discovery.k8s.io/v1 */
+    XLATE_KIND_COUNT = 6,
+};
+
+/* One object of the daemon's store. Borrowed for the duration of one
+ * xlate_run() call only: the translator copies what it keeps. */
+struct xlate_object {
+    enum xlate_kind kind; /* or XLATE_KIND_UNKNOWN */
+    const cJSON *obj;     /* the whole object (apiVersion, kind, metadata, spec) */
+    /* Change-significance digest of |obj| (the filters compute one for
+     * every stored object; it must cover metadata.namespace/name/labels and
+     * spec). Equal digests mean "unchanged": the translator reuses its
+     * earlier work. 0: the translator computes xlate_digest(obj). */
+    uint64_t digest;
+};
+
+struct xlate_input {
+    const struct xlate_object *objects; /* any order: output never depends on it */
+    size_t n;
+};
+
+/* What one pass did: the incremental work is visible here (and tested). */
+struct xlate_stats {
+    size_t objects;          /* input objects */
+    size_t parsed;           /* objects parsed this pass (new or changed digest) */
+    size_t vhosts_built;     /* virtual hosts encoded this pass */
+    size_t vhosts_reused;    /* virtual hosts whose bytes were reused */
+    size_t resources_built;  /* xDS resources encoded this pass */
+    size_t resources_reused; /* xDS resources carried over (same pointer) */
+};
+
+#endif

@@ -1,0 +1,241 @@
+/*
+ * Upstreams: their endpoints (static hosts, or the ready endpoints of a
+ * Service's EndpointSlices) as one ClusterLoadAssignment, and their EDS
+ * Cluster per gateway mode. Both are memoised on the Upstream's entry and
+ * keep their xds_resource while their bytes do not change.
+ */
+#include "xlate_internal.h"
+
+#include "cx_buf.h"
+#include "cx_hash.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void xl_up_memo_free(struct xl_up_memo *m)
+{
+    if (!m)
+        return;
+    xds_resource_unref(m->cla);
+    for (int i = 0; i < XL_MODES; i++)
+        xds_resource_unref(m->cluster[i]);
+    xl_arena_free(&m->ep_arena);
+    free(m);
+}
+
+static int ep_cmp(const void *a, const void *b)
+{
+    const struct xl_lb_endpoint *x = a, *y = b;
+    int c = strcmp(x->zone, y->zone);
+    if (c)
+        return c;
+    c = strcmp(x->address, y->address);
+    if (c)
+        return c;
+    return (x->port > y->port) - (x->port < y->port);
+}
+
+/* Replaces *slot with a resource made of |bytes| unless the bytes are the
+ * same as the current one's (then the old resource, and its pointer, stay).
+ * Takes ownership of |bytes|. Returns 0 or -1. */
+static int swap_resource(struct xlate_ctx *ctx, struct xds_resource **slot, enum xds_type type,
+                         const char *name, uint8_t *bytes, size_t len)
+{
+    struct xds_resource *old = *slot;
+    if (old && old->len == len && memcmp(old->bytes, bytes, len) == 0) {
+        free(bytes);
+        ctx->stats.resources_reused++;
+        return 0;
+    }
+    struct xds_resource *r = xds_resource_new(type, name, bytes, len);
+    if (!r)
+        return -1;
+    xds_resource_unref(old);
+    *slot = r;
+    ctx->stats.resources_built++;
+    return 0;
+}
+
+static const char *port_list(struct xl_arena *a, const struct xl_service *svc)
+{
+    struct cx_buf b;
+    cx_buf_init(&b, 4096);
+    int rc = 0;
+    for (size_t i = 0; i < svc->nports; i++)
+        rc |= cx_buf_printf(&b, "%s%s%s%u", i ? ", " : "", svc->ports[i].name,
+                            svc->ports[i].name[0] ? "/" : "", svc->ports[i].port);
+    const char *s = xl_strdup(a, rc == 0 && b.data ? b.data : "none");
+    cx_buf_free(&b);
+    return s ? s : "";
+}
+
+/* Collects the endpoints of |e| into |eps| (malloc'ed, sorted, unique). */
+static int collect(struct xlate_ctx *ctx, struct xl_entry *e, struct xl_up_memo *m,
+                   struct xl_lb_endpoint **out, size_t *nout)
+{
+    const struct xl_upstream *u = &e->obj.u.up;
+    struct xl_lb_endpoint *eps = NULL;
+    size_t n = 0, cap = 0;
+    *out = NULL;
+    *nout = 0;
+    if (!u->is_kube) {
+        eps = calloc(u->nhosts ? u->nhosts : 1, sizeof(*eps));
+        if (!eps)
+            return -1;
+        for (size_t i = 0; i < u->nhosts; i++)
+            eps[n++] = (struct xl_lb_endpoint){u->hosts[i].address, u->hosts[i].port,
+                                               u->hosts[i].weight, ""};
+        goto done;
+    }
+    struct xl_entry *svc = xl_find(ctx, XLATE_KIND_SERVICE, u->kube_ns, u->kube_service);
+    if (!svc) {
+        if (xl_errors_add(&m->ep_errors, &m->ep_arena, XLATE_WARNING, XL_R_SERVICE_NOT_FOUND,
+                          "spec.kube.service: Service %s/%s not found; the Upstream has no "
+                          "endpoints",
+                          u->kube_ns, u->kube_service) != 0)
+            return -1;
+        return 0;
+    }
+    const struct xl_service *s = &svc->obj.u.svc;
+    const char *pname = NULL;
+    for (size_t i = 0; i < s->nports && !pname; i++)
+        if ((u->kube_port_name && strcmp(s->ports[i].name, u->kube_port_name) == 0) ||
+            (!u->kube_port_name && s->ports[i].port == u->kube_port))
+            pname = s->ports[i].name;
+    if (!pname) {
+        char want[32];
+        if (u->kube_port_name)
+            snprintf(want, sizeof(want), "\"%s\"", u->kube_port_name);
+        else
+            snprintf(want, sizeof(want), "%u", u->kube_port);
+        if (xl_errors_add(&m->ep_errors, &m->ep_arena, XLATE_WARNING, XL_R_PORT_NOT_FOUND,
+                          "spec.kube.port: Service %s has no port %s (its ports: %s)", svc->key,
+                          want, port_list(&m->ep_arena, s)) != 0)
+            return -1;
+        return 0;
+    }
+    struct xl_entry_list *sl = xl_map_gets(&ctx->slices_by_svc, svc->key);
+    for (size_t i = 0; sl && i < sl->n; i++) {
+        const struct xl_endpoint_slice *es = &sl->items[i]->obj.u.eps;
+        if (es->ip_family == 0)
+            continue; /* FQDN slices: EDS needs IP literals */
+        uint32_t port = 0;
+        for (size_t k = 0; k < es->nports; k++)
+            if (strcmp(es->ports[k].name, pname) == 0)
+                port = es->ports[k].port;
+        if (!port)
+            continue;
+        for (size_t k = 0; k < es->nendpoints; k++) {
+            const struct xl_slice_endpoint *ep = &es->endpoints[k];
+            if (!ep->ready)
+                continue;
+            for (size_t a = 0; a < ep->naddresses; a++) {
+                if (n == cap) {
+                    cap = cap ? cap * 2 : 16;
+                    struct xl_lb_endpoint *ne = realloc(eps, cap * sizeof(*ne));
+                    if (!ne) {
+                        free(eps);
+                        return -1;
+                    }
+                    eps = ne;
+                }
+                eps[n++] = (struct xl_lb_endpoint){ep->addresses[a], port, 1, ep->zone};
+            }
+        }
+    }
+    char want[48];
+    if (u->kube_port_name)
+        snprintf(want, sizeof(want), "\"%s\"", u->kube_port_name);
+    else
+        snprintf(want, sizeof(want), "%u", u->kube_port);
+    if (n == 0 &&
+        xl_errors_add(&m->ep_errors, &m->ep_arena, XLATE_WARNING, XL_R_NO_ENDPOINTS,
+                      "Service %s has no ready endpoints for port %s", svc->key, want) != 0) {
+        free(eps);
+        return -1;
+    }
+done:
+    if (n > 1)
+        qsort(eps, n, sizeof(*eps), ep_cmp);
+    /* the same address twice (a Pod in two slices while they roll): once */
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (w > 0 && strcmp(eps[w - 1].address, eps[i].address) == 0 &&
+            eps[w - 1].port == eps[i].port)
+            continue;
+        eps[w++] = eps[i];
+    }
+    *out = eps;
+    *nout = w;
+    return 0;
+}
+
+int xl_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e, int dirty)
+{
+    struct xl_up_memo *m = e->up;
+    if (!m) {
+        m = calloc(1, sizeof(*m));
+        if (!m)
+            return -1;
+        e->up = m;
+        dirty = 1;
+    }
+    if (!dirty)
+        return 0;
+    const struct xl_upstream *u = &e->obj.u.up;
+    uint64_t d = xl_fnv(CX_FNV64_INIT, &e->digest, sizeof(e->digest));
+    if (e->parse_state != XLATE_REJECTED && u->is_kube) {
+        struct xl_entry *svc = xl_find(ctx, XLATE_KIND_SERVICE, u->kube_ns, u->kube_service);
+        uint64_t sd = svc ? svc->digest : 0;
+        d = xl_fnv(d, &sd, sizeof(sd));
+        struct xl_entry_list *sl = svc ? xl_map_gets(&ctx->slices_by_svc, svc->key) : NULL;
+        for (size_t i = 0; sl && i < sl->n; i++)
+            d = xl_fnv(d, &sl->items[i]->digest, sizeof(sl->items[i]->digest));
+    }
+    if (m->cla && m->ep_digest == d)
+        return 0;
+    m->ep_digest = d;
+    xl_arena_free(&m->ep_arena);
+    memset(&m->ep_errors, 0, sizeof(m->ep_errors));
+    m->nendpoints = 0;
+    if (e->parse_state == XLATE_REJECTED) {
+        xds_resource_unref(m->cla);
+        m->cla = NULL;
+        m->ep_digest = 0;
+        return 0;
+    }
+    struct xl_lb_endpoint *eps = NULL;
+    size_t n = 0;
+    if (collect(ctx, e, m, &eps, &n) != 0)
+        return -1;
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    int rc = xl_encode_cla(e->key, eps, n, &bytes, &len);
+    free(eps);
+    if (rc != 0)
+        return -1;
+    m->nendpoints = n;
+    return swap_resource(ctx, &m->cla, XDS_ENDPOINT, e->key, bytes, len);
+}
+
+int xl_upstream_cluster(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_mode mode)
+{
+    struct xl_up_memo *m = e->up;
+    if (m->cluster[mode] && m->cluster_digest[mode] == e->digest)
+        return 0;
+    const struct xl_upstream *u = &e->obj.u.up;
+    enum xl_lb_policy lb = u->lb;
+    /* gRPC 1.51 supports ROUND_ROBIN and RING_HASH only (the report warns) */
+    if (mode == XLATE_MODE_PROXYLESS && (lb == XL_LB_LEAST_REQUEST || lb == XL_LB_RANDOM))
+        lb = XL_LB_ROUND_ROBIN;
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    if (xl_encode_cluster(e->key, lb, u->connect_timeout_ns, u->has_connect_timeout, &bytes,
+                          &len) != 0)
+        return -1;
+    if (swap_resource(ctx, &m->cluster[mode], XDS_CLUSTER, e->key, bytes, len) != 0)
+        return -1;
+    m->cluster_digest[mode] = e->digest;
+    return 0;
+}

@@ -1,0 +1,200 @@
+#include "xlate_util.h"
+
+#include "cx_hash.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- arena ---------------------------------------------------------------- */
+
+#define XL_CHUNK_MIN 4096
+
+struct xl_chunk {
+    struct xl_chunk *next;
+    size_t size;
+    _Alignas(16) unsigned char data[];
+};
+
+void *xl_alloc(struct xl_arena *a, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    if (n == 0)
+        n = 16;
+    if (!a->head || a->used + n > a->head->size) {
+        size_t size = XL_CHUNK_MIN;
+        /* Grow chunk sizes with the arena so big objects take few chunks. */
+        if (a->total / 4 > size)
+            size = a->total / 4;
+        if (size > 1 << 20)
+            size = 1 << 20;
+        if (n > size)
+            size = n;
+        struct xl_chunk *c = malloc(sizeof(*c) + size);
+        if (!c)
+            return NULL;
+        c->next = a->head;
+        c->size = size;
+        a->head = c;
+        a->used = 0;
+        a->total += size;
+    }
+    void *p = a->head->data + a->used;
+    a->used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+char *xl_strndup(struct xl_arena *a, const char *s, size_t n)
+{
+    char *p = xl_alloc(a, n + 1);
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}
+
+char *xl_strdup(struct xl_arena *a, const char *s)
+{
+    return s ? xl_strndup(a, s, strlen(s)) : NULL;
+}
+
+char *xl_printf(struct xl_arena *a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return NULL;
+    char *p = xl_alloc(a, (size_t)n + 1);
+    if (!p)
+        return NULL;
+    va_start(ap, fmt);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+void xl_arena_free(struct xl_arena *a)
+{
+    struct xl_chunk *c = a->head;
+    while (c) {
+        struct xl_chunk *next = c->next;
+        free(c);
+        c = next;
+    }
+    a->head = NULL;
+    a->used = 0;
+    a->total = 0;
+}
+
+/* ---- map ------------------------------------------------------------------ */
+
+#define TOMB ((void *)&tomb_marker)
+static const char tomb_marker = 0;
+
+uint64_t xl_hash(const void *key, size_t len)
+{
+    uint64_t h = cx_fnv64(CX_FNV64_INIT, key, len);
+    h ^= h >> 31;
+    h *= UINT64_C(0x9e3779b97f4a7c15);
+    h ^= h >> 29;
+    return h ? h : 1;
+}
+
+static struct xl_map_slot *find(const struct xl_map *m, uint64_t h, const void *key, size_t klen)
+{
+    if (!m->cap)
+        return NULL;
+    size_t mask = m->cap - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        struct xl_map_slot *s = &m->slots[i];
+        if (s->hash == 0)
+            return NULL;
+        if (s->hash == h && s->key != TOMB && s->klen == klen && memcmp(s->key, key, klen) == 0)
+            return s;
+    }
+}
+
+void *xl_map_get(const struct xl_map *m, const void *key, size_t klen)
+{
+    struct xl_map_slot *s = find(m, xl_hash(key, klen), key, klen);
+    return s ? s->val : NULL;
+}
+
+static int grow(struct xl_map *m)
+{
+    size_t ncap = m->cap ? m->cap : 16;
+    while ((m->n + 1) * 4 >= ncap * 3)
+        ncap *= 2;
+    struct xl_map_slot *ns = calloc(ncap, sizeof(*ns));
+    if (!ns)
+        return -1;
+    for (size_t i = 0; i < m->cap; i++) {
+        struct xl_map_slot *s = &m->slots[i];
+        if (s->hash == 0 || s->key == TOMB)
+            continue;
+        size_t j = s->hash & (ncap - 1);
+        while (ns[j].hash)
+            j = (j + 1) & (ncap - 1);
+        ns[j] = *s;
+    }
+    free(m->slots);
+    m->slots = ns;
+    m->cap = ncap;
+    m->tombs = 0;
+    return 0;
+}
+
+int xl_map_put(struct xl_map *m, const void *key, size_t klen, void *val)
+{
+    uint64_t h = xl_hash(key, klen);
+    struct xl_map_slot *s = find(m, h, key, klen);
+    if (s) {
+        s->val = val;
+        return 0;
+    }
+    if ((m->n + m->tombs + 1) * 4 >= m->cap * 3 && grow(m) != 0)
+        return -1;
+    size_t mask = m->cap - 1;
+    size_t i = h & mask;
+    while (m->slots[i].hash && m->slots[i].key != TOMB)
+        i = (i + 1) & mask;
+    if (m->slots[i].key == TOMB)
+        m->tombs--;
+    m->slots[i] = (struct xl_map_slot){.hash = h, .key = key, .klen = klen, .val = val};
+    m->n++;
+    return 0;
+}
+
+void *xl_map_del(struct xl_map *m, const void *key, size_t klen)
+{
+    struct xl_map_slot *s = find(m, xl_hash(key, klen), key, klen);
+    if (!s)
+        return NULL;
+    void *v = s->val;
+    s->key = TOMB;
+    s->val = NULL;
+    m->n--;
+    m->tombs++;
+    return v;
+}
+
+void xl_map_free(struct xl_map *m)
+{
+    free(m->slots);
+    memset(m, 0, sizeof(*m));
+}
+
+int xl_map_next(const struct xl_map *m, size_t *i, const struct xl_map_slot **slot)
+{
+    while (*i < m->cap) {
+        const struct xl_map_slot *s = &m->slots[(*i)++];
+        if (s->hash && s->key != TOMB) {
+            *slot = s;
+            return 1;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,68 @@
+/*
+ * xlate_util: the translator's small building blocks — an arena for the
+ * parsed form of one object (freed in one call when the object changes or
+ * goes), and an open-addressing hash map from strings to pointers.
+ *
+ * Internal to the translator; not thread-safe (one translator context is
+ * used by one thread at a time).
+ */
+#ifndef XLATE_UTIL_H
+#define XLATE_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- arena ---------------------------------------------------------------- */
+
+struct xl_chunk;
+
+struct xl_arena {
+    struct xl_chunk *head;
+    size_t used;  /* bytes used in head */
+    size_t total; /* bytes allocated, all chunks (for stats) */
+};
+
+/* Zeroed memory, 16-byte aligned, valid until xl_arena_free. NULL when memory
+ * ran out. */
+void *xl_alloc(struct xl_arena *a, size_t n);
+char *xl_strdup(struct xl_arena *a, const char *s);
+char *xl_strndup(struct xl_arena *a, const char *s, size_t n);
+__attribute__((format(printf, 2, 3))) char *xl_printf(struct xl_arena *a, const char *fmt, ...);
+void xl_arena_free(struct xl_arena *a);
+
+/* ---- string -> pointer map ------------------------------------------------ */
+
+struct xl_map_slot {
+    uint64_t hash; /* 0: empty */
+    const char *key;
+    size_t klen;
+    void *val;
+};
+
+struct xl_map {
+    struct xl_map_slot *slots;
+    size_t cap; /* power of two */
+    size_t n;
+    size_t tombs;
+};
+
+uint64_t xl_hash(const void *key, size_t len);
+
+/* Key bytes are not copied: they must live as long as the entry. */
+void *xl_map_get(const struct xl_map *m, const void *key, size_t klen);
+/* Inserts or replaces. Returns 0, or -1 when memory ran out. */
+__attribute__((warn_unused_result)) int xl_map_put(struct xl_map *m, const void *key, size_t klen,
+                                                   void *val);
+/* Removes |key|; returns its value or NULL. */
+void *xl_map_del(struct xl_map *m, const void *key, size_t klen);
+void xl_map_free(struct xl_map *m);
+
+static inline void *xl_map_gets(const struct xl_map *m, const char *key)
+{
+    return xl_map_get(m, key, __builtin_strlen(key));
+}
+
+/* Iteration: for (size_t i = 0; xl_map_next(m, &i, &slot);) */
+int xl_map_next(const struct xl_map *m, size_t *i, const struct xl_map_slot **slot);
+
+#endif
