@@ -323,9 +323,18 @@ int filter_set_label_selector(struct filter *f, const char *kind, const char *se
     return FILTER_OK;
 }
 
+/* Our custom resources (group coxswain.dev) and Gateway API's. */
+static const char *const custom_kinds[] = {"Gateway",  "VirtualService", "RouteTable",
+                                           "Upstream", "ProxySnapshot",  NULL};
+
 static const char *const *allowed_fields(const char *kind)
 {
-    return strcasecmp(kind, "Secret") == 0 ? filter_fields_secret : filter_fields_default;
+    if (strcasecmp(kind, "Secret") == 0)
+        return filter_fields_secret;
+    for (const char *const *c = custom_kinds; *c; c++)
+        if (strcasecmp(kind, *c) == 0)
+            return filter_fields_custom;
+    return filter_fields_default;
 }
 
 int filter_set_field_selector(struct filter *f, const char *kind, const char *selector,

@@ -1,8 +1,8 @@
 /*
  * Field selectors: a port of k8s.io/apimachinery/pkg/fields/selector.go
  * (splitTerms, splitTerm, UnescapeValue, their messages), followed by the
- * API server's field-label check ("field label not supported: X") against
- * the fields the caller says the kind supports.
+ * API server's field-label check against the fields the caller says the
+ * kind supports, in the words of the kind's conversion function.
  */
 #include "cx_json.h"
 #include "filter_internal.h"
@@ -12,6 +12,7 @@
 #include <string.h>
 
 const char *const filter_fields_default[] = {"metadata.name", "metadata.namespace", NULL};
+const char *const filter_fields_custom[] = {"metadata.name", "metadata.namespace", NULL};
 const char *const filter_fields_secret[] = {"metadata.name", "metadata.namespace", "type", NULL};
 
 struct fterm {
@@ -253,8 +254,25 @@ int filter_field_selector_parse(const char *s, const char *const *allowed,
                 ok = 1;
         if (!ok) {
             const char *at = strstr(s, fs->t[k].field);
-            filter_err_set(err, at && fs->t[k].field[0] ? (size_t)(at - s) : 0,
-                           "field label not supported: %s", fs->t[k].field);
+            size_t off = at && fs->t[k].field[0] ? (size_t)(at - s) : 0;
+            if (allowed == filter_fields_default) {
+                /* runtime.DefaultMetaV1FieldSelectorConversion (%q) */
+                struct cx_buf q;
+                cx_buf_init(&q, 0);
+                if (filter_go_quote(&q, fs->t[k].field) != 0) {
+                    cx_buf_free(&q);
+                    rc = FILTER_ENOMEM;
+                    goto out;
+                }
+                filter_err_set(err, off,
+                               "%s is not a known field selector: only \"metadata.name\", "
+                               "\"metadata.namespace\"",
+                               q.data);
+                cx_buf_free(&q);
+            } else {
+                /* Secrets' and custom resources' conversion functions */
+                filter_err_set(err, off, "field label not supported: %s", fs->t[k].field);
+            }
             rc = FILTER_EINVAL;
             goto out;
         }

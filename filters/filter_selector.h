@@ -87,14 +87,21 @@ int filter_label_value_valid(const char *value, char *msg, size_t msglen);
 
 /* ---- field selectors ---------------------------------------------------- */
 
-/* Fields every API server supports for every namespaced kind. */
-extern const char *const filter_fields_default[]; /* metadata.name, metadata.namespace */
-/* ... and for Secrets, also "type". */
+/* The fields the API server supports, by kind; the list also picks the
+ * wording of the refusal, as each kind's conversion function words it:
+ * built-ins with the default conversion (ConfigMap, Lease, Service,
+ * EndpointSlice): metadata.name, metadata.namespace, refused with
+ * `"x" is not a known field selector: only "metadata.name", "metadata.namespace"`; */
+extern const char *const filter_fields_default[];
+/* custom resources: the same fields, refused with `field label not supported: x`; */
+extern const char *const filter_fields_custom[];
+/* Secrets: also "type", refused like custom resources. */
 extern const char *const filter_fields_secret[];
 
 /* Parses |s| ("" selects everything). |allowed| is a NULL-terminated list of
  * field names the server supports for the kind (NULL: filter_fields_default);
- * any other field is refused, as the API server would refuse it. Returns as
+ * any other field is refused, as the API server would refuse it (the
+ * wording follows which of the lists above |allowed| is). Returns as
  * filter_selector_parse; caller frees with filter_field_selector_free. */
 __attribute__((warn_unused_result)) int
 filter_field_selector_parse(const char *s, const char *const *allowed,

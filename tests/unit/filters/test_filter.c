@@ -346,7 +346,10 @@ static void test_label_and_field_selectors(void)
     REQUIRE_INT_EQ(filter_set_field_selector(f, "Secret", "type=kubernetes.io/tls", &err),
                    FILTER_OK);
     CHECK_INT_EQ(filter_set_field_selector(f, "ConfigMap", "type=x", &err), FILTER_EINVAL);
-    CHECK_STR_EQ(err.msg, "field label not supported: type");
+    CHECK_STR_EQ(err.msg, "\"type\" is not a known field selector: only \"metadata.name\", "
+                          "\"metadata.namespace\"");
+    CHECK_INT_EQ(filter_set_field_selector(f, "VirtualService", "spec.x=1", &err), FILTER_EINVAL);
+    CHECK_STR_EQ(err.msg, "field label not supported: spec.x");
     CHECK_INT_EQ(filter_set_label_selector(f, NULL, "a", &err), FILTER_EINVAL);
 
     cJSON *a = obj("VirtualService", "n", "v", "{\"team\":\"a\"}", NULL);

@@ -590,10 +590,14 @@ static void test_field_selectors(void)
     } bad[] = {
         {"metadata.name", "invalid selector: 'metadata.name'; can't understand 'metadata.name'"},
         {"metadata.name=a,x", "invalid selector: 'metadata.name=a,x'; can't understand 'x'"},
-        {"spec.x=1", "field label not supported: spec.x"},
-        {"=a", "field label not supported: "},
-        {"metadata.name =a", "field label not supported: metadata.name "},
-        {"type=kubernetes.io/tls", "field label not supported: type"},
+        {"spec.x=1", "\"spec.x\" is not a known field selector: only \"metadata.name\", "
+                     "\"metadata.namespace\""},
+        {"=a",
+         "\"\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""},
+        {"metadata.name =a", "\"metadata.name \" is not a known field selector: only "
+                             "\"metadata.name\", \"metadata.namespace\""},
+        {"type=kubernetes.io/tls",
+         "\"type\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""},
         {"metadata.name=a=b", "invalid field selector: unescaped character in value: 61"},
         {"metadata.name=a\\,b,z",
          "invalid selector: 'metadata.name=a\\,b,z'; can't understand 'z'"},
@@ -605,7 +609,8 @@ static void test_field_selectors(void)
         {"z=1,metadata.name=a=b", "invalid field selector: unescaped character in value: 61"},
         {"spec.a=1,metadata.name", "invalid selector: 'spec.a=1,metadata.name'; can't understand "
                                    "'metadata.name'"},
-        {"spec.b=1,spec.a=1", "field label not supported: spec.a"},
+        {"spec.b=1,spec.a=1", "\"spec.a\" is not a known field selector: only \"metadata.name\", "
+                              "\"metadata.namespace\""},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         e[0] = '\0';
@@ -614,6 +619,18 @@ static void test_field_selectors(void)
         free(r);
         CHECK_STR_EQ(e, bad[i].msg);
     }
+    /* custom resources and Secrets word it differently */
+    char *r = fcanon("spec.x=1", filter_fields_custom, e, sizeof(e));
+    CHECK(r == NULL);
+    CHECK_STR_EQ(e, "field label not supported: spec.x");
+    free(r);
+    r = fcanon("metadata.uid=1,type=a", filter_fields_secret, e, sizeof(e));
+    CHECK(r == NULL);
+    CHECK_STR_EQ(e, "field label not supported: metadata.uid");
+    free(r);
+    r = fcanon("metadata.namespace=a", filter_fields_custom, e, sizeof(e));
+    CHECK_STR_EQ(r, "metadata.namespace=a");
+    free(r);
 }
 
 static int fmatch(const char *sel, const char *obj_json)
