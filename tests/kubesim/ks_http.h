@@ -1,0 +1,139 @@
+/*
+ * ks_http: one API request (ks_req), its routing, and the replies kubesim
+ * sends: JSON bodies and Kubernetes Status objects with the exact shapes of
+ * kube-apiserver. Runs on the server's event loop only.
+ */
+#ifndef KS_HTTP_H
+#define KS_HTTP_H
+
+#include "ks.h"
+
+struct ks_qparam {
+    char *k;
+    char *v;
+};
+
+enum ks_verb {
+    KS_V_NONE = 0,
+    KS_V_GET,
+    KS_V_LIST,
+    KS_V_WATCH,
+    KS_V_CREATE,
+    KS_V_UPDATE,
+    KS_V_PATCH,
+    KS_V_DELETE,
+    KS_V_DELETECOLLECTION,
+};
+
+const char *ks_verb_name(enum ks_verb v);
+bool ks_verb_is_write(enum ks_verb v);
+
+#define KS_BODY_MAX ((size_t)3 << 20) /* kube-apiserver's 3 MiB request cap */
+#define KS_USER_MAX 256
+
+struct ks_req {
+    struct ks_server *s;
+    struct evhttp_request *req;
+    enum evhttp_cmd_type method;
+    char *path; /* decoded path */
+    struct ks_qparam *qp; /* decoded query parameters */
+    size_t nq;
+    char user[KS_USER_MAX];
+    char **groups;
+    size_t ngroups;
+    enum ks_verb verb;
+    struct ks_rtype *rt;
+    char *ns;   /* namespace from the path, or NULL */
+    char *name; /* object name from the path, or NULL */
+    char *sub;  /* subresource ("status"), or NULL */
+    char *body;
+    size_t body_len;
+    int code;            /* reply status, for audit and counters */
+    uint64_t result_rv;  /* RV after a write (0: none) */
+    bool replied;
+    bool dry_run;
+    char audit_id[40];
+    int64_t start_mono_ns;
+    bool parked;          /* a watch or a hang owns the request now */
+    bool is_admin;        /* /_sim/ request: no audit, no counters */
+    struct event *park_ev; /* timer of a parked request */
+    TAILQ_ENTRY(ks_req) park_link;
+    void (*park_free)(struct ks_req *r); /* cleanup hook of the parker */
+    void *park_data;
+};
+
+/* Ends a request that was replied to: records audit and counters, frees. */
+void ks_req_done(struct ks_req *r);
+
+/* A field error of an Invalid (422) Status. */
+struct ks_ferr {
+    const char *type;  /* "FieldValueInvalid", "FieldValueRequired", ... */
+    char field[256];
+    char *body;        /* ErrorBody(): "Invalid value: 0: must be ..." (owned) */
+};
+
+struct ks_ferrs {
+    struct ks_ferr e[16];
+    size_t n;
+};
+
+void ks_ferr_add(struct ks_ferrs *fe, const char *type, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Adds `Invalid value: "<quoted>": detail` for a string value. */
+void ks_ferr_invalid_str(struct ks_ferrs *fe, const char *field, const char *value,
+                         const char *detail);
+void ks_ferrs_free(struct ks_ferrs *fe);
+
+struct ks_cause {
+    const char *reason;
+    const char *message;
+    const char *field;
+};
+
+struct ks_details {
+    const char *name;
+    const char *group;
+    const char *kind;
+    const char *uid;
+    const struct ks_cause *causes;
+    size_t ncauses;
+    int retry_after;
+    bool present; /* send "details":{} even when every field is empty */
+};
+
+/* Query parameter |k| or NULL. */
+const char *ks_q(struct ks_req *r, const char *k);
+
+/* Replies: each sends exactly once (a second call is ignored). */
+void ks_reply_json(struct ks_req *r, int code, const char *json, size_t len);
+void ks_reply_evbuf(struct ks_req *r, int code, struct evbuffer *buf, const char *ctype);
+void ks_reply_text(struct ks_req *r, int code, const char *ctype, const char *text);
+void ks_reply_status(struct ks_req *r, int code, const char *reason, const char *message,
+                     const struct ks_details *d, const char *list_continue);
+
+/* Common Status errors. |rt| gives the qualified resource ("configmaps",
+ * "leases.coordination.k8s.io"). */
+void ks_err_not_found(struct ks_req *r, const struct ks_rtype *rt, const char *name);
+void ks_err_already_exists(struct ks_req *r, const struct ks_rtype *rt, const char *name);
+void ks_err_conflict(struct ks_req *r, const struct ks_rtype *rt, const char *name,
+                     const char *why);
+void ks_err_invalid(struct ks_req *r, const struct ks_rtype *rt, const char *name,
+                    struct ks_ferrs *fe);
+void ks_err_invalid_kind(struct ks_req *r, const char *group, const char *kind, const char *name,
+                         struct ks_ferrs *fe);
+void ks_err_bad_request(struct ks_req *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ks_err_internal(struct ks_req *r, const char *msg);
+void ks_err_generic_not_found(struct ks_req *r);
+void ks_err_method(struct ks_req *r);
+
+/* "configmaps" or "leases.coordination.k8s.io". */
+void ks_qualified_resource(const struct ks_rtype *rt, char *out, size_t n);
+
+/* The request entry point (ks_http.c) and the API handlers (ks_api.c). */
+void ks_http_handle(struct evhttp_request *req, void *arg);
+void ks_api_dispatch(struct ks_req *r);
+void ks_discovery_dispatch(struct ks_req *r);
+void ks_watch_start(struct ks_req *r);
+void ks_req_free(struct ks_req *r);
+
+#endif
