@@ -175,6 +175,7 @@ struct ks_config {
     const char *tokens_file;
     const char *anonymous_user;
     bool allow_all;
+    bool no_openapi; /* 404 for /openapi/v3 too */
     bool tls;
     size_t event_window;
     int64_t bookmark_interval_ms;

@@ -44,6 +44,7 @@ static void usage(FILE *f)
             "  --bookmark-interval DUR   watch bookmark period (1m)\n"
             "  --too-new-wait DUR        wait for a too-new resourceVersion (3s), then 504\n"
             "  --max-watch-buffer BYTES  end a watch whose unsent bytes exceed this (256MiB)\n"
+            "  --no-openapi              answer 404 for /openapi/v3 (as for /openapi/v2)\n"
             "  --log-level LEVEL         debug|info|warn|error (info)\n");
 }
 
@@ -176,6 +177,7 @@ int main(int argc, char **argv)
         O_MAXWATCH,
         O_LOGLEVEL,
         O_HELP,
+        O_NOOPENAPI,
     };
     static const struct option opts[] = {
         {"listen", required_argument, NULL, O_LISTEN},
@@ -195,6 +197,7 @@ int main(int argc, char **argv)
         {"max-watch-buffer", required_argument, NULL, O_MAXWATCH},
         {"log-level", required_argument, NULL, O_LOGLEVEL},
         {"help", no_argument, NULL, O_HELP},
+        {"no-openapi", no_argument, NULL, O_NOOPENAPI},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -277,6 +280,9 @@ int main(int argc, char **argv)
         case O_HELP:
             usage(stdout);
             return 0;
+        case O_NOOPENAPI:
+            s->cfg.no_openapi = true;
+            break;
         default:
             usage(stderr);
             return 2;

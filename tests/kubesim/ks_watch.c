@@ -27,6 +27,7 @@ struct ks_watch {
     struct ks_listopts o;
     uint64_t last_rv;
     int64_t deadline_ms;
+    bool pre_deadline_sent;
     struct event *deadline_ev;
     struct event *bookmark_ev;
     struct evbuffer *scratch;
@@ -192,8 +193,11 @@ static void schedule_bookmark(struct ks_watch *w)
     int64_t now = cx_mono_ms();
     int64_t at = now + w->s->cfg.bookmark_interval_ms;
     int64_t pre = w->deadline_ms - 2000;
-    if (pre > now && pre < at)
-        at = pre;
+    if (!w->pre_deadline_sent && pre < at) {
+        w->pre_deadline_sent = true;
+        if (pre >= now)
+            at = pre;
+    }
     if (at >= w->deadline_ms)
         return;
     struct timeval tv = {.tv_sec = (at - now) / 1000, .tv_usec = ((at - now) % 1000) * 1000};
