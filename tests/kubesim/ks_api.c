@@ -503,7 +503,8 @@ int ks_view_at(struct ks_rtype *rt, uint64_t at_rv, const char *prefix, const ch
         if (e->rv > at_rv)
             ov[k++] = (struct ovr){e->key, e->prev, e->rv};
     }
-    qsort(ov, k, sizeof(*ov), ovr_cmp);
+    if (k > 1)
+        qsort(ov, k, sizeof(*ov), ovr_cmp);
     size_t m = 0;
     for (size_t i = 0; i < k; i++)
         if (i == 0 || strcmp(ov[i].key, ov[i - 1].key) != 0)
@@ -791,7 +792,17 @@ static void decode_error(struct ks_req *r, const struct ks_rtype *rt, const char
  * error. */
 static cJSON *parse_body(struct ks_req *r, const struct ks_rtype *rt)
 {
-    cJSON *obj = cx_json_parse(r->body, r->body_len);
+    const char *ct = evhttp_find_header(evhttp_request_get_input_headers(r->req), "Content-Type");
+    if (ct && strncasecmp(ct, "application/json", 16) != 0 && strncasecmp(ct, "application/yaml", 16) != 0 &&
+        strncasecmp(ct, "*/*", 3) != 0) {
+        ks_reply_status(r, 415, "UnsupportedMediaType",
+                        "the body of the request was in an unknown format - accepted media types "
+                        "include: application/json, application/yaml",
+                        NULL, NULL);
+        return NULL;
+    }
+    cJSON *obj = ct && strncasecmp(ct, "application/yaml", 16) == 0 ? ks_yaml_parse(r->body, r->body_len)
+                                                                  : cx_json_parse(r->body, r->body_len);
     if (!obj) {
         if (r->body_len == 0)
             ks_err_bad_request(r, "the body of the request was empty");

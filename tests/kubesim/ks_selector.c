@@ -581,7 +581,8 @@ static int parse_requirement(struct parser *p, struct req *r)
         }
     }
     /* NewRequirement's checks, values sorted as sets.String.List() does. */
-    qsort(r->vals, r->nvals, sizeof(*r->vals), cmp_str);
+    if (r->nvals > 1)
+        qsort(r->vals, r->nvals, sizeof(*r->vals), cmp_str);
     struct cx_buf b;
     int nerr = 0;
     cx_buf_init(&b, 65536);
@@ -695,7 +696,8 @@ struct ks_lsel *ks_lsel_parse(const char *s, char *err, size_t errlen)
         snprintf(err, errlen, "found '%s', expected: ',' or 'end of string'", lit);
         goto fail;
     }
-    qsort(sel->reqs, sel->n, sizeof(*sel->reqs), cmp_req);
+    if (sel->n > 1)
+        qsort(sel->reqs, sel->n, sizeof(*sel->reqs), cmp_req);
     for (int i = 0; i < nitems; i++)
         free(items[i].lit);
     free(items);
@@ -872,7 +874,8 @@ struct ks_fsel *ks_fsel_parse(const char *s, char *err, size_t errlen)
             start = i + 1;
         }
     }
-    qsort(parts, np, sizeof(*parts), cmp_cstr);
+    if (np > 1)
+        qsort(parts, np, sizeof(*parts), cmp_cstr);
     for (size_t i = 0; i < np; i++) {
         const char *part = parts[i];
         if (!*part)

@@ -28,6 +28,7 @@ struct ks_watch {
     uint64_t last_rv;
     int64_t deadline_ms;
     bool pre_deadline_sent;
+    bool starting; /* inside ks_watch_start: the caller still owns |r| */
     struct event *deadline_ev;
     struct event *bookmark_ev;
     struct evbuffer *scratch;
@@ -62,12 +63,16 @@ static void unlink_watch(struct ks_watch *w)
 static void watch_end(struct ks_watch *w)
 {
     struct ks_req *r = w->r;
+    bool starting = w->starting;
     unlink_watch(w);
     evhttp_connection_set_closecb(w->conn, NULL, NULL);
     evhttp_send_reply_end(r->req);
     r->req = NULL;
     watch_free(w);
-    ks_req_done(r);
+    if (starting)
+        r->parked = false; /* the dispatcher finishes the request */
+    else
+        ks_req_done(r);
 }
 
 /* The client went away: libevent detached (or is about to free) the
@@ -310,6 +315,7 @@ void ks_watch_start(struct ks_req *r)
     rt->nwatchers++;
     TAILQ_INSERT_TAIL(&s->all_watches, w, all_link);
     evhttp_connection_set_closecb(w->conn, on_close, w);
+    w->starting = true;
 
     long timeout = o->timeout_s;
     if (timeout < 0) {
@@ -355,6 +361,7 @@ void ks_watch_start(struct ks_req *r)
             w->last_rv = from;
     }
     schedule_bookmark(w);
+    w->starting = false;
     ks_admin_watch_started(s, r);
 }
 
