@@ -1,8 +1,9 @@
-/* Fuzz target: arbitrary bytes as a label selector, a field selector and a
- * JSON metav1.LabelSelector. Nothing may crash or leak; an accepted
+/* Fuzz target: arbitrary bytes as a label selector, a field selector, a
+ * JSON metav1.LabelSelector and a namespace list. Nothing may crash or leak; an accepted
  * selector's canonical form must parse again to the same canonical form and
  * select the same label sets; a refused one must say why, at an offset
  * inside the input. */
+#include "filter.h"
 #include "filter_selector.h"
 
 #include <stdint.h>
@@ -131,6 +132,36 @@ static void check_json(const char *s, size_t len)
     cJSON_Delete(j);
 }
 
+/* The namespace list of --watch-namespaces: every accepted name is a
+ * DNS-1123 label, and the push-down lists exactly the accepted names. */
+static void check_namespaces(const char *s)
+{
+    static struct filter *f;
+    if (!f)
+        f = filter_new(); /* kept: the metric registry is process-wide */
+    if (!f)
+        return;
+    struct filter_error err;
+    if (filter_set_namespaces(f, "Kind", s, &err) != FILTER_OK)
+        return;
+    struct filter_pushdown pd;
+    if (filter_pushdown(f, "Kind", &pd) != FILTER_OK)
+        return;
+    for (size_t i = 0; i < pd.nnamespaces; i++) {
+        const char *n = pd.namespaces[i];
+        size_t len = strlen(n);
+        if (len == 0 || len > 63 || n[0] == '-' || n[len - 1] == '-')
+            abort();
+        for (size_t j = 0; j < len; j++)
+            if (!((n[j] >= 'a' && n[j] <= 'z') || (n[j] >= '0' && n[j] <= '9') || n[j] == '-'))
+                abort();
+        if (!strstr(s, n))
+            abort();
+    }
+    if ((pd.nnamespaces == 1) != (pd.namespace != NULL))
+        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *s = malloc(size + 1);
@@ -142,6 +173,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_label(s, len);
     check_field(s, len);
     check_json(s, len);
+    check_namespaces(s);
     free(s);
     return 0;
 }
