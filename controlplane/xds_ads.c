@@ -1,5 +1,6 @@
 #include "xds_ads.h"
 
+#include "cx_hash.h"
 #include "xlate_snapshot.h"
 
 #include "envoy/service/discovery/v3/discovery.pb-c.h"
@@ -38,11 +39,75 @@ void xds_ads_stream_init(struct xds_ads_stream *s)
     memset(s, 0, sizeof(*s));
 }
 
-static void free_names(struct xds_ads_type_state *t)
+struct xds_names_pool *xds_names_pool_new(void)
 {
-    for (size_t i = 0; i < t->nnames; i++)
-        free(t->names[i]);
-    free(t->names);
+    return calloc(1, sizeof(struct xds_names_pool));
+}
+
+void xds_names_pool_free(struct xds_names_pool *p)
+{
+    free(p);
+}
+
+void xds_ads_stream_set_pool(struct xds_ads_stream *s, struct xds_names_pool *pool)
+{
+    s->pool = pool;
+}
+
+static void names_release(struct xds_names_pool *pool, struct xds_names *l)
+{
+    if (!l || --l->refs > 0)
+        return;
+    if (pool && l->hash) {
+        struct xds_names **pp = &pool->buckets[l->hash % XDS_NAMES_POOL_BUCKETS];
+        while (*pp && *pp != l)
+            pp = &(*pp)->next;
+        if (*pp) {
+            *pp = l->next;
+            pool->count--;
+        }
+    }
+    free(l);
+}
+
+/* Total bytes of a list's strings block, for comparing lists. */
+static size_t names_bytes(const struct xds_names *l)
+{
+    return l->n ? (size_t)(l->v[l->n - 1] - l->v[0]) + strlen(l->v[l->n - 1]) + 1 : 0;
+}
+
+/* Returns the pooled copy of |l| (taking a reference, freeing |l|) or |l|
+ * itself, now in the pool. */
+static struct xds_names *names_intern(struct xds_names_pool *pool, struct xds_names *l)
+{
+    if (!pool)
+        return l;
+    size_t bytes = names_bytes(l);
+    uint64_t h = cx_fnv64(CX_FNV64_INIT, &l->n, sizeof(l->n));
+    if (bytes)
+        h = cx_fnv64(h, l->v[0], bytes);
+    if (h == 0)
+        h = 1; /* 0 means "not pooled" */
+    struct xds_names **head = &pool->buckets[h % XDS_NAMES_POOL_BUCKETS];
+    for (struct xds_names *e = *head; e; e = e->next) {
+        if (e->hash == h && e->n == l->n && names_bytes(e) == bytes &&
+            (bytes == 0 || memcmp(e->v[0], l->v[0], bytes) == 0)) {
+            e->refs++;
+            free(l);
+            return e;
+        }
+    }
+    l->hash = h;
+    l->next = *head;
+    *head = l;
+    pool->count++;
+    return l;
+}
+
+static void free_names(struct xds_ads_stream *s, struct xds_ads_type_state *t)
+{
+    names_release(s->pool, t->list);
+    t->list = NULL;
     t->names = NULL;
     t->nnames = 0;
 }
@@ -58,8 +123,13 @@ static void free_sent(struct xds_ads_type_state *t)
 
 void xds_ads_stream_free(struct xds_ads_stream *s)
 {
+    free(s->node_id);
+    free(s->node_cluster);
+    free(s->group);
+    free(s->user_agent);
+    s->node_id = s->node_cluster = s->group = s->user_agent = NULL;
     for (int i = 0; i < XDS_TYPE_COUNT; i++) {
-        free_names(&s->types[i]);
+        free_names(s, &s->types[i]);
         free_sent(&s->types[i]);
     }
 }
@@ -80,31 +150,38 @@ static const char *gateway_of(const Envoy__Config__Core__V3__Node *node)
     return NULL;
 }
 
-static void take_node(struct xds_ads_stream *s, const Envoy__Config__Core__V3__Node *node,
-                      const char *default_group)
+/* Heap copy of |src| cut at XDS_NODE_STR_MAX - 1 bytes. */
+static char *dup_node_str(const char *src)
+{
+    return strndup(src ? src : "", XDS_NODE_STR_MAX - 1);
+}
+
+static int take_node(struct xds_ads_stream *s, const Envoy__Config__Core__V3__Node *node,
+                     const char *default_group)
 {
     const char *group = NULL;
+    char ua[128] = "";
     if (node) {
-        copy_str(s->node_id, sizeof(s->node_id), node->id);
-        copy_str(s->node_cluster, sizeof(s->node_cluster), node->cluster);
-        if (node->user_agent_name)
-            snprintf(s->user_agent, sizeof(s->user_agent), "%s%s%s", node->user_agent_name,
-                     node->user_agent_version_type_case ==
-                             ENVOY__CONFIG__CORE__V3__NODE__USER_AGENT_VERSION_TYPE_USER_AGENT_VERSION
-                         ? "/"
-                         : "",
-                     node->user_agent_version_type_case ==
-                             ENVOY__CONFIG__CORE__V3__NODE__USER_AGENT_VERSION_TYPE_USER_AGENT_VERSION
-                         ? node->user_agent_version
-                         : "");
+        if (node->user_agent_name) {
+            int v = node->user_agent_version_type_case ==
+                    ENVOY__CONFIG__CORE__V3__NODE__USER_AGENT_VERSION_TYPE_USER_AGENT_VERSION;
+            snprintf(ua, sizeof(ua), "%s%s%s", node->user_agent_name, v ? "/" : "",
+                     v ? node->user_agent_version : "");
+        }
         group = gateway_of(node);
         if (!group && node->cluster && node->cluster[0])
             group = node->cluster;
     }
     if (!group)
         group = default_group ? default_group : "";
-    copy_str(s->group, sizeof(s->group), group);
+    s->node_id = dup_node_str(node ? node->id : "");
+    s->node_cluster = dup_node_str(node ? node->cluster : "");
+    s->group = dup_node_str(group);
+    s->user_agent = dup_node_str(ua);
+    if (!s->node_id || !s->node_cluster || !s->group || !s->user_agent)
+        return XDS_ADS_ENOMEM;
     s->have_node = 1;
+    return 0;
 }
 
 /* ---- subscription ---------------------------------------------------------- */
@@ -119,14 +196,13 @@ static int name_cmp_res(const char *name, const struct xds_resource *r)
     return strcmp(name, r->name);
 }
 
-/* Sorted, unique copy of |names|; with |strip_star|, "*" is dropped and
- * reported in *star ("*" is a wildcard for LDS/CDS only, a plain name for
- * RDS/EDS). */
-static int normalise_names(char **in, size_t n, int strip_star, char ***out, size_t *nout,
-                           int *star)
+/* Sorted, unique list of |names| (a new, unpooled xds_names with one
+ * reference; NULL in *out when there are none); with |strip_star|, "*" is
+ * dropped and reported in *star ("*" is a wildcard for LDS/CDS only, a
+ * plain name for RDS/EDS). */
+static int normalise_names(char **in, size_t n, int strip_star, struct xds_names **out, int *star)
 {
     *out = NULL;
-    *nout = 0;
     *star = 0;
     if (n == 0)
         return 0;
@@ -149,17 +225,31 @@ static int normalise_names(char **in, size_t n, int strip_star, char ***out, siz
     for (size_t i = 0; i < k; i++)
         if (u == 0 || strcmp(v[u - 1], v[i]) != 0)
             v[u++] = v[i];
-    for (size_t i = 0; i < u; i++) {
-        v[i] = strdup(v[i]);
-        if (!v[i]) {
-            for (size_t j = 0; j < i; j++)
-                free(v[j]);
-            free(v);
-            return XDS_ADS_ENOMEM;
-        }
+    if (u == 0) {
+        free(v);
+        return 0;
     }
-    *out = v;
-    *nout = u;
+    size_t bytes = sizeof(struct xds_names) + u * sizeof(char *);
+    for (size_t i = 0; i < u; i++)
+        bytes += strlen(v[i]) + 1;
+    struct xds_names *l = malloc(bytes);
+    if (!l) {
+        free(v);
+        return XDS_ADS_ENOMEM;
+    }
+    l->refs = 1;
+    l->hash = 0;
+    l->n = u;
+    l->next = NULL;
+    char *p = (char *)(l->v + u);
+    for (size_t i = 0; i < u; i++) {
+        size_t len = strlen(v[i]) + 1;
+        memcpy(p, v[i], len);
+        l->v[i] = p;
+        p += len;
+    }
+    free(v);
+    *out = l;
     return 0;
 }
 
@@ -185,18 +275,18 @@ static void prune_sent(struct xds_ads_type_state *t)
 
 /* Replaces the subscription of |t| (type |type|) by the request's names.
  * Sets *changed when it differs from the previous one. */
-static int update_names(struct xds_ads_type_state *t, enum xds_type type, int first,
-                        char **req_names, size_t n, int *changed)
+static int update_names(struct xds_ads_stream *s, struct xds_ads_type_state *t, enum xds_type type,
+                        int first, char **req_names, size_t n, int *changed)
 {
-    char **names;
-    size_t nn;
+    struct xds_names *list;
     int star;
     *changed = 0;
     if (n > XDS_ADS_MAX_NAMES)
         return XDS_ADS_ELIMIT;
-    int rc = normalise_names(req_names, n, full_state(type), &names, &nn, &star);
+    int rc = normalise_names(req_names, n, full_state(type), &list, &star);
     if (rc != 0)
         return rc;
+    size_t nn = list ? list->n : 0;
     int wildcard = 0, legacy = 0;
     if (full_state(type)) {
         if (star)
@@ -206,7 +296,7 @@ static int update_names(struct xds_ads_type_state *t, enum xds_type type, int fi
     }
     int added = 0, same = (nn == t->nnames);
     for (size_t i = 0; i < nn; i++) {
-        if (!names_have(t, names[i])) {
+        if (!names_have(t, list->v[i])) {
             added = 1;
             same = 0;
         }
@@ -216,15 +306,16 @@ static int update_names(struct xds_ads_type_state *t, enum xds_type type, int fi
     if (wildcard != t->wildcard)
         same = 0;
     if (same) {
-        for (size_t i = 0; i < nn; i++)
-            free(names[i]);
-        free(names);
+        free(list);
         t->legacy_wildcard = (uint8_t)legacy;
         return 0;
     }
-    free_names(t);
-    t->names = names;
-    t->nnames = nn;
+    free_names(s, t);
+    if (list) {
+        t->list = names_intern(s->pool, list);
+        t->names = t->list->v;
+        t->nnames = t->list->n;
+    }
     t->wildcard = (uint8_t)wildcard;
     t->legacy_wildcard = (uint8_t)legacy;
     prune_sent(t);
@@ -248,7 +339,9 @@ int xds_ads_on_request(struct xds_ads_stream *s, const uint8_t *msg, size_t len,
         return XDS_ADS_EINVAL;
     int rc = 0;
     if (!s->have_node) {
-        take_node(s, req->node, default_group);
+        rc = take_node(s, req->node, default_group);
+        if (rc != 0)
+            goto out;
         ev->first_node = 1;
     }
     if (!req->type_url || !req->type_url[0]) {
@@ -287,7 +380,7 @@ int xds_ads_on_request(struct xds_ads_stream *s, const uint8_t *msg, size_t len,
     }
     int first = !t->requested;
     int changed = 0;
-    rc = update_names(t, (enum xds_type)type, first, req->resource_names, req->n_resource_names,
+    rc = update_names(s, t, (enum xds_type)type, first, req->resource_names, req->n_resource_names,
                       &changed);
     if (rc != 0)
         goto out;
@@ -555,14 +648,22 @@ static size_t any_size(const char *url, const struct xds_resource *r)
     return ld_size(strlen(url)) + ld_size(r->len);
 }
 
+size_t xds_ads_resources_size(enum xds_type type, struct xds_resource *const *items, size_t n)
+{
+    const char *url = xds_type_url(type);
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += ld_size(any_size(url, items[i]));
+    return total;
+}
+
 size_t xds_ads_response_size(const struct xds_ads_response *r, const char *identifier)
 {
     const char *url = xds_type_url(r->type);
     size_t n = 0;
     if (r->version[0])
         n += ld_size(strlen(r->version));
-    for (size_t i = 0; i < r->n; i++)
-        n += ld_size(any_size(url, r->items[i]));
+    n += xds_ads_resources_size(r->type, r->items, r->n);
     n += ld_size(strlen(url));
     if (r->nonce[0])
         n += ld_size(strlen(r->nonce));
@@ -583,16 +684,19 @@ static int emit_ld(xds_ads_emit_fn emit, void *user, uint8_t tag, size_t len, co
     return rc;
 }
 
-int xds_ads_response_emit(const struct xds_ads_response *r, const char *identifier,
-                          xds_ads_emit_fn emit, void *user)
+int xds_ads_emit_head(const struct xds_ads_response *r, xds_ads_emit_fn emit, void *user)
 {
-    const char *url = xds_type_url(r->type);
+    return r->version[0] ? emit_ld(emit, user, 0x0a, strlen(r->version), r->version) : 0;
+}
+
+int xds_ads_emit_resources(enum xds_type type, struct xds_resource *const *items, size_t n,
+                           xds_ads_emit_fn emit, void *user)
+{
+    const char *url = xds_type_url(type);
     size_t urllen = strlen(url);
     int rc = 0;
-    if (r->version[0])
-        rc = emit_ld(emit, user, 0x0a, strlen(r->version), r->version);
-    for (size_t i = 0; rc == 0 && i < r->n; i++) {
-        struct xds_resource *res = r->items[i];
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        struct xds_resource *res = items[i];
         rc = emit_ld(emit, user, 0x12, any_size(url, res), NULL);
         if (rc == 0)
             rc = emit_ld(emit, user, 0x0a, urllen, url);
@@ -601,8 +705,14 @@ int xds_ads_response_emit(const struct xds_ads_response *r, const char *identifi
         if (rc == 0 && res->len)
             rc = emit(user, res->bytes, res->len, res);
     }
-    if (rc == 0)
-        rc = emit_ld(emit, user, 0x22, urllen, url);
+    return rc;
+}
+
+int xds_ads_emit_tail(const struct xds_ads_response *r, const char *identifier,
+                      xds_ads_emit_fn emit, void *user)
+{
+    const char *url = xds_type_url(r->type);
+    int rc = emit_ld(emit, user, 0x22, strlen(url), url);
     if (rc == 0 && r->nonce[0])
         rc = emit_ld(emit, user, 0x2a, strlen(r->nonce), r->nonce);
     if (rc == 0 && identifier && identifier[0]) {
@@ -611,6 +721,17 @@ int xds_ads_response_emit(const struct xds_ads_response *r, const char *identifi
         if (rc == 0)
             rc = emit_ld(emit, user, 0x0a, il, identifier);
     }
+    return rc;
+}
+
+int xds_ads_response_emit(const struct xds_ads_response *r, const char *identifier,
+                          xds_ads_emit_fn emit, void *user)
+{
+    int rc = xds_ads_emit_head(r, emit, user);
+    if (rc == 0)
+        rc = xds_ads_emit_resources(r->type, r->items, r->n, emit, user);
+    if (rc == 0)
+        rc = xds_ads_emit_tail(r, identifier, emit, user);
     return rc;
 }
 

@@ -25,7 +25,14 @@
 #include "cx_buf.h"
 #include "xds_types.h"
 
+/* |pool| (may be NULL) interns subscription lists; it must outlive the
+ * stream. */
 void xds_ads_stream_init(struct xds_ads_stream *s);
+void xds_ads_stream_set_pool(struct xds_ads_stream *s, struct xds_names_pool *pool);
+
+struct xds_names_pool *xds_names_pool_new(void);
+/* Frees the pool; every stream using it must be gone. */
+void xds_names_pool_free(struct xds_names_pool *p);
 /* Drops every name and reference the stream holds. */
 void xds_ads_stream_free(struct xds_ads_stream *s);
 
@@ -35,9 +42,10 @@ void xds_ads_stream_free(struct xds_ads_stream *s);
  * happened. Returns 0, or one of: XDS_ADS_EINVAL (not a DiscoveryRequest,
  * empty type_url), XDS_ADS_ELIMIT (too many names), XDS_ADS_ENOMEM; the
  * stream should then end with an error. */
-__attribute__((warn_unused_result)) int
-xds_ads_on_request(struct xds_ads_stream *s, const uint8_t *msg, size_t len,
-                   const char *default_group, struct xds_ads_event *ev);
+__attribute__((warn_unused_result)) int xds_ads_on_request(struct xds_ads_stream *s,
+                                                           const uint8_t *msg, size_t len,
+                                                           const char *default_group,
+                                                           struct xds_ads_event *ev);
 
 /* The resources of each type for the stream's group. NULL as a whole (no
  * snapshot yet) means "send nothing"; a group missing from the snapshot is
@@ -52,7 +60,8 @@ struct xds_ads_sets {
  * (caller calls xds_ads_response_clear), 0 when nothing is to be sent, or
  * XDS_ADS_ENOMEM. */
 __attribute__((warn_unused_result)) int xds_ads_next(struct xds_ads_stream *s,
-                                                     const struct xds_ads_sets *sets, int64_t origin_ns,
+                                                     const struct xds_ads_sets *sets,
+                                                     int64_t origin_ns,
                                                      struct xds_ads_response *out);
 
 void xds_ads_response_clear(struct xds_ads_response *r);
@@ -70,10 +79,20 @@ typedef int (*xds_ads_emit_fn)(void *user, const void *p, size_t n, struct xds_r
 int xds_ads_response_emit(const struct xds_ads_response *r, const char *identifier,
                           xds_ads_emit_fn emit, void *user);
 
+/* The same in three parts, so that the middle one — the resources wrapped
+ * in Any, identical for every stream that gets the same list — can be
+ * encoded once and shared: head (version_info), resources, tail (type_url,
+ * nonce, control_plane). Sizes add up to xds_ads_response_size(). */
+size_t xds_ads_resources_size(enum xds_type type, struct xds_resource *const *items, size_t n);
+int xds_ads_emit_head(const struct xds_ads_response *r, xds_ads_emit_fn emit, void *user);
+int xds_ads_emit_resources(enum xds_type type, struct xds_resource *const *items, size_t n,
+                           xds_ads_emit_fn emit, void *user);
+int xds_ads_emit_tail(const struct xds_ads_response *r, const char *identifier,
+                      xds_ads_emit_fn emit, void *user);
+
 /* Appends the serialised DiscoveryResponse to |b|. Returns 0 or -1 (cap). */
-__attribute__((warn_unused_result)) int xds_ads_response_encode(const struct xds_ads_response *r,
-                                                                const char *identifier,
-                                                                struct cx_buf *b);
+__attribute__((warn_unused_result)) int
+xds_ads_response_encode(const struct xds_ads_response *r, const char *identifier, struct cx_buf *b);
 
 /* Make-before-break order: the i-th type to answer (i < XDS_TYPE_COUNT). */
 enum xds_type xds_ads_order(int i);

@@ -16,7 +16,7 @@ struct xds_cache_group {
 
 struct xds_cache {
     struct xlate_snapshot *snap;
-    struct xds_resource_set empty; /* sealed, no items */
+    struct xds_resource_set empty;   /* sealed, no items */
     struct xds_cache_group **groups; /* sorted by name */
     size_t ngroups, cap;
 };

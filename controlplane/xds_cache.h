@@ -42,9 +42,8 @@ void xds_cache_set_snapshot(struct xds_cache *c, struct xlate_snapshot *snap,
 struct xlate_snapshot *xds_cache_snapshot(const struct xds_cache *c);
 
 /* Adds |w| to |group|. Returns 0, or -1 if too many groups exist. */
-__attribute__((warn_unused_result)) int xds_cache_watch_add(struct xds_cache *c,
-                                                            struct xds_cache_watch *w,
-                                                            const char *group);
+__attribute__((warn_unused_result)) int
+xds_cache_watch_add(struct xds_cache *c, struct xds_cache_watch *w, const char *group);
 void xds_cache_watch_remove(struct xds_cache *c, struct xds_cache_watch *w);
 
 /* The resources of the watch's group: NULL before the first snapshot; empty

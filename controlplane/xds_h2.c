@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -24,7 +25,7 @@
 #define CONN_OUT_HIGH ((size_t)512 << 10)
 #define CONN_OUT_LOW  ((size_t)64 << 10)
 /* Request header bytes per stream. */
-#define HDR_MAX 16384
+#define HDR_MAX      16384
 #define PATH_MAX_LEN 512
 
 struct h2_conn;
@@ -34,21 +35,27 @@ struct xds_h2_stream {
     struct xds_h2_stream *prev, *next;
     int32_t id;
     const struct xds_h2_method *method;
-    void *ctx; /* from on_open; NULL until then */
-    char path[PATH_MAX_LEN];
-    char ctype[128];
-    char hmethod[16];
+    void *ctx;             /* from on_open; NULL until then */
+    struct h2_reqhdr *hdr; /* request headers, until the call is routed */
     size_t hdr_bytes;
     struct xds_deframer df;
     struct evbuffer *out;
-    uint8_t responded;  /* response HEADERS submitted */
-    uint8_t finishing;  /* trailers requested */
-    uint8_t trailed;    /* trailers submitted */
-    uint8_t deferred;   /* data provider deferred */
-    uint8_t congested;  /* queued went above XDS_H2_STREAM_LOW */
-    uint8_t notify;     /* on_writable due */
+    uint8_t responded; /* response HEADERS submitted */
+    uint8_t finishing; /* trailers requested */
+    uint8_t trailed;   /* trailers submitted */
+    uint8_t deferred;  /* data provider deferred */
+    uint8_t congested; /* queued went above XDS_H2_STREAM_LOW */
+    uint8_t notify;    /* on_writable due */
     int status;
-    char message[PATH_MAX_LEN + 64];
+    char *message; /* grpc-message, set when finishing (NULL: none) */
+};
+
+/* What routing a call needs; freed once it is routed (an idle stream keeps
+ * nothing of its request headers). */
+struct h2_reqhdr {
+    char path[PATH_MAX_LEN];
+    char ctype[128];
+    char hmethod[16];
 };
 
 struct h2_conn {
@@ -63,8 +70,8 @@ struct h2_conn {
     int64_t accepted_ns;
     uint8_t preface_ok;
     uint8_t ping_out;
-    uint8_t closing;     /* GOAWAY submitted */
-    uint8_t draining;    /* close as soon as the output is written */
+    uint8_t closing;  /* GOAWAY submitted */
+    uint8_t draining; /* close as soon as the output is written */
     uint8_t tls;
     char peer[64];
 };
@@ -165,6 +172,12 @@ static struct xds_h2_stream *stream_new(struct h2_conn *c, int32_t id)
         free(st);
         return NULL;
     }
+    st->hdr = calloc(1, sizeof(*st->hdr));
+    if (!st->hdr) {
+        evbuffer_free(st->out);
+        free(st);
+        return NULL;
+    }
     st->conn = c;
     st->id = id;
     xds_deframer_init(&st->df, c->srv->max_message);
@@ -193,11 +206,20 @@ static void stream_free(struct xds_h2_stream *st)
         st->next->prev = st->prev;
     xds_deframer_free(&st->df);
     evbuffer_free(st->out);
+    free(st->hdr);
+    free(st->message);
     free(st);
 }
 
-#define NV(n, v)                                                                          \
-    {                                                                                     \
+/* Sets the grpc-message to send (cut at 512 bytes). */
+static void stream_set_message(struct xds_h2_stream *st, const char *m)
+{
+    free(st->message);
+    st->message = m && m[0] ? strndup(m, 512) : NULL;
+}
+
+#define NV(n, v)                                                                       \
+    {                                                                                  \
         (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE \
     }
 
@@ -206,7 +228,7 @@ static void fill_status(nghttp2_nv *nv, size_t *n, const struct xds_h2_stream *s
 {
     snprintf(code, codecap, "%d", st->status);
     nv[(*n)++] = (nghttp2_nv)NV("grpc-status", code);
-    if (st->message[0]) {
+    if (st->message) {
         xds_h2_percent_encode(st->message, msg, msgcap);
         nv[(*n)++] = (nghttp2_nv)NV("grpc-message", msg);
     }
@@ -287,7 +309,7 @@ void xds_h2_stream_finish(struct xds_h2_stream *st, int status, const char *mess
     if (st->finishing)
         return;
     st->status = status;
-    snprintf(st->message, sizeof(st->message), "%s", message ? message : "");
+    stream_set_message(st, message);
     if (!st->responded) {
         stream_respond_now(st, "200");
     } else {
@@ -376,19 +398,19 @@ static int cb_header(nghttp2_session *session, const nghttp2_frame *frame, const
     if (frame->hd.type != NGHTTP2_HEADERS)
         return 0;
     struct xds_h2_stream *st = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
-    if (!st || st->responded)
+    if (!st || st->responded || !st->hdr)
         return 0;
     st->hdr_bytes += namelen + valuelen + 32;
     if (st->hdr_bytes > HDR_MAX)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     if (namelen == 5 && memcmp(name, ":path", 5) == 0) {
-        if (valuelen >= sizeof(st->path))
+        if (valuelen >= sizeof(st->hdr->path))
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-        copy_hdr(st->path, sizeof(st->path), value, valuelen);
+        copy_hdr(st->hdr->path, sizeof(st->hdr->path), value, valuelen);
     } else if (namelen == 7 && memcmp(name, ":method", 7) == 0) {
-        copy_hdr(st->hmethod, sizeof(st->hmethod), value, valuelen);
+        copy_hdr(st->hdr->hmethod, sizeof(st->hdr->hmethod), value, valuelen);
     } else if (namelen == 12 && memcmp(name, "content-type", 12) == 0) {
-        copy_hdr(st->ctype, sizeof(st->ctype), value, valuelen);
+        copy_hdr(st->hdr->ctype, sizeof(st->hdr->ctype), value, valuelen);
     }
     return 0;
 }
@@ -408,28 +430,30 @@ static const struct xds_h2_method *find_method(const struct xds_h2_server *s, co
     return NULL;
 }
 
-/* Request headers complete: route the call. */
-static int stream_start(struct h2_conn *c, struct xds_h2_stream *st)
+static int stream_route(struct h2_conn *c, struct xds_h2_stream *st)
 {
     struct xds_h2_server *s = c->srv;
-    if (strcmp(st->hmethod, "POST") != 0) {
+    const struct h2_reqhdr *h = st->hdr;
+    if (strcmp(h->hmethod, "POST") != 0) {
         stream_respond_now(st, "405");
         return 0;
     }
-    if (!is_grpc_ctype(st->ctype)) {
+    if (!is_grpc_ctype(h->ctype)) {
         stream_respond_now(st, "415");
         return 0;
     }
-    const struct xds_h2_method *m = find_method(s, st->path);
+    const struct xds_h2_method *m = find_method(s, h->path);
     if (!m) {
+        char msg[PATH_MAX_LEN + 32];
         st->status = 12; /* UNIMPLEMENTED */
-        snprintf(st->message, sizeof(st->message), "unknown method %s", st->path);
+        snprintf(msg, sizeof(msg), "unknown method %s", h->path);
+        stream_set_message(st, msg);
         stream_respond_now(st, "200");
         return 0;
     }
     if (s->shutting || c->closing) {
         st->status = 14; /* UNAVAILABLE */
-        snprintf(st->message, sizeof(st->message), "server shutting down");
+        stream_set_message(st, "server shutting down");
         stream_respond_now(st, "200");
         return 0;
     }
@@ -452,6 +476,17 @@ static int stream_start(struct h2_conn *c, struct xds_h2_stream *st)
     st->ctx = ctx;
     s->counts.streams++;
     return 0;
+}
+
+/* Request headers complete: route the call, then drop the headers. */
+static int stream_start(struct h2_conn *c, struct xds_h2_stream *st)
+{
+    if (!st->hdr)
+        return 0; /* trailers or a second HEADERS: nothing to route */
+    int rc = stream_route(c, st);
+    free(st->hdr);
+    st->hdr = NULL;
+    return rc;
 }
 
 static int deliver(void *user, const uint8_t *msg, size_t len)
@@ -546,6 +581,78 @@ static int cb_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t
     stream_free(st);
     return 0;
 }
+
+/* ---- nghttp2 memory ------------------------------------------------------------
+ * Every session allocates a 16 KB frame buffer of which we only ever write
+ * frame headers (DATA goes out without copying, see cb_send_data). Taken
+ * from the heap, its pages become resident as soon as the heap recycles
+ * them; mapped on its own, the untouched pages never count. Allocations of
+ * H2_MMAP_MIN bytes or more are therefore mmap'ed; a 16-byte header says
+ * which kind each block is. */
+#define H2_MMAP_MIN ((size_t)8192)
+#define H2_HDR      ((size_t)16)
+
+static void *h2_alloc(size_t n, int zero)
+{
+    size_t total = n + H2_HDR;
+    size_t *p;
+    if (n >= H2_MMAP_MIN) {
+        void *m = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return NULL;
+        p = m;
+        p[1] = 1;
+    } else {
+        p = zero ? calloc(1, total) : malloc(total);
+        if (!p)
+            return NULL;
+        p[1] = 0;
+    }
+    p[0] = total;
+    return (uint8_t *)p + H2_HDR;
+}
+
+static void h2_free(void *ptr, void *user)
+{
+    (void)user;
+    if (!ptr)
+        return;
+    size_t *p = (size_t *)(void *)((uint8_t *)ptr - H2_HDR);
+    if (p[1])
+        munmap(p, p[0]);
+    else
+        free(p);
+}
+
+static void *h2_malloc(size_t n, void *user)
+{
+    (void)user;
+    return h2_alloc(n, 0);
+}
+
+static void *h2_calloc(size_t nmemb, size_t size, void *user)
+{
+    (void)user;
+    if (size && nmemb > SIZE_MAX / size)
+        return NULL;
+    return h2_alloc(nmemb * size, 1);
+}
+
+static void *h2_realloc(void *ptr, size_t n, void *user)
+{
+    if (!ptr)
+        return h2_alloc(n, 0);
+    size_t *p = (size_t *)(void *)((uint8_t *)ptr - H2_HDR);
+    size_t old = p[0] - H2_HDR;
+    void *q = h2_alloc(n, 0);
+    if (!q)
+        return NULL;
+    memcpy(q, ptr, old < n ? old : n);
+    h2_free(ptr, user);
+    return q;
+}
+
+static nghttp2_mem h2_mem = {NULL, h2_malloc, h2_free, h2_calloc, h2_realloc};
 
 /* ---- connections ------------------------------------------------------------- */
 
@@ -735,8 +842,7 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
     (void)arg;
     static const unsigned char h2[] = "\x02h2";
     unsigned char *o;
-    if (SSL_select_next_proto(&o, outlen, h2, sizeof(h2) - 1, in, inlen) !=
-        OPENSSL_NPN_NEGOTIATED)
+    if (SSL_select_next_proto(&o, outlen, h2, sizeof(h2) - 1, in, inlen) != OPENSSL_NPN_NEGOTIATED)
         return SSL_TLSEXT_ERR_ALERT_FATAL; /* a client that cannot speak h2 */
     *out = o;
     return SSL_TLSEXT_ERR_OK;
@@ -769,10 +875,9 @@ SSL_CTX *xds_h2_tls_ctx(const char *cert, const char *key, const char *client_ca
         STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(client_ca);
         if (names)
             SSL_CTX_set_client_CA_list(ctx, names);
-        SSL_CTX_set_verify(ctx,
-                           SSL_VERIFY_PEER |
-                               (require_client_cert ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
-                           NULL);
+        SSL_CTX_set_verify(
+            ctx, SSL_VERIFY_PEER | (require_client_cert ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
+            NULL);
     }
     SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
     return ctx;
@@ -782,8 +887,8 @@ fail:
     return NULL;
 }
 
-static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
-                      int salen, void *arg)
+static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
+                      void *arg)
 {
     (void)l;
     (void)salen;
@@ -853,15 +958,18 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
         goto fail;
     /* Flood and abuse limits come from nghttp2's defaults; we add ours. */
     nghttp2_option_set_max_outbound_ack(opt, 1000);
-    if (nghttp2_session_server_new2(&c->session, cbs, c, opt) != 0)
+    /* An ADS connection carries one long-lived stream: HPACK's dynamic
+     * tables would save a few bytes once and cost memory forever. */
+    nghttp2_option_set_max_deflate_dynamic_table_size(opt, 0);
+    if (nghttp2_session_server_new3(&c->session, cbs, c, opt, &h2_mem) != 0)
         goto fail;
     nghttp2_settings_entry iv[] = {
         {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, s->max_streams},
         {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, HDR_MAX},
+        {NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, 0},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20},
     };
-    if (nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0])) !=
-        0)
+    if (nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0])) != 0)
         goto fail;
     /* A larger connection window so that many streams can send at once. */
     nghttp2_session_set_local_window_size(c->session, NGHTTP2_FLAG_NONE, 0, 8 << 20);
@@ -982,8 +1090,7 @@ static void on_grace(evutil_socket_t fd, short what, void *arg)
         conn_free(s->conns);
 }
 
-void xds_h2_server_shutdown(struct xds_h2_server *s, int grace_ms, void (*done)(void *),
-                            void *arg)
+void xds_h2_server_shutdown(struct xds_h2_server *s, int grace_ms, void (*done)(void *), void *arg)
 {
     if (s->shutting)
         return;
@@ -1003,8 +1110,8 @@ void xds_h2_server_shutdown(struct xds_h2_server *s, int grace_ms, void (*done)(
             if (st->responded)
                 xds_h2_stream_finish(st, 14, "server shutting down");
         nghttp2_submit_goaway(c->session, NGHTTP2_FLAG_NONE,
-                              nghttp2_session_get_last_proc_stream_id(c->session),
-                              NGHTTP2_NO_ERROR, NULL, 0);
+                              nghttp2_session_get_last_proc_stream_id(c->session), NGHTTP2_NO_ERROR,
+                              NULL, 0);
         c->closing = 1;
         conn_schedule_flush(c);
     }

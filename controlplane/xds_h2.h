@@ -85,8 +85,7 @@ void xds_h2_server_counts(const struct xds_h2_server *s, struct xds_h2_counts *o
  * each connection once its output is flushed, or after |grace_ms| at the
  * latest. |done| (may be NULL) runs from the loop once every connection is
  * closed. Free the server afterwards (or from |done|). */
-void xds_h2_server_shutdown(struct xds_h2_server *s, int grace_ms, void (*done)(void *),
-                            void *arg);
+void xds_h2_server_shutdown(struct xds_h2_server *s, int grace_ms, void (*done)(void *), void *arg);
 
 /* Closes everything at once (calls on_close for every open call). */
 void xds_h2_server_free(struct xds_h2_server *s);

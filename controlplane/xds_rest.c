@@ -44,8 +44,8 @@ static int fail(struct cx_buf *out, int code, const char *msg)
     return code;
 }
 
-int xds_rest_discovery(const struct xds_cache *cache, const char *default_group,
-                       enum xds_type type, const char *body, size_t len, struct cx_buf *out)
+int xds_rest_discovery(const struct xds_cache *cache, const char *default_group, enum xds_type type,
+                       const char *body, size_t len, struct cx_buf *out)
 {
     int code = 200;
     cJSON *req = NULL;

@@ -30,8 +30,8 @@ struct admin_server;
 /* The I/O-free core: answers |body| for |type| from |cache|. Appends the
  * response body (JSON, or an error message) to |out| and returns the HTTP
  * status: 200, 304, 400, 500 (rendering failed) or 503 (no snapshot). */
-int xds_rest_discovery(const struct xds_cache *cache, const char *default_group,
-                       enum xds_type type, const char *body, size_t len, struct cx_buf *out);
+int xds_rest_discovery(const struct xds_cache *cache, const char *default_group, enum xds_type type,
+                       const char *body, size_t len, struct cx_buf *out);
 
 /* evhttp callback; |arg| is the struct xds_server. The type comes from the
  * request path. */

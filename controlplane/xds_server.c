@@ -1,5 +1,6 @@
 #include "xds_server.h"
 
+#include "cx_hash.h"
 #include "cx_log.h"
 #include "cx_metrics.h"
 #include "cx_time.h"
@@ -16,9 +17,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Resources at least this large are referenced into the output instead of
- * copied (smaller ones cost less to copy than a buffer chain). */
-#define REF_MIN_BYTES 2048
+/* Encoded resource lists (the Any-wrapped "resources" field) kept for
+ * reuse: a push usually sends the same list to every stream of a group, so
+ * it is encoded once and referenced by every stream's output; only the head
+ * (version) and tail (type_url, nonce) are per stream. */
+#define MEMO_SLOTS 64
+
+struct blob {
+    int refs; /* main loop only */
+    size_t len;
+    uint8_t data[];
+};
+
+struct memo_entry {
+    uint64_t hash;
+    uint64_t last_use;
+    enum xds_type type;
+    size_t n;
+    struct xds_resource **items; /* referenced; NULL: empty slot */
+    struct blob *blob;           /* referenced */
+};
 
 struct sstream {
     struct xds_cache_watch watch; /* first: container_of by cast */
@@ -55,37 +73,39 @@ struct xds_server {
     struct xds_h2_method method;
     struct xds_metrics m;
     uint64_t m_rejected_seen;
+    struct memo_entry memo[MEMO_SLOTS];
+    uint64_t memo_clock;
+    struct xds_names_pool *names;
 };
 
 static const char *const verdict_names[5] = {"subscribe", "ack", "nack", "stale", "unknown_type"};
 
 static void metrics_init(struct xds_metrics *m)
 {
-    m->connections = cx_metric_with(
-        cx_gauge("coxswain_xds_connections", "Open xDS (gRPC) connections.", NULL));
-    m->streams =
-        cx_metric_with(cx_gauge("coxswain_xds_streams", "Open ADS streams.", NULL));
-    m->streams_total = cx_metric_with(
-        cx_counter("coxswain_xds_streams_total", "ADS streams opened.", NULL));
+    m->connections =
+        cx_metric_with(cx_gauge("coxswain_xds_connections", "Open xDS (gRPC) connections.", NULL));
+    m->streams = cx_metric_with(cx_gauge("coxswain_xds_streams", "Open ADS streams.", NULL));
+    m->streams_total =
+        cx_metric_with(cx_counter("coxswain_xds_streams_total", "ADS streams opened.", NULL));
     m->rejected = cx_metric_with(cx_counter("coxswain_xds_connections_rejected_total",
                                             "Connections refused over the limit.", NULL));
-    m->snapshots = cx_metric_with(cx_counter("coxswain_xds_snapshots_total",
-                                             "Snapshots handed to the xDS server.", NULL));
+    m->snapshots = cx_metric_with(
+        cx_counter("coxswain_xds_snapshots_total", "Snapshots handed to the xDS server.", NULL));
     struct cx_metric *pushes =
         cx_counter("coxswain_xds_pushes_total", "DiscoveryResponses sent.", "type");
     struct cx_metric *bytes = cx_counter("coxswain_xds_push_bytes_total",
                                          "Bytes of DiscoveryResponses sent (framed).", "type");
     struct cx_metric *res = cx_counter("coxswain_xds_push_resources_total",
                                        "Resources carried by DiscoveryResponses.", "type");
-    struct cx_metric *lat = cx_histogram(
-        "coxswain_xds_push_latency_seconds",
-        "From the snapshot (or request) that caused a response to its ACK or NACK.", "type",
-        cx_metric_latency_buckets, cx_metric_latency_nbuckets);
+    struct cx_metric *lat =
+        cx_histogram("coxswain_xds_push_latency_seconds",
+                     "From the snapshot (or request) that caused a response to its ACK or NACK.",
+                     "type", cx_metric_latency_buckets, cx_metric_latency_nbuckets);
     struct cx_metric *req = cx_counter("coxswain_xds_requests_total",
                                        "DiscoveryRequests by type and verdict.", "type,verdict");
-    m->nacks = cx_counter("coxswain_xds_nacks_total",
-                          "NACKs (requests with error_detail) by node group and type.",
-                          "group,type");
+    m->nacks =
+        cx_counter("coxswain_xds_nacks_total",
+                   "NACKs (requests with error_detail) by node group and type.", "group,type");
     for (int t = 0; t <= XDS_TYPE_COUNT; t++) {
         const char *tn = t < XDS_TYPE_COUNT ? xds_type_short((enum xds_type)t) : "unknown";
         if (t < XDS_TYPE_COUNT) {
@@ -117,25 +137,87 @@ static void m_gauges(struct xds_server *s);
 
 /* ---- pushing ------------------------------------------------------------------ */
 
-static void unref_cleanup(const void *data, size_t len, void *arg)
+static void blob_unref(struct blob *b)
+{
+    if (b && --b->refs == 0)
+        free(b);
+}
+
+static void blob_cleanup(const void *data, size_t len, void *arg)
 {
     (void)data;
     (void)len;
-    xds_resource_unref(arg);
+    blob_unref(arg);
+}
+
+static int emit_blob(void *user, const void *p, size_t n, struct xds_resource *res)
+{
+    (void)res;
+    struct blob *b = user;
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    return 0;
+}
+
+static void memo_clear(struct memo_entry *e)
+{
+    for (size_t i = 0; i < e->n; i++)
+        xds_resource_unref(e->items[i]);
+    free(e->items);
+    blob_unref(e->blob);
+    memset(e, 0, sizeof(*e));
+}
+
+/* The encoded resources of |r|, shared (one reference for the caller), or
+ * NULL when memory ran out. */
+static struct blob *memo_get(struct xds_server *s, const struct xds_ads_response *r)
+{
+    uint64_t h = cx_fnv64(CX_FNV64_INIT, &r->type, sizeof(r->type));
+    h = cx_fnv64(h, r->items, r->n * sizeof(*r->items));
+    struct memo_entry *victim = &s->memo[0];
+    for (int i = 0; i < MEMO_SLOTS; i++) {
+        struct memo_entry *e = &s->memo[i];
+        if (e->items && e->hash == h && e->type == r->type && e->n == r->n &&
+            memcmp(e->items, r->items, r->n * sizeof(*r->items)) == 0) {
+            e->last_use = ++s->memo_clock;
+            e->blob->refs++;
+            return e->blob;
+        }
+        if (!e->items || (victim->items && e->last_use < victim->last_use))
+            victim = e;
+    }
+    size_t len = xds_ads_resources_size(r->type, r->items, r->n);
+    struct blob *b = malloc(sizeof(*b) + len);
+    struct xds_resource **items = malloc(r->n * sizeof(*items));
+    if (!b || !items) {
+        free(b);
+        free(items);
+        return NULL;
+    }
+    b->refs = 1;
+    b->len = 0;
+    if (xds_ads_emit_resources(r->type, r->items, r->n, emit_blob, b) != 0 || b->len != len) {
+        free(b);
+        free(items);
+        return NULL;
+    }
+    memo_clear(victim);
+    for (size_t i = 0; i < r->n; i++)
+        items[i] = xds_resource_ref(r->items[i]);
+    *victim = (struct memo_entry){.hash = h,
+                                  .last_use = ++s->memo_clock,
+                                  .type = r->type,
+                                  .n = r->n,
+                                  .items = items,
+                                  .blob = b};
+    b->refs++; /* the memo's and the caller's */
+    return b;
 }
 
 static int emit_evbuf(void *user, const void *p, size_t n, struct xds_resource *res)
 {
-    struct evbuffer *eb = user;
-    if (res && n >= REF_MIN_BYTES) {
-        xds_resource_ref(res);
-        if (evbuffer_add_reference(eb, p, n, unref_cleanup, res) != 0) {
-            xds_resource_unref(res);
-            return -1;
-        }
-        return 0;
-    }
-    return evbuffer_add(eb, p, n);
+    (void)res;
+    return evbuffer_add(user, p, n);
 }
 
 /* Frames and queues one response. Returns 0 or -1. */
@@ -152,7 +234,16 @@ static int send_response(struct sstream *ss, const struct xds_ads_response *r)
     xds_frame_prefix(prefix, (uint32_t)size);
     int rc = evbuffer_add(eb, prefix, 5);
     if (rc == 0)
-        rc = xds_ads_response_emit(r, s->identifier, emit_evbuf, eb);
+        rc = xds_ads_emit_head(r, emit_evbuf, eb);
+    if (rc == 0 && r->n) {
+        struct blob *b = memo_get(s, r);
+        if (!b || evbuffer_add_reference(eb, b->data, b->len, blob_cleanup, b) != 0) {
+            blob_unref(b);
+            rc = -1;
+        }
+    }
+    if (rc == 0)
+        rc = xds_ads_emit_tail(r, s->identifier, emit_evbuf, eb);
     if (rc == 0)
         rc = xds_h2_stream_send(ss->h2, eb);
     evbuffer_free(eb);
@@ -164,8 +255,7 @@ static int send_response(struct sstream *ss, const struct xds_ads_response *r)
         m_add(s->m.push_bytes[r->type], (double)(size + 5));
         m_add(s->m.push_resources[r->type], (double)r->n);
         cx_debug("xds", "push %s version %s nonce %s (%zu resources, %zu bytes) to %s",
-                 xds_type_short(r->type), r->version, r->nonce, r->n, size,
-                 ss->ads.node_id);
+                 xds_type_short(r->type), r->version, r->nonce, r->n, size, ss->ads.node_id);
     }
     return rc;
 }
@@ -275,6 +365,7 @@ static void *ads_open(void *user, struct xds_h2_stream *st)
     ss->srv = s;
     ss->h2 = st;
     xds_ads_stream_init(&ss->ads);
+    xds_ads_stream_set_pool(&ss->ads, s->names);
     s->stats.streams++;
     s->stats.streams_total++;
     m_add(s->m.streams_total, 1);
@@ -289,7 +380,7 @@ static int ads_message(void *ctx, const uint8_t *msg, size_t len, const char **e
     struct xds_ads_event ev;
     s->stats.requests_total++;
     if (s->tap)
-        s->tap(s->tap_user, ss->ads.node_id, msg, len);
+        s->tap(s->tap_user, ss->ads.have_node ? ss->ads.node_id : "", msg, len);
     int rc = xds_ads_on_request(&ss->ads, msg, len, s->default_group, &ev);
     if (ev.first_node && !ss->registered) {
         if (xds_cache_watch_add(s->cache, &ss->watch, ss->ads.group) != 0) {
@@ -316,9 +407,8 @@ static int ads_message(void *ctx, const uint8_t *msg, size_t len, const char **e
     if (cx_log_enabled(CX_LOG_DEBUG) && ev.type >= 0) {
         const struct xds_ads_type_state *ts = &ss->ads.types[ev.type];
         cx_debug("xds", "request %s %s from %s: %zu names%s, nonce sent %s, awaiting %d",
-                 xds_type_short((enum xds_type)ev.type), verdict_names[ev.verdict],
-                 ss->ads.node_id, ts->nnames, ts->wildcard ? " (wildcard)" : "", ts->nonce_sent,
-                 ts->awaiting);
+                 xds_type_short((enum xds_type)ev.type), verdict_names[ev.verdict], ss->ads.node_id,
+                 ts->nnames, ts->wildcard ? " (wildcard)" : "", ts->nonce_sent, ts->awaiting);
     }
     m_add(s->m.requests[ev.type >= 0 ? ev.type : XDS_TYPE_COUNT][ev.verdict], 1);
     if (ev.verdict == XDS_ADS_NACK)
@@ -388,9 +478,10 @@ struct xds_server *xds_server_new(struct event_base *base, const struct xds_serv
         signal(SIGPIPE, SIG_IGN);
     metrics_init(&s->m);
     s->cache = xds_cache_new();
+    s->names = xds_names_pool_new();
     s->default_group = strdup(cfg->default_group ? cfg->default_group : "");
     s->identifier = cfg->identifier ? strdup(cfg->identifier) : NULL;
-    if (!s->cache || !s->default_group || (cfg->identifier && !s->identifier)) {
+    if (!s->cache || !s->names || !s->default_group || (cfg->identifier && !s->identifier)) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -527,7 +618,10 @@ void xds_server_free(struct xds_server *s)
     if (!s)
         return;
     xds_h2_server_free(s->h2); /* closes every stream first */
+    for (int i = 0; i < MEMO_SLOTS; i++)
+        memo_clear(&s->memo[i]);
     xds_cache_free(s->cache);
+    xds_names_pool_free(s->names);
     free(s->default_group);
     free(s->identifier);
     free(s);

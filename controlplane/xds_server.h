@@ -27,7 +27,8 @@
 
 #include <event2/event.h>
 
-#define XDS_ADS_PATH "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
+#define XDS_ADS_PATH \
+    "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
 
 struct xds_server;
 

@@ -62,6 +62,25 @@ struct xds_deframer {
 
 /* ---- ADS stream state machine (xds_ads.h) ------------------------------ */
 
+/* A sorted, unique list of subscribed names in one allocation (pointers,
+ * then the strings). Lists are interned in a pool when the stream has one:
+ * the proxies of a gateway all subscribe to the same names, so a thousand
+ * streams share one copy. Main loop only (plain refcount). */
+struct xds_names {
+    int refs;
+    uint64_t hash;
+    size_t n;
+    struct xds_names *next; /* pool bucket chain */
+    char *v[];              /* n pointers, then the strings */
+};
+
+#define XDS_NAMES_POOL_BUCKETS 4096
+
+struct xds_names_pool {
+    struct xds_names *buckets[XDS_NAMES_POOL_BUCKETS];
+    size_t count;
+};
+
 /* What one type of one stream knows. "sent" is what the client holds from
  * us on this stream: the resources of our last full-state response (LDS/CDS)
  * or every RDS/EDS resource sent and still subscribed. Each entry holds a
@@ -75,7 +94,8 @@ struct xds_ads_type_state {
     uint8_t responded;       /* we answered at least once on this stream */
     uint8_t nacked;          /* the last response was NACKed (not yet ACKed since) */
     uint8_t resync_valid;    /* resync_version holds the first request's version */
-    char **names;            /* sorted, unique, each malloc'ed */
+    struct xds_names *list;  /* the subscription (NULL: none) */
+    char **names;            /* list->v, or NULL */
     size_t nnames;
     struct xds_resource **sent; /* sorted by name, referenced */
     size_t nsent;
@@ -88,13 +108,16 @@ struct xds_ads_type_state {
     uint64_t nacks;
 };
 
+/* Node strings are heap copies cut at XDS_NODE_STR_MAX - 1 bytes, NULL
+ * until the first request (have_node), then never NULL. */
 struct xds_ads_stream {
     uint8_t have_node; /* the first request was seen (node kept from it) */
-    char node_id[XDS_NODE_STR_MAX];
-    char node_cluster[XDS_NODE_STR_MAX];
-    char group[XDS_NODE_STR_MAX]; /* node group: gateway metadata, cluster or default */
-    char user_agent[64];
+    char *node_id;
+    char *node_cluster;
+    char *group; /* node group: gateway metadata, cluster or default */
+    char *user_agent;
     uint64_t nonce_counter;
+    struct xds_names_pool *pool; /* may be NULL: lists are then private */
     struct xds_ads_type_state types[XDS_TYPE_COUNT];
 };
 
@@ -112,11 +135,11 @@ enum xds_ads_verdict {
 /* What xds_ads_on_request() saw, for counting and logging. */
 struct xds_ads_event {
     enum xds_ads_verdict verdict;
-    int type;               /* enum xds_type, or -1 for UNKNOWN_TYPE */
-    uint8_t first_node;     /* this request fixed the stream's node and group */
-    uint8_t names_changed;  /* the subscription changed */
-    int64_t origin_ns;      /* ACK/NACK: origin_ns of the answered response */
-    int nack_code;          /* NACK: error_detail.code */
+    int type;                          /* enum xds_type, or -1 for UNKNOWN_TYPE */
+    uint8_t first_node;                /* this request fixed the stream's node and group */
+    uint8_t names_changed;             /* the subscription changed */
+    int64_t origin_ns;                 /* ACK/NACK: origin_ns of the answered response */
+    int nack_code;                     /* NACK: error_detail.code */
     char version[XDS_VERSION_LEN + 1]; /* ACK/NACK: the version answered (ours) */
     char nack_message[XDS_NACK_MSG_MAX];
 };
@@ -152,9 +175,9 @@ struct xds_nack {
 
 /* Per node group and type, what the status writer reads. */
 struct xds_nack_stat {
-    uint64_t total;    /* NACKs ever counted */
-    unsigned active;   /* streams whose latest response of this type is NACKed */
-    int64_t last_ns;   /* CLOCK_MONOTONIC of the last NACK (0: none) */
+    uint64_t total;  /* NACKs ever counted */
+    unsigned active; /* streams whose latest response of this type is NACKed */
+    int64_t last_ns; /* CLOCK_MONOTONIC of the last NACK (0: none) */
     char last_version[XDS_VERSION_LEN + 1];
     char last_node[XDS_NODE_STR_MAX];
     char last_message[XDS_NACK_MSG_MAX];
@@ -163,18 +186,18 @@ struct xds_nack_stat {
 /* ---- server configuration (xds_server.h) ------------------------------ */
 
 struct xds_server_config {
-    const char *listen;        /* "host:port", "[v6]:port" or ":port"; port 0 picks one */
-    const char *tls_cert;      /* PEM certificate chain; NULL (with tls_key) = h2c */
-    const char *tls_key;       /* PEM private key */
-    const char *tls_client_ca; /* PEM CA bundle: ask for and verify client certs */
+    const char *listen;          /* "host:port", "[v6]:port" or ":port"; port 0 picks one */
+    const char *tls_cert;        /* PEM certificate chain; NULL (with tls_key) = h2c */
+    const char *tls_key;         /* PEM private key */
+    const char *tls_client_ca;   /* PEM CA bundle: ask for and verify client certs */
     int tls_require_client_cert; /* refuse clients without a valid certificate */
-    const char *default_group; /* group of nodes without gateway metadata or cluster */
-    const char *identifier;    /* control_plane.identifier in responses; NULL: none */
-    size_t max_message;        /* 0: XDS_MAX_MESSAGE_DEFAULT */
-    unsigned max_connections;  /* 0: 10000 */
-    unsigned max_streams;      /* concurrent streams per connection; 0: 100 */
-    int keepalive_ms;          /* idle PING interval; 0: 30000; < 0: off */
-    int handshake_timeout_ms;  /* preface/TLS must finish in this; 0: 10000 */
+    const char *default_group;   /* group of nodes without gateway metadata or cluster */
+    const char *identifier;      /* control_plane.identifier in responses; NULL: none */
+    size_t max_message;          /* 0: XDS_MAX_MESSAGE_DEFAULT */
+    unsigned max_connections;    /* 0: 10000 */
+    unsigned max_streams;        /* concurrent streams per connection; 0: 100 */
+    int keepalive_ms;            /* idle PING interval; 0: 30000; < 0: off */
+    int handshake_timeout_ms;    /* preface/TLS must finish in this; 0: 10000 */
 };
 
 /* Counters the server keeps (read with xds_server_stats()). */

@@ -110,7 +110,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size--;
     struct ctx c;
     memset(&c, 0, sizeof(c));
+    struct xds_names_pool *pool = xds_names_pool_new();
     xds_ads_stream_init(&c.st);
+    xds_ads_stream_set_pool(&c.st, pool);
     struct xds_deframer d;
     xds_deframer_init(&d, 1 << 16);
     for (size_t off = 0; off < size; off += chunk) {
@@ -120,5 +122,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     xds_deframer_free(&d);
     xds_ads_stream_free(&c.st);
+    if (pool->count != 0) /* every list released */
+        abort();
+    xds_names_pool_free(pool);
     return 0;
 }

@@ -22,8 +22,8 @@ static struct xds_resource *pack(enum xds_type t, const char *name, const Protob
 }
 
 #define HCM_PFX Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__
-#define HCM_URL                                                                                  \
-    "type.googleapis.com/"                                                                       \
+#define HCM_URL            \
+    "type.googleapis.com/" \
     "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
 #define ROUTER_URL "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
 
@@ -32,7 +32,8 @@ struct xds_resource *xdsb_api_listener(const char *name, const char *route_confi
     Envoy__Config__Core__V3__AggregatedConfigSource ads =
         ENVOY__CONFIG__CORE__V3__AGGREGATED_CONFIG_SOURCE__INIT;
     Envoy__Config__Core__V3__ConfigSource cs = ENVOY__CONFIG__CORE__V3__CONFIG_SOURCE__INIT;
-    cs.config_source_specifier_case = ENVOY__CONFIG__CORE__V3__CONFIG_SOURCE__CONFIG_SOURCE_SPECIFIER_ADS;
+    cs.config_source_specifier_case =
+        ENVOY__CONFIG__CORE__V3__CONFIG_SOURCE__CONFIG_SOURCE_SPECIFIER_ADS;
     cs.ads = &ads;
     cs.resource_api_version = ENVOY__CONFIG__CORE__V3__API_VERSION__V3;
     Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__Rds rds =
@@ -156,7 +157,8 @@ struct xds_resource *xdsb_cluster(const char *name, int lb_policy, int eds)
     Envoy__Config__Core__V3__AggregatedConfigSource ads =
         ENVOY__CONFIG__CORE__V3__AGGREGATED_CONFIG_SOURCE__INIT;
     Envoy__Config__Core__V3__ConfigSource cs = ENVOY__CONFIG__CORE__V3__CONFIG_SOURCE__INIT;
-    cs.config_source_specifier_case = ENVOY__CONFIG__CORE__V3__CONFIG_SOURCE__CONFIG_SOURCE_SPECIFIER_ADS;
+    cs.config_source_specifier_case =
+        ENVOY__CONFIG__CORE__V3__CONFIG_SOURCE__CONFIG_SOURCE_SPECIFIER_ADS;
     cs.ads = &ads;
     cs.resource_api_version = ENVOY__CONFIG__CORE__V3__API_VERSION__V3;
     Envoy__Config__Cluster__V3__Cluster__EdsClusterConfig ec =
@@ -164,7 +166,8 @@ struct xds_resource *xdsb_cluster(const char *name, int lb_policy, int eds)
     ec.eds_config = &cs;
     Envoy__Config__Cluster__V3__Cluster c = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__INIT;
     c.name = (char *)name;
-    c.cluster_discovery_type_case = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__CLUSTER_DISCOVERY_TYPE_TYPE;
+    c.cluster_discovery_type_case =
+        ENVOY__CONFIG__CLUSTER__V3__CLUSTER__CLUSTER_DISCOVERY_TYPE_TYPE;
     c.type = eds ? ENVOY__CONFIG__CLUSTER__V3__CLUSTER__DISCOVERY_TYPE__EDS
                  : ENVOY__CONFIG__CLUSTER__V3__CLUSTER__DISCOVERY_TYPE__STATIC;
     if (eds)
@@ -182,17 +185,21 @@ struct xds_resource *xdsb_endpoints(const char *cluster, const int *ports, size_
     if (n > 16)
         return NULL;
     for (size_t i = 0; i < n; i++) {
-        sa[i] = (Envoy__Config__Core__V3__SocketAddress)ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__INIT;
+        sa[i] =
+            (Envoy__Config__Core__V3__SocketAddress)ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__INIT;
         sa[i].address = "127.0.0.1";
-        sa[i].port_specifier_case = ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PORT_SPECIFIER_PORT_VALUE;
+        sa[i].port_specifier_case =
+            ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PORT_SPECIFIER_PORT_VALUE;
         sa[i].port_value = (uint32_t)ports[i];
         ad[i] = (Envoy__Config__Core__V3__Address)ENVOY__CONFIG__CORE__V3__ADDRESS__INIT;
         ad[i].address_case = ENVOY__CONFIG__CORE__V3__ADDRESS__ADDRESS_SOCKET_ADDRESS;
         ad[i].socket_address = &sa[i];
         ep[i] = (Envoy__Config__Endpoint__V3__Endpoint)ENVOY__CONFIG__ENDPOINT__V3__ENDPOINT__INIT;
         ep[i].address = &ad[i];
-        lb[i] = (Envoy__Config__Endpoint__V3__LbEndpoint)ENVOY__CONFIG__ENDPOINT__V3__LB_ENDPOINT__INIT;
-        lb[i].host_identifier_case = ENVOY__CONFIG__ENDPOINT__V3__LB_ENDPOINT__HOST_IDENTIFIER_ENDPOINT;
+        lb[i] =
+            (Envoy__Config__Endpoint__V3__LbEndpoint)ENVOY__CONFIG__ENDPOINT__V3__LB_ENDPOINT__INIT;
+        lb[i].host_identifier_case =
+            ENVOY__CONFIG__ENDPOINT__V3__LB_ENDPOINT__HOST_IDENTIFIER_ENDPOINT;
         lb[i].endpoint = &ep[i];
         lb[i].health_status = ENVOY__CONFIG__CORE__V3__HEALTH_STATUS__HEALTHY;
         lbp[i] = &lb[i];

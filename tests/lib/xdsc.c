@@ -99,8 +99,7 @@ static ssize_t data_read(nghttp2_session *s, int32_t id, uint8_t *buf, size_t le
 }
 
 static int cb_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name,
-                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
-                     void *u)
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags, void *u)
 {
     (void)flags;
     (void)u;
@@ -496,8 +495,8 @@ static void ads_on_message(void *user, struct xdsc_call *call, const uint8_t *ms
     if (a->cfg.on_response)
         a->cfg.on_response(a->cfg.user, a, r);
     if (a->cfg.auto_ack && t >= 0)
-        xdsc_ads_request(a, (enum xds_type)t, (const char *const *)a->names[t], a->nnames[t],
-                         NULL, NULL, NULL);
+        xdsc_ads_request(a, (enum xds_type)t, (const char *const *)a->names[t], a->nnames[t], NULL,
+                         NULL, NULL);
     if (a->cfg.keep) {
         struct resp_node *n = calloc(1, sizeof(*n));
         if (n) {
@@ -550,8 +549,8 @@ struct xdsc_ads *xdsc_ads_open(struct xdsc *c, const struct xdsc_ads_config *cfg
     return a;
 }
 
-int xdsc_encode_request(struct cx_buf *out, enum xds_type type, const char *const *names,
-                        size_t n, const char *version, const char *nonce, const char *node_id,
+int xdsc_encode_request(struct cx_buf *out, enum xds_type type, const char *const *names, size_t n,
+                        const char *version, const char *nonce, const char *node_id,
                         const char *cluster, const char *gateway, int nack_code,
                         const char *nack_msg)
 {
@@ -613,10 +612,10 @@ int xdsc_ads_request(struct xdsc_ads *a, enum xds_type type, const char *const *
     }
     struct cx_buf b;
     cx_buf_init(&b, 0);
-    int rc = xdsc_encode_request(
-        &b, type, names, n, version ? version : a->version[type],
-        nonce ? nonce : a->nonce[type], a->sent_node ? NULL : a->node_id,
-        a->sent_node ? NULL : a->cluster, a->sent_node ? NULL : a->gateway, 3, nack);
+    int rc = xdsc_encode_request(&b, type, names, n, version ? version : a->version[type],
+                                 nonce ? nonce : a->nonce[type], a->sent_node ? NULL : a->node_id,
+                                 a->sent_node ? NULL : a->cluster, a->sent_node ? NULL : a->gateway,
+                                 3, nack);
     a->sent_node = 1;
     if (rc == 0)
         rc = xdsc_call_send(a->call, b.data, b.len);
@@ -785,7 +784,7 @@ struct xds_resource *xdsc_fake_resource(enum xds_type type, const char *name, co
     int rc = 0;
     size_t h = 0;
     hdr[h++] = 0x0a;
-    for (size_t v = nl; ; v >>= 7) {
+    for (size_t v = nl;; v >>= 7) {
         hdr[h++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
         if (v < 0x80)
             break;
@@ -794,7 +793,7 @@ struct xds_resource *xdsc_fake_resource(enum xds_type type, const char *name, co
     rc |= cx_buf_append(&b, name, nl);
     h = 0;
     hdr[h++] = 0x12;
-    for (size_t v = pl; ; v >>= 7) {
+    for (size_t v = pl;; v >>= 7) {
         hdr[h++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
         if (v < 0x80)
             break;

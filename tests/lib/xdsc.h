@@ -31,8 +31,8 @@ struct xdsc_call_cbs {
     void (*on_message)(void *user, struct xdsc_call *call, const uint8_t *msg, size_t len);
     /* grpc_status is -1 when the stream ended without one (reset or a bare
      * HTTP status); http_status 0 when no response headers came. */
-    void (*on_close)(void *user, struct xdsc_call *call, int grpc_status,
-                     const char *grpc_message, int http_status);
+    void (*on_close)(void *user, struct xdsc_call *call, int grpc_status, const char *grpc_message,
+                     int http_status);
 };
 
 /* Connects to 127.0.0.1-style numeric |host|:|port|; TLS when |ssl_ctx| is
@@ -79,10 +79,10 @@ typedef void (*xdsc_ads_cb)(void *user, struct xdsc_ads *a, const xdsc_response 
 
 struct xdsc_ads_config {
     const char *node_id;
-    const char *cluster;  /* may be NULL */
-    const char *gateway;  /* node.metadata coxswain.dev/gateway; may be NULL */
-    int auto_ack;         /* ACK every response with the same names */
-    int keep;             /* queue responses for xdsc_ads_pop() */
+    const char *cluster; /* may be NULL */
+    const char *gateway; /* node.metadata coxswain.dev/gateway; may be NULL */
+    int auto_ack;        /* ACK every response with the same names */
+    int keep;            /* queue responses for xdsc_ads_pop() */
     xdsc_ads_cb on_response;
     void *user;
 };
@@ -113,8 +113,8 @@ struct xdsc_call *xdsc_ads_call(struct xdsc_ads *a);
 void xdsc_ads_free(struct xdsc_ads *a);
 
 /* Encodes a DiscoveryRequest. Returns 0/-1. */
-int xdsc_encode_request(struct cx_buf *out, enum xds_type type, const char *const *names,
-                        size_t n, const char *version, const char *nonce, const char *node_id,
+int xdsc_encode_request(struct cx_buf *out, enum xds_type type, const char *const *names, size_t n,
+                        const char *version, const char *nonce, const char *node_id,
                         const char *cluster, const char *gateway, int nack_code,
                         const char *nack_msg);
 

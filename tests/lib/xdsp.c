@@ -114,8 +114,7 @@ static int fill(void *arg)
     return (p->buf.len && memchr(p->buf.data, '\n', p->buf.len)) || p->eof;
 }
 
-int xdsp_readline(struct xdsp *p, struct event_base *base, char *out, size_t cap,
-                  int timeout_ms)
+int xdsp_readline(struct xdsp *p, struct event_base *base, char *out, size_t cap, int timeout_ms)
 {
     if (!xdsc_run_until(base, fill, p, timeout_ms))
         return 0;

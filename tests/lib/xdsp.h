@@ -22,8 +22,7 @@ int xdsp_send(struct xdsp *p, const char *line);
 /* Runs |base|'s loop until the child printed a whole line (copied to |out|
  * without the newline, cut at |cap|) or |timeout_ms| passed. Returns 1, 0 on
  * timeout, -1 if the child closed its stdout. */
-int xdsp_readline(struct xdsp *p, struct event_base *base, char *out, size_t cap,
-                  int timeout_ms);
+int xdsp_readline(struct xdsp *p, struct event_base *base, char *out, size_t cap, int timeout_ms);
 
 /* Closes stdin, waits up to 2 s, then kills. Returns the exit status. */
 int xdsp_stop(struct xdsp *p);

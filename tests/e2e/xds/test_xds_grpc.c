@@ -306,9 +306,9 @@ static void test_python_invalid_resource_nacked(void)
     CHECK_INT_EQ(st.active, 1);
     CHECK_STR_EQ(st.last_node, "e2e-client");
     CHECK_STR_CONTAINS(st.last_message, "rc-echo");
-    struct cx_metric *m = cx_counter("coxswain_xds_nacks_total",
-                                     "NACKs (requests with error_detail) by node group and type.",
-                                     "group,type");
+    struct cx_metric *m =
+        cx_counter("coxswain_xds_nacks_total",
+                   "NACKs (requests with error_detail) by node group and type.", "group,type");
     REQUIRE(m != NULL);
     CHECK_INT_GE((int)cx_metric_get(m, GROUP, "RDS"), 1);
     /* the client keeps its last good config */

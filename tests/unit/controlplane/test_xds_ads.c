@@ -79,8 +79,7 @@ static int rq(struct fx *f, enum xds_type t, const char *names_csv, const char *
         names[n++] = p;
     struct cx_buf b;
     cx_buf_init(&b, 0);
-    int rc = xdsc_encode_request(&b, t, names, n, version, nonce, "node-1", "cl", "ns/gw", 3,
-                                 nack);
+    int rc = xdsc_encode_request(&b, t, names, n, version, nonce, "node-1", "cl", "ns/gw", 3, nack);
     if (rc == 0)
         rc = xds_ads_on_request(&f->st, (const uint8_t *)b.data, b.len, "default", &f->ev);
     cx_buf_free(&b);
@@ -138,16 +137,15 @@ static void test_group_from_cluster_then_default(void)
     const char *names[1] = {"a"};
     xds_ads_stream_init(&st);
     cx_buf_init(&b, 0);
-    REQUIRE_INT_EQ(xdsc_encode_request(&b, XDS_CLUSTER, names, 1, "", "", "n", "clusterA", NULL,
-                                       0, NULL),
-                   0);
+    REQUIRE_INT_EQ(
+        xdsc_encode_request(&b, XDS_CLUSTER, names, 1, "", "", "n", "clusterA", NULL, 0, NULL), 0);
     REQUIRE_INT_EQ(xds_ads_on_request(&st, (uint8_t *)b.data, b.len, "dflt", &ev), 0);
     CHECK_STR_EQ(st.group, "clusterA");
     xds_ads_stream_free(&st);
     cx_buf_reset(&b);
     xds_ads_stream_init(&st);
-    REQUIRE_INT_EQ(
-        xdsc_encode_request(&b, XDS_CLUSTER, names, 1, "", "", "n", NULL, NULL, 0, NULL), 0);
+    REQUIRE_INT_EQ(xdsc_encode_request(&b, XDS_CLUSTER, names, 1, "", "", "n", NULL, NULL, 0, NULL),
+                   0);
     REQUIRE_INT_EQ(xds_ads_on_request(&st, (uint8_t *)b.data, b.len, "dflt", &ev), 0);
     CHECK_STR_EQ(st.group, "dflt");
     /* the node of later requests is ignored */
@@ -398,9 +396,8 @@ static void test_reconnect_with_current_version_gets_nothing(void)
 {
     struct fx f;
     fx_init(&f, "ns/gw C:c=1");
-    const char *v = xlate_snapshot_group(xds_cache_snapshot(f.cache), "ns/gw")
-                        ->types[XDS_CLUSTER]
-                        .version;
+    const char *v =
+        xlate_snapshot_group(xds_cache_snapshot(f.cache), "ns/gw")->types[XDS_CLUSTER].version;
     REQUIRE_INT_EQ(rq(&f, XDS_CLUSTER, "c", v, "", NULL), 0);
     CHECK_STR_EQ(nx(&f, NULL), "");
     /* but a later change is sent */
@@ -462,8 +459,8 @@ static void test_too_many_names(void)
     }
     struct cx_buf b;
     cx_buf_init(&b, 0);
-    REQUIRE_INT_EQ(xdsc_encode_request(&b, XDS_ENDPOINT, (const char *const *)names, n, "", "",
-                                       "n", NULL, NULL, 0, NULL),
+    REQUIRE_INT_EQ(xdsc_encode_request(&b, XDS_ENDPOINT, (const char *const *)names, n, "", "", "n",
+                                       NULL, NULL, 0, NULL),
                    0);
     struct xds_ads_stream st;
     struct xds_ads_event ev;
@@ -490,8 +487,7 @@ static void test_response_encoding(void)
     REQUIRE_INT_EQ(xds_ads_response_encode(&r, "replica-7", &b), 0);
     CHECK_INT_EQ(b.len, xds_ads_response_size(&r, "replica-7"));
     Envoy__Service__Discovery__V3__DiscoveryResponse *d =
-        envoy__service__discovery__v3__discovery_response__unpack(NULL, b.len,
-                                                                  (uint8_t *)b.data);
+        envoy__service__discovery__v3__discovery_response__unpack(NULL, b.len, (uint8_t *)b.data);
     REQUIRE(d != NULL);
     CHECK_STR_EQ(d->version_info, r.version);
     CHECK_STR_EQ(d->nonce, r.nonce);
@@ -524,7 +520,39 @@ static void test_response_encoding(void)
     fx_free(&f);
 }
 
+/* Streams with the same subscription share one interned name list; the
+ * pool empties when the last user goes. */
+static void test_names_pool_shares_lists(void)
+{
+    struct xds_names_pool *pool = xds_names_pool_new();
+    REQUIRE(pool != NULL);
+    struct fx a, b;
+    fx_init(&a, "ns/gw E:x=1 E:y=1");
+    fx_init(&b, "ns/gw E:x=1 E:y=1");
+    xds_ads_stream_set_pool(&a.st, pool);
+    xds_ads_stream_set_pool(&b.st, pool);
+    REQUIRE_INT_EQ(rq(&a, XDS_ENDPOINT, "y,x", "", "", NULL), 0);
+    REQUIRE_INT_EQ(rq(&b, XDS_ENDPOINT, "x,y,x", "", "", NULL), 0);
+    CHECK(a.st.types[XDS_ENDPOINT].list == b.st.types[XDS_ENDPOINT].list);
+    CHECK_INT_EQ(a.st.types[XDS_ENDPOINT].list->refs, 2);
+    CHECK_INT_EQ(pool->count, 1);
+    CHECK_STR_EQ(a.st.types[XDS_ENDPOINT].names[0], "x");
+    /* b narrows its subscription: a keeps the old list */
+    REQUIRE_INT_EQ(rq(&b, XDS_ENDPOINT, "y", "", "", NULL), 0);
+    CHECK(a.st.types[XDS_ENDPOINT].list != b.st.types[XDS_ENDPOINT].list);
+    CHECK_INT_EQ(a.st.types[XDS_ENDPOINT].list->refs, 1);
+    CHECK_INT_EQ(pool->count, 2);
+    CHECK_STR_EQ(nx(&a, NULL), "EDS x,y");
+    CHECK_STR_EQ(nx(&b, NULL), "EDS y");
+    fx_free(&a);
+    CHECK_INT_EQ(pool->count, 1);
+    fx_free(&b);
+    CHECK_INT_EQ(pool->count, 0);
+    xds_names_pool_free(pool);
+}
+
 static const struct cxt_case cases[] = {
+    CXT(test_names_pool_shares_lists),
     CXT(test_node_group_from_metadata_and_first_lds),
     CXT(test_group_from_cluster_then_default),
     CXT(test_ack_then_only_changes),

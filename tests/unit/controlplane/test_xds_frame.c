@@ -167,7 +167,11 @@ static void test_header_at_chunk_end_then_larger_message(void)
 
 static const struct cxt_case cases[] = {
     CXT(test_header_at_chunk_end_then_larger_message),
-    CXT(test_prefix_is_big_endian), CXT(test_whole_buffer),  CXT(test_any_split),
-    CXT(test_cap_refused_before_buffering), CXT(test_flags), CXT(test_callback_stops),
+    CXT(test_prefix_is_big_endian),
+    CXT(test_whole_buffer),
+    CXT(test_any_split),
+    CXT(test_cap_refused_before_buffering),
+    CXT(test_flags),
+    CXT(test_callback_stops),
 };
 CXT_MAIN(cases)

@@ -82,11 +82,11 @@ static void test_grpc_python_initial_sequence(void)
 {
     struct fx f;
     fx_init(&f);
-    const char *want[8] = {"LDS 1: echo.test", "", "RDS 2: rc-echo", "", "CDS 3: cA cB", "",
-                           "EDS 4: cA cB",     ""};
-    const enum xds_ads_verdict verdict[8] = {XDS_ADS_SUBSCRIBE, XDS_ADS_ACK, XDS_ADS_SUBSCRIBE,
-                                             XDS_ADS_ACK,       XDS_ADS_SUBSCRIBE, XDS_ADS_ACK,
-                                             XDS_ADS_SUBSCRIBE, XDS_ADS_ACK};
+    const char *want[8] = {"LDS 1: echo.test", "", "RDS 2: rc-echo", "",
+                           "CDS 3: cA cB",     "", "EDS 4: cA cB",   ""};
+    const enum xds_ads_verdict verdict[8] = {
+        XDS_ADS_SUBSCRIBE, XDS_ADS_ACK, XDS_ADS_SUBSCRIBE, XDS_ADS_ACK,
+        XDS_ADS_SUBSCRIBE, XDS_ADS_ACK, XDS_ADS_SUBSCRIBE, XDS_ADS_ACK};
     for (int i = 0; i < 8; i++) {
         char rel[64];
         snprintf(rel, sizeof(rel), "xds/grpc-python-1.51/%02d.bin", i);
@@ -150,8 +150,18 @@ static void test_grpc_js_widening_subscriptions(void)
     struct fx f;
     fx_init(&f);
     const char *want[12] = {
-        "LDS 1: echo.test", "", "RDS 2: rc-echo", "", "CDS 3: cA", "", "CDS 4: cA cB",
-        "EDS 5: cA",        "", "",               "EDS 6: cB", "",
+        "LDS 1: echo.test",
+        "",
+        "RDS 2: rc-echo",
+        "",
+        "CDS 3: cA",
+        "",
+        "CDS 4: cA cB",
+        "EDS 5: cA",
+        "",
+        "",
+        "EDS 6: cB",
+        "",
     };
     for (int i = 0; i < 12; i++) {
         char rel[64];

@@ -50,7 +50,8 @@ static void test_clusters_all_and_named(void)
     struct xds_cache *c = cache_with_snap();
     struct cx_buf out;
     cx_buf_init(&out, 0);
-    const char *req = "{\"node\":{\"id\":\"curl\",\"metadata\":{\"coxswain.dev/gateway\":\"ns/gw\"}}}";
+    const char *req =
+        "{\"node\":{\"id\":\"curl\",\"metadata\":{\"coxswain.dev/gateway\":\"ns/gw\"}}}";
     REQUIRE_INT_EQ(ask(c, XDS_CLUSTER, req, &out), 200);
     cJSON *j = cx_json_parse(out.data, out.len);
     REQUIRE(j != NULL);

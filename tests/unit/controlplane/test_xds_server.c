@@ -215,9 +215,8 @@ static void test_request_split_across_frames(void)
     struct cx_buf b;
     cx_buf_init(&b, 0);
     const char *names[] = {"c1"};
-    REQUIRE_INT_EQ(xdsc_encode_request(&b, XDS_CLUSTER, names, 1, "", "", "n1", NULL, "ns/gw", 0,
-                                       NULL),
-                   0);
+    REQUIRE_INT_EQ(
+        xdsc_encode_request(&b, XDS_CLUSTER, names, 1, "", "", "n1", NULL, "ns/gw", 0, NULL), 0);
     uint8_t prefix[5] = {0, 0, 0, (uint8_t)(b.len >> 8), (uint8_t)b.len};
     for (size_t i = 0; i < 5; i++) {
         REQUIRE_INT_EQ(xdsc_call_send_raw(xdsc_ads_call(a), prefix + i, 1), 0);
@@ -286,9 +285,9 @@ static void test_nack_counted_and_reported(void)
     CHECK_INT_EQ(st.total, 1);
     CHECK_INT_EQ(st.active, 1);
     CHECK_STR_CONTAINS(st.last_message, "lb_policy");
-    struct cx_metric *m = cx_counter("coxswain_xds_nacks_total",
-                                     "NACKs (requests with error_detail) by node group and type.",
-                                     "group,type");
+    struct cx_metric *m =
+        cx_counter("coxswain_xds_nacks_total",
+                   "NACKs (requests with error_detail) by node group and type.", "group,type");
     REQUIRE(m != NULL);
     CHECK_INT_EQ((int)cx_metric_get(m, "ns/gw", "CDS"), 1);
     CHECK_INT_EQ((int)cx_metric_get(m, "ns/gw", "LDS"), 0);
@@ -503,10 +502,10 @@ static void setup_and_run(void (*fn)(void))
     base = NULL;
 }
 
-#define WRAP(name)                    \
-    static void name##_w(void)        \
-    {                                 \
-        setup_and_run(name);          \
+#define WRAP(name)             \
+    static void name##_w(void) \
+    {                          \
+        setup_and_run(name);   \
     }
 WRAP(test_ads_roundtrip_and_targeted_push)
 WRAP(test_grpc_errors)
