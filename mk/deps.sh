@@ -42,6 +42,13 @@ if ! command -v kubectl >/dev/null 2>&1; then
     fi
 fi
 
+# Node.js and npm (the @grpc/grpc-js-xds e2e test): the machines carry
+# Node 20 (with its npm); fall back to Debian's packages only when there is
+# no npm at all.
+if ! command -v npm >/dev/null 2>&1; then
+    missing+=(nodejs npm)
+fi
+
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 line="apt-get install -y --no-install-recommends ${missing[*]}"

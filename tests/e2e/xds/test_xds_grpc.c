@@ -349,12 +349,12 @@ static void test_python_listener_deleted_fails_unavailable(void)
     py = NULL;
 }
 
-/* Installs @grpc/grpc-js-xds into $COXSWAIN_BUILD/npm-xds once. */
+/* Installs @grpc/grpc-js-xds into build/npm-xds (shared by the normal and
+ * the sanitizer builds) once. */
 static int npm_ready(char *node_path, size_t cap)
 {
-    const char *b = getenv("COXSWAIN_BUILD");
     char dir[512], probe[600], cmd[1400];
-    snprintf(dir, sizeof(dir), "%s/npm-xds", b ? b : "build");
+    snprintf(dir, sizeof(dir), "%s/build/npm-xds", top());
     snprintf(node_path, cap, "NODE_PATH=%s/node_modules", dir);
     snprintf(probe, sizeof(probe), "%s/node_modules/@grpc/grpc-js-xds/package.json", dir);
     if (access(probe, R_OK) == 0)
