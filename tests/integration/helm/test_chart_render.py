@@ -1,0 +1,377 @@
+"""The chart renders (default and HA values) into the objects an HA
+deployment needs, wired to each other correctly, with exactly the RBAC
+coxswain uses."""
+import os
+import sys
+
+TOP = os.environ.get("COXSWAIN_TOP", os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
+sys.path.insert(0, os.path.join(TOP, "tests", "helm"))
+
+import contract  # noqa: E402
+import helmlib as h  # noqa: E402
+from tap import SkipCase, Tap, check, check_eq  # noqa: E402
+
+t = Tap()
+D = h.render()
+HA = h.render(values=[h.HA_VALUES])
+NS = h.NAMESPACE
+
+NAMESPACED = {"PodDisruptionBudget", "ServiceAccount", "Role", "RoleBinding", "Service",
+              "Deployment", "ServiceMonitor", "PrometheusRule"}
+
+
+def sel_matches(selector, labels):
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def case_default_objects():
+    check(D.ok, D.err)
+    check_eq(D.kinds(), sorted(["PodDisruptionBudget", "ServiceAccount", "ClusterRole",
+                                "ClusterRoleBinding", "Role", "RoleBinding", "Service",
+                                "Service", "Deployment"]))
+    for d in D.docs:
+        check(d.get("apiVersion") and d["metadata"].get("name"), "incomplete object %r" % d)
+        ns = d["metadata"].get("namespace")
+        if d["kind"] in NAMESPACED:
+            check_eq(ns, NS, "%s/%s namespace" % (d["kind"], d["metadata"]["name"]))
+        else:
+            check(ns is None, "cluster-scoped %s has a namespace" % d["kind"])
+        labels = d["metadata"]["labels"]
+        check_eq(labels["app.kubernetes.io/instance"], h.RELEASE)
+        check_eq(labels["helm.sh/chart"], "coxswain-0.1.0")
+
+
+def case_helm_template_layout():
+    # Like `helm template`: "---" then "# Source: <chart>/templates/<file>",
+    # objects in Helm's install order (ServiceAccount before RBAC before
+    # Service before Deployment).
+    blocks = D.out.split("---\n")[1:]
+    check_eq(len(blocks), len(D.docs))
+    for b in blocks:
+        first = b.splitlines()[0]
+        check(first.startswith("# Source: coxswain/templates/") and first.endswith(".yaml"), first)
+    order = [d["kind"] for d in D.docs]
+    for a, b in (("ServiceAccount", "ClusterRole"), ("ClusterRole", "Role"),
+                 ("RoleBinding", "Service"), ("Service", "Deployment")):
+        check(order.index(a) < order.index(b), "%s must precede %s: %s" % (a, b, order))
+
+
+def case_deployment_wiring():
+    dep = D.deployment()
+    spec = dep["spec"]
+    check_eq(spec["replicas"], 3)
+    tmpl = spec["template"]
+    check(sel_matches(spec["selector"]["matchLabels"], tmpl["metadata"]["labels"]),
+          "selector does not select the pod template")
+    check_eq(tmpl["spec"]["serviceAccountName"], D.all("ServiceAccount")[0]["metadata"]["name"])
+    check_eq(spec["strategy"]["rollingUpdate"], {"maxSurge": 1, "maxUnavailable": 0})
+    check_eq(D.container()["image"], "coxswain:0.1.0-dev")
+    check(tmpl["spec"]["terminationGracePeriodSeconds"] > 5, "daemon needs 5 s to release")
+
+
+def case_default_flags():
+    check_eq(D.container()["args"][0], "run")
+    check_eq(D.args(), {
+        "--namespace": NS,
+        "--xds-listen": "0.0.0.0:18000",
+        "--admin-listen": "0.0.0.0:18080",
+        "--leader-elect": "true",
+        "--leader-elect-lease-duration": "15s",
+        "--leader-elect-renew-deadline": "10s",
+        "--leader-elect-retry-period": "2s",
+        "--leader-elect-resource-lock": "leases",
+        "--leader-elect-resource-name": "coxswain",
+        "--leader-elect-resource-namespace": NS,
+        "--debounce": "100ms",
+        "--status-qps": "20",
+        "--status-burst": "50",
+        "--log-format": "json",
+        "--log-level": "info",
+    })
+
+
+def case_flags_in_daemon_contract():
+    for r in (D, HA, h.render(sets={"namespaceSelector": "gw=on", "labelSelector": "a=b",
+                                    "watchNamespaces": ["x"], "defaultGateway": "x/gw"})):
+        check(r.ok, r.err)
+        unknown = set(r.args()) - contract.DAEMON_FLAGS
+        check(not unknown, "flags the daemon does not define: %s" % sorted(unknown))
+
+
+def case_flags_known_to_daemon_binary():
+    have = contract.daemon_help_flags(h.BUILD)
+    if have is None:
+        raise SkipCase("`coxswain run` has not landed yet; flags checked against the "
+                       "issue-9 contract only")
+    for r in (D, HA):
+        unknown = set(r.args()) - have
+        check(not unknown, "`coxswain run --help` does not list %s" % sorted(unknown))
+
+
+def case_downward_api_env():
+    env = {e["name"]: e for e in D.container()["env"]}
+    check_eq(env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"], "metadata.name")
+    check_eq(env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"], "metadata.namespace")
+
+
+def case_probes_on_admin_port():
+    c = D.container()
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    check_eq(ports, {"grpc-xds": 18000, "http-admin": 18080})
+    check_eq(c["livenessProbe"]["httpGet"], {"path": "/healthz", "port": "http-admin"})
+    check_eq(c["readinessProbe"]["httpGet"], {"path": "/readyz", "port": "http-admin"})
+    off = h.render(sets={"livenessProbe.enabled": False, "readinessProbe.enabled": False})
+    check(off.ok, off.err)
+    check("livenessProbe" not in off.container() and "readinessProbe" not in off.container())
+
+
+def case_security_context():
+    pod = D.deployment()["spec"]["template"]["spec"]["securityContext"]
+    check_eq(pod["runAsNonRoot"], True)
+    check(pod["runAsUser"] > 0, "runAsUser must not be root")
+    check_eq(pod["seccompProfile"], {"type": "RuntimeDefault"})
+    c = D.container()["securityContext"]
+    check_eq(c["readOnlyRootFilesystem"], True)
+    check_eq(c["allowPrivilegeEscalation"], False)
+    check_eq(c["capabilities"], {"drop": ["ALL"]})
+    check_eq(c["runAsNonRoot"], True)
+    check_eq(c["seccompProfile"], {"type": "RuntimeDefault"})
+    # read-only root: the only writable path is a bounded emptyDir on /tmp
+    mounts = {m["mountPath"]: m["name"] for m in D.container()["volumeMounts"]}
+    check_eq(mounts, {"/tmp": "tmp"})
+
+
+def case_spread_and_disruption_budget():
+    spec = D.deployment()["spec"]["template"]["spec"]
+    pod_labels = D.deployment()["spec"]["template"]["metadata"]["labels"]
+    tsc = {c["topologyKey"]: c for c in spec["topologySpreadConstraints"]}
+    check_eq(sorted(tsc), ["kubernetes.io/hostname", "topology.kubernetes.io/zone"])
+    for c in tsc.values():
+        check(sel_matches(c["labelSelector"]["matchLabels"], pod_labels), "spread selector")
+        check_eq(c["whenUnsatisfiable"], "ScheduleAnyway")
+    pref = spec["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    check_eq(pref[0]["podAffinityTerm"]["topologyKey"], "kubernetes.io/hostname")
+    check(sel_matches(pref[0]["podAffinityTerm"]["labelSelector"]["matchLabels"], pod_labels))
+    pdb = D.all("PodDisruptionBudget")[0]
+    check_eq(pdb["spec"]["minAvailable"], 1)
+    check(sel_matches(pdb["spec"]["selector"]["matchLabels"], pod_labels), "PDB selects pods")
+    # alternatives: maxUnavailable, explicit constraints, no anti-affinity
+    alt = h.render(sets={"podDisruptionBudget.minAvailable": None,
+                         "podDisruptionBudget.maxUnavailable": "34%",
+                         "podAntiAffinity": "none",
+                         "topologySpreadConstraints": [{"maxSkew": 2, "topologyKey": "rack",
+                                                        "whenUnsatisfiable": "DoNotSchedule"}]})
+    check(alt.ok, alt.err)
+    check_eq(alt.all("PodDisruptionBudget")[0]["spec"].get("maxUnavailable"), "34%")
+    check("minAvailable" not in alt.all("PodDisruptionBudget")[0]["spec"])
+    aspec = alt.deployment()["spec"]["template"]["spec"]
+    check("affinity" not in aspec, "podAntiAffinity none")
+    check_eq([c["topologyKey"] for c in aspec["topologySpreadConstraints"]], ["rack"])
+    off = h.render(sets={"podDisruptionBudget.enabled": False, "topologySpread.enabled": False})
+    check(off.ok, off.err)
+    check_eq(off.all("PodDisruptionBudget"), [])
+    check("topologySpreadConstraints" not in off.deployment()["spec"]["template"]["spec"])
+
+
+def case_services_select_pods():
+    pod = D.deployment()["spec"]["template"]
+    cports = {p["name"] for p in pod["spec"]["containers"][0]["ports"]}
+    svcs = {s["metadata"]["name"]: s for s in D.all("Service")}
+    check_eq(sorted(svcs), ["coxswain-admin", "coxswain-xds"])
+    for s in svcs.values():
+        check(sel_matches(s["spec"]["selector"], pod["metadata"]["labels"]), "service selector")
+        for p in s["spec"]["ports"]:
+            check(p["targetPort"] in cports, "targetPort %s" % p["targetPort"])
+    check_eq(svcs["coxswain-xds"]["spec"]["ports"][0]["port"], 18000)
+    check_eq(svcs["coxswain-xds"]["spec"]["ports"][0]["appProtocol"], "grpc")
+    check_eq(svcs["coxswain-admin"]["spec"]["ports"][0]["port"], 18080)
+    moved = h.render(sets={"xds.port": 9000, "admin.port": 9001})
+    check(moved.ok, moved.err)
+    check_eq(moved.args()["--xds-listen"], "0.0.0.0:9000")
+    check_eq(moved.args()["--admin-listen"], "0.0.0.0:9001")
+    check_eq(moved.get("Service", "coxswain-xds")["spec"]["ports"][0]["port"], 9000)
+
+
+def check_rbac(r, **kw):
+    check(r.ok, r.err)
+    sa = r.deployment()["spec"]["template"]["spec"]["serviceAccountName"]
+    got = contract.granted_permissions(r.docs, sa, NS)
+    want = contract.expected_permissions(NS, **kw)
+    check(not (got - want), "granted but not needed: %s" % sorted(got - want))
+    check(not (want - got), "needed but not granted: %s" % sorted(want - got))
+
+
+def case_rbac_exact_default():
+    check_rbac(D, lock_name="coxswain")
+    # The lock rule is restricted to the lock's name; create (which cannot
+    # be) is a separate rule granting nothing else.
+    role = D.get("Role", "coxswain", NS)
+    lease_rules = [r for r in role["rules"] if r["resources"] == ["leases"]]
+    check_eq(len(lease_rules), 2)
+    named = [r for r in lease_rules if r.get("resourceNames")]
+    unnamed = [r for r in lease_rules if not r.get("resourceNames")]
+    check_eq(named[0]["resourceNames"], ["coxswain"])
+    check("create" not in named[0]["verbs"], "create cannot be restricted by resourceNames")
+    check_eq(unnamed[0]["verbs"], ["create"])
+
+
+def case_rbac_exact_watch_namespaces():
+    # HA values watch three namespaces: one RoleBinding each, no
+    # cluster-wide read of Secrets or anything else.
+    check_rbac(HA, lock_name="coxswain-leader", watch_namespaces=["gateways", "team-a", "team-b"])
+    check_eq(HA.all("ClusterRoleBinding"), [])
+    check_eq(sorted(rb["metadata"]["namespace"] for rb in HA.all("RoleBinding")
+                    if rb["roleRef"]["kind"] == "ClusterRole"), ["gateways", "team-a", "team-b"])
+
+
+def case_rbac_exact_configmap_lock_and_selectors():
+    r = h.render(sets={"leaderElection.resourceLock": "configmaps",
+                       "namespaceSelector": "coxswain=on"})
+    check_rbac(r, lock_name="coxswain", lock="configmaps", namespace_selector=True)
+    check_eq(r.args()["--leader-elect-resource-lock"], "configmaps")
+    check_eq(r.args()["--namespace-selector"], "coxswain=on")
+    check(not any(rule["resources"] == ["leases"] for role in r.all("Role")
+                  for rule in role["rules"]), "no Lease access in configmaps mode")
+
+
+def case_rbac_single_replica_without_election():
+    r = h.render(sets={"leaderElection.enabled": False, "replicaCount": 1,
+                       "podDisruptionBudget.enabled": False})
+    check_rbac(r, lock_name="coxswain", leader_elect=False)
+    check_eq(r.args()["--leader-elect"], "false")
+    check("--leader-elect-lease-duration" not in r.args())
+
+
+def case_rbac_and_serviceaccount_optional():
+    r = h.render(sets={"rbac.create": False, "serviceAccount.create": False,
+                       "serviceAccount.name": "gw-controller"})
+    check(r.ok, r.err)
+    check_eq([k for k in r.kinds() if "Role" in k or k == "ServiceAccount"], [])
+    check_eq(r.deployment()["spec"]["template"]["spec"]["serviceAccountName"], "gw-controller")
+    r = h.render(sets={"serviceAccount.name": "gw-controller"})
+    check(r.ok, r.err)
+    check_eq(r.all("ServiceAccount")[0]["metadata"]["name"], "gw-controller")
+    for b in r.all("RoleBinding") + r.all("ClusterRoleBinding"):
+        check_eq(b["subjects"], [{"kind": "ServiceAccount", "name": "gw-controller",
+                                  "namespace": NS}])
+
+
+def case_names_and_image():
+    r = h.render(name="edge")
+    check(r.ok, r.err)
+    check_eq(r.deployment()["metadata"]["name"], "edge-coxswain")
+    check_eq(r.args()["--leader-elect-resource-name"], "edge-coxswain")
+    check_eq(r.get("Role", "edge-coxswain", NS)["rules"][0]["resourceNames"], ["edge-coxswain"])
+    r = h.render(name="coxswain-prod", sets={"image.tag": "1.2.3", "image.repository": "reg/cx"})
+    check_eq(r.deployment()["metadata"]["name"], "coxswain-prod")
+    check_eq(r.container()["image"], "reg/cx:1.2.3")
+    r = h.render(sets={"fullnameOverride": "gw", "leaderElection.resourceName": "gw-lock"})
+    check_eq(r.deployment()["metadata"]["name"], "gw")
+    check_eq(r.args()["--leader-elect-resource-name"], "gw-lock")
+    check_rbac(r, lock_name="gw-lock")
+
+
+def case_ha_values():
+    check(HA.ok, HA.err)
+    spec = HA.deployment()["spec"]
+    check_eq(spec["replicas"], 5)
+    a = HA.args()
+    check_eq((a["--leader-elect-lease-duration"], a["--leader-elect-renew-deadline"],
+              a["--leader-elect-retry-period"]), ("10s", "6s", "2s"))
+    check_eq(a["--watch-namespaces"], "gateways,team-a,team-b")
+    check_eq(a["--label-selector"], "coxswain.dev/managed=true")
+    check_eq(a["--default-gateway"], "gateways/public")
+    check_eq((a["--status-qps"], a["--status-burst"]), ("50", "100"))
+    check(HA.container()["image"].startswith("coxswain@sha256:"), HA.container()["image"])
+    pod = spec["template"]["spec"]
+    check_eq(pod["priorityClassName"], "coxswain-critical")
+    req = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    check_eq(req[0]["topologyKey"], "kubernetes.io/hostname")
+    check_eq({c["whenUnsatisfiable"] for c in pod["topologySpreadConstraints"]}, {"DoNotSchedule"})
+    check_eq(HA.all("PodDisruptionBudget")[0]["spec"]["minAvailable"], 3)
+
+
+def case_ha_xds_tls():
+    a = HA.args()
+    check_eq(a["--xds-tls-cert-file"], "/etc/coxswain/xds-tls/tls.crt")
+    check_eq(a["--xds-tls-key-file"], "/etc/coxswain/xds-tls/tls.key")
+    check_eq(a["--xds-tls-client-ca-file"], "/etc/coxswain/xds-client-ca/ca.crt")
+    pod = HA.deployment()["spec"]["template"]["spec"]
+    vols = {v["name"]: v for v in pod["volumes"]}
+    check_eq(vols["xds-tls"]["secret"]["secretName"], "coxswain-xds-tls")
+    check_eq(vols["xds-client-ca"]["secret"]["secretName"], "coxswain-xds-client-ca")
+    mounts = {m["name"]: m for m in HA.container()["volumeMounts"]}
+    for name in ("xds-tls", "xds-client-ca"):
+        check_eq(mounts[name]["readOnly"], True)
+        check(a["--xds-tls-cert-file" if name == "xds-tls" else "--xds-tls-client-ca-file"]
+              .startswith(mounts[name]["mountPath"] + "/"), "flag points into the mount")
+    # without caSecretName the server Secret's ca.crt is used
+    r = h.render(sets={"xds.tls.enabled": True, "xds.tls.secretName": "srv",
+                       "xds.tls.clientAuth.enabled": True})
+    check(r.ok, r.err)
+    vols = {v["name"]: v for v in r.deployment()["spec"]["template"]["spec"]["volumes"]}
+    check_eq(vols["xds-client-ca"]["secret"]["secretName"], "srv")
+    check("--xds-tls-cert-file" not in D.args(), "TLS is off by default")
+
+
+def case_ha_monitoring():
+    sm = HA.all("ServiceMonitor")
+    check_eq(len(sm), 1)
+    sm = sm[0]
+    check_eq(sm["metadata"]["labels"]["release"], "prometheus")
+    admin = HA.get("Service", "coxswain-admin", NS)
+    xds = HA.get("Service", "coxswain-xds", NS)
+    check(sel_matches(sm["spec"]["selector"]["matchLabels"], admin["metadata"]["labels"]),
+          "ServiceMonitor selects the admin Service")
+    check(not sel_matches(sm["spec"]["selector"]["matchLabels"], xds["metadata"]["labels"]),
+          "ServiceMonitor must not scrape the xDS Service")
+    check_eq(sm["spec"]["endpoints"][0]["port"], admin["spec"]["ports"][0]["name"])
+    check_eq(sm["spec"]["endpoints"][0]["path"], "/metrics")
+    check_eq(len(HA.all("PrometheusRule")), 1)
+    check_eq(D.all("ServiceMonitor") + D.all("PrometheusRule"), [])
+
+
+def case_extra_args_env_annotations():
+    r = h.render(sets={"extraArgs": ["--identity=x"], "extraEnv": [{"name": "A", "value": "1"}],
+                       "podAnnotations": {"a": "b"}, "podLabels": {"team": "edge"},
+                       "nodeSelector": {"pool": "cp"},
+                       "tolerations": [{"key": "cp", "operator": "Exists"}]})
+    check(r.ok, r.err)
+    check_eq(r.container()["args"][-1], "--identity=x")
+    check({"name": "A", "value": "1"} in r.container()["env"])
+    pod = r.deployment()["spec"]["template"]
+    check_eq(pod["metadata"]["annotations"], {"a": "b"})
+    check_eq(pod["metadata"]["labels"]["team"], "edge")
+    check_eq(pod["spec"]["nodeSelector"], {"pool": "cp"})
+    check_eq(pod["spec"]["tolerations"], [{"key": "cp", "operator": "Exists"}])
+    # podLabels never leak into the selector (it is immutable)
+    check("team" not in r.deployment()["spec"]["selector"]["matchLabels"])
+
+
+CASES = [
+    ("default values render the HA object set", case_default_objects),
+    ("output has helm template's layout and install order", case_helm_template_layout),
+    ("Deployment selects its pods and uses the service account", case_deployment_wiring),
+    ("default flags of coxswain run", case_default_flags),
+    ("every rendered flag is in the daemon's flag contract", case_flags_in_daemon_contract),
+    ("every rendered flag is listed by coxswain run --help", case_flags_known_to_daemon_binary),
+    ("POD_NAME and POD_NAMESPACE from the downward API", case_downward_api_env),
+    ("probes: /healthz liveness, /readyz readiness on the admin port", case_probes_on_admin_port),
+    ("security context: non-root, read-only root, drop ALL, seccomp", case_security_context),
+    ("spread over nodes and zones, PDB minAvailable 1", case_spread_and_disruption_budget),
+    ("Services select the pods on named ports", case_services_select_pods),
+    ("RBAC default: exactly the needed permissions; lock by name", case_rbac_exact_default),
+    ("RBAC watchNamespaces: RoleBindings only in those namespaces", case_rbac_exact_watch_namespaces),
+    ("RBAC configmaps lock + namespace selector: exact", case_rbac_exact_configmap_lock_and_selectors),
+    ("RBAC single replica without election: no lock access", case_rbac_single_replica_without_election),
+    ("rbac.create / serviceAccount.create off; custom SA name", case_rbac_and_serviceaccount_optional),
+    ("names, lock name and image follow release and overrides", case_names_and_image),
+    ("HA values: 5 replicas, tuned lease, hard spread, PDB 3", case_ha_values),
+    ("HA values: xDS TLS with client CA mounted read-only", case_ha_xds_tls),
+    ("HA values: ServiceMonitor scrapes admin only; PrometheusRule", case_ha_monitoring),
+    ("extraArgs, extraEnv, pod annotations/labels, scheduling", case_extra_args_env_annotations),
+]
+for name, fn in CASES:
+    t.case(name, fn)
+t.done()
