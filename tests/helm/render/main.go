@@ -424,22 +424,23 @@ func (e *engine) funcMap() template.FuncMap {
 var execErrRe = regexp.MustCompile(`^template: (\S+?):(\d+):(\d+): executing "[^"]*" at <[^>]*>: error calling \w+: (.*)$`)
 
 // cleanupExecError rewrites Go's template error the way Helm's
-// engine.cleanupExecError does, keeping the innermost message.
+// engine.cleanupExecError does: the location of the rendered file (the
+// outermost frame) and the innermost message of the include chain.
 func cleanupExecError(err error) error {
-	msg := err.Error()
-	// nested include errors: keep the innermost location and message
+	m := execErrRe.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	loc := fmt.Sprintf("%s:%s:%s", m[1], m[2], m[3])
+	msg := m[4]
 	for {
-		m := execErrRe.FindStringSubmatch(msg)
-		if m == nil {
+		inner := execErrRe.FindStringSubmatch(msg)
+		if inner == nil {
 			break
 		}
-		inner := execErrRe.FindStringSubmatch(m[4])
-		if inner == nil {
-			return fmt.Errorf("execution error at (%s:%s:%s): %s", m[1], m[2], m[3], m[4])
-		}
-		msg = m[4]
+		msg = inner[4]
 	}
-	return err
+	return fmt.Errorf("execution error at (%s): %s", loc, msg)
 }
 
 type manifest struct {

@@ -1,0 +1,200 @@
+"""The PrometheusRule the chart renders (the alerts of docs/operations.md)
+is valid for Prometheus (`promtool check rules`) and fires exactly when it
+should (`promtool test rules` on synthetic series): no leader or two leaders
+for a minute, all replicas down, a replica missing, NACKs, an inconsistent
+standby, failing status writes — and not on a short blip."""
+import os
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+TOP = os.environ.get("COXSWAIN_TOP", os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
+sys.path.insert(0, os.path.join(TOP, "tests", "helm"))
+
+import helmlib as h  # noqa: E402
+from tap import Tap, check, check_eq  # noqa: E402
+
+t = Tap()
+HA = h.render(values=[h.HA_VALUES])
+SEL = 'namespace="coxswain-system",job="coxswain-admin"'
+LOCK = "coxswain-leader"
+
+
+def rules():
+    pr = HA.all("PrometheusRule")
+    check_eq(len(pr), 1)
+    return pr[0]["spec"]
+
+
+def rule(name):
+    for g in rules()["groups"]:
+        for r in g["rules"]:
+            if r.get("alert") == name:
+                return r
+    raise KeyError(name)
+
+
+def promtool(*args, cwd=None):
+    return subprocess.run(["promtool"] + list(args), capture_output=True, text=True,
+                          cwd=cwd, timeout=60)
+
+
+def case_check_rules():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "rules.yml")
+        with open(path, "w") as f:
+            yaml.safe_dump(rules(), f)
+        p = promtool("check", "rules", path)
+        check_eq(p.returncode, 0, p.stdout + p.stderr)
+        check("SUCCESS: 6 rules found" in p.stdout, p.stdout)
+
+
+def leader_series(values):
+    return [{"series": 'leader_election_master_status{%s,name="%s",pod="p%d"}' % (SEL, LOCK, i),
+             "values": v} for i, v in enumerate(values)]
+
+
+def up_series(values):
+    return [{"series": 'up{%s,pod="p%d"}' % (SEL, i), "values": v}
+            for i, v in enumerate(values)]
+
+
+def leader_alert(value):
+    r = rule("CoxswainLeaderCount")
+    return {"exp_labels": {"severity": "critical"},
+            "exp_annotations": {
+                "summary": "coxswain in coxswain-system has %s leaders instead of 1" % value,
+                "description": r["annotations"]["description"]}}
+
+
+def run_tests(tests):
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "rules.yml"), "w") as f:
+            yaml.safe_dump(rules(), f)
+        with open(os.path.join(tmp, "test.yml"), "w") as f:
+            yaml.safe_dump({"rule_files": ["rules.yml"], "evaluation_interval": "15s",
+                            "tests": tests}, f)
+        p = promtool("test", "rules", "test.yml", cwd=tmp)
+        check_eq(p.returncode, 0, p.stdout + p.stderr)
+
+
+def case_one_leader_is_quiet():
+    run_tests([{"interval": "15s",
+                "input_series": leader_series(["1x40", "0x40", "0x40"]),
+                "alert_rule_test": [{"eval_time": "9m", "alertname": "CoxswainLeaderCount",
+                                     "exp_alerts": []}]}])
+
+
+def case_no_leader_fires_after_a_minute():
+    # a handover: p0 leads, then nobody for 3 minutes
+    run_tests([{"interval": "15s",
+                "input_series": leader_series(["1 1 1 1 0x20", "0x24", "0x24"]),
+                "alert_rule_test": [
+                    {"eval_time": "1m30s", "alertname": "CoxswainLeaderCount",
+                     "exp_alerts": []},
+                    {"eval_time": "2m30s", "alertname": "CoxswainLeaderCount",
+                     "exp_alerts": [leader_alert(0)]}]}])
+
+
+def case_two_leaders_fire():
+    run_tests([{"interval": "15s",
+                "input_series": leader_series(["1x20", "1x20", "0x20"]),
+                "alert_rule_test": [{"eval_time": "2m", "alertname": "CoxswainLeaderCount",
+                                     "exp_alerts": [leader_alert(2)]}]}])
+
+
+def case_short_handover_is_quiet():
+    # 45 s without a leader (a crash failover) stays under the 1m "for"
+    run_tests([{"interval": "15s",
+                "input_series": leader_series(["1 1 0 0 0 0x20", "0 0 0 0 0 1x20", "0x25"]),
+                "alert_rule_test": [
+                    {"eval_time": "1m", "alertname": "CoxswainLeaderCount", "exp_alerts": []},
+                    {"eval_time": "3m", "alertname": "CoxswainLeaderCount", "exp_alerts": []}]}])
+
+
+def case_down_and_missing_replicas():
+    down = rule("CoxswainDown")
+    missing = rule("CoxswainReplicasMissing")
+    run_tests([
+        {"interval": "15s", "input_series": up_series(["0x20"] * 5),
+         "alert_rule_test": [{"eval_time": "4m", "alertname": "CoxswainDown",
+                              "exp_alerts": [{"exp_labels": {"severity": "critical"},
+                                              "exp_annotations": down["annotations"]}]}]},
+        {"interval": "1m", "input_series": up_series(["1x15"] * 4 + ["0x15"]),
+         "alert_rule_test": [
+             {"eval_time": "5m", "alertname": "CoxswainReplicasMissing", "exp_alerts": []},
+             {"eval_time": "12m", "alertname": "CoxswainReplicasMissing",
+              "exp_alerts": [{"exp_labels": {"severity": "warning"},
+                              "exp_annotations": {
+                                  "summary": "only 4 of 5 coxswain replicas are up; failover "
+                                             "capacity is reduced"}}]},
+             {"eval_time": "12m", "alertname": "CoxswainDown", "exp_alerts": []}]},
+        {"interval": "1m", "input_series": up_series(["1x15"] * 5),
+         "alert_rule_test": [{"eval_time": "12m", "alertname": "CoxswainReplicasMissing",
+                              "exp_alerts": []}]},
+    ])
+    check("< 5" in missing["expr"], "threshold follows replicaCount: " + missing["expr"])
+
+
+def case_nacks_snapshot_and_status_failures():
+    nack = rule("CoxswainXdsNacks")
+    status = rule("CoxswainStatusWriteFailures")
+    run_tests([{"interval": "1m", "input_series": [
+        {"series": 'coxswain_xds_nacks_total{%s,pod="p0",group="edge",type="rds"}' % SEL,
+         "values": "0+2x20"},
+        {"series": 'coxswain_xds_nacks_total{%s,pod="p0",group="mesh",type="cds"}' % SEL,
+         "values": "5x20"},
+        {"series": 'coxswain_snapshot_consistent{%s,pod="p1",gateway="gw/public"}' % SEL,
+         "values": "1 1 0x18"},
+        {"series": 'coxswain_snapshot_consistent{%s,pod="p2",gateway="gw/public"}' % SEL,
+         "values": "1x20"},
+        {"series": 'coxswain_snapshot_consistent{%s,pod="p2",gateway="gw/internal"}' % SEL,
+         "values": "1x20"},
+        {"series": 'coxswain_status_write_failures_total{%s,pod="p0"}' % SEL,
+         "values": "0+30x20"},
+    ], "alert_rule_test": [
+        {"eval_time": "15m", "alertname": "CoxswainXdsNacks", "exp_alerts": [{
+            "exp_labels": {"severity": "warning", "group": "edge", "type": "rds"},
+            "exp_annotations": {
+                "summary": "proxies of node group edge reject rds resources (NACK)",
+                "description": nack["annotations"]["description"]}}]},
+        {"eval_time": "15m", "alertname": "CoxswainSnapshotInconsistent", "exp_alerts": [{
+            "exp_labels": {"severity": "warning", "gateway": "gw/public"},
+            "exp_annotations": {
+                "summary": "a standby serves a different snapshot for Gateway gw/public than "
+                           "the published ProxySnapshot"}}]},
+        {"eval_time": "15m", "alertname": "CoxswainStatusWriteFailures", "exp_alerts": [{
+            "exp_labels": {"severity": "warning"},
+            "exp_annotations": {
+                "summary": "the leader keeps failing to write statuses (500m/s)",
+                "description": status["annotations"]["description"]}}]},
+    ]}])
+
+
+def case_alerts_follow_release():
+    r = h.render(name="edge", namespace="gw-system",
+                 sets={"metrics.prometheusRule.enabled": True,
+                       "metrics.prometheusRule.leaderAlertFor": "3m"})
+    check(r.ok, r.err)
+    spec = r.all("PrometheusRule")[0]["spec"]
+    lc = [x for x in spec["groups"][0]["rules"] if x["alert"] == "CoxswainLeaderCount"][0]
+    check_eq(lc["expr"], 'sum(leader_election_master_status{namespace="gw-system",'
+                         'job="edge-coxswain-admin",name="edge-coxswain"}) != 1')
+    check_eq(lc["for"], "3m")
+    # the job label Prometheus gives the ServiceMonitor's targets is the
+    # admin Service's name
+    check(r.get("Service", "edge-coxswain-admin", "gw-system"))
+
+
+t.case("promtool check rules accepts the rendered PrometheusRule", case_check_rules)
+t.case("one leader: CoxswainLeaderCount stays quiet", case_one_leader_is_quiet)
+t.case("no leader for over a minute: CoxswainLeaderCount fires", case_no_leader_fires_after_a_minute)
+t.case("two leaders: CoxswainLeaderCount fires with value 2", case_two_leaders_fire)
+t.case("a 45 s failover does not page", case_short_handover_is_quiet)
+t.case("CoxswainDown and CoxswainReplicasMissing", case_down_and_missing_replicas)
+t.case("NACKs, inconsistent standby, status write failures fire", case_nacks_snapshot_and_status_failures)
+t.case("selectors and the lock name follow the release", case_alerts_follow_release)
+t.done()

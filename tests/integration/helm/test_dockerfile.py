@@ -1,0 +1,227 @@
+"""deploy/Dockerfile, checked without a Docker engine (none runs here):
+every package it names exists in this Debian bookworm; the build stage has
+mk/deps.sh's build packages; the runtime stage has exactly the libraries the
+Makefile links (one package per -l) and every library `ldd` finds in the
+built binary; it runs as the non-root user the chart expects; its COPY
+lines bring every source directory the Makefile compiles; and the build
+stage's make command is a real target that builds the binary.
+
+Not proven here: that `docker build` succeeds (no engine) — the image's
+content is derived from the same package names and make target that this
+machine's own build uses."""
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+import yaml
+
+TOP = os.environ.get("COXSWAIN_TOP", os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+BUILD = os.environ.get("COXSWAIN_BUILD", os.path.join(TOP, "build"))
+sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
+
+from tap import Tap, check, check_eq  # noqa: E402
+
+t = Tap()
+DOCKERFILE = os.path.join(TOP, "deploy", "Dockerfile")
+MULTIARCH = subprocess.run(["gcc", "-print-multiarch"], capture_output=True,
+                           text=True).stdout.strip() or "x86_64-linux-gnu"
+IN_BASE_IMAGE = {"libc6"}  # essential in debian:bookworm-slim
+
+
+def parse_dockerfile():
+    """Returns a list of stages: {"from", "name", "instructions": [(op, arg)]}."""
+    text = open(DOCKERFILE).read().replace("\\\n", " ")
+    stages = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        op, _, arg = line.partition(" ")
+        op = op.upper()
+        if op == "FROM":
+            parts = arg.split()
+            stages.append({"from": parts[0], "name": parts[2] if len(parts) > 2 else None,
+                           "instructions": []})
+        elif stages:
+            stages[-1]["instructions"].append((op, arg.strip()))
+    return stages
+
+
+STAGES = parse_dockerfile()
+
+
+def apt_installs(stage):
+    pkgs = []
+    for op, arg in stage["instructions"]:
+        if op != "RUN" or "apt-get install" not in arg:
+            continue
+        seg = arg.split("apt-get install", 1)[1].split("&&")[0]
+        pkgs += [w for w in shlex.split(seg) if not w.startswith("-")]
+    return pkgs
+
+
+def deps_build_group():
+    """The packages of the '# build' group at the top of mk/deps.sh."""
+    text = open(os.path.join(TOP, "mk", "deps.sh")).read()
+    block = text.split("PKGS=(", 1)[1].split(")", 1)[0]
+    out, on = [], False
+    for line in block.splitlines():
+        s = line.strip()
+        if s.startswith("#"):
+            on = s == "# build"
+            continue
+        if on:
+            out += s.split("#")[0].split()
+    return out
+
+
+def makefile_var(name):
+    text = open(os.path.join(TOP, "Makefile")).read().replace("\\\n", " ")
+    m = re.search(r"^%s\s*:?=\s*(.*)$" % name, text, re.M)
+    return m.group(1).split()
+
+
+def packages_of(paths):
+    """{path: Debian package owning it}, with one dpkg -S call (tolerant of
+    usrmerge: /usr/lib/... may be registered as /lib/...)."""
+    reals = {p: os.path.realpath(p) for p in paths}
+    names = sorted({os.path.basename(r) for r in reals.values()})
+    out = subprocess.run(["dpkg", "-S"] + names, capture_output=True, text=True).stdout
+    owner = {}
+    for line in out.splitlines():
+        pkg, _, f = line.partition(": ")
+        if MULTIARCH in f:
+            owner.setdefault(os.path.basename(f), pkg.split(":")[0])
+    res = {}
+    for p, r in reals.items():
+        b = os.path.basename(r)
+        if b not in owner:
+            raise AssertionError("no package owns %s" % p)
+        res[p] = owner[b]
+    return res
+
+
+def case_two_stages_on_bookworm_slim():
+    check_eq(len(STAGES), 2)
+    args = {}
+    for line in open(DOCKERFILE):
+        m = re.match(r"ARG (\w+)=(\S+)", line)
+        if m:
+            args[m.group(1)] = m.group(2)
+    for s in STAGES:
+        base = re.sub(r"\$\{(\w+)\}", lambda m: args[m.group(1)], s["from"])
+        check_eq(base, "debian:bookworm-slim")
+    check_eq(STAGES[0]["name"], "build")
+    osr = open("/etc/os-release").read()
+    check("VERSION_CODENAME=bookworm" in osr, "package checks need a bookworm machine")
+
+
+def case_packages_exist_in_bookworm():
+    pkgs = apt_installs(STAGES[0]) + apt_installs(STAGES[1])
+    q = subprocess.run(["dpkg-query", "-W", "-f=${Package} ${Status}\\n"] + pkgs,
+                       capture_output=True, text=True).stdout
+    installed = {l.split()[0] for l in q.splitlines() if l.endswith("install ok installed")}
+    rest = [p for p in pkgs if p not in installed]
+    if rest:  # not installed here: ask apt whether bookworm has them
+        pol = subprocess.run(["apt-cache", "policy"] + rest, capture_output=True,
+                             text=True).stdout
+        for pkg in rest:
+            m = re.search(r"^%s:\n\s+Installed: .*\n\s+Candidate: (\S+)" % re.escape(pkg),
+                          pol, re.M)
+            check(m and m.group(1) != "(none)", "%s is not a bookworm package here" % pkg)
+    check(len(pkgs) >= 20, pkgs)
+
+
+def case_build_stage_has_deps_build_group():
+    build = set(apt_installs(STAGES[0]))
+    missing = set(deps_build_group()) - build
+    check(not missing, "build stage lacks %s (mk/deps.sh build group)" % sorted(missing))
+    check("libc6-dev" in build)
+
+
+def case_runtime_libs_match_makefile_links():
+    # every -l of the Makefile's pkg-config list (the libraries the daemon
+    # links), resolved to the package that ships the .so
+    pkgs = makefile_var("PKGS")
+    libs = subprocess.run(["pkg-config", "--libs"] + pkgs, capture_output=True, text=True,
+                          check=True).stdout.split()
+    sos = []
+    for flag in libs:
+        if not flag.startswith("-l"):
+            continue
+        so = "/usr/lib/%s/lib%s.so" % (MULTIARCH, flag[2:])
+        check(os.path.exists(so), "%s missing" % so)
+        sos.append(so)
+    want = set(packages_of(sos).values())
+    runtime = set(apt_installs(STAGES[1])) - {"ca-certificates"}
+    check_eq(sorted(runtime), sorted(want - IN_BASE_IMAGE))
+
+
+def case_runtime_covers_ldd():
+    exe = os.path.join(BUILD, "bin", "coxswain")
+    check(os.path.exists(exe), "build/bin/coxswain is built by make test first")
+    out = subprocess.run(["ldd", exe], capture_output=True, text=True, check=True).stdout
+    runtime = set(apt_installs(STAGES[1])) | IN_BASE_IMAGE
+    paths = re.findall(r"=> (\S+) \(", out)
+    check(paths, out)
+    for path, pkg in packages_of(paths).items():
+        check(pkg in runtime, "%s (from %s) is not installed in the runtime stage" % (path, pkg))
+    # nothing from the build stage's -dev packages is needed at run time
+    check(not any(p.endswith("-dev") for p in runtime))
+
+
+def case_runtime_user_entrypoint():
+    ins = STAGES[1]["instructions"]
+    users = [a for op, a in ins if op == "USER"]
+    check_eq(users, ["65532:65532"])
+    values = yaml.safe_load(open(os.path.join(TOP, "deploy", "helm", "coxswain", "values.yaml")))
+    check_eq(values["podSecurityContext"]["runAsUser"], 65532)
+    check_eq(values["podSecurityContext"]["runAsGroup"], 65532)
+    check_eq([a for op, a in ins if op == "ENTRYPOINT"], ['["/usr/local/bin/coxswain"]'])
+    check_eq([a for op, a in ins if op == "CMD"], ['["run"]'])
+    copies = [a for op, a in ins if op == "COPY"]
+    check_eq(copies, ["--from=build /src/build/bin/coxswain /usr/local/bin/coxswain"])
+    exposed = " ".join(a for op, a in ins if op == "EXPOSE").split()
+    check_eq(sorted(exposed), ["18000", "18080"])
+
+
+def case_build_stage_copies_every_module():
+    copied = set()
+    for op, a in STAGES[0]["instructions"]:
+        if op == "COPY":
+            copied.update(x.rstrip("/") for x in a.split()[:-1])
+    need = set(makefile_var("MODULES")) | {"Makefile", "api", "mk"}
+    check(need <= copied, "not copied: %s" % sorted(need - copied))
+    ignore = open(os.path.join(TOP, "deploy", "Dockerfile.dockerignore")).read().split()
+    for x in ("build", ".git"):
+        check(x in ignore, "%s not ignored" % x)
+    check(not (copied & set(ignore)), "a copied path is ignored")
+
+
+def case_make_target_builds_binary():
+    runs = [a for op, a in STAGES[0]["instructions"]
+            if op == "RUN" and re.match(r"make\s", a)]
+    check_eq(len(runs), 1)
+    target = re.search(r"make\s+(?:-j\S+\s+)?(\S+)", runs[0]).group(1)
+    check_eq(target, "build/bin/coxswain")
+    # a dry run of exactly that target in the checkout: it is a real rule
+    # that links the binary and does not run the deps step (which would
+    # install the test tools into the image)
+    p = subprocess.run(["make", "-n", "-W", "controlplane/main.c", target], cwd=TOP,
+                       capture_output=True, text=True)
+    check_eq(p.returncode, 0, p.stderr)
+    check("-o build/bin/coxswain" in p.stdout, p.stdout[-500:])
+    check("deps.sh" not in p.stdout)
+
+
+t.case("two stages, both debian:bookworm-slim", case_two_stages_on_bookworm_slim)
+t.case("every package named exists in Debian bookworm", case_packages_exist_in_bookworm)
+t.case("build stage installs mk/deps.sh's build group", case_build_stage_has_deps_build_group)
+t.case("runtime libraries = one package per linked -l", case_runtime_libs_match_makefile_links)
+t.case("runtime stage provides every library ldd finds", case_runtime_covers_ldd)
+t.case("non-root USER 65532 (the chart's runAsUser), coxswain run", case_runtime_user_entrypoint)
+t.case("build stage copies every module the Makefile compiles", case_build_stage_copies_every_module)
+t.case("the make target is real and skips the deps step", case_make_target_builds_binary)
+t.done()
