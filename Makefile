@@ -9,6 +9,7 @@
 #   make bench      benchmarks; results in bench/results and docs/benchmarks.md
 #   make fmt / lint clang-format / clang-format check + cppcheck
 #   make deps       install missing Debian packages (as root)
+#   make manifests  regenerate deploy/manifests from the Helm chart
 #
 # Variables: T=substring (only matching test programs), JOBS=n, V=1 (show
 # commands), FUZZ_SECONDS=n.
@@ -78,7 +79,7 @@ ITEST_BIN := $(patsubst %.c,$(BUILD)/%,$(ITEST_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bin/%,$(BENCH_SRC))
 BINARIES := $(COXSWAIN) $(KUBESIM)
 
-.PHONY: all deps binaries tests test run valgrind fuzz fuzz-build bench fmt lint clean help
+.PHONY: all deps binaries tests test run valgrind fuzz fuzz-build bench fmt lint clean help manifests
 
 # ---- entry points: each makes sure the Debian packages are there first ------
 all: deps
@@ -105,6 +106,10 @@ bench: deps
 
 binaries: $(BINARIES)
 tests: $(UNIT_BIN) $(ITEST_BIN) $(BENCH_BIN)
+
+# deploy/manifests from the Helm chart (deploy/gen-manifests.sh --check in tests)
+manifests: deps
+	$(Q)deploy/gen-manifests.sh
 
 # ---- code generation ------------------------------------------------------
 $(GEN_STAMP): $(addprefix $(PROTO_DIR)/,$(PROTOS))
