@@ -1,0 +1,94 @@
+"""docs/operations.md says what the chart does: every alert it documents is
+the one the chart renders (same expression, same `for`), and every lease
+profile it recommends renders, with the failover / write-rate / margin
+columns computed from its timings."""
+import os
+import re
+import sys
+
+TOP = os.environ.get("COXSWAIN_TOP", os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
+sys.path.insert(0, os.path.join(TOP, "tests", "helm"))
+
+import helmlib as h  # noqa: E402
+from tap import Tap, check, check_eq  # noqa: E402
+
+t = Tap()
+DOC = open(os.path.join(TOP, "docs", "operations.md")).read()
+
+
+def table_after(heading_regex):
+    m = re.search(heading_regex, DOC, re.M)
+    check(m, heading_regex)
+    rows = []
+    for line in DOC[m.end():].splitlines():
+        if line.startswith("|"):
+            rows.append([c.strip() for c in line.strip("|").split("|")])
+        elif rows:
+            break
+    return rows[2:]  # skip header and separator
+
+
+def secs(d):
+    total = 0.0
+    for num, unit in re.findall(r"([0-9.]+)(ms|s|m|h)", d):
+        total += float(num) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[unit]
+    return total
+
+
+def case_alerts_documented_as_rendered():
+    r = h.render(sets={"metrics.prometheusRule.enabled": True})
+    check(r.ok, r.err)
+    rendered = {x["alert"]: x for x in r.all("PrometheusRule")[0]["spec"]["groups"][0]["rules"]}
+    rows = table_after(r"^Alerts \(selectors")
+    documented = {}
+    for row in rows:
+        name = row[0].split()[0]
+        documented[name] = row
+    check_eq(sorted(documented), sorted(rendered))
+    sel = 'namespace="coxswain-system",job="coxswain-admin"'
+    for name, row in documented.items():
+        expr = row[1].strip("`").replace("…", sel)
+        want = rendered[name]["expr"]
+        if name == "CoxswainReplicasMissing":
+            expr = expr.replace("replicaCount", "3")
+        check_eq(expr, want, name)
+        check_eq(row[2].split()[0], rendered[name]["for"], name + " for")
+        sev = re.search(r"\((critical|warning)\)", row[0]).group(1)
+        check_eq(sev, rendered[name]["labels"]["severity"], name + " severity")
+
+
+def case_profiles_render_and_add_up():
+    rows = table_after(r"^Profiles:")
+    check(len(rows) >= 4, rows)
+    for row in rows:
+        lease, renew, retry = [x.strip() for x in row[1].split("/")]
+        r = h.render(sets={"leaderElection.leaseDuration": lease,
+                           "leaderElection.renewDeadline": renew,
+                           "leaderElection.retryPeriod": retry})
+        check(r.ok, "%s: %s" % (row[0], r.err))
+        L, D, R = secs(lease), secs(renew), secs(retry)
+        check_eq(row[2], "≤ %g s" % L, row[0] + " failover")
+        check_eq(float(row[3]), round(1 / R, 2), row[0] + " writes/s")
+        check_eq(row[4], "%g s" % (L - D), row[0] + " margin")
+        check_eq(row[5], "~%g s" % (D - R), row[0] + " stall")
+
+
+def case_ha_profile_is_the_ha_values_file():
+    rows = {r[0]: r for r in table_after(r"^Profiles:")}
+    ha = [r for k, r in rows.items() if "ha-values.yaml" in k][0]
+    a = h.render(values=[h.HA_VALUES]).args()
+    check_eq(" / ".join((a["--leader-elect-lease-duration"], a["--leader-elect-renew-deadline"],
+                         a["--leader-elect-retry-period"])), ha[1])
+    d = h.render().args()
+    check_eq(" / ".join((d["--leader-elect-lease-duration"], d["--leader-elect-renew-deadline"],
+                         d["--leader-elect-retry-period"])), rows["default"][1])
+
+
+t.case("documented alerts = rendered PrometheusRule (expr, for, severity)",
+       case_alerts_documented_as_rendered)
+t.case("every lease profile renders; its columns follow from its timings",
+       case_profiles_render_and_add_up)
+t.case("the default and HA rows match values.yaml and ci/ha-values.yaml",
+       case_ha_profile_is_the_ha_values_file)
+t.done()
