@@ -159,17 +159,62 @@ def case_runtime_libs_match_makefile_links():
     check_eq(sorted(runtime), sorted(want - IN_BASE_IMAGE))
 
 
+def dep_closure(pkgs):
+    """Installed packages reachable through Depends/Pre-Depends from pkgs
+    (what apt installs along with them), from this machine's dpkg database."""
+    seen, todo = set(), list(pkgs)
+    while todo:
+        batch = [p for p in set(todo) if p not in seen]
+        todo = []
+        if not batch:
+            break
+        seen.update(batch)
+        out = subprocess.run(["dpkg-query", "-W", "-f=${Package}\t${Depends}, ${Pre-Depends}\\n"]
+                             + batch, capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            _, _, deps = line.partition("\t")
+            for alt in deps.split(","):
+                for choice in alt.split("|"):
+                    name = choice.strip().split(" ")[0].split(":")[0]
+                    if name:
+                        todo.append(name)
+                        break  # the first alternative, as apt prefers
+    return seen
+
+
+def sanitizer_pkg(pkg):
+    return os.environ.get("COXSWAIN_SANITIZE", "0") != "0" and \
+        re.match(r"lib(asan|ubsan)\d+$", pkg)
+
+
 def case_runtime_covers_ldd():
     exe = os.path.join(BUILD, "bin", "coxswain")
     check(os.path.exists(exe), "build/bin/coxswain is built by make test first")
-    out = subprocess.run(["ldd", exe], capture_output=True, text=True, check=True).stdout
-    runtime = set(apt_installs(STAGES[1])) | IN_BASE_IMAGE
-    paths = re.findall(r"=> (\S+) \(", out)
-    check(paths, out)
-    for path, pkg in packages_of(paths).items():
-        check(pkg in runtime, "%s (from %s) is not installed in the runtime stage" % (path, pkg))
-    # nothing from the build stage's -dev packages is needed at run time
-    check(not any(p.endswith("-dev") for p in runtime))
+    runtime = set(apt_installs(STAGES[1]))
+    # the binary's own NEEDED libraries come from packages the runtime stage
+    # names (or the base image's libc)
+    dyn = subprocess.run(["readelf", "-d", exe], capture_output=True, text=True,
+                         check=True).stdout
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(\S+)\]", dyn)
+    check(needed, dyn)
+    ldd = subprocess.run(["ldd", exe], capture_output=True, text=True, check=True).stdout
+    where = dict(re.findall(r"^\s*(\S+) => (\S+) \(", ldd, re.M))
+    owners = packages_of(list(where.values()))
+    for lib in needed:
+        check(lib in where, "%s not resolved by ldd" % lib)
+        pkg = owners[where[lib]]
+        if sanitizer_pkg(pkg):
+            continue  # the test build's sanitizer runtime, not in the image's build
+        check(pkg in runtime | IN_BASE_IMAGE,
+              "%s (NEEDED, from %s) is not installed in the runtime stage" % (lib, pkg))
+    # every library loaded transitively comes with those packages' dependencies
+    sanitizers = {p for p in owners.values() if sanitizer_pkg(p)}
+    closure = dep_closure(runtime | IN_BASE_IMAGE | sanitizers)
+    for path, pkg in owners.items():
+        if sanitizer_pkg(pkg):
+            continue
+        check(pkg in closure, "%s (from %s) would be missing in the image" % (path, pkg))
+    check(not any(p.endswith("-dev") for p in dep_closure(runtime)), "a -dev package at run time")
 
 
 def case_runtime_user_entrypoint():
@@ -209,8 +254,9 @@ def case_make_target_builds_binary():
     # a dry run of exactly that target in the checkout: it is a real rule
     # that links the binary and does not run the deps step (which would
     # install the test tools into the image)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "BUILD", "SANITIZE")}
     p = subprocess.run(["make", "-n", "-W", "controlplane/main.c", target], cwd=TOP,
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, env=env)
     check_eq(p.returncode, 0, p.stderr)
     check("-o build/bin/coxswain" in p.stdout, p.stdout[-500:])
     check("deps.sh" not in p.stdout)
