@@ -16,6 +16,7 @@
 #include "cx_time.h"
 #include "ks_api.h"
 #include "ks_fault.h"
+#include "ks_tls.h"
 
 struct counter {
     char *key; /* "user\tverb\tresource" */
@@ -96,18 +97,30 @@ int ks_admin_identify(struct ks_server *s, struct ks_req *r)
         const char *tok = auth + 7;
         while (*tok == ' ')
             tok++;
-        if (ks_fault_token_user(s, tok, r->user, sizeof(r->user)) == 0)
+        if (ks_auth_token_user(s, tok, r) == 0)
             return 0;
-        if (!s->cfg.allow_all || s->cfg.tokens_file) {
+        /* An unknown token is 401, except with --allow-all and no tokens at
+         * all (then tokens are ignored, as if no authenticator was set). */
+        if (!s->cfg.allow_all || ks_auth_has_tokens(s)) {
             ks_reply_status(r, 401, "Unauthorized", "Unauthorized", NULL, NULL);
             return -1;
         }
-    } else if (!s->cfg.allow_all) {
-        ks_reply_status(r, 401, "Unauthorized", "Unauthorized", NULL, NULL);
-        return -1;
     }
-    /* --allow-all without a known token: the User-Agent names the caller
-     * (so replicas can be told apart), else the anonymous default. */
+    if (!s->cfg.allow_all) {
+        /* Anonymous: RBAC decides (403 unless something grants it). */
+        snprintf(r->user, sizeof(r->user), "system:anonymous");
+        char **g = calloc(1, sizeof(*g));
+        if (g && (g[0] = strdup("system:unauthenticated")) != NULL) {
+            r->groups = g;
+            r->ngroups = 1;
+        } else {
+            free(g);
+        }
+        return 0;
+    }
+    /* --allow-all without a known token: --anonymous-user if given, else
+     * the User-Agent (so replicas can be told apart), else
+     * system:anonymous. */
     const char *ua = evhttp_find_header(h, "User-Agent");
     if (s->cfg.anonymous_user)
         snprintf(r->user, sizeof(r->user), "%s", s->cfg.anonymous_user);
@@ -313,6 +326,21 @@ void ks_unpark_now(struct ks_req *r)
     event_active(r->park_ev, EV_TIMEOUT, 0);
 }
 
+struct ks_fault_state *ks_admin_faults(struct ks_server *s)
+{
+    return s->admin->faults;
+}
+
+void ks_admin_wake(struct ks_server *s, void (*cont)(struct ks_req *))
+{
+    struct ks_req *r;
+    TAILQ_FOREACH(r, &s->parked, park_link)
+    {
+        if (r->park_free == (void (*)(struct ks_req *))cont && !ks_fault_partitioned(s, r->user))
+            event_active(r->park_ev, EV_TIMEOUT, 0);
+    }
+}
+
 bool ks_admin_park_too_new(struct ks_server *s, struct ks_req *r, uint64_t want)
 {
     if (s->cfg.too_new_wait_ms <= 0)
@@ -361,6 +389,8 @@ void ks_admin_release_all(struct ks_server *s)
 int ks_admin_intercept(struct ks_server *s, struct ks_req *r)
 {
     count(s, r->user, ks_verb_name(r->verb), r->rt ? r->rt->plural : "");
+    if (ks_auth_authorize(s, r) != 0)
+        return -1;
     return ks_fault_intercept(s, r);
 }
 
@@ -480,8 +510,8 @@ void ks_admin_dispatch(struct ks_req *r)
         int n = snprintf(buf, sizeof(buf), "{\"resourceVersion\":\"%llu\",\"watches\":%zu}",
                          (unsigned long long)s->rv, ks_watch_count(s));
         ks_reply_json(r, 200, buf, (size_t)n);
-    } else if (ks_fault_admin(r, p) == 0) {
-        /* answered by the fault module */
+    } else if (ks_fault_admin(r, p) == 0 || ks_auth_admin(r, p) == 0) {
+        /* answered by the fault or auth module */
     } else {
         ks_err_generic_not_found(r);
     }

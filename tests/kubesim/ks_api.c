@@ -1013,6 +1013,11 @@ static void do_create(struct ks_req *r, struct ks_rtype *rt, cJSON *obj)
         commit_failed(r);
         return;
     }
+    if (!r->name) {
+        /* POST: the audit log names what was created. */
+        const char *cn = md_str(v->obj, "name");
+        r->name = cn ? strdup(cn) : NULL;
+    }
     ks_ver_ref(v);
     after_commit(r, rt, v);
     reply_ver(r, 201, v);

@@ -12,8 +12,8 @@ struct ks_fault_state;
 struct ks_fault_state *ks_fault_new(void);
 void ks_fault_free(struct ks_fault_state *f);
 
-/* Maps a bearer token to its user. Returns 0, or -1 if unknown. */
-int ks_fault_token_user(struct ks_server *s, const char *token, char *user, size_t n);
+/* Is |user| partitioned away? */
+bool ks_fault_partitioned(struct ks_server *s, const char *user);
 
 /* Applies partitions and fault rules to a routed request. Returns 0 to go
  * on, -1 when answered or parked. */
@@ -30,5 +30,11 @@ void ks_fault_park_data_free(struct ks_req *r);
 int ks_park(struct ks_server *s, struct ks_req *r, int64_t ms, void (*cont)(struct ks_req *),
             void *data);
 void ks_unpark_now(struct ks_req *r);
+/* Wakes parked requests whose continuation is |cont| and whose user is no
+ * longer partitioned. */
+void ks_admin_wake(struct ks_server *s, void (*cont)(struct ks_req *));
+struct ks_fault_state *ks_admin_faults(struct ks_server *s);
+/* Watches of healed users get the events they missed (ks_watch.c). */
+void ks_watch_heal(struct ks_server *s);
 
 #endif

@@ -18,6 +18,7 @@
 #include "cx_log.h"
 #include "cx_time.h"
 #include "ks_admin.h"
+#include "ks_fault.h"
 #include "ks_selector.h"
 
 const char *ks_verb_name(enum ks_verb v)
@@ -566,6 +567,19 @@ static void read_body(struct ks_req *r)
     r->body_len = n;
 }
 
+void ks_http_discovery_cont(struct ks_req *r)
+{
+    ks_discovery_dispatch(r);
+}
+
+/* Discovery and other non-resource paths; a partitioned user hangs here too. */
+static void discovery(struct ks_req *r)
+{
+    if (ks_fault_partitioned(r->s, r->user) && ks_park(r->s, r, -1, ks_http_discovery_cont, NULL) == 0)
+        return;
+    ks_discovery_dispatch(r);
+}
+
 void ks_http_handle(struct evhttp_request *req, void *arg)
 {
     struct ks_server *s = arg;
@@ -613,7 +627,7 @@ void ks_http_handle(struct evhttp_request *req, void *arg)
     if (n >= 1 && strcmp(segs[0], "api") == 0 && n >= 2) {
         if (strcmp(segs[1], "v1") != 0 || n == 2) {
             free(copy);
-            ks_discovery_dispatch(r);
+            discovery(r);
             goto done;
         }
         if (route_resource(r, "", "v1", segs + 2, n - 2) != 0) {
@@ -628,7 +642,7 @@ void ks_http_handle(struct evhttp_request *req, void *arg)
         }
     } else {
         free(copy);
-        ks_discovery_dispatch(r);
+        discovery(r);
         goto done;
     }
     free(copy);

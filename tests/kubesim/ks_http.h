@@ -56,6 +56,7 @@ struct ks_req {
     int64_t start_mono_ns;
     bool parked;          /* a watch or a hang owns the request now */
     bool is_admin;        /* /_sim/ request: no audit, no counters */
+    bool end_watch_now;   /* fault: end the watch right after it starts */
     struct event *park_ev; /* timer of a parked request */
     TAILQ_ENTRY(ks_req) park_link;
     void (*park_free)(struct ks_req *r); /* cleanup hook of the parker */
@@ -135,5 +136,7 @@ void ks_api_dispatch(struct ks_req *r);
 void ks_discovery_dispatch(struct ks_req *r);
 void ks_watch_start(struct ks_req *r);
 void ks_req_free(struct ks_req *r);
+/* Continuation of a discovery request parked by a partition. */
+void ks_http_discovery_cont(struct ks_req *r);
 
 #endif

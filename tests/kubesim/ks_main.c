@@ -95,6 +95,10 @@ static int write_kubeconfig(struct ks_server *s, const char *token)
     rc |= cx_buf_puts(&b, "  name: kubesim\ncontexts:\n- context:\n    cluster: kubesim\n"
                           "    namespace: default\n    user: kubesim\n  name: kubesim\n"
                           "current-context: kubesim\npreferences: {}\nusers:\n- name: kubesim\n");
+    /* kubectl asks for a username over https when the user has no
+     * credentials; with --allow-all and no token file any token is ignored. */
+    if (!token && s->cfg.tls)
+        token = "kubesim";
     if (token)
         rc |= cx_buf_printf(&b, "  user:\n    token: %s\n", token);
     else
@@ -117,6 +121,28 @@ static void seed_namespaces(struct ks_server *s)
         cJSON_AddStringToObject(m, "name", names[i]);
         if (ks_api_seed(s, "", "namespaces", o) != 0)
             cx_warn(KS_LOG, "could not create namespace %s", names[i]);
+        cJSON_Delete(o);
+    }
+}
+
+/* The bootstrap policy every cluster has: cluster-admin for system:masters. */
+static void seed_rbac(struct ks_server *s)
+{
+    struct ks_rtype *cr = ks_rtype_find(s, "rbac.authorization.k8s.io", "v1", "clusterroles");
+    if (cr && !ks_store_get(cr, "cluster-admin")) {
+        cJSON *o = cJSON_Parse("{\"metadata\":{\"name\":\"cluster-admin\",\"labels\":{\"kubernetes.io/bootstrapping\":\"rbac-defaults\"}},"
+                               "\"rules\":[{\"apiGroups\":[\"*\"],\"resources\":[\"*\"],\"verbs\":[\"*\"]}]}");
+        if (!o || ks_api_seed(s, "rbac.authorization.k8s.io", "clusterroles", o) != 0)
+            cx_warn(KS_LOG, "could not create the cluster-admin ClusterRole");
+        cJSON_Delete(o);
+    }
+    struct ks_rtype *crb = ks_rtype_find(s, "rbac.authorization.k8s.io", "v1", "clusterrolebindings");
+    if (crb && !ks_store_get(crb, "cluster-admin")) {
+        cJSON *o = cJSON_Parse("{\"metadata\":{\"name\":\"cluster-admin\",\"labels\":{\"kubernetes.io/bootstrapping\":\"rbac-defaults\"}},"
+                               "\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"ClusterRole\",\"name\":\"cluster-admin\"},"
+                               "\"subjects\":[{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"Group\",\"name\":\"system:masters\"}]}");
+        if (!o || ks_api_seed(s, "rbac.authorization.k8s.io", "clusterrolebindings", o) != 0)
+            cx_warn(KS_LOG, "could not create the cluster-admin ClusterRoleBinding");
         cJSON_Delete(o);
     }
 }
@@ -324,6 +350,7 @@ int main(int argc, char **argv)
     if (s->cfg.state_file && ks_state_load(s) != 0)
         goto out;
     seed_namespaces(s);
+    seed_rbac(s);
     s->http = evhttp_new(s->base);
     if (!s->http)
         goto out;

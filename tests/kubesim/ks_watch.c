@@ -16,6 +16,7 @@
 #include "ks_admin.h"
 #include "ks_api.h"
 #include "ks_http.h"
+#include "ks_fault.h"
 
 struct ks_watch {
     struct ks_server *s;
@@ -29,6 +30,7 @@ struct ks_watch {
     int64_t deadline_ms;
     bool pre_deadline_sent;
     bool starting; /* inside ks_watch_start: the caller still owns |r| */
+    bool frozen;   /* events held back: the user is partitioned */
     struct event *deadline_ev;
     struct event *bookmark_ev;
     struct evbuffer *scratch;
@@ -139,6 +141,10 @@ static int deliver(struct ks_watch *w, struct ks_event *e)
 {
     if (e->rv <= w->last_rv || !in_scope(w, e->key))
         return 0;
+    if (w->frozen || ks_fault_partitioned(w->s, w->r->user)) {
+        w->frozen = true;
+        return 0;
+    }
     bool cur = e->type != KS_EV_DELETED && ks_obj_matches(w->rt, NULL, &w->o, e->obj);
     bool old = e->prev && ks_obj_matches(w->rt, NULL, &w->o, e->prev);
     enum ks_evtype t;
@@ -166,6 +172,8 @@ void ks_watch_fanout(struct ks_server *s, struct ks_rtype *rt, struct ks_event *
 
 static int send_bookmark(struct ks_watch *w, bool initial_end)
 {
+    if (w->frozen || ks_fault_partitioned(w->s, w->r->user))
+        return 0;
     char buf[512];
     uint64_t rv = w->s->rv > w->last_rv ? w->s->rv : w->last_rv;
     snprintf(buf, sizeof(buf),
@@ -316,6 +324,10 @@ void ks_watch_start(struct ks_req *r)
     TAILQ_INSERT_TAIL(&s->all_watches, w, all_link);
     evhttp_connection_set_closecb(w->conn, on_close, w);
     w->starting = true;
+    if (r->end_watch_now) {
+        watch_end(w);
+        return;
+    }
 
     long timeout = o->timeout_s;
     if (timeout < 0) {
@@ -363,6 +375,32 @@ void ks_watch_start(struct ks_req *r)
     schedule_bookmark(w);
     w->starting = false;
     ks_admin_watch_started(s, r);
+}
+
+static void send_error_and_end(struct ks_watch *w, int code, const char *reason, const char *msg);
+
+void ks_watch_heal(struct ks_server *s)
+{
+    struct ks_watch *w, *tmp;
+    for (w = TAILQ_FIRST(&s->all_watches); w; w = tmp) {
+        tmp = TAILQ_NEXT(w, all_link);
+        if (!w->frozen || ks_fault_partitioned(s, w->r->user))
+            continue;
+        w->frozen = false;
+        struct ks_rtype *rt = w->rt;
+        if (w->last_rv < rt->window_start_rv) {
+            char msg[128];
+            snprintf(msg, sizeof(msg), "too old resource version: %llu (%llu)",
+                     (unsigned long long)w->last_rv, (unsigned long long)(rt->window_start_rv + 1));
+            send_error_and_end(w, 410, "Expired", msg);
+            continue;
+        }
+        for (size_t i = 0; i < rt->ring_len; i++) {
+            struct ks_event *e = rt->ring[(rt->ring_head + i) % rt->ring_cap];
+            if (e->rv > w->last_rv && deliver(w, e) != 0)
+                break;
+        }
+    }
 }
 
 /* Ends watches of |user| on |resource| (NULL: any). */

@@ -38,12 +38,15 @@ class KubeSim:
     """One kubesim process on 127.0.0.1 and a free port.
 
     args: extra command-line flags. allow_all: pass --allow-all. state:
-    True keeps the store in <dir>/state.json across restart(). The process
-    writes its port, kubeconfig and logs into a temp dir removed by stop().
+    True keeps the store in <dir>/state.json across restart(). tls: HTTPS
+    with the generated CA (ca_file). tokens: dict token -> user or
+    (user, [groups]) written to a --tokens file. kubeconfig_token: the token
+    the written kubeconfig carries. The process writes its port, kubeconfig
+    and logs into a temp dir removed by close().
     """
 
     def __init__(self, args=(), allow_all=True, state=False, tls=False, tokens=None,
-                 env=None, start=True, keep_dir=False):
+                 env=None, start=True, keep_dir=False, kubeconfig_token=None):
         self.dir = tempfile.mkdtemp(prefix="kubesim-")
         self.args = list(args)
         self.allow_all = allow_all
@@ -55,6 +58,7 @@ class KubeSim:
             self.write_tokens(tokens)
         self.env = env
         self.keep_dir = keep_dir
+        self.kubeconfig_token = kubeconfig_token
         self.proc = None
         self.port = None
         self.log_path = os.path.join(self.dir, "kubesim.log")
@@ -85,6 +89,8 @@ class KubeSim:
             cmd += ["--state", self.state]
         if self.tokens_file:
             cmd += ["--tokens", self.tokens_file]
+        if self.kubeconfig_token:
+            cmd += ["--kubeconfig-token", self.kubeconfig_token]
         return cmd + self.args
 
     def start(self, timeout=10.0):
