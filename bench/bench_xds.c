@@ -403,8 +403,8 @@ int main(int argc, char **argv)
             "\"ratio\":%.2f}",
             i ? "," : "", x->streams, x->streams == 1 ? "" : "s", x->streams, pushes, x->p50_ms,
             x->p99_ms, x->max_ms, x->all_p50_ms, x->all_p99_ms, x->bytes_per_push,
-            x->cpu_ms_per_push, rss, heap, x->setup_s,
-            base1.p50_ms, base1.p50_ms > 0 ? x->p50_ms / base1.p50_ms : 0);
+            x->cpu_ms_per_push, rss, heap, x->setup_s, base1.p50_ms,
+            base1.p50_ms > 0 ? x->p50_ms / base1.p50_ms : 0);
     }
     printf("]}\n");
     for (int i = 0; i < 2; i++) {

@@ -20,6 +20,7 @@
 #include "xdsb.h"
 #include "xdsc.h"
 #include "xdsp.h"
+#include "xlate.h"
 #include "xlate_snapshot.h"
 
 #include <stdio.h>
@@ -349,6 +350,97 @@ static void test_python_listener_deleted_fails_unavailable(void)
     py = NULL;
 }
 
+/* The translator's own output (xlate_run on Gateway, VirtualService,
+ * Upstream, Service and EndpointSlice objects pointing at the backends),
+ * served to a fresh gRPC client: the two halves of the control plane agree
+ * on what gRPC accepts. */
+static void test_python_translator_snapshot_routing(void)
+{
+    REQUIRE(srv != NULL);
+    char yaml[4096];
+    snprintf(yaml, sizeof(yaml),
+             "[{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"Gateway\","
+             "\"metadata\":{\"name\":\"gw\",\"namespace\":\"e2e\"},"
+             "\"spec\":{\"mode\":\"proxyless\"}},"
+             "{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"VirtualService\","
+             "\"metadata\":{\"name\":\"vs\",\"namespace\":\"e2e\","
+             "\"creationTimestamp\":\"2024-01-01T00:00:00Z\"},"
+             "\"spec\":{\"domains\":[\"tr.test\"],\"routes\":["
+             "{\"match\":{\"prefix\":\"/svc.A/\"},\"upstream\":{\"name\":\"ua\"}},"
+             "{\"match\":{\"prefix\":\"/svc.B/\"},\"upstream\":{\"name\":\"ub\"}}]}},"
+             "{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"Upstream\","
+             "\"metadata\":{\"name\":\"ua\",\"namespace\":\"e2e\"},"
+             "\"spec\":{\"kube\":{\"service\":\"sa\",\"port\":\"grpc\"}}},"
+             "{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"Upstream\","
+             "\"metadata\":{\"name\":\"ub\",\"namespace\":\"e2e\"},"
+             "\"spec\":{\"kube\":{\"service\":\"sb\",\"port\":\"grpc\"}}},"
+             "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"sa\","
+             "\"namespace\":\"e2e\"},\"spec\":{\"ports\":[{\"name\":\"grpc\",\"port\":9090}]}},"
+             "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"sb\","
+             "\"namespace\":\"e2e\"},\"spec\":{\"ports\":[{\"name\":\"grpc\",\"port\":9090}]}},"
+             "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\","
+             "\"metadata\":{\"name\":\"sa-1\",\"namespace\":\"e2e\","
+             "\"labels\":{\"kubernetes.io/service-name\":\"sa\"}},\"addressType\":\"IPv4\","
+             "\"ports\":[{\"name\":\"grpc\",\"port\":%d}],"
+             "\"endpoints\":[{\"addresses\":[\"127.0.0.1\"],\"conditions\":{\"ready\":true}}]},"
+             "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\","
+             "\"metadata\":{\"name\":\"sb-1\",\"namespace\":\"e2e\","
+             "\"labels\":{\"kubernetes.io/service-name\":\"sb\"}},\"addressType\":\"IPv4\","
+             "\"ports\":[{\"name\":\"grpc\",\"port\":%d}],"
+             "\"endpoints\":[{\"addresses\":[\"127.0.0.1\"],\"conditions\":{\"ready\":true}}]}]",
+             ports[0], ports[1]);
+    cJSON *arr = cx_json_parse(yaml, strlen(yaml));
+    REQUIRE(arr != NULL);
+    struct xlate_object objs[8];
+    size_t n = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, arr)
+    {
+        if (n < 8)
+            objs[n++] = (struct xlate_object){.kind = XLATE_KIND_UNKNOWN, .obj = it};
+    }
+    REQUIRE_INT_EQ(n, 8);
+    struct xlate_ctx *ctx = xlate_ctx_new();
+    REQUIRE(ctx != NULL);
+    struct xlate_input in = {.objects = objs, .n = n};
+    struct xlate_snapshot *snap = NULL;
+    REQUIRE_INT_EQ(xlate_run(ctx, &in, &snap, NULL), 0);
+    for (size_t i = 0; i < snap->nreports; i++)
+        printf("# report %s %s/%s: %s %s\n", snap->reports[i].kind, snap->reports[i].namespace,
+               snap->reports[i].name, xlate_state_name(snap->reports[i].state),
+               snap->reports[i].message ? snap->reports[i].message : "");
+    const struct xlate_group *g = xlate_snapshot_group(snap, GROUP);
+    REQUIRE(g != NULL);
+    CHECK(xds_resource_set_find(&g->types[XDS_LISTENER], "tr.test") != NULL);
+    xds_server_set_snapshot(srv, snap);
+    xlate_snapshot_unref(snap);
+    xlate_ctx_free(ctx);
+    cJSON_Delete(arr);
+
+    char path[512];
+    snprintf(path, sizeof(path), "%s/tests/e2e/xds/grpc_client.py", top());
+    char *argv[] = {"/usr/bin/python3", path, "tr.test", NULL};
+    char *env[] = {bootstrap_env, "GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS=20", NULL};
+    struct xdsp *p = start_client(argv, env);
+    REQUIRE(p != NULL);
+    cJSON *r = ask(p, "call /svc.A/Call 10", 20000);
+    REQUIRE(r != NULL);
+    CHECK_INT_EQ(count_of(r, "ok", "b1"), 10);
+    cJSON_Delete(r);
+    r = ask(p, "call /svc.B/Call 10", 10000);
+    REQUIRE(r != NULL);
+    CHECK_INT_EQ(count_of(r, "ok", "b2"), 10);
+    cJSON_Delete(r);
+    struct xds_nack_stat st;
+    int nacked = 0;
+    for (int t = 0; t < XDS_TYPE_COUNT; t++)
+        if (xds_server_nack_stat(srv, GROUP, (enum xds_type)t, &st) == 0 && st.active)
+            nacked = 1;
+    CHECK(!nacked);
+    xdsp_send(p, "quit");
+    xdsp_stop(p);
+}
+
 /* Installs @grpc/grpc-js-xds into build/npm-xds (shared by the normal and
  * the sanitizer builds) once. */
 static int npm_ready(char *node_path, size_t cap)
@@ -432,6 +524,7 @@ static const struct cxt_case cases[] = {
     CXT(test_python_route_deleted_fails_unavailable),
     CXT(test_python_invalid_resource_nacked),
     CXT(test_python_listener_deleted_fails_unavailable),
+    CXT(test_python_translator_snapshot_routing),
     CXT(test_node_grpc_js_xds_routing),
     CXT(test_teardown),
 };
