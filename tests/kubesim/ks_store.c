@@ -470,6 +470,10 @@ void ks_rtypes_builtin(struct ks_server *s)
     }
     builtin(s, "discovery.k8s.io", "endpointslices", "endpointslice", "EndpointSlice", true,
             KS_K_ENDPOINTSLICE, NULL);
+    /* Stored only (nothing runs them): what the Helm chart deploys. */
+    builtin(s, "apps", "deployments", "deployment", "Deployment", true, KS_K_OTHER, "deploy");
+    builtin(s, "policy", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget",
+            true, KS_K_OTHER, "pdb");
     rt = builtin(s, "apiextensions.k8s.io", "customresourcedefinitions",
                  "customresourcedefinition", "CustomResourceDefinition", false, KS_K_CRD, "crd");
     if (rt) {
