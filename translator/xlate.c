@@ -1,8 +1,9 @@
 /*
- * The translator context and one pass: ingest (find each object's entry,
- * re-parse what changed), dependency bookkeeping, Upstreams, Gateways (their
- * selected VirtualServices, domain claims, the four resource sets), and the
- * snapshot.
+ * The translator context and one pass (see xlate_internal.h for the memo
+ * rules): ingest (entries, re-parse what changed, deletions), indexes and
+ * dependency marks, Upstreams, VirtualService invalidation, Gateways
+ * (selection, domain claims, accepted virtual hosts, the four resource sets
+ * patched in place), the snapshot.
  */
 #include "xlate_internal.h"
 
@@ -42,6 +43,16 @@ int xl_list_push(struct xl_entry_list *l, struct xl_entry *e)
     return 0;
 }
 
+void xl_list_remove(struct xl_entry_list *l, struct xl_entry *e)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->items[i] == e) {
+            memmove(&l->items[i], &l->items[i + 1], (l->n - i - 1) * sizeof(*l->items));
+            l->n--;
+            return;
+        }
+}
+
 static const char *label_get(void *user, const char *key)
 {
     return xl_meta_label(&((const struct xl_entry *)user)->obj.meta, key);
@@ -54,6 +65,11 @@ int xl_selector_matches(const struct filter_selector *sel, const struct xl_entry
     return filter_selector_matches_fn(sel, label_get, (void *)e);
 }
 
+struct xl_entry *xl_find_key(struct xlate_ctx *ctx, enum xlate_kind kind, const char *key)
+{
+    return xl_map_gets(&ctx->by_key[kind], key);
+}
+
 struct xl_entry *xl_find(struct xlate_ctx *ctx, enum xlate_kind kind, const char *ns,
                          const char *name)
 {
@@ -64,14 +80,112 @@ struct xl_entry *xl_find(struct xlate_ctx *ctx, enum xlate_kind kind, const char
     return xl_map_get(&ctx->by_key[kind], key, (size_t)n);
 }
 
-void xl_touch(struct xlate_ctx *ctx, struct xl_entry *e)
+int xl_rep_dirty(struct xlate_ctx *ctx, struct xl_entry *e)
 {
-    if (e->use_pass == ctx->pass)
+    if (e->rep_dirty == ctx->pass)
+        return 0;
+    e->rep_dirty = ctx->pass;
+    return xl_list_push(&ctx->rep_list, e);
+}
+
+/* A VirtualService started or stopped being selected by a Gateway: its
+ * report, and those of the RouteTables it has problems about, change. */
+static int usage_changed(struct xlate_ctx *ctx, struct xl_entry *v)
+{
+    if (xl_rep_dirty(ctx, v) != 0)
+        return -1;
+    for (int m = 0; m < XL_MODES; m++)
+        for (size_t i = 0; i < v->res[m].nmsgs; i++)
+            if (v->res[m].msgs[i].target != v && xl_rep_dirty(ctx, v->res[m].msgs[i].target) != 0)
+                return -1;
+    return 0;
+}
+
+int xl_entry_cmp(const struct xl_entry *x, const struct xl_entry *y)
+{
+    /* (namespace, name) order; namespaces hold no byte below '-' */
+    return strcmp(x->skey, y->skey);
+}
+
+static int entry_qcmp(const void *a, const void *b)
+{
+    return xl_entry_cmp(*(struct xl_entry *const *)a, *(struct xl_entry *const *)b);
+}
+
+/* Position of |e| in a sorted array: its index if present (*found = 1),
+ * else where it would go. */
+static size_t bsearch_entry(struct xl_entry *const *items, size_t n, const struct xl_entry *e,
+                            int *found)
+{
+    size_t lo = 0, hi = n;
+    *found = 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = items[mid] == e ? 0 : xl_entry_cmp(items[mid], e);
+        if (c == 0) {
+            *found = 1;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Sorted insert (no duplicates). Returns 0 or -1. */
+static int sorted_insert(struct xl_entry ***items, size_t *n, size_t *cap, struct xl_entry *e)
+{
+    int found;
+    size_t at = bsearch_entry(*items, *n, e, &found);
+    if (found)
+        return 0;
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 8;
+        struct xl_entry **ni = realloc(*items, nc * sizeof(*ni));
+        if (!ni)
+            return -1;
+        *items = ni;
+        *cap = nc;
+    }
+    memmove(&(*items)[at + 1], &(*items)[at], (*n - at) * sizeof(**items));
+    (*items)[at] = e;
+    (*n)++;
+    return 0;
+}
+
+static void sorted_remove(struct xl_entry **items, size_t *n, struct xl_entry *e)
+{
+    int found;
+    size_t at = bsearch_entry(items, *n, e, &found);
+    if (!found)
         return;
-    e->use_pass = ctx->pass;
-    e->nuses = 0;
-    e->used_modes = 0;
-    e->nrmsgs = 0;
+    memmove(&items[at], &items[at + 1], (*n - at - 1) * sizeof(*items));
+    (*n)--;
+}
+
+long xl_gw_find_sel(const struct xl_gw_memo *m, const struct xl_entry *vs)
+{
+    int found;
+    size_t at = bsearch_entry(m->sel, m->nsel, vs, &found);
+    return found ? (long)at : -1;
+}
+
+long xl_gw_find_acc(const struct xl_gw_memo *m, const struct xl_entry *vs)
+{
+    size_t lo = 0, hi = m->nacc;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = m->acc[mid].vs == vs ? 0 : xl_entry_cmp(m->acc[mid].vs, vs);
+        if (c == 0)
+            return (long)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
 }
 
 /* ---- digest --------------------------------------------------------------- */
@@ -88,31 +202,43 @@ static int canon_member(struct cx_buf *b, const cJSON *obj, const char *key)
     return rc;
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 uint64_t xlate_digest(const cJSON *obj)
 {
     struct cx_buf b;
     cx_buf_init(&b, 0);
     int rc = 0;
     const cJSON *c;
-    /* every top-level member but status; metadata without what changes on
-     * every write (resourceVersion, managedFields) and annotations */
+    const char *keys[64];
+    size_t nk = 0;
+    /* every top-level member but status, in key order; metadata without what
+     * changes on every write (resourceVersion, managedFields) and
+     * annotations */
     cJSON_ArrayForEach(c, obj)
     {
-        if (!c->string || strcmp(c->string, "status") == 0)
-            continue;
-        if (strcmp(c->string, "metadata") == 0) {
-            static const char *const keep[] = {"namespace",         "name",   "uid", "generation",
-                                               "creationTimestamp", "labels", NULL};
+        if (c->string && strcmp(c->string, "status") != 0 && nk < 64)
+            keys[nk++] = c->string;
+    }
+    qsort(keys, nk, sizeof(keys[0]), name_cmp);
+    for (size_t i = 0; i < nk; i++) {
+        if (strcmp(keys[i], "metadata") == 0) {
+            static const char *const keep[] = {"creationTimestamp", "generation", "labels", "name",
+                                               "namespace",         "uid",        NULL};
+            const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
             rc |= cx_buf_puts(&b, "metadata{");
             for (const char *const *k = keep; *k; k++)
-                rc |= canon_member(&b, c, *k);
+                rc |= canon_member(&b, md, *k);
             rc |= cx_buf_puts(&b, "}");
             continue;
         }
-        rc |= canon_member(&b, obj, c->string);
+        rc |= canon_member(&b, obj, keys[i]);
     }
     uint64_t h = cx_fnv64(CX_FNV64_INIT, b.data ? b.data : "", b.len);
-    if (rc != 0) /* the canonical form did not fit: hash what the pointer says */
+    if (rc != 0 || nk == 64) /* too big to canonicalise: hash the pointer too */
         h = cx_fnv64(h, &obj, sizeof(obj));
     cx_buf_free(&b);
     return h ? h : 1;
@@ -134,8 +260,7 @@ static void entry_free(struct xl_entry *e)
     for (int m = 0; m < XL_MODES; m++)
         xl_res_clear(&e->res[m]);
     xl_up_memo_free(e->up);
-    free(e->uses);
-    free(e->rmsgs);
+    free(e->contrib.items);
     free(e->rep_msg);
     free(e);
 }
@@ -148,29 +273,59 @@ static void set_free(struct xds_resource_set *s)
     memset(s, 0, sizeof(*s));
 }
 
+static void free_map_vals(struct xl_map *m)
+{
+    const struct xl_map_slot *s;
+    for (size_t i = 0; xl_map_next(m, &i, &s);)
+        free(s->val);
+    xl_map_free(m);
+}
+
+static void free_slots(struct xl_gw_memo *m)
+{
+    for (size_t i = 0; i < m->nacc; i++)
+        free(m->acc[i].ups);
+    free(m->acc);
+    m->acc = NULL;
+    m->nacc = 0;
+}
+
 static void gw_memo_free(struct xl_gw_memo *m)
 {
     if (!m)
         return;
-    free(m->selected);
-    free(m->accepted);
-    if (m->conflict_msgs)
-        for (size_t i = 0; i < m->nselected; i++)
-            free(m->conflict_msgs[i]);
-    free(m->conflict_msgs);
+    free(m->sel);
+    free_slots(m);
+    free_map_vals(&m->conflicts);
+    free_map_vals(&m->upcount);
     xds_resource_unref(m->rc);
     xds_resource_unref(m->listener);
     const struct xl_map_slot *s;
     for (size_t i = 0; xl_map_next(&m->api_listeners, &i, &s);) {
-        free((void *)s->key);
-        xds_resource_unref(s->val);
+        struct xl_api_listener *al = s->val;
+        xds_resource_unref(al->r);
+        free(al);
     }
     xl_map_free(&m->api_listeners);
-    for (int t = 0; t < XDS_TYPE_COUNT; t++) {
+    for (int t = 0; t < XDS_TYPE_COUNT; t++)
         set_free(&m->sets[t]);
-        free(m->seq[t]);
-    }
+    free(m->touched.items);
     free(m);
+}
+
+/* Frees a Gateway's memo, marking the reports that depended on it. */
+static int gw_memo_drop(struct xlate_ctx *ctx, struct xl_gw_memo *m)
+{
+    int rc = 0;
+    if (!m)
+        return 0;
+    for (size_t i = 0; i < m->nsel && rc == 0; i++)
+        rc = usage_changed(ctx, m->sel[i]);
+    const struct xl_map_slot *s;
+    for (size_t i = 0; rc == 0 && xl_map_next(&m->upcount, &i, &s);)
+        rc = xl_rep_dirty(ctx, ((struct xl_ucount *)s->val)->up);
+    gw_memo_free(m);
+    return rc;
 }
 
 static void free_list_map(struct xl_map *m)
@@ -184,10 +339,25 @@ static void free_list_map(struct xl_map *m)
     xl_map_free(m);
 }
 
-void xlate_ctx_free(struct xlate_ctx *ctx)
+static void free_dep_list(struct xl_dep_list *l)
 {
-    if (!ctx)
-        return;
+    for (size_t i = 0; i < l->n; i++)
+        free(l->items[i].vskey);
+    free(l->items);
+    free(l);
+}
+
+static void free_deps(struct xl_map *m)
+{
+    const struct xl_map_slot *s;
+    for (size_t i = 0; xl_map_next(m, &i, &s);)
+        free_dep_list(s->val);
+    xl_map_free(m);
+}
+
+/* Everything but the pass scratch lists. */
+static void ctx_clear(struct xlate_ctx *ctx)
+{
     const struct xl_map_slot *s;
     for (size_t i = 0; xl_map_next(&ctx->gw_memo, &i, &s);)
         gw_memo_free(s->val);
@@ -197,17 +367,38 @@ void xlate_ctx_free(struct xlate_ctx *ctx)
             entry_free(s->val);
         xl_map_free(&ctx->by_key[k]);
         free(ctx->list[k]);
+        ctx->list[k] = NULL;
+        ctx->nlist[k] = ctx->caplist[k] = 0;
     }
+    for (size_t i = 0; i < ctx->graveyard.n; i++)
+        entry_free(ctx->graveyard.items[i]);
+    ctx->graveyard.n = 0;
     xl_map_free(&ctx->by_ptr);
-    free(ctx->pending.items);
     free_list_map(&ctx->slices_by_svc);
+    free_list_map(&ctx->svc_ups);
     free_list_map(&ctx->rt_by_ns);
-    xl_map_free(&ctx->changed_deps);
-    xl_map_free(&ctx->dirty_services);
+    free_deps(&ctx->deps);
+    xlate_report_block_unref(ctx->reports);
+    ctx->reports = NULL;
+}
+
+void xlate_ctx_free(struct xlate_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    ctx_clear(ctx);
+    free(ctx->pending.items);
+    free(ctx->changed.items);
+    free(ctx->graveyard.items);
+    free(ctx->vs_touched.items);
+    free(ctx->up_touched.items);
+    free(ctx->rep_list.items);
+    free_map_vals(&ctx->changed_deps);
+    free_map_vals(&ctx->dirty_services);
     free(ctx);
 }
 
-/* ---- ingest ------------------------------------------------------------------ */
+/* ---- pass-local marks --------------------------------------------------------- */
 
 /* by_ptr keys are (digest, obj_ptr) as laid out in the entry: 16 bytes that
  * say "this very cJSON with this content". */
@@ -225,6 +416,22 @@ static const void *ptrkey_entry(const struct xl_entry *e)
     return &e->digest;
 }
 
+static int mark_key(struct xl_map *m, const char *key)
+{
+    size_t n = strlen(key);
+    if (xl_map_get(m, key, n))
+        return 0;
+    char *k = malloc(n + 1);
+    if (!k)
+        return -1;
+    memcpy(k, key, n + 1);
+    if (xl_map_put(m, k, n, k) != 0) {
+        free(k);
+        return -1;
+    }
+    return 0;
+}
+
 /* Records that dependency "<c>/<a>" changed this pass. */
 static int mark_dep(struct xlate_ctx *ctx, char c, const char *a)
 {
@@ -232,42 +439,24 @@ static int mark_dep(struct xlate_ctx *ctx, char c, const char *a)
     int n = snprintf(buf, sizeof(buf), "%c/%s", c, a);
     if (n < 0 || (size_t)n >= sizeof(buf))
         return 0;
-    if (xl_map_get(&ctx->changed_deps, buf, (size_t)n))
-        return 0;
-    char *k = malloc((size_t)n + 1);
-    if (!k)
-        return -1;
-    memcpy(k, buf, (size_t)n + 1);
-    if (xl_map_put(&ctx->changed_deps, k, (size_t)n, k) != 0) {
-        free(k);
-        return -1;
-    }
-    return 0;
+    return mark_key(&ctx->changed_deps, buf);
 }
 
 static int mark_service(struct xlate_ctx *ctx, const char *ns, const char *name)
 {
     char buf[600];
     int n = snprintf(buf, sizeof(buf), "%s/%s", ns, name);
-    if (n < 0 || (size_t)n >= sizeof(buf) || xl_map_get(&ctx->dirty_services, buf, (size_t)n))
+    if (n < 0 || (size_t)n >= sizeof(buf))
         return 0;
-    char *k = malloc((size_t)n + 1);
-    if (!k)
-        return -1;
-    memcpy(k, buf, (size_t)n + 1);
-    if (xl_map_put(&ctx->dirty_services, k, (size_t)n, k) != 0) {
-        free(k);
-        return -1;
-    }
-    return 0;
+    return mark_key(&ctx->dirty_services, buf);
 }
 
-static void clear_key_map(struct xl_map *m)
+static int touch(struct xlate_ctx *ctx, struct xl_entry_list *l, struct xl_entry *e)
 {
-    const struct xl_map_slot *s;
-    for (size_t i = 0; xl_map_next(m, &i, &s);)
-        free(s->val);
-    xl_map_free(m);
+    if (e->touched == ctx->pass && e->kind != XLATE_KIND_GATEWAY)
+        return 0;
+    e->touched = ctx->pass;
+    return xl_list_push(l, e);
 }
 
 static uint64_t labels_hash(const struct xl_meta *m)
@@ -280,31 +469,108 @@ static uint64_t labels_hash(const struct xl_meta *m)
     return h;
 }
 
-/* Dependency marks for an entry that appears, changes or goes. */
-static int note_change(struct xlate_ctx *ctx, struct xl_entry *e, int gone)
+/* ---- indexes -------------------------------------------------------------------- */
+
+static int index_add(struct xl_map *m, const char *key, struct xl_entry *e)
+{
+    size_t n = strlen(key);
+    struct xl_entry_list *l = xl_map_get(m, key, n);
+    if (!l) {
+        l = calloc(1, sizeof(*l) + n + 1);
+        if (!l)
+            return -1;
+        char *k = (char *)(l + 1);
+        memcpy(k, key, n + 1);
+        if (xl_map_put(m, k, n, l) != 0) {
+            free(l);
+            return -1;
+        }
+    }
+    /* kept sorted: index users iterate in name order */
+    size_t cap = l->cap;
+    return sorted_insert(&l->items, &l->n, &cap, e) == 0 ? (l->cap = cap, 0) : -1;
+}
+
+static void index_del(struct xl_map *m, const char *key, struct xl_entry *e)
+{
+    size_t n = strlen(key);
+    struct xl_entry_list *l = xl_map_get(m, key, n);
+    if (!l)
+        return;
+    sorted_remove(l->items, &l->n, e);
+    if (l->n == 0) {
+        xl_map_del(m, key, n);
+        free(l->items);
+        free(l);
+    }
+}
+
+static int slice_key(const struct xl_entry *e, char *buf, size_t cap)
+{
+    if (!e->obj.u.eps.service)
+        return -1;
+    int n = snprintf(buf, cap, "%s/%s", e->obj.meta.ns, e->obj.u.eps.service);
+    return (n < 0 || (size_t)n >= cap) ? -1 : 0;
+}
+
+/* Takes |e| (parsed as it is now) out of, or into, the indexes. */
+static int index_entry(struct xlate_ctx *ctx, struct xl_entry *e, int add)
+{
+    char key[600];
+    switch (e->kind) {
+    case XLATE_KIND_ENDPOINT_SLICE:
+        if (slice_key(e, key, sizeof(key)) != 0)
+            return 0;
+        if (!add) {
+            index_del(&ctx->slices_by_svc, key, e);
+            return 0;
+        }
+        return index_add(&ctx->slices_by_svc, key, e);
+    case XLATE_KIND_ROUTE_TABLE:
+        if (!add) {
+            index_del(&ctx->rt_by_ns, e->obj.meta.ns, e);
+            return 0;
+        }
+        return index_add(&ctx->rt_by_ns, e->obj.meta.ns, e);
+    case XLATE_KIND_UPSTREAM:
+        if (!add) {
+            if (e->up && e->up->svc_key) {
+                index_del(&ctx->svc_ups, e->up->svc_key, e);
+                free(e->up->svc_key);
+                e->up->svc_key = NULL;
+            }
+            return 0;
+        }
+        if (!e->up && !(e->up = calloc(1, sizeof(*e->up))))
+            return -1;
+        if (e->parse_state == XLATE_REJECTED || !e->obj.u.up.is_kube)
+            return 0;
+        snprintf(key, sizeof(key), "%s/%s", e->obj.u.up.kube_ns, e->obj.u.up.kube_service);
+        if (!(e->up->svc_key = strdup(key)))
+            return -1;
+        return index_add(&ctx->svc_ups, key, e);
+    default:
+        return 0;
+    }
+}
+
+/* Dependency marks for an entry that appears, changes or goes (|e| as it is
+ * now: called for the old version before a re-parse and for the new one
+ * after). */
+static int note_change(struct xlate_ctx *ctx, struct xl_entry *e)
 {
     int rc = 0;
     switch (e->kind) {
     case XLATE_KIND_ROUTE_TABLE:
         rc |= mark_dep(ctx, 'R', e->key);
         rc |= mark_dep(ctx, 'N', e->obj.meta.ns ? e->obj.meta.ns : "");
-        ctx->list_dirty[XLATE_KIND_ROUTE_TABLE] = 1; /* rt_by_ns is rebuilt */
         break;
     case XLATE_KIND_SERVICE:
         rc |= mark_service(ctx, e->obj.meta.ns, e->obj.meta.name);
         break;
     case XLATE_KIND_ENDPOINT_SLICE:
-        ctx->slices_dirty = 1;
         if (e->obj.u.eps.service)
             rc |= mark_service(ctx, e->obj.meta.ns, e->obj.u.eps.service);
-        break;
-    case XLATE_KIND_UPSTREAM:
-        if (gone)
-            rc |= mark_dep(ctx, 'U', e->key);
-        break;
-    case XLATE_KIND_VIRTUAL_SERVICE:
-        if (gone)
-            ctx->sel_epoch++;
         break;
     default:
         break;
@@ -312,16 +578,26 @@ static int note_change(struct xlate_ctx *ctx, struct xl_entry *e, int gone)
     return rc ? -1 : 0;
 }
 
+/* ---- ingest ------------------------------------------------------------------------ */
+
+static int list_add(struct xlate_ctx *ctx, struct xl_entry *e)
+{
+    ctx->list_changes[e->kind]++;
+    return 0; /* the list itself is fixed up by fix_lists() */
+}
+
 static int reparse(struct xlate_ctx *ctx, struct xl_entry *e, const cJSON *obj, uint64_t digest)
 {
+    int had = e->changed != 0;
     if (e->obj_ptr)
         xl_map_del(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN);
-    /* what the old version fed (a slice's old Service) changes too */
-    if (e->changed && note_change(ctx, e, 0) != 0)
-        return -1;
-    uint64_t old_labels = e->label_hash;
-    enum xlate_state old_state = e->parse_state;
-    int had = e->changed != 0;
+    if (had) {
+        /* what the old version fed (a slice's old Service) changes too */
+        if (note_change(ctx, e) != 0)
+            return -1;
+        index_entry(ctx, e, 0);
+        /* sorted lists hold the entry by its name, which does not change */
+    }
     xl_object_release(&e->obj);
     xl_arena_free(&e->arena);
     e->digest = digest;
@@ -329,7 +605,7 @@ static int reparse(struct xlate_ctx *ctx, struct xl_entry *e, const cJSON *obj, 
     if (xl_api_parse(e->kind, obj, &e->arena, &e->obj) != 0) {
         memset(&e->obj, 0, sizeof(e->obj));
         e->obj.kind = e->kind;
-        e->digest = 0; /* parse again next pass */
+        e->digest = 0;
         e->obj_ptr = NULL;
         return -1;
     }
@@ -341,14 +617,13 @@ static int reparse(struct xlate_ctx *ctx, struct xl_entry *e, const cJSON *obj, 
         uint64_t h = xl_fnv_str(CX_FNV64_INIT, e->obj.meta.creation);
         for (size_t i = 0; i < e->obj.u.vs.ndomains; i++)
             h = xl_fnv_str(h, e->obj.u.vs.domains[i]);
-        h = xl_fnv(h, &e->parse_state, sizeof(e->parse_state));
         e->claim_hash = h;
-        /* labels and validity decide which Gateways select it */
-        if (!had || old_labels != e->label_hash ||
-            (old_state == XLATE_REJECTED) != (e->parse_state == XLATE_REJECTED))
-            ctx->sel_epoch++;
     }
-    if (note_change(ctx, e, 0) != 0)
+    if (!had && list_add(ctx, e) != 0)
+        return -1;
+    if (note_change(ctx, e) != 0 || index_entry(ctx, e, 1) != 0)
+        return -1;
+    if (xl_list_push(&ctx->changed, e) != 0 || xl_rep_dirty(ctx, e) != 0)
         return -1;
     if (xl_map_put(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN, e) != 0)
         return -1;
@@ -358,31 +633,63 @@ static int reparse(struct xlate_ctx *ctx, struct xl_entry *e, const cJSON *obj, 
 static struct xl_entry *entry_new(struct xlate_ctx *ctx, enum xlate_kind kind, const char *key,
                                   size_t keylen)
 {
-    struct xl_entry *e = calloc(1, sizeof(*e) + keylen + 1);
+    struct xl_entry *e = calloc(1, sizeof(*e) + 2 * (keylen + 1));
     if (!e)
         return NULL;
     e->kind = kind;
     memcpy(e->key, key, keylen);
     e->keylen = keylen;
+    /* first arena chunk sized for what the kind usually needs */
+    e->arena.hint = kind == XLATE_KIND_VIRTUAL_SERVICE || kind == XLATE_KIND_ROUTE_TABLE ? 4096
+                    : kind == XLATE_KIND_ENDPOINT_SLICE                                  ? 2048
+                                                                                         : 512;
+    e->skey = e->key + keylen + 1;
+    memcpy(e->skey, key, keylen);
+    char *slash = memchr(e->skey, '/', keylen);
+    if (slash)
+        *slash = '\x01';
     if (xl_map_put(&ctx->by_key[kind], e->key, keylen, e) != 0) {
         free(e);
         return NULL;
     }
-    ctx->list_dirty[kind] = 1;
     return e;
+}
+
+/* Deletion: the entry leaves every index now and is freed at the end of the
+ * pass. */
+static int delete_entry(struct xlate_ctx *ctx, struct xl_entry *e)
+{
+    if (e->deleted)
+        return 0;
+    e->deleted = 1;
+    if (e->changed && note_change(ctx, e) != 0)
+        return -1;
+    if (e->changed)
+        index_entry(ctx, e, 0);
+    xl_map_del(&ctx->by_key[e->kind], e->key, e->keylen);
+    if (e->obj_ptr)
+        xl_map_del(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN);
+    if (e->changed)
+        ctx->list_changes[e->kind]++;
+    ctx->reports_changed = 1;
+    if (xl_list_push(&ctx->graveyard, e) != 0)
+        return -1;
+    return xl_list_push(&ctx->changed, e);
 }
 
 /* Ingest: every input object finds (or creates) its entry and offers itself
  * as the entry's candidate; when a key appears twice the smaller digest
  * wins, whatever the order. Entries whose candidate differs from what they
  * hold are re-parsed afterwards (commit_candidates). */
-static int ingest_one(struct xlate_ctx *ctx, const struct xlate_object *in)
+static int ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *obj,
+                      uint64_t digest, int last_wins)
 {
-    const cJSON *obj = in->obj;
-    enum xlate_kind kind = in->kind == XLATE_KIND_UNKNOWN ? xlate_kind_of(obj) : in->kind;
+    if (kind == XLATE_KIND_UNKNOWN)
+        kind = xlate_kind_of(obj);
     if (kind < 0 || kind >= XLATE_KIND_COUNT || !cJSON_IsObject(obj))
         return 0; /* not ours: no entry, no report */
-    uint64_t digest = in->digest ? in->digest : xlate_digest(obj);
+    if (!digest)
+        digest = xlate_digest(obj);
     struct ptrkey probe = {digest, obj};
     struct xl_entry *e = xl_map_get(&ctx->by_ptr, &probe, PTRKEY_LEN);
     if (e && e->kind == kind && e->seen != ctx->pass && e->digest == digest) {
@@ -396,22 +703,39 @@ static int ingest_one(struct xlate_ctx *ctx, const struct xlate_object *in)
     const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
     const char *ns = cx_json_str(md, "namespace");
     const char *name = cx_json_str(md, "name");
+    if (!ns || !*ns)
+        ns = "default";
+    if (!name)
+        name = "";
+    size_t nl = strlen(ns), ml = strlen(name);
     char key[600];
-    int n = snprintf(key, sizeof(key), "%s/%s", ns && *ns ? ns : "default", name ? name : "");
-    if (n < 0 || (size_t)n >= sizeof(key))
+    if (nl + ml + 2 > sizeof(key))
         return 0; /* names this long cannot exist in Kubernetes */
-    e = xl_map_get(&ctx->by_key[kind], key, (size_t)n);
+    memcpy(key, ns, nl);
+    key[nl] = '/';
+    memcpy(key + nl + 1, name, ml + 1);
+    size_t n = nl + 1 + ml;
+    e = xl_map_get(&ctx->by_key[kind], key, n);
     if (!e) {
-        e = entry_new(ctx, kind, key, (size_t)n);
+        e = entry_new(ctx, kind, key, n);
         if (!e)
             return -1;
     }
-    if (e->seen == ctx->pass) {
-        e->duplicate = 1;
+    if (e->seen == ctx->pass && !last_wins) {
+        /* a full view holding the key twice */
+        if (!e->duplicate) {
+            e->duplicate = 1;
+            if (xl_rep_dirty(ctx, e) != 0)
+                return -1;
+        }
         if (digest >= e->cand_digest)
             return 0;
+    } else if (e->seen == ctx->pass) {
+        /* changes: a later event for the key replaces an earlier one */
     } else {
         e->seen = ctx->pass;
+        if (e->duplicate && xl_rep_dirty(ctx, e) != 0)
+            return -1;
         e->duplicate = 0;
     }
     e->cand_obj = obj;
@@ -430,7 +754,7 @@ static int commit_candidates(struct xlate_ctx *ctx)
     for (size_t i = 0; i < ctx->pending.n; i++) {
         struct xl_entry *e = ctx->pending.items[i];
         e->pending = 0;
-        if (rc != 0)
+        if (rc != 0 || e->deleted) /* upserted, then deleted, in one batch */
             continue;
         if (e->changed && e->digest == e->cand_digest) {
             /* same content, another cJSON: only the fast-lookup key moves */
@@ -446,93 +770,140 @@ static int commit_candidates(struct xlate_ctx *ctx)
     return rc;
 }
 
-static int entry_cmp(const void *a, const void *b)
-{
-    const struct xl_entry *x = *(struct xl_entry *const *)a;
-    const struct xl_entry *y = *(struct xl_entry *const *)b;
-    int c = strcmp(x->obj.meta.ns ? x->obj.meta.ns : "", y->obj.meta.ns ? y->obj.meta.ns : "");
-    if (c)
-        return c;
-    c = strcmp(x->obj.meta.name ? x->obj.meta.name : "", y->obj.meta.name ? y->obj.meta.name : "");
-    return c ? c : strcmp(x->key, y->key);
-}
-
-/* Drops entries not seen this pass and rebuilds the sorted lists. */
+/* Full view: whatever was not seen this pass is gone. */
 static int sweep(struct xlate_ctx *ctx)
 {
-    for (int k = 0; k < XLATE_KIND_COUNT; k++) {
-        size_t w = 0;
+    for (int k = 0; k < XLATE_KIND_COUNT; k++)
         for (size_t i = 0; i < ctx->nlist[k]; i++) {
             struct xl_entry *e = ctx->list[k][i];
-            if (e->seen == ctx->pass) {
-                ctx->list[k][w++] = e;
-                continue;
-            }
-            if (note_change(ctx, e, 1) != 0)
+            if (e->seen != ctx->pass && delete_entry(ctx, e) != 0)
                 return -1;
-            if (k == XLATE_KIND_GATEWAY)
-                gw_memo_free(xl_map_del(&ctx->gw_memo, e->key, e->keylen));
-            xl_map_del(&ctx->by_key[k], e->key, e->keylen);
-            if (e->obj_ptr)
-                xl_map_del(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN);
-            entry_free(e);
-            ctx->list_dirty[k] = 1;
         }
-        ctx->nlist[k] = w;
-        if (!ctx->list_dirty[k])
-            continue;
-        /* new entries are only in the map: rebuild from it */
-        size_t n = ctx->by_key[k].n;
-        struct xl_entry **l = realloc(ctx->list[k], (n ? n : 1) * sizeof(*l));
-        if (!l)
-            return -1;
-        ctx->list[k] = l;
-        size_t j = 0;
-        const struct xl_map_slot *s;
-        for (size_t i = 0; xl_map_next(&ctx->by_key[k], &i, &s);)
-            l[j++] = s->val;
-        ctx->nlist[k] = j;
-        qsort(l, j, sizeof(*l), entry_cmp);
-    }
     return 0;
 }
 
-static int rebuild_index(struct xl_map *m, struct xl_entry **items, size_t n, int by_service)
+/* Brings the sorted per-kind lists up to date: a few changes are patched in
+ * place, many rebuild the list from the map. */
+static int fix_lists(struct xlate_ctx *ctx)
 {
-    free_list_map(m);
-    for (size_t i = 0; i < n; i++) {
-        struct xl_entry *e = items[i];
-        char key[600];
-        const char *ns = e->obj.meta.ns;
-        int len;
-        if (by_service) {
-            if (!e->obj.u.eps.service)
-                continue;
-            len = snprintf(key, sizeof(key), "%s/%s", ns, e->obj.u.eps.service);
-        } else {
-            len = snprintf(key, sizeof(key), "%s", ns);
-        }
-        if (len < 0 || (size_t)len >= sizeof(key))
+    for (int k = 0; k < XLATE_KIND_COUNT; k++) {
+        if (!ctx->list_changes[k])
             continue;
-        struct xl_entry_list *l = xl_map_get(m, key, (size_t)len);
-        if (!l) {
-            l = calloc(1, sizeof(*l) + (size_t)len + 1);
-            if (!l)
-                return -1;
-            char *k = (char *)(l + 1);
-            memcpy(k, key, (size_t)len + 1);
-            if (xl_map_put(m, k, (size_t)len, l) != 0) {
-                free(l);
-                return -1;
+        size_t n = ctx->by_key[k].n;
+        if (ctx->list_changes[k] > 32 + ctx->nlist[k] / 16) {
+            if (n > ctx->caplist[k]) {
+                struct xl_entry **l = realloc(ctx->list[k], n * sizeof(*l));
+                if (!l)
+                    return -1;
+                ctx->list[k] = l;
+                ctx->caplist[k] = n;
+            }
+            size_t j = 0;
+            const struct xl_map_slot *s;
+            for (size_t i = 0; xl_map_next(&ctx->by_key[k], &i, &s);)
+                ctx->list[k][j++] = s->val;
+            ctx->nlist[k] = j;
+            qsort(ctx->list[k], j, sizeof(*ctx->list[k]), entry_qcmp);
+        } else {
+            for (size_t i = 0; i < ctx->changed.n; i++) {
+                struct xl_entry *e = ctx->changed.items[i];
+                if (e->kind != k)
+                    continue;
+                if (e->deleted)
+                    sorted_remove(ctx->list[k], &ctx->nlist[k], e);
+                else if (sorted_insert(&ctx->list[k], &ctx->nlist[k], &ctx->caplist[k], e) != 0)
+                    return -1;
             }
         }
-        if (xl_list_push(l, e) != 0)
+        ctx->list_changes[k] = 0;
+    }
+    return 0;
+}
+
+/* ---- upstreams and dependants ---------------------------------------------------- */
+
+static int refresh_upstream(struct xlate_ctx *ctx, struct xl_entry *e)
+{
+    if (e->mark == ctx->pass)
+        return 0;
+    e->mark = ctx->pass;
+    int rc = e->deleted ? 0 : xl_upstream_refresh(ctx, e);
+    if (rc < 0)
+        return -1;
+    int exists = !e->deleted, valid = exists && e->parse_state != XLATE_REJECTED;
+    if (exists != e->up_exists || valid != e->up_valid) {
+        /* what routes read: whether it is there and usable */
+        if (mark_dep(ctx, 'U', e->key) != 0)
+            return -1;
+        e->up_exists = exists;
+        e->up_valid = valid;
+        rc = 1;
+    }
+    if (rc && touch(ctx, &ctx->up_touched, e) != 0)
+        return -1;
+    return xl_rep_dirty(ctx, e);
+}
+
+static int upstreams(struct xlate_ctx *ctx)
+{
+    for (size_t i = 0; i < ctx->changed.n; i++) {
+        struct xl_entry *e = ctx->changed.items[i];
+        if (e->kind == XLATE_KIND_UPSTREAM && refresh_upstream(ctx, e) != 0)
+            return -1;
+    }
+    const struct xl_map_slot *s;
+    for (size_t i = 0; xl_map_next(&ctx->dirty_services, &i, &s);) {
+        struct xl_entry_list *l = xl_map_get(&ctx->svc_ups, s->key, s->klen);
+        for (size_t k = 0; l && k < l->n; k++)
+            if (refresh_upstream(ctx, l->items[k]) != 0)
+                return -1;
+    }
+    return 0;
+}
+
+static int invalidate_vs(struct xlate_ctx *ctx, struct xl_entry *e, int mode)
+{
+    if (mode < 0) {
+        for (int m = 0; m < XL_MODES; m++)
+            xl_res_drop(ctx, e, m);
+    } else {
+        xl_res_drop(ctx, e, mode);
+    }
+    if (xl_rep_dirty(ctx, e) != 0)
+        return -1;
+    return touch(ctx, &ctx->vs_touched, e);
+}
+
+/* VirtualServices that changed, and those that read a dependency that
+ * changed, lose their resolution. */
+static int invalidate(struct xlate_ctx *ctx)
+{
+    for (size_t i = 0; i < ctx->changed.n; i++) {
+        struct xl_entry *e = ctx->changed.items[i];
+        if (e->kind == XLATE_KIND_VIRTUAL_SERVICE && invalidate_vs(ctx, e, -1) != 0)
+            return -1;
+    }
+    const struct xl_map_slot *s;
+    for (size_t i = 0; xl_map_next(&ctx->changed_deps, &i, &s);) {
+        struct xl_dep_list *l = xl_map_del(&ctx->deps, s->key, s->klen);
+        if (!l)
+            continue;
+        int rc = 0;
+        for (size_t k = 0; k < l->n && rc == 0; k++) {
+            struct xl_entry *v = xl_find_key(ctx, XLATE_KIND_VIRTUAL_SERVICE, l->items[k].vskey);
+            int m = l->items[k].mode;
+            /* registrations of older resolutions are stale: skip them */
+            if (v && v->res[m].valid && v->res[m].serial == l->items[k].serial)
+                rc = invalidate_vs(ctx, v, m);
+        }
+        free_dep_list(l);
+        if (rc != 0)
             return -1;
     }
     return 0;
 }
 
-/* ---- gateways ----------------------------------------------------------------- */
+/* ---- gateways --------------------------------------------------------------------- */
 
 static int ns_allowed(const struct xl_gateway *g, const char *ns)
 {
@@ -544,12 +915,11 @@ static int ns_allowed(const struct xl_gateway *g, const char *ns)
     return 0;
 }
 
-static int deps_changed(struct xlate_ctx *ctx, const struct xl_vs_res *r)
+static int selects(const struct xl_entry *gwe, const struct xl_entry *v)
 {
-    for (size_t i = 0; i < r->ndeps; i++)
-        if (xl_map_gets(&ctx->changed_deps, r->deps[i]))
-            return 1;
-    return 0;
+    const struct xl_gateway *g = &gwe->obj.u.gw;
+    return !v->deleted && v->parse_state != XLATE_REJECTED && ns_allowed(g, v->obj.meta.ns) &&
+           xl_selector_matches(g->vs_selector, v);
 }
 
 static int claim_cmp(const void *a, const void *b)
@@ -558,9 +928,7 @@ static int claim_cmp(const void *a, const void *b)
     const struct xl_entry *y = *(struct xl_entry *const *)b;
     /* the oldest VirtualService keeps a contested domain */
     int c = strcmp(x->obj.meta.creation, y->obj.meta.creation);
-    if (c)
-        return c;
-    return entry_cmp(a, b);
+    return c ? c : xl_entry_cmp(x, y);
 }
 
 static void lower(char *dst, const char *src, size_t cap)
@@ -571,36 +939,246 @@ static void lower(char *dst, const char *src, size_t cap)
     dst[i] = '\0';
 }
 
-/* Domain claims: each domain goes to the oldest VirtualService; a younger one
- * asking for a taken domain is rejected on this Gateway. */
-static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
-                          enum xlate_gateway_mode mode)
+static int res_cmp_name(const void *a, const void *b)
 {
-    (void)ctx;
+    return strcmp((*(struct xds_resource *const *)a)->name,
+                  (*(struct xds_resource *const *)b)->name);
+}
+
+/* Sorted resource sets (by name; names unique): find, insert, remove,
+ * replace. The set holds one reference per item. */
+static size_t set_pos_n(const struct xds_resource_set *s, size_t n, const char *name, int *found)
+{
+    size_t lo = 0, hi = n;
+    *found = 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(s->items[mid]->name, name);
+        if (c == 0) {
+            *found = 1;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static size_t set_pos(const struct xds_resource_set *s, const char *name, int *found)
+{
+    return set_pos_n(s, s->n, name, found);
+}
+
+static int set_grow(struct xl_gw_memo *m, int t)
+{
+    struct xds_resource_set *s = &m->sets[t];
+    if (s->n < m->cap[t])
+        return 0;
+    size_t nc = m->cap[t] ? m->cap[t] * 2 : 8;
+    struct xds_resource **ni = realloc(s->items, nc * sizeof(*ni));
+    if (!ni)
+        return -1;
+    s->items = ni;
+    m->cap[t] = nc;
+    return 0;
+}
+
+static int set_put(struct xl_gw_memo *m, int t, struct xds_resource *r)
+{
+    struct xds_resource_set *s = &m->sets[t];
+    if (m->bulk) {
+        /* compute_claims adds many: append now, sort once after; a name
+         * already in the sorted part (an Upstream re-created this pass) is
+         * replaced in place */
+        int found;
+        size_t at = set_pos_n(s, m->bulk_sorted[t], r->name, &found);
+        if (found) {
+            xds_resource_unref(s->items[at]);
+            s->items[at] = xds_resource_ref(r);
+            m->set_dirty[t] = 1;
+            return 0;
+        }
+        if (set_grow(m, t) != 0)
+            return -1;
+        s->items[s->n++] = xds_resource_ref(r);
+        m->unsorted[t] = 1;
+        m->set_dirty[t] = 1;
+        return 0;
+    }
+    int found;
+    size_t at = set_pos(s, r->name, &found);
+    if (found) {
+        if (s->items[at] != r) {
+            xds_resource_unref(s->items[at]);
+            s->items[at] = xds_resource_ref(r);
+            m->set_dirty[t] = 1;
+        }
+        return 0;
+    }
+    if (set_grow(m, t) != 0)
+        return -1;
+    memmove(&s->items[at + 1], &s->items[at], (s->n - at) * sizeof(*s->items));
+    s->items[at] = xds_resource_ref(r);
+    s->n++;
+    m->set_dirty[t] = 1;
+    return 0;
+}
+
+/* Removes |name| from the set if it is |only| (or any, when |only| is
+ * NULL). */
+static void set_del(struct xl_gw_memo *m, int t, const char *name, const struct xds_resource *only)
+{
+    struct xds_resource_set *s = &m->sets[t];
+    int found;
+    size_t at = set_pos(s, name, &found);
+    if (!found || (only && s->items[at] != only))
+        return;
+    xds_resource_unref(s->items[at]);
+    memmove(&s->items[at], &s->items[at + 1], (s->n - at - 1) * sizeof(*s->items));
+    s->n--;
+    m->set_dirty[t] = 1;
+}
+
+/* The set's version, exactly as xds_resource_set_seal computes it (sha256
+ * of "name\nversion\n" per item), without printf. */
+static int set_version(struct xds_resource_set *s)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        if (i + 8 < s->n)
+            __builtin_prefetch(s->items[i + 8]);
+        total += strlen(s->items[i]->name) + XDS_VERSION_LEN + 2;
+    }
+    char *buf = malloc(total ? total : 1);
+    if (!buf)
+        return -1;
+    size_t o = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        size_t nl = strlen(s->items[i]->name);
+        memcpy(buf + o, s->items[i]->name, nl);
+        o += nl;
+        buf[o++] = '\n';
+        size_t vl = strlen(s->items[i]->version);
+        memcpy(buf + o, s->items[i]->version, vl);
+        o += vl;
+        buf[o++] = '\n';
+    }
+    cx_sha256_hex(o ? buf : "", o, s->version, XDS_VERSION_LEN);
+    free(buf);
+    return 0;
+}
+
+/* Upstream |up| is sent to by one more (|delta| = 1) or one fewer (-1)
+ * accepted VirtualService of the Gateway; the CDS and EDS sets follow the
+ * count's 0 <-> 1 transitions. */
+/* upcount is keyed by the Upstream entry itself (8 bytes of pointer): an
+ * Upstream deleted and re-created in one pass is two entries with one name */
+static struct xl_ucount *ucount_get(const struct xl_gw_memo *m, const struct xl_entry *up)
+{
+    return xl_map_get(&m->upcount, &up, sizeof(up));
+}
+
+static int count_upstream(struct xlate_ctx *ctx, struct xl_gw_memo *m, struct xl_entry *up,
+                          int delta)
+{
+    struct xl_ucount *c = ucount_get(m, up);
+    if (delta > 0) {
+        if (c) {
+            c->count++;
+            return 0;
+        }
+        if (!(c = calloc(1, sizeof(*c))))
+            return -1;
+        c->up = up;
+        c->count = 1;
+        if (xl_map_put(&m->upcount, &c->up, sizeof(c->up), c) != 0) {
+            free(c);
+            return -1;
+        }
+        if (xl_upstream_cluster(ctx, up, m->mode) != 0 ||
+            set_put(m, XDS_CLUSTER, up->up->cluster[m->mode]) != 0 ||
+            set_put(m, XDS_ENDPOINT, up->up->cla) != 0)
+            return -1;
+        return xl_rep_dirty(ctx, up);
+    }
+    if (!c)
+        return 0;
+    if (--c->count > 0)
+        return 0;
+    xl_map_del(&m->upcount, &c->up, sizeof(c->up));
+    free(c);
+    /* unless a successor of the same name (deleted and re-created in one
+     * pass) is counted and holds the slots now */
+    struct xl_entry *succ = xl_find_key(ctx, XLATE_KIND_UPSTREAM, up->key);
+    if (!(succ && succ != up && ucount_get(m, succ))) {
+        set_del(m, XDS_CLUSTER, up->key, NULL);
+        set_del(m, XDS_ENDPOINT, up->key, NULL);
+    }
+    return xl_rep_dirty(ctx, up);
+}
+
+static int slot_fill(struct xlate_ctx *ctx, struct xl_gw_memo *m, struct xl_slot *s,
+                     struct xl_entry *v)
+{
+    const struct xl_vs_res *r = &v->res[m->mode];
+    s->vs = v;
+    s->vh = r->vh;
+    s->vhlen = r->vhlen;
+    memcpy(s->hash, r->vh_hash, sizeof(s->hash));
+    s->ups = malloc((r->nups ? r->nups : 1) * sizeof(*s->ups));
+    if (!s->ups)
+        return -1;
+    memcpy(s->ups, r->ups, r->nups * sizeof(*s->ups));
+    s->nups = r->nups;
+    for (size_t i = 0; i < s->nups; i++)
+        if (count_upstream(ctx, m, s->ups[i], 1) != 0)
+            return -1;
+    return 0;
+}
+
+static void slot_release(struct xlate_ctx *ctx, struct xl_gw_memo *m, struct xl_slot *s)
+{
+    for (size_t i = 0; i < s->nups; i++)
+        (void)count_upstream(ctx, m, s->ups[i], -1);
+    free(s->ups);
+    s->ups = NULL;
+    s->nups = 0;
+}
+
+/* Domain claims over the whole selection: each domain goes to the oldest
+ * VirtualService; a younger one asking for a taken domain is rejected on
+ * this Gateway. Rebuilds the accepted slots, their Upstream counts and the
+ * conflict messages. */
+static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m)
+{
     int rc = -1;
-    struct xl_entry **order = malloc((m->nselected ? m->nselected : 1) * sizeof(*order));
+    struct xl_entry **order = malloc((m->nsel ? m->nsel : 1) * sizeof(*order));
     struct xl_map owner = {0};
     struct xl_arena keys = {0};
-    if (m->conflict_msgs)
-        for (size_t i = 0; i < m->nselected; i++) {
-            free(m->conflict_msgs[i]);
-            m->conflict_msgs[i] = NULL;
-        }
-    free(m->conflict_msgs);
-    m->conflict_msgs = calloc(m->nselected ? m->nselected : 1, sizeof(char *));
-    free(m->accepted);
-    m->accepted = malloc((m->nselected ? m->nselected : 1) * sizeof(*m->accepted));
-    m->naccepted = 0;
-    if (!order || !m->conflict_msgs || !m->accepted)
+    struct xl_slot *acc = NULL, *old = m->acc;
+    size_t nold = m->nacc, nacc = 0;
+    if (!order)
         goto out;
+    for (size_t i = 0; i < nold; i++)
+        (void)xl_rep_dirty(ctx, old[i].vs);
+    const struct xl_map_slot *cs;
+    for (size_t i = 0; xl_map_next(&m->conflicts, &i, &cs);) {
+        struct xl_entry *v = xl_find_key(ctx, XLATE_KIND_VIRTUAL_SERVICE, cs->key);
+        if (v)
+            (void)xl_rep_dirty(ctx, v);
+    }
+    free_map_vals(&m->conflicts);
     size_t n = 0;
-    for (size_t i = 0; i < m->nselected; i++) {
-        struct xl_entry *v = m->selected[i];
+    for (size_t i = 0; i < m->nsel; i++) {
+        struct xl_entry *v = m->sel[i];
         v->mark = 0;
-        if (v->res[mode].nroutes)
+        if (v->res[m->mode].nroutes)
             order[n++] = v;
     }
     qsort(order, n, sizeof(*order), claim_cmp);
+    size_t naccepted = 0;
     for (size_t i = 0; i < n; i++) {
         struct xl_entry *v = order[i];
         const struct xl_virtual_service *vs = &v->obj.u.vs;
@@ -618,14 +1196,12 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
                      "domain \"%s\" is already served by VirtualService %s on Gateway %s (the "
                      "oldest VirtualService keeps a domain)",
                      dom, other->key, gwe->key);
-            v->mark = 1; /* conflict */
-            /* find its index among selected to store the message */
-            for (size_t s = 0; s < m->nselected; s++)
-                if (m->selected[s] == v) {
-                    m->conflict_msgs[s] = strdup(buf);
-                    if (!m->conflict_msgs[s])
-                        goto out;
-                }
+            char *msgc = strdup(buf);
+            if (!msgc || xl_map_put(&m->conflicts, v->key, v->keylen, msgc) != 0) {
+                free(msgc);
+                goto out;
+            }
+            (void)xl_rep_dirty(ctx, v);
             continue;
         }
         for (size_t k = 0; k < vs->ndomains; k++) {
@@ -634,54 +1210,54 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
             if (!kd || xl_map_put(&owner, kd, strlen(kd), v) != 0)
                 goto out;
         }
-        v->mark = 2; /* accepted */
+        v->mark = 1; /* accepted */
+        naccepted++;
     }
-    for (size_t i = 0; i < m->nselected; i++)
-        if (m->selected[i]->mark == 2)
-            m->accepted[m->naccepted++] = m->selected[i];
+    acc = calloc(naccepted ? naccepted : 1, sizeof(*acc));
+    if (!acc)
+        goto out;
+    /* the new slots count their Upstreams before the old ones let go, so an
+     * Upstream in both never leaves the sets; new ones are appended and the
+     * sets sorted once */
+    m->bulk = 1;
+    for (int t = 0; t < XDS_TYPE_COUNT; t++)
+        m->bulk_sorted[t] = m->sets[t].n;
+    for (size_t i = 0; i < m->nsel; i++) {
+        struct xl_entry *v = m->sel[i];
+        if (v->mark != 1)
+            continue;
+        (void)xl_rep_dirty(ctx, v);
+        if (slot_fill(ctx, m, &acc[nacc++], v) != 0) {
+            m->bulk = 0;
+            goto out;
+        }
+    }
+    m->bulk = 0;
+    for (int t = 0; t < XDS_TYPE_COUNT; t++)
+        if (m->unsorted[t]) {
+            qsort(m->sets[t].items, m->sets[t].n, sizeof(*m->sets[t].items), res_cmp_name);
+            m->unsorted[t] = 0;
+        }
+    for (size_t i = 0; i < nold; i++)
+        slot_release(ctx, m, &old[i]);
+    free(old);
+    m->acc = acc;
+    m->nacc = nacc;
+    acc = NULL;
+    m->rc_dirty = 1;
+    m->lds_dirty = 1;
     rc = 0;
 out:
+    if (acc) {
+        for (size_t i = 0; i < nacc; i++)
+            free(acc[i].ups);
+        free(acc);
+    }
     free(order);
     xl_map_free(&owner);
     xl_arena_free(&keys);
     return rc;
 }
-
-/* Replaces memo set |set| with the resources of |seq| unless |seq| is the
- * same sequence as last time (*memo_seq): then the sealed set, its order and
- * its version stay. The set holds the references. */
-static int update_set(struct xds_resource_set *set, struct xds_resource ***memo_seq, size_t *memo_n,
-                      struct xds_resource **seq, size_t n)
-{
-    if (*memo_seq && *memo_n == n && (n == 0 || memcmp(*memo_seq, seq, n * sizeof(*seq)) == 0))
-        return 0;
-    struct xds_resource_set ns = {0};
-    struct xds_resource **copy = malloc((n ? n : 1) * sizeof(*copy));
-    ns.items = malloc((n ? n : 1) * sizeof(*ns.items));
-    if (!ns.items || !copy) {
-        free(ns.items);
-        free(copy);
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++)
-        ns.items[i] = xds_resource_ref(seq[i]);
-    ns.n = n;
-    if (n)
-        memcpy(copy, seq, n * sizeof(*seq));
-    if (xds_resource_set_seal(&ns) != 0) {
-        set_free(&ns);
-        free(copy);
-        return -1;
-    }
-    set_free(set);
-    *set = ns;
-    free(*memo_seq);
-    *memo_seq = copy;
-    *memo_n = n;
-    return 0;
-}
-
-#define UPDATE_SET(m, t, sq, n) update_set(&(m)->sets[t], &(m)->seq[t], &(m)->nseq[t], (sq), (n))
 
 static void stat_prefix(char *out, size_t cap, const char *key)
 {
@@ -691,239 +1267,255 @@ static void stat_prefix(char *out, size_t cap, const char *key)
     out[i] = '\0';
 }
 
+static int build_rc(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m)
+{
+    uint8_t hbuf[CX_SHA256_LEN];
+    size_t klen = strlen(gwe->key);
+    size_t hl = klen + 1 + m->nacc * 16;
+    uint8_t *hin = malloc(hl);
+    if (!hin)
+        return -1;
+    memcpy(hin, gwe->key, klen);
+    hin[klen] = '\n';
+    for (size_t i = 0; i < m->nacc; i++)
+        memcpy(hin + klen + 1 + i * 16, m->acc[i].hash, 16);
+    cx_sha256(hin, hl, hbuf);
+    free(hin);
+    if (m->rc && memcmp(hbuf, m->rc_hash, sizeof(m->rc_hash)) == 0) {
+        ctx->stats.resources_reused++;
+        return 0;
+    }
+    struct xl_bytes *vh = malloc((m->nacc ? m->nacc : 1) * sizeof(*vh));
+    if (!vh)
+        return -1;
+    for (size_t i = 0; i < m->nacc; i++)
+        vh[i] = (struct xl_bytes){m->acc[i].vh, m->acc[i].vhlen};
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    int rc = xl_encode_route_config(gwe->key, vh, m->nacc, &bytes, &len);
+    free(vh);
+    if (rc != 0)
+        return -1;
+    static const char hex[] = "0123456789abcdef";
+    char ver[XDS_VERSION_LEN + 1];
+    for (int i = 0; i < XDS_VERSION_LEN; i++)
+        ver[i] = hex[(hbuf[i / 2] >> (i % 2 ? 0 : 4)) & 0xf];
+    ver[XDS_VERSION_LEN] = '\0';
+    struct xds_resource *r = xds_resource_new_versioned(XDS_ROUTE, gwe->key, bytes, len, ver);
+    if (!r)
+        return -1;
+    if (m->rc)
+        set_del(m, XDS_ROUTE, m->rc->name, NULL);
+    xds_resource_unref(m->rc);
+    m->rc = r;
+    memcpy(m->rc_hash, hbuf, sizeof(m->rc_hash));
+    ctx->stats.resources_built++;
+    return set_put(m, XDS_ROUTE, r);
+}
+
+static int build_lds(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
+                     int gw_changed)
+{
+    const struct xl_gateway *g = &gwe->obj.u.gw;
+    char sp[300];
+    stat_prefix(sp, sizeof(sp), gwe->key);
+    if (m->mode == XLATE_MODE_ENVOY) {
+        if (m->listener && !gw_changed)
+            return 0;
+        uint8_t *bytes = NULL;
+        size_t len = 0;
+        if (xl_encode_listener_envoy(gwe->key, g->bind_address, g->bind_port, gwe->key, sp, &bytes,
+                                     &len) != 0)
+            return -1;
+        struct xds_resource *r = xds_resource_new(XDS_LISTENER, gwe->key, bytes, len);
+        if (!r)
+            return -1;
+        ctx->stats.resources_built++;
+        if (m->listener && m->listener->len == r->len &&
+            memcmp(m->listener->bytes, r->bytes, r->len) == 0) {
+            xds_resource_unref(r);
+            return 0;
+        }
+        xds_resource_unref(m->listener);
+        m->listener = r;
+        return set_put(m, XDS_LISTENER, r);
+    }
+    if (!m->lds_dirty && !gw_changed)
+        return 0;
+    /* one API Listener per exact domain of an accepted VirtualService */
+    struct xl_map fresh = {0};
+    int rc = 0;
+    for (size_t i = 0; i < m->nacc && rc == 0; i++) {
+        const struct xl_virtual_service *vs = &m->acc[i].vs->obj.u.vs;
+        for (size_t k = 0; k < vs->ndomains && rc == 0; k++) {
+            const char *d = vs->domains[k];
+            size_t dl = strlen(d);
+            if (strchr(d, '*'))
+                continue;
+            /* an API listener keeps its bytes while its domain stays served */
+            struct xl_api_listener *al = xl_map_del(&m->api_listeners, d, dl);
+            if (!al) {
+                uint8_t *bytes = NULL;
+                size_t len = 0;
+                al = calloc(1, sizeof(*al) + dl + 1);
+                if (!al || xl_encode_listener_api(d, gwe->key, sp, &bytes, &len) != 0 ||
+                    !(al->r = xds_resource_new(XDS_LISTENER, d, bytes, len))) {
+                    free(al);
+                    rc = -1;
+                    break;
+                }
+                memcpy(al->domain, d, dl + 1);
+                ctx->stats.resources_built++;
+            }
+            if (xl_map_put(&fresh, al->domain, dl, al) != 0) {
+                xds_resource_unref(al->r);
+                free(al);
+                rc = -1;
+                break;
+            }
+        }
+    }
+    /* listeners of domains no longer served go */
+    const struct xl_map_slot *s;
+    for (size_t i = 0; xl_map_next(&m->api_listeners, &i, &s);) {
+        struct xl_api_listener *al = s->val;
+        xds_resource_unref(al->r);
+        free(al);
+    }
+    xl_map_free(&m->api_listeners);
+    m->api_listeners = fresh;
+    if (rc != 0)
+        return -1;
+    /* rebuild the sorted set from the map */
+    set_free(&m->sets[XDS_LISTENER]);
+    m->cap[XDS_LISTENER] = 0;
+    size_t n = fresh.n;
+    struct xds_resource **items = malloc((n ? n : 1) * sizeof(*items));
+    if (!items)
+        return -1;
+    size_t j = 0;
+    for (size_t i = 0; xl_map_next(&fresh, &i, &s);)
+        items[j++] = xds_resource_ref(((struct xl_api_listener *)s->val)->r);
+    qsort(items, j, sizeof(*items), res_cmp_name);
+    m->sets[XDS_LISTENER].items = items;
+    m->sets[XDS_LISTENER].n = j;
+    m->cap[XDS_LISTENER] = n ? n : 1;
+    m->set_dirty[XDS_LISTENER] = 1;
+    m->lds_dirty = 0;
+    return 0;
+}
+
 static int build_gateway(struct xlate_ctx *ctx, struct xl_entry *gwe)
 {
     const struct xl_gateway *g = &gwe->obj.u.gw;
-    enum xlate_gateway_mode mode = g->mode;
     struct xl_gw_memo *m = xl_map_get(&ctx->gw_memo, gwe->key, gwe->keylen);
+    int gw_changed = !m || m->gw_digest != gwe->digest;
+    if (m && gw_changed) {
+        /* mode, selector or bind address changed: start over */
+        xl_map_del(&ctx->gw_memo, gwe->key, gwe->keylen);
+        if (gw_memo_drop(ctx, m) != 0)
+            return -1;
+        m = NULL;
+    }
     if (!m) {
         m = calloc(1, sizeof(*m));
         if (!m || xl_map_put(&ctx->gw_memo, gwe->key, gwe->keylen, m) != 0) {
             free(m);
             return -1;
         }
-        m->sel_epoch = ctx->sel_epoch - 1;
-    }
-    int gw_changed = m->gw_digest != gwe->digest;
-    int reselect = gw_changed || m->sel_epoch != ctx->sel_epoch;
-    if (reselect) {
-        if (m->conflict_msgs)
-            for (size_t i = 0; i < m->nselected; i++)
-                free(m->conflict_msgs[i]);
-        free(m->conflict_msgs);
-        m->conflict_msgs = NULL;
-        free(m->selected);
-        m->selected = malloc((ctx->nlist[XLATE_KIND_VIRTUAL_SERVICE] + 1) * sizeof(*m->selected));
-        m->nselected = 0;
-        if (!m->selected)
-            return -1;
+        m->mode = g->mode;
+        m->gw_digest = gwe->digest;
         for (size_t i = 0; i < ctx->nlist[XLATE_KIND_VIRTUAL_SERVICE]; i++) {
             struct xl_entry *v = ctx->list[XLATE_KIND_VIRTUAL_SERVICE][i];
-            if (v->parse_state == XLATE_REJECTED || !ns_allowed(g, v->obj.meta.ns) ||
-                !xl_selector_matches(g->vs_selector, v))
-                continue;
-            m->selected[m->nselected++] = v;
-        }
-        m->sel_epoch = ctx->sel_epoch;
-        m->claim_hash = 0;
-    }
-    /* every selected VirtualService resolved for this mode */
-    uint64_t claims = xl_fnv(CX_FNV64_INIT, &gwe->digest, sizeof(gwe->digest));
-    for (size_t i = 0; i < m->nselected; i++) {
-        struct xl_entry *v = m->selected[i];
-        struct xl_vs_res *r = &v->res[mode];
-        if (!r->valid) {
-            if (xl_resolve_vs(ctx, v, mode) != 0)
+            if (selects(gwe, v) && (sorted_insert(&m->sel, &m->nsel, &m->capsel, v) != 0 ||
+                                    usage_changed(ctx, v) != 0))
                 return -1;
-        } else {
-            ctx->stats.vhosts_reused++;
         }
-        xl_touch(ctx, v);
-        v->used_modes |= 1 << mode;
-        int served = r->nroutes > 0;
-        claims = xl_fnv(claims, &v->claim_hash, sizeof(v->claim_hash));
-        claims = xl_fnv(claims, &served, sizeof(served));
-        claims = xl_fnv(claims, &v, sizeof(v));
-    }
-    claims = claims ? claims : 1;
-    int reclaimed = 0;
-    if (claims != m->claim_hash || !m->conflict_msgs) {
-        if (compute_claims(ctx, gwe, m, mode) != 0)
-            return -1;
-        m->claim_hash = claims;
-        reclaimed = 1;
-    }
-    for (size_t i = 0; i < m->nselected; i++) {
-        struct xl_entry *v = m->selected[i];
-        if (v->nuses == v->capuses) {
-            size_t cap = v->capuses ? v->capuses * 2 : 2;
-            struct xl_use *u = realloc(v->uses, cap * sizeof(*u));
-            if (!u)
+        m->claims_dirty = 1;
+        for (size_t i = 0; i < m->nsel; i++)
+            if (xl_list_push(&m->touched, m->sel[i]) != 0)
                 return -1;
-            v->uses = u;
-            v->capuses = cap;
-        }
-        v->uses[v->nuses++] = (struct xl_use){.gw = gwe, .conflict = m->conflict_msgs[i]};
-    }
-
-    /* RDS: one RouteConfiguration, the accepted virtual hosts in key order */
-    uint8_t hbuf[CX_SHA256_LEN];
-    {
-        struct cx_buf b;
-        cx_buf_init(&b, 0);
-        int rc = cx_buf_puts(&b, gwe->key);
-        rc |= cx_buf_append(&b, "\n", 1);
-        for (size_t i = 0; i < m->naccepted && rc == 0; i++)
-            rc |= cx_buf_append(&b, m->accepted[i]->res[mode].vh_hash, 16);
-        if (rc != 0) {
-            cx_buf_free(&b);
-            return -1;
-        }
-        cx_sha256(b.data, b.len, hbuf);
-        cx_buf_free(&b);
-    }
-    if (!m->rc || memcmp(hbuf, m->rc_hash, sizeof(m->rc_hash)) != 0) {
-        struct xl_bytes *vh = malloc((m->naccepted ? m->naccepted : 1) * sizeof(*vh));
-        if (!vh)
-            return -1;
-        for (size_t i = 0; i < m->naccepted; i++)
-            vh[i] =
-                (struct xl_bytes){m->accepted[i]->res[mode].vh, m->accepted[i]->res[mode].vhlen};
-        uint8_t *bytes = NULL;
-        size_t len = 0;
-        int rc = xl_encode_route_config(gwe->key, vh, m->naccepted, &bytes, &len);
-        free(vh);
-        if (rc != 0)
-            return -1;
-        static const char hex[] = "0123456789abcdef";
-        char ver[XDS_VERSION_LEN + 1];
-        for (int i = 0; i < XDS_VERSION_LEN; i++)
-            ver[i] = hex[(hbuf[i / 2] >> (i % 2 ? 0 : 4)) & 0xf];
-        ver[XDS_VERSION_LEN] = '\0';
-        struct xds_resource *r = xds_resource_new_versioned(XDS_ROUTE, gwe->key, bytes, len, ver);
-        if (!r)
-            return -1;
-        xds_resource_unref(m->rc);
-        m->rc = r;
-        memcpy(m->rc_hash, hbuf, sizeof(m->rc_hash));
-        ctx->stats.resources_built++;
     } else {
-        ctx->stats.resources_reused++;
-    }
-    m->nvhosts = m->naccepted;
-    struct xds_resource *rcs[1] = {m->rc};
-    if (UPDATE_SET(m, XDS_ROUTE, rcs, 1) != 0)
-        return -1;
-
-    /* LDS */
-    char sp[300];
-    stat_prefix(sp, sizeof(sp), gwe->key);
-    if (mode == XLATE_MODE_ENVOY) {
-        if (!m->listener || gw_changed) {
-            uint8_t *bytes = NULL;
-            size_t len = 0;
-            if (xl_encode_listener_envoy(gwe->key, g->bind_address, g->bind_port, gwe->key, sp,
-                                         &bytes, &len) != 0)
-                return -1;
-            struct xds_resource *r = xds_resource_new(XDS_LISTENER, gwe->key, bytes, len);
-            if (!r)
-                return -1;
-            xds_resource_unref(m->listener);
-            m->listener = r;
-            ctx->stats.resources_built++;
-        }
-        struct xds_resource *ls[1] = {m->listener};
-        if (UPDATE_SET(m, XDS_LISTENER, ls, 1) != 0)
-            return -1;
-    } else if (reclaimed || gw_changed || !m->seq[XDS_LISTENER]) {
-        /* one API Listener per exact domain of an accepted VirtualService */
-        size_t cap = 0, n = 0;
-        for (size_t i = 0; i < m->naccepted; i++)
-            cap += m->accepted[i]->obj.u.vs.ndomains;
-        struct xds_resource **seq = malloc((cap ? cap : 1) * sizeof(*seq));
-        struct xl_map fresh = {0};
-        if (!seq)
-            return -1;
-        int rc = 0;
-        for (size_t i = 0; i < m->naccepted && rc == 0; i++) {
-            const struct xl_virtual_service *vs = &m->accepted[i]->obj.u.vs;
-            for (size_t k = 0; k < vs->ndomains && rc == 0; k++) {
-                const char *d = vs->domains[k];
-                if (strchr(d, '*'))
-                    continue;
-                struct xds_resource *r = gw_changed ? NULL : xl_map_gets(&m->api_listeners, d);
-                if (r) {
-                    xl_map_del(&m->api_listeners, d, strlen(d));
-                } else {
-                    uint8_t *bytes = NULL;
-                    size_t len = 0;
-                    if (xl_encode_listener_api(d, gwe->key, sp, &bytes, &len) != 0 ||
-                        !(r = xds_resource_new(XDS_LISTENER, d, bytes, len))) {
-                        rc = -1;
-                        break;
-                    }
-                    ctx->stats.resources_built++;
-                }
-                char *kd = strdup(d);
-                if (!kd || xl_map_put(&fresh, kd, strlen(kd), r) != 0) {
-                    free(kd);
-                    xds_resource_unref(r);
-                    rc = -1;
-                    break;
-                }
-                seq[n++] = r;
-            }
-        }
-        /* listeners of domains no longer served go */
-        const struct xl_map_slot *s;
-        for (size_t i = 0; xl_map_next(&m->api_listeners, &i, &s);) {
-            free((void *)s->key);
-            xds_resource_unref(s->val);
-        }
-        xl_map_free(&m->api_listeners);
-        m->api_listeners = fresh;
-        if (rc == 0)
-            rc = UPDATE_SET(m, XDS_LISTENER, seq, n);
-        free(seq);
-        if (rc != 0)
-            return -1;
-    }
-
-    /* CDS and EDS: every Upstream a served route sends to */
-    size_t cap = 0, n = 0;
-    for (size_t i = 0; i < m->naccepted; i++)
-        cap += m->accepted[i]->res[mode].nups;
-    struct xds_resource **cds = malloc((cap ? cap : 1) * sizeof(*cds));
-    struct xds_resource **eds = malloc((cap ? cap : 1) * sizeof(*eds));
-    int rc = (cds && eds) ? 0 : -1;
-    uint32_t stamp = ++ctx->res_serial;
-    for (size_t i = 0; i < m->naccepted && rc == 0; i++) {
-        const struct xl_vs_res *r = &m->accepted[i]->res[mode];
-        for (size_t k = 0; k < r->nups && rc == 0; k++) {
-            struct xl_entry *up = r->ups[k];
-            if (up->mark == stamp)
+        /* membership and resolution changes of the touched VirtualServices */
+        for (size_t i = 0; i < ctx->vs_touched.n; i++) {
+            struct xl_entry *v = ctx->vs_touched.items[i];
+            int want = selects(gwe, v);
+            long at = xl_gw_find_sel(m, v);
+            if (want && at < 0) {
+                if (sorted_insert(&m->sel, &m->nsel, &m->capsel, v) != 0 ||
+                    usage_changed(ctx, v) != 0)
+                    return -1;
+                m->claims_dirty = 1;
+            } else if (!want && at >= 0) {
+                sorted_remove(m->sel, &m->nsel, v);
+                if (xl_gw_find_acc(m, v) >= 0 || xl_map_get(&m->conflicts, v->key, v->keylen))
+                    m->claims_dirty = 1;
+                if (usage_changed(ctx, v) != 0)
+                    return -1;
                 continue;
-            up->mark = stamp;
-            xl_touch(ctx, up);
-            up->used_modes |= 1 << mode;
-            if (xl_upstream_cluster(ctx, up, mode) != 0) {
-                rc = -1;
-                break;
             }
-            cds[n] = up->up->cluster[mode];
-            eds[n] = up->up->cla;
-            n++;
+            if (want && xl_list_push(&m->touched, v) != 0)
+                return -1;
         }
     }
-    if (rc == 0)
-        rc = UPDATE_SET(m, XDS_CLUSTER, cds, n);
-    if (rc == 0)
-        rc = UPDATE_SET(m, XDS_ENDPOINT, eds, n);
-    free(cds);
-    free(eds);
-    m->nclusters = n;
-    m->gw_digest = gwe->digest;
-    return rc;
+    /* every touched VirtualService resolved for this mode; a changed claim
+     * (domains, creation, served or not) redoes the claims */
+    for (size_t i = 0; i < m->touched.n; i++) {
+        struct xl_entry *v = m->touched.items[i];
+        struct xl_vs_res *r = &v->res[m->mode];
+        if (!r->valid && xl_resolve_vs(ctx, v, m->mode) != 0)
+            return -1;
+        if (v->claim_changed[m->mode] == ctx->pass)
+            m->claims_dirty = 1;
+        if (xl_rep_dirty(ctx, v) != 0)
+            return -1;
+    }
+    ctx->stats.vhosts_reused += m->nsel - m->touched.n;
+    if (m->claims_dirty) {
+        if (compute_claims(ctx, gwe, m) != 0)
+            return -1;
+        m->claims_dirty = 0;
+    } else {
+        /* same claims: patch the accepted slots of the touched ones */
+        for (size_t i = 0; i < m->touched.n; i++) {
+            long at = xl_gw_find_acc(m, m->touched.items[i]);
+            if (at < 0)
+                continue;
+            struct xl_slot *s = &m->acc[at];
+            struct xl_slot old = *s;
+            s->ups = NULL;
+            if (slot_fill(ctx, m, s, old.vs) != 0) {
+                free(old.ups);
+                return -1;
+            }
+            slot_release(ctx, m, &old);
+            m->rc_dirty = 1;
+        }
+    }
+    m->touched.n = 0;
+    /* Upstreams whose Cluster or ClusterLoadAssignment was rebuilt */
+    for (size_t i = 0; i < ctx->up_touched.n; i++) {
+        struct xl_entry *up = ctx->up_touched.items[i];
+        if (up->deleted || up->parse_state == XLATE_REJECTED || !up->up->cla || !ucount_get(m, up))
+            continue;
+        if (xl_upstream_cluster(ctx, up, m->mode) != 0 ||
+            set_put(m, XDS_CLUSTER, up->up->cluster[m->mode]) != 0 ||
+            set_put(m, XDS_ENDPOINT, up->up->cla) != 0)
+            return -1;
+    }
+    if ((m->rc_dirty || !m->rc) && build_rc(ctx, gwe, m) != 0)
+        return -1;
+    m->rc_dirty = 0;
+    if (build_lds(ctx, gwe, m, gw_changed) != 0)
+        return -1;
+    for (int t = 0; t < XDS_TYPE_COUNT; t++) {
+        if (!m->set_dirty[t] && m->sets[t].version[0])
+            continue;
+        if (set_version(&m->sets[t]) != 0)
+            return -1;
+        m->set_dirty[t] = 0;
+    }
+    return 0;
 }
 
 /* ---- the pass ------------------------------------------------------------------- */
@@ -942,69 +1534,32 @@ static int copy_set(struct xds_resource_set *dst, const struct xds_resource_set 
         dst->n = 0;
         return -1;
     }
-    for (size_t i = 0; i < src->n; i++)
-        dst->items[i] = xds_resource_ref(src->items[i]);
+    if (src->n)
+        memcpy(dst->items, src->items, src->n * sizeof(*dst->items));
+    /* one reference per item for this snapshot; prefetch ahead because the
+     * resources are scattered and each increment is otherwise a miss */
+    for (size_t i = 0; i < src->n; i++) {
+        if (i + 16 < src->n)
+            __builtin_prefetch(src->items[i + 16], 1);
+        xds_resource_ref(src->items[i]);
+    }
     return 0;
 }
 
-static int run(struct xlate_ctx *ctx, const struct xlate_input *in, struct xlate_snapshot **out)
+static int pass(struct xlate_ctx *ctx, struct xlate_snapshot **out)
 {
-    for (size_t i = 0; i < in->n; i++)
-        if (ingest_one(ctx, &in->objects[i]) != 0)
-            return -1;
-    if (commit_candidates(ctx) != 0)
+    if (commit_candidates(ctx) != 0 || fix_lists(ctx) != 0 || upstreams(ctx) != 0 ||
+        invalidate(ctx) != 0)
         return -1;
-    if (sweep(ctx) != 0)
-        return -1;
-    if (ctx->slices_dirty) {
-        if (rebuild_index(&ctx->slices_by_svc, ctx->list[XLATE_KIND_ENDPOINT_SLICE],
-                          ctx->nlist[XLATE_KIND_ENDPOINT_SLICE], 1) != 0)
+    /* VirtualServices deleted this pass leave every Gateway */
+    for (size_t i = 0; i < ctx->changed.n; i++) {
+        struct xl_entry *e = ctx->changed.items[i];
+        if (e->deleted && e->kind == XLATE_KIND_VIRTUAL_SERVICE && invalidate_vs(ctx, e, -1) != 0)
             return -1;
-        ctx->slices_dirty = 0;
-    }
-    if (ctx->list_dirty[XLATE_KIND_ROUTE_TABLE]) {
-        if (rebuild_index(&ctx->rt_by_ns, ctx->list[XLATE_KIND_ROUTE_TABLE],
-                          ctx->nlist[XLATE_KIND_ROUTE_TABLE], 0) != 0)
+        if (e->deleted && e->kind == XLATE_KIND_GATEWAY &&
+            gw_memo_drop(ctx, xl_map_del(&ctx->gw_memo, e->key, e->keylen)) != 0)
             return -1;
     }
-    memset(ctx->list_dirty, 0, sizeof(ctx->list_dirty));
-
-    /* Upstreams: endpoint refresh, and whether their existence or validity
-     * (what routes depend on) changed */
-    int any_dirty_svc = ctx->dirty_services.n > 0;
-    for (size_t i = 0; i < ctx->nlist[XLATE_KIND_UPSTREAM]; i++) {
-        struct xl_entry *e = ctx->list[XLATE_KIND_UPSTREAM][i];
-        int valid = e->parse_state != XLATE_REJECTED;
-        int dirty = e->changed == ctx->pass;
-        if (!dirty && any_dirty_svc && e->obj.u.up.is_kube) {
-            char key[600];
-            int n =
-                snprintf(key, sizeof(key), "%s/%s", e->obj.u.up.kube_ns, e->obj.u.up.kube_service);
-            dirty = n > 0 && (size_t)n < sizeof(key) &&
-                    xl_map_get(&ctx->dirty_services, key, (size_t)n) != NULL;
-        }
-        if (xl_upstream_refresh(ctx, e, dirty) != 0)
-            return -1;
-        if (!e->up->exists_last || e->up->valid_last != valid) {
-            if (mark_dep(ctx, 'U', e->key) != 0)
-                return -1;
-            e->up->exists_last = 1;
-            e->up->valid_last = valid;
-        }
-    }
-
-    /* VirtualService resolutions that are out of date */
-    int any_deps = ctx->changed_deps.n > 0;
-    for (size_t i = 0; i < ctx->nlist[XLATE_KIND_VIRTUAL_SERVICE]; i++) {
-        struct xl_entry *e = ctx->list[XLATE_KIND_VIRTUAL_SERVICE][i];
-        for (int mo = 0; mo < XL_MODES; mo++) {
-            struct xl_vs_res *r = &e->res[mo];
-            if (r->valid && (e->changed == ctx->pass || (any_deps && deps_changed(ctx, r))))
-                xl_res_clear(r);
-        }
-    }
-
-    /* Gateways */
     struct xlate_snapshot *snap = calloc(1, sizeof(*snap));
     if (!snap)
         return -1;
@@ -1015,11 +1570,13 @@ static int run(struct xlate_ctx *ctx, const struct xlate_input *in, struct xlate
         goto fail;
     for (size_t i = 0; i < ng; i++) {
         struct xl_entry *gwe = ctx->list[XLATE_KIND_GATEWAY][i];
+        if (xl_rep_dirty(ctx, gwe) != 0)
+            goto fail;
         if (gwe->parse_state == XLATE_REJECTED) {
-            gw_memo_free(xl_map_del(&ctx->gw_memo, gwe->key, gwe->keylen));
+            if (gw_memo_drop(ctx, xl_map_del(&ctx->gw_memo, gwe->key, gwe->keylen)) != 0)
+                goto fail;
             continue;
         }
-        xl_touch(ctx, gwe);
         if (build_gateway(ctx, gwe) != 0)
             goto fail;
         struct xl_gw_memo *m = xl_map_get(&ctx->gw_memo, gwe->key, gwe->keylen);
@@ -1044,29 +1601,92 @@ fail:
     return -1;
 }
 
-int xlate_run(struct xlate_ctx *ctx, const struct xlate_input *in, struct xlate_snapshot **out,
-              struct xlate_stats *stats)
+static void pass_end(struct xlate_ctx *ctx)
+{
+    for (size_t i = 0; i < ctx->graveyard.n; i++)
+        entry_free(ctx->graveyard.items[i]);
+    ctx->graveyard.n = 0;
+    ctx->pending.n = 0;
+    ctx->changed.n = 0;
+    ctx->vs_touched.n = 0;
+    ctx->up_touched.n = 0;
+    ctx->rep_list.n = 0;
+    ctx->reports_changed = 0;
+    free_map_vals(&ctx->changed_deps);
+    free_map_vals(&ctx->dirty_services);
+}
+
+static int begin(struct xlate_ctx *ctx, struct xlate_snapshot **out)
 {
     *out = NULL;
     ctx->pass++;
     memset(&ctx->stats, 0, sizeof(ctx->stats));
-    ctx->stats.objects = in->n;
-    int rc = run(ctx, in, out);
-    clear_key_map(&ctx->changed_deps);
-    clear_key_map(&ctx->dirty_services);
+    return 0;
+}
+
+static int finish(struct xlate_ctx *ctx, int rc, struct xlate_stats *stats)
+{
     if (rc != 0) {
-        /* Forget resolutions and gateway memos: the next pass rebuilds them
-         * from consistent state (parsed objects are kept). */
-        for (size_t i = 0; i < ctx->nlist[XLATE_KIND_VIRTUAL_SERVICE]; i++)
-            for (int m = 0; m < XL_MODES; m++)
-                xl_res_clear(&ctx->list[XLATE_KIND_VIRTUAL_SERVICE][i]->res[m]);
-        const struct xl_map_slot *s;
-        for (size_t i = 0; xl_map_next(&ctx->gw_memo, &i, &s);)
-            gw_memo_free(s->val);
-        xl_map_free(&ctx->gw_memo);
-        ctx->sel_epoch++;
+        /* The memo may be half updated: forget it all; the next pass must be
+         * a full view (xlate_run), which rebuilds everything. */
+        for (size_t i = 0; i < ctx->pending.n; i++)
+            ctx->pending.items[i]->pending = 0;
+        pass_end(ctx);
+        ctx_clear(ctx);
+        ctx->broken = 1;
+    } else {
+        pass_end(ctx);
     }
     if (stats)
         *stats = ctx->stats;
     return rc;
+}
+
+int xlate_run(struct xlate_ctx *ctx, const struct xlate_input *in, struct xlate_snapshot **out,
+              struct xlate_stats *stats)
+{
+    begin(ctx, out);
+    ctx->broken = 0;
+    ctx->stats.objects = in->n;
+    int rc = 0;
+    for (size_t i = 0; i < in->n && rc == 0; i++)
+        rc = ingest_one(ctx, in->objects[i].kind, in->objects[i].obj, in->objects[i].digest, 0);
+    if (rc == 0)
+        rc = sweep(ctx);
+    if (rc == 0)
+        rc = pass(ctx, out);
+    return finish(ctx, rc, stats);
+}
+
+int xlate_run_changes(struct xlate_ctx *ctx, const struct xlate_change *changes, size_t n,
+                      struct xlate_snapshot **out, struct xlate_stats *stats)
+{
+    begin(ctx, out);
+    if (ctx->broken) {
+        /* no complete view since a failed pass: the caller must send one */
+        if (stats)
+            *stats = ctx->stats;
+        return -1;
+    }
+    ctx->stats.objects = n;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const struct xlate_change *c = &changes[i];
+        if (c->obj) {
+            rc = ingest_one(ctx, c->kind, c->obj, c->digest, 1);
+            continue;
+        }
+        if (c->kind < 0 || c->kind >= XLATE_KIND_COUNT || !c->name)
+            continue;
+        struct xl_entry *e = xl_find(
+            ctx, c->kind, c->namespace && *c->namespace ? c->namespace : "default", c->name);
+        if (e)
+            rc = delete_entry(ctx, e);
+    }
+    /* deleted then re-added in one batch: the deletion took the entry out
+     * of the key map, so the re-add made a fresh one; the other order is
+     * handled in commit_candidates */
+    if (rc == 0)
+        rc = pass(ctx, out);
+    return finish(ctx, rc, stats);
 }

@@ -17,9 +17,13 @@
  *
  *   struct xlate_ctx *ctx = xlate_ctx_new();
  *   struct xlate_snapshot *snap;
- *   if (xlate_run(ctx, &input, &snap, NULL) == 0) {
- *       publish(snap);            // takes over the reference
- *   }
+ *   if (xlate_run(ctx, &full_view, &snap, NULL) == 0)   // first pass
+ *       publish(snap);                                  // takes the reference
+ *   ...
+ *   if (xlate_run_changes(ctx, changes, n, &snap, NULL) == 0)  // later passes
+ *       publish(snap);
+ *   else if (xlate_run(ctx, &full_view, &snap, NULL) == 0)     // recovery
+ *       publish(snap);
  *   ...
  *   xlate_ctx_free(ctx);          // snapshots stay valid
  *
@@ -49,6 +53,17 @@ __attribute__((warn_unused_result)) int xlate_run(struct xlate_ctx *ctx,
                                                   const struct xlate_input *in,
                                                   struct xlate_snapshot **out,
                                                   struct xlate_stats *stats);
+
+/* Translates the previous pass's world with |changes| applied (objects not
+ * mentioned are as they were): the cheap path for the daemon, which knows
+ * what its informers changed since the last pass. Same output as xlate_run
+ * on the full, changed view. Returns 0, or -1 when memory ran out or the
+ * context has no complete view yet (after a failed pass): call xlate_run
+ * with the full view then. */
+__attribute__((warn_unused_result)) int xlate_run_changes(struct xlate_ctx *ctx,
+                                                          const struct xlate_change *changes,
+                                                          size_t n, struct xlate_snapshot **out,
+                                                          struct xlate_stats *stats);
 
 /* The digest the translator computes when an input carries none: FNV-1a 64
  * of the canonical JSON of apiVersion, kind, metadata (without

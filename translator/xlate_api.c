@@ -133,19 +133,41 @@ struct pctx {
 };
 
 static size_t push(struct pctx *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends to the field path. Only "%s" and "%zu" occur in our formats; a
+ * small formatter instead of vsnprintf keeps parsing cheap (paths are built
+ * for every field, errors are rare). */
 static size_t push(struct pctx *p, const char *fmt, ...)
 {
     size_t old = p->plen;
-    if (p->plen < sizeof(p->path) - 1) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(p->path + p->plen, sizeof(p->path) - p->plen, fmt, ap);
-        va_end(ap);
-        if (n > 0)
-            p->plen += (size_t)n;
-        if (p->plen >= sizeof(p->path))
-            p->plen = sizeof(p->path) - 1;
+    size_t cap = sizeof(p->path) - 1;
+    va_list ap;
+    va_start(ap, fmt);
+    for (const char *f = fmt; *f && p->plen < cap; f++) {
+        if (f[0] == '%' && f[1] == 's') {
+            const char *a = va_arg(ap, const char *);
+            size_t n = strlen(a);
+            if (n > cap - p->plen)
+                n = cap - p->plen;
+            memcpy(p->path + p->plen, a, n);
+            p->plen += n;
+            f++;
+        } else if (f[0] == '%' && f[1] == 'z' && f[2] == 'u') {
+            size_t v = va_arg(ap, size_t);
+            char d[24];
+            int k = 0;
+            do {
+                d[k++] = (char)('0' + v % 10);
+                v /= 10;
+            } while (v);
+            while (k > 0 && p->plen < cap)
+                p->path[p->plen++] = d[--k];
+            f += 2;
+        } else {
+            p->path[p->plen++] = *f;
+        }
     }
+    va_end(ap);
+    p->path[p->plen] = '\0';
     return old;
 }
 

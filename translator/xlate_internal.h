@@ -1,20 +1,29 @@
 /*
  * xlate_internal: the translator context's memo, shared by xlate.c (passes,
- * snapshot), xlate_resolve.c (routes, delegation, virtual hosts),
+ * gateways, snapshot), xlate_resolve.c (routes, delegation, virtual hosts),
  * xlate_upstream.c (endpoints, clusters) and xlate_report.c (reports).
  *
- * Memo rules (what makes a pass incremental):
+ * A pass is driven by what changed, so its cost follows the change, not the
+ * size of the world:
  * - every input object has an entry keyed by kind + "namespace/name"; its
  *   parsed form is kept while its digest is unchanged;
  * - a VirtualService's resolution (routes after delegation, its encoded
- *   virtual host) is kept while the VirtualService is unchanged and none of
- *   the keys it looked up (Upstreams, RouteTables, namespaces searched by a
- *   delegation selector) changed state this pass;
- * - an Upstream's Cluster and ClusterLoadAssignment are kept while the
- *   Upstream, its Service and that Service's EndpointSlices are unchanged;
- * - a Gateway's resources are kept while what they are built from is the
- *   same (compared by content hash, so the same xds_resource pointer
- *   survives).
+ *   virtual host, per gateway mode) is kept until the VirtualService changes
+ *   or one of the keys it looked up changes (an Upstream appears, goes or
+ *   flips validity; a RouteTable changes; a namespace searched by a
+ *   delegation selector gains or loses a RouteTable): the dependency index
+ *   maps those keys back to the VirtualServices;
+ * - an Upstream's Cluster and ClusterLoadAssignment are kept until the
+ *   Upstream, its Service or that Service's EndpointSlices change (the
+ *   service index maps a Service to its Upstreams);
+ * - a Gateway keeps its selection, domain claims, accepted virtual hosts and
+ *   its four sorted resource sets, and patches them for the VirtualServices
+ *   and Upstreams the pass touched; unchanged resources keep their
+ *   xds_resource (same pointer, same bytes);
+ * - reports are recomputed for touched objects only, and the whole report
+ *   block is shared with the previous snapshot when none changed.
+ * Entries deleted during a pass are freed at its end (the graveyard), so
+ * nothing that still points at them dangles while the pass updates it.
  * Not thread-safe: one context, one thread at a time.
  */
 #ifndef XLATE_INTERNAL_H
@@ -43,9 +52,9 @@ struct xl_msg {
 /* A VirtualService's routes resolved for one gateway mode. */
 struct xl_vs_res {
     int valid;       /* computed and still current */
-    uint32_t serial; /* changes whenever recomputed (report memo key) */
+    uint32_t serial; /* changes whenever recomputed (dependency index, reports) */
     struct xl_arena arena;
-    uint8_t *vh; /* encoded VirtualHost (malloc) */
+    uint8_t *vh; /* encoded VirtualHost (malloc), NULL when no route is left */
     size_t vhlen;
     uint8_t vh_hash[16];
     size_t nroutes;        /* routes in the virtual host */
@@ -65,26 +74,23 @@ struct xl_up_memo {
     struct xl_arena ep_arena;   /* their messages */
     uint64_t cluster_digest[XL_MODES];
     struct xds_resource *cluster[XL_MODES];
-    int valid_last; /* validity last pass (dependency changes) */
-    int exists_last;
-};
-
-/* A Gateway that selected a VirtualService this pass. */
-struct xl_use {
-    struct xl_entry *gw;
-    const char *conflict; /* DomainConflict message, or NULL */
+    char *svc_key; /* registered in ctx->svc_ups under this key (malloc) */
 };
 
 /* One input object. */
 struct xl_entry {
     enum xlate_kind kind;
     uint64_t digest;
-    const void *obj_ptr;  /* the cJSON last seen (fast lookup) */
+    const void *obj_ptr;  /* the cJSON last seen (fast lookup); follows digest */
     uint32_t seen;        /* pass number */
     uint32_t changed;     /* pass number of the last (re)parse */
     uint32_t mark;        /* scratch stamp */
+    uint32_t touched;     /* pass in which it was put on a touched list */
+    uint32_t rep_dirty;   /* pass in which its report was marked for recompute */
+    uint32_t rep_changed; /* pass in which its published report changed */
     int duplicate;        /* the input held it more than once this pass */
     int pending;          /* in ctx->pending */
+    int deleted;          /* in the graveyard */
     const void *cand_obj; /* this pass's object for the key (smallest digest) */
     uint64_t cand_digest;
     struct xl_arena arena;
@@ -93,91 +99,141 @@ struct xl_entry {
     uint64_t label_hash; /* metadata.labels: Gateway selection depends on it */
     uint64_t claim_hash; /* creation time + domains (VirtualService) */
     struct xl_vs_res res[XL_MODES];
+    /* per mode: domains + creation + served, what domain claims read; kept
+     * across resolutions to notice when it changes */
+    uint64_t claim_key[XL_MODES];
+    uint32_t claim_changed[XL_MODES]; /* pass in which claim_key last changed */
     struct xl_up_memo *up;
-    /* this pass's uses, for reports (valid when use_pass == ctx->pass) */
-    uint32_t use_pass;
-    struct xl_use *uses; /* VirtualService: the Gateways selecting it */
-    size_t nuses, capuses;
-    int used_modes;              /* VirtualService/Upstream: 1 << mode of its Gateways */
-    const struct xl_msg **rmsgs; /* RouteTable: problems found by resolutions */
-    size_t nrmsgs, caprmsgs;
+    struct xl_entry_list contrib; /* RouteTable: VirtualServices with problems about it */
+    int up_exists, up_valid;      /* Upstream: what dependants saw last */
     /* report memo */
-    uint64_t rep_key;
     enum xlate_state rep_state;
     const char *rep_reason;
     char *rep_msg; /* malloc */
     size_t keylen;
+    char *skey; /* sort key: key with the '/' as '\x01', so strcmp orders
+                 * by (namespace, name); points after key */
     char key[]; /* "namespace/name" */
 };
 
-/* Per Gateway: what its group was built from last time. */
+/* An accepted VirtualService in a Gateway. */
+struct xl_slot {
+    struct xl_entry *vs;
+    const uint8_t *vh; /* borrowed from vs->res[mode] */
+    size_t vhlen;
+    uint8_t hash[16];
+    struct xl_entry **ups; /* the Upstreams counted for it (malloc copy) */
+    size_t nups;
+};
+
+struct xl_ucount {
+    struct xl_entry *up;
+    size_t count; /* accepted VirtualServices of the Gateway sending to it */
+};
+
+/* A proxyless Gateway's API Listener for one domain. */
+struct xl_api_listener {
+    struct xds_resource *r;
+    char domain[]; /* the map key */
+};
+
+/* Per Gateway: everything its node group is built from. */
 struct xl_gw_memo {
     uint64_t gw_digest;
-    uint32_t sel_epoch;         /* ctx->sel_epoch when selected was built */
-    struct xl_entry **selected; /* VirtualServices, sorted by key */
-    size_t nselected;
-    uint64_t claim_hash;        /* of the claims the conflicts were computed from */
-    struct xl_entry **accepted; /* selected and served, sorted by key */
-    size_t naccepted;
-    char **conflict_msgs; /* per selected VS, or NULL (malloc) */
+    enum xlate_gateway_mode mode;
+    struct xl_entry **sel; /* selected VirtualServices, sorted */
+    size_t nsel, capsel;
+    struct xl_slot *acc; /* accepted (served, no conflict), sorted */
+    size_t nacc;
+    struct xl_map conflicts; /* VirtualService key -> message (malloc) */
+    struct xl_map upcount;   /* Upstream key -> struct xl_ucount (malloc) */
+    int claims_dirty, rc_dirty, lds_dirty;
+    int bulk; /* compute_claims: append to sets, sort after */
+    int unsorted[XDS_TYPE_COUNT];
+    size_t bulk_sorted[XDS_TYPE_COUNT]; /* items sorted when the bulk began */
+    int set_dirty[XDS_TYPE_COUNT];
     uint8_t rc_hash[16];
     struct xds_resource *rc;
-    struct xds_resource *listener; /* envoy mode */
-    struct xl_map api_listeners;   /* proxyless: domain -> xds_resource */
-    uint64_t lds_key;
-    struct xds_resource_set sets[XDS_TYPE_COUNT]; /* last built, items referenced */
-    struct xds_resource **seq[XDS_TYPE_COUNT];    /* the unsorted sequence it came from */
-    size_t nseq[XDS_TYPE_COUNT];
-    size_t nvhosts;
-    size_t nclusters;
+    struct xds_resource *listener;                /* envoy mode */
+    struct xl_map api_listeners;                  /* proxyless: domain -> struct xl_api_listener */
+    struct xds_resource_set sets[XDS_TYPE_COUNT]; /* sorted by name; refs held */
+    size_t cap[XDS_TYPE_COUNT];
+    struct xl_entry_list touched; /* this pass: selected VirtualServices to patch */
+};
+
+struct xl_dep_item {
+    char *vskey; /* malloc */
+    uint32_t serial;
+    int mode;
+};
+
+struct xl_dep_list {
+    struct xl_dep_item *items;
+    size_t n, cap;
 };
 
 struct xlate_ctx {
     uint32_t pass;
+    int broken; /* a pass ran out of memory: the next must be a full view */
     struct xl_map by_key[XLATE_KIND_COUNT];   /* "ns/name" -> entry */
-    struct xl_map by_ptr;                     /* (cJSON*, digest) -> entry */
-    struct xl_entry_list pending;             /* entries offered a new candidate */
+    struct xl_map by_ptr;                     /* (digest, cJSON*) -> entry */
     struct xl_entry **list[XLATE_KIND_COUNT]; /* sorted by (namespace, name) */
-    size_t nlist[XLATE_KIND_COUNT];
-    int list_dirty[XLATE_KIND_COUNT];
-    /* EndpointSlices by Service key "ns/name" (rebuilt when slices change) */
-    struct xl_map slices_by_svc; /* -> struct xl_slice_list */
-    int slices_dirty;
-    struct xl_map rt_by_ns; /* namespace -> struct xl_entry_list */
-    /* this pass */
-    struct xl_map changed_deps;   /* dependency keys that changed */
-    struct xl_map dirty_services; /* Service keys whose endpoints changed */
-    uint32_t sel_epoch;           /* bumped when Gateway selection may change */
-    struct xl_map gw_memo;        /* Gateway key -> struct xl_gw_memo (malloc) */
+    size_t nlist[XLATE_KIND_COUNT], caplist[XLATE_KIND_COUNT];
+    size_t list_changes[XLATE_KIND_COUNT]; /* adds + removes this pass */
+    struct xl_map slices_by_svc;           /* "ns/svc" -> struct xl_entry_list (slices) */
+    struct xl_map svc_ups;                 /* "ns/svc" -> struct xl_entry_list (Upstreams) */
+    struct xl_map rt_by_ns;                /* namespace -> struct xl_entry_list (RTs) */
+    struct xl_map deps;                    /* dependency key -> struct xl_dep_list */
+    struct xl_map gw_memo;                 /* Gateway key -> struct xl_gw_memo */
+    struct xlate_report_block *reports;    /* last pass's, shared when unchanged */
     uint32_t res_serial;
+    /* this pass */
+    struct xl_entry_list pending;    /* entries offered a new candidate */
+    struct xl_entry_list changed;    /* parsed, added or deleted */
+    struct xl_entry_list graveyard;  /* deleted: freed at the end of the pass */
+    struct xl_entry_list vs_touched; /* VirtualServices whose resolution or membership changed */
+    struct xl_entry_list up_touched; /* Upstreams whose resources or existence changed */
+    struct xl_entry_list rep_list;   /* entries whose report is recomputed */
+    struct xl_map changed_deps;      /* dependency keys that changed (key -> malloc key) */
+    struct xl_map dirty_services;    /* Service keys whose endpoints changed */
+    int reports_changed;
     struct xlate_stats stats;
 };
 
-/* xlate_resolve.c: (re)computes e->res[mode] for a VirtualService entry.
- * Returns 0 or -1 (memory). */
+/* xlate_resolve.c: (re)computes e->res[mode] for a VirtualService entry and
+ * registers its dependencies. Returns 0 or -1 (memory). */
 int xl_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_mode mode);
+/* Drops e->res[mode] (its RouteTable problems go with it). */
+void xl_res_drop(struct xlate_ctx *ctx, struct xl_entry *e, int mode);
 void xl_res_clear(struct xl_vs_res *r);
 
-/* xlate_upstream.c: refreshes the Upstream memo (endpoints, CLA, clusters
- * for the modes in |modes_used|). Returns 0 or -1. */
-int xl_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e, int dirty);
+/* xlate_upstream.c: refreshes the Upstream's endpoints and CLA (and its
+ * clusters already built). Returns 1 if a resource pointer changed, 0 if
+ * not, -1 (memory). */
+int xl_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e);
 /* Ensures e->up->cluster[mode] is current. Returns 0 or -1. */
 int xl_upstream_cluster(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_mode mode);
 void xl_up_memo_free(struct xl_up_memo *m);
 
-/* xlate_report.c: builds every report of the pass into |snap| (reports and
- * their string block). Returns 0 or -1. */
+/* xlate_report.c: recomputes the reports of ctx->rep_list (and every
+ * Gateway's) and gives |snap| its report block (shared with the previous
+ * snapshot when nothing changed). Returns 0 or -1. */
 int xl_reports_build(struct xlate_ctx *ctx, struct xlate_snapshot *snap);
-
-/* Marks |e| as used this pass (resets its per-pass lists on first use). */
-void xl_touch(struct xlate_ctx *ctx, struct xl_entry *e);
 
 /* xlate.c helpers */
 struct xl_entry *xl_find(struct xlate_ctx *ctx, enum xlate_kind kind, const char *ns,
                          const char *name);
+struct xl_entry *xl_find_key(struct xlate_ctx *ctx, enum xlate_kind kind, const char *key);
 int xl_list_push(struct xl_entry_list *l, struct xl_entry *e);
+void xl_list_remove(struct xl_entry_list *l, struct xl_entry *e);
+/* Marks |e|'s report for recompute this pass. Returns 0 or -1. */
+int xl_rep_dirty(struct xlate_ctx *ctx, struct xl_entry *e);
 /* 1 if |sel| (NULL: everything) matches the entry's labels. */
 int xl_selector_matches(const struct filter_selector *sel, const struct xl_entry *e);
+int xl_entry_cmp(const struct xl_entry *x, const struct xl_entry *y);
+/* Index of |vs| in the memo's selection or accepted list, or -1. */
+long xl_gw_find_sel(const struct xl_gw_memo *m, const struct xl_entry *vs);
+long xl_gw_find_acc(const struct xl_gw_memo *m, const struct xl_entry *vs);
 uint64_t xl_fnv(uint64_t h, const void *p, size_t n);
 uint64_t xl_fnv_str(uint64_t h, const char *s);
 

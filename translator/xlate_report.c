@@ -3,8 +3,9 @@
  * input (Services and EndpointSlices are not ours to report on). A report's
  * state is the worst of its problems, its reason the first problem with that
  * state, its message every problem joined by "; " (or what the object does,
- * when it has none). Each entry keeps its last report and reuses it while
- * the inputs of the report are unchanged.
+ * when it has none). Only reports of objects the pass touched are
+ * recomputed; when none changed, the snapshot shares the previous report
+ * block.
  */
 #include "xlate_internal.h"
 
@@ -47,8 +48,10 @@ static void add_errors(struct plist *l, const struct xl_errors *e)
     l->dropped += e->dropped;
 }
 
-/* Sets the entry's report from |l| (or |ok_msg| when empty). */
-static int finish(struct xl_entry *e, const struct plist *l, const char *ok_msg)
+/* Sets the entry's report from |l| (or |ok_msg| when empty); flags the
+ * pass's reports as changed when it differs from the previous one. */
+static int finish(struct xlate_ctx *ctx, struct xl_entry *e, const struct plist *l,
+                  const char *ok_msg)
 {
     struct cx_buf b;
     cx_buf_init(&b, XL_REPORT_MSG_MAX);
@@ -80,23 +83,45 @@ static int finish(struct xl_entry *e, const struct plist *l, const char *ok_msg)
             cx_buf_printf(&b, "; and %zu more problems", l->dropped) != 0)
             goto oom;
     }
+    const char *rname = xl_reason_name(reason);
+    if (e->rep_msg && e->rep_state == st && e->rep_reason == rname && b.data &&
+        strcmp(e->rep_msg, b.data) == 0) {
+        cx_buf_free(&b);
+        return 0;
+    }
     free(e->rep_msg);
     e->rep_msg = cx_buf_steal(&b, NULL);
     if (!e->rep_msg)
         goto oom;
     e->rep_state = st;
-    e->rep_reason = xl_reason_name(reason);
+    e->rep_reason = rname;
+    ctx->reports_changed = 1;
     return 0;
 oom:
     cx_buf_free(&b);
-    e->rep_key = 0;
     return -1;
 }
 
-static uint64_t key_start(const struct xl_entry *e)
+/* The Gateways (with memos) that select VirtualService |v|, in name
+ * order; and the modes they use. */
+static size_t uses_of(struct xlate_ctx *ctx, const struct xl_entry *v, struct xl_entry **gws,
+                      struct xl_gw_memo **memos, size_t cap, int *modes)
 {
-    uint64_t h = xl_fnv(CX_FNV64_INIT, &e->digest, sizeof(e->digest));
-    return xl_fnv(h, &e->duplicate, sizeof(e->duplicate));
+    size_t n = 0;
+    *modes = 0;
+    for (size_t i = 0; i < ctx->nlist[XLATE_KIND_GATEWAY]; i++) {
+        struct xl_entry *g = ctx->list[XLATE_KIND_GATEWAY][i];
+        struct xl_gw_memo *m = xl_map_get(&ctx->gw_memo, g->key, g->keylen);
+        if (!m || xl_gw_find_sel(m, v) < 0)
+            continue;
+        *modes |= 1 << m->mode;
+        if (n < cap) {
+            gws[n] = g;
+            memos[n] = m;
+            n++;
+        }
+    }
+    return n;
 }
 
 static void dup_problem(struct plist *l, const struct xl_entry *e, char *buf, size_t cap)
@@ -112,73 +137,50 @@ static void dup_problem(struct plist *l, const struct xl_entry *e, char *buf, si
 static int report_gateway(struct xlate_ctx *ctx, struct xl_entry *e)
 {
     struct xl_gw_memo *m = xl_map_get(&ctx->gw_memo, e->key, e->keylen);
-    uint64_t k = key_start(e);
-    size_t conflicts = 0;
-    if (m) {
-        for (size_t i = 0; m->conflict_msgs && i < m->nselected; i++)
-            conflicts += m->conflict_msgs[i] != NULL;
-        k = xl_fnv(k, &m->nvhosts, sizeof(m->nvhosts));
-        k = xl_fnv(k, &m->nclusters, sizeof(m->nclusters));
-        k = xl_fnv(k, &m->nselected, sizeof(m->nselected));
-        k = xl_fnv(k, &conflicts, sizeof(conflicts));
-        k = xl_fnv(k, &m->sets[XDS_LISTENER].n, sizeof(size_t));
-    }
-    if (k == e->rep_key && e->rep_msg)
-        return 0;
     struct plist l = {0};
     char dbuf[700], ok[400];
     add_errors(&l, &e->obj.errors);
     dup_problem(&l, e, dbuf, sizeof(dbuf));
     ok[0] = '\0';
-    if (m)
+    if (m) {
+        size_t conflicts = m->conflicts.n;
+        size_t nl = m->sets[XDS_LISTENER].n, nc = m->sets[XDS_CLUSTER].n;
         snprintf(ok, sizeof(ok),
                  "%s mode: %zu listener%s, %zu virtual host%s from %zu selected VirtualService%s "
                  "(%zu lost a domain conflict), %zu cluster%s",
-                 e->obj.u.gw.mode == XLATE_MODE_PROXYLESS ? "proxyless" : "envoy",
-                 m->sets[XDS_LISTENER].n, m->sets[XDS_LISTENER].n == 1 ? "" : "s", m->nvhosts,
-                 m->nvhosts == 1 ? "" : "s", m->nselected, m->nselected == 1 ? "" : "s", conflicts,
-                 m->nclusters, m->nclusters == 1 ? "" : "s");
-    int rc = finish(e, &l, ok);
-    e->rep_key = rc == 0 ? k : 0;
-    return rc;
+                 m->mode == XLATE_MODE_PROXYLESS ? "proxyless" : "envoy", nl, nl == 1 ? "" : "s",
+                 m->nacc, m->nacc == 1 ? "" : "s", m->nsel, m->nsel == 1 ? "" : "s", conflicts, nc,
+                 nc == 1 ? "" : "s");
+    }
+    return finish(ctx, e, &l, ok);
 }
 
 static int report_virtual_service(struct xlate_ctx *ctx, struct xl_entry *e)
 {
-    int used = e->use_pass == ctx->pass;
-    uint64_t k = key_start(e);
-    k = xl_fnv(k, &used, sizeof(used));
-    if (used) {
-        for (size_t i = 0; i < e->nuses; i++) {
-            k = xl_fnv_str(k, e->uses[i].gw->key);
-            k = xl_fnv_str(k, e->uses[i].conflict);
-        }
-        for (int mo = 0; mo < XL_MODES; mo++)
-            if (e->used_modes & (1 << mo))
-                k = xl_fnv(k, &e->res[mo].serial, sizeof(e->res[mo].serial));
-    }
-    if (k == e->rep_key && e->rep_msg)
-        return 0;
     struct plist l = {0};
     char dbuf[700], ok[1200], nbuf[300];
     add_errors(&l, &e->obj.errors);
     dup_problem(&l, e, dbuf, sizeof(dbuf));
     ok[0] = '\0';
     if (e->parse_state != XLATE_REJECTED) {
-        if (!used) {
+        struct xl_entry *gws[16];
+        struct xl_gw_memo *memos[16];
+        int modes;
+        size_t nuses = uses_of(ctx, e, gws, memos, 16, &modes);
+        if (!modes) {
             add(&l, XLATE_WARNING, XL_R_NOT_SELECTED,
                 "not selected by any Gateway (see the Gateways' virtualServiceSelector and "
                 "virtualServiceNamespaces)");
         } else {
             size_t nroutes = 0;
             for (int mo = 0; mo < XL_MODES; mo++) {
-                if (!(e->used_modes & (1 << mo)))
+                if (!(modes & (1 << mo)))
                     continue;
                 const struct xl_vs_res *r = &e->res[mo];
                 for (size_t i = 0; i < r->nmsgs; i++)
                     if (r->msgs[i].target == e)
                         add(&l, r->msgs[i].state, r->msgs[i].reason, r->msgs[i].text);
-                if (r->nroutes == 0) {
+                if (r->valid && r->nroutes == 0) {
                     snprintf(nbuf, sizeof(nbuf), "no route is left to serve%s",
                              mo == XLATE_MODE_PROXYLESS ? " (proxyless)" : "");
                     add(&l, XLATE_REJECTED, XL_R_NO_ROUTES, nbuf);
@@ -186,59 +188,61 @@ static int report_virtual_service(struct xlate_ctx *ctx, struct xl_entry *e)
                 if (r->nroutes > nroutes)
                     nroutes = r->nroutes;
             }
-            for (size_t i = 0; i < e->nuses; i++)
-                if (e->uses[i].conflict)
-                    add(&l, XLATE_REJECTED, XL_R_DOMAIN_CONFLICT, e->uses[i].conflict);
+            for (size_t i = 0; i < nuses; i++) {
+                const char *c = xl_map_get(&memos[i]->conflicts, e->key, e->keylen);
+                if (c)
+                    add(&l, XLATE_REJECTED, XL_R_DOMAIN_CONFLICT, c);
+            }
             size_t o =
-                (size_t)snprintf(ok, sizeof(ok), "served by Gateway%s ", e->nuses == 1 ? "" : "s");
-            for (size_t i = 0; i < e->nuses && o < sizeof(ok); i++)
-                o += (size_t)snprintf(ok + o, sizeof(ok) - o, "%s%s", i ? ", " : "",
-                                      e->uses[i].gw->key);
+                (size_t)snprintf(ok, sizeof(ok), "served by Gateway%s ", nuses == 1 ? "" : "s");
+            for (size_t i = 0; i < nuses && o < sizeof(ok); i++)
+                o += (size_t)snprintf(ok + o, sizeof(ok) - o, "%s%s", i ? ", " : "", gws[i]->key);
             if (o < sizeof(ok))
                 snprintf(ok + o, sizeof(ok) - o, " with %zu route%s", nroutes,
                          nroutes == 1 ? "" : "s");
         }
     }
-    int rc = finish(e, &l, ok);
-    e->rep_key = rc == 0 ? k : 0;
-    return rc;
+    return finish(ctx, e, &l, ok);
 }
 
 static int report_route_table(struct xlate_ctx *ctx, struct xl_entry *e)
 {
-    int used = e->use_pass == ctx->pass;
-    uint64_t k = key_start(e);
-    if (used)
-        for (size_t i = 0; i < e->nrmsgs; i++) {
-            k = xl_fnv_str(k, e->rmsgs[i]->text);
-            k = xl_fnv(k, &e->rmsgs[i]->state, sizeof(e->rmsgs[i]->state));
-        }
-    if (k == e->rep_key && e->rep_msg)
-        return 0;
     struct plist l = {0};
     char dbuf[700];
     add_errors(&l, &e->obj.errors);
     dup_problem(&l, e, dbuf, sizeof(dbuf));
-    if (e->parse_state != XLATE_REJECTED && used)
-        for (size_t i = 0; i < e->nrmsgs; i++)
-            add(&l, e->rmsgs[i]->state, e->rmsgs[i]->reason, e->rmsgs[i]->text);
-    int rc = finish(e, &l, "Accepted");
-    e->rep_key = rc == 0 ? k : 0;
-    return rc;
+    if (e->parse_state != XLATE_REJECTED) {
+        /* problems found by the resolutions of the VirtualServices that
+         * reach it (in their name order, so the message is stable) */
+        for (size_t c = 0; c < e->contrib.n; c++) {
+            struct xl_entry *v = e->contrib.items[c];
+            struct xl_entry *gws[16];
+            struct xl_gw_memo *memos[16];
+            int modes;
+            uses_of(ctx, v, gws, memos, 16, &modes);
+            for (int mo = 0; mo < XL_MODES; mo++) {
+                if (!(modes & (1 << mo)) || !v->res[mo].valid)
+                    continue;
+                for (size_t i = 0; i < v->res[mo].nmsgs; i++)
+                    if (v->res[mo].msgs[i].target == e)
+                        add(&l, v->res[mo].msgs[i].state, v->res[mo].msgs[i].reason,
+                            v->res[mo].msgs[i].text);
+            }
+        }
+    }
+    return finish(ctx, e, &l, "Accepted");
 }
 
 static int report_upstream(struct xlate_ctx *ctx, struct xl_entry *e)
 {
     const struct xl_upstream *u = &e->obj.u.up;
-    int modes = e->use_pass == ctx->pass ? e->used_modes : 0;
-    uint64_t k = key_start(e);
-    if (e->up) {
-        k = xl_fnv(k, &e->up->ep_digest, sizeof(e->up->ep_digest));
-        k = xl_fnv(k, &e->up->nendpoints, sizeof(e->up->nendpoints));
+    int modes = 0;
+    for (size_t i = 0; i < ctx->nlist[XLATE_KIND_GATEWAY]; i++) {
+        struct xl_entry *g = ctx->list[XLATE_KIND_GATEWAY][i];
+        struct xl_gw_memo *m = xl_map_get(&ctx->gw_memo, g->key, g->keylen);
+        if (m && xl_map_get(&m->upcount, &e, sizeof(e)))
+            modes |= 1 << m->mode;
     }
-    k = xl_fnv(k, &modes, sizeof(modes));
-    if (k == e->rep_key && e->rep_msg)
-        return 0;
     struct plist l = {0};
     char dbuf[700], ok[200], lbbuf[300];
     add_errors(&l, &e->obj.errors);
@@ -257,23 +261,7 @@ static int report_upstream(struct xlate_ctx *ctx, struct xl_entry *e)
         snprintf(ok, sizeof(ok), "%zu endpoint%s", e->up->nendpoints,
                  e->up->nendpoints == 1 ? "" : "s");
     }
-    int rc = finish(e, &l, ok);
-    e->rep_key = rc == 0 ? k : 0;
-    return rc;
-}
-
-static int push_rmsg(struct xl_entry *t, const struct xl_msg *m)
-{
-    if (t->nrmsgs == t->caprmsgs) {
-        size_t cap = t->caprmsgs ? t->caprmsgs * 2 : 4;
-        const struct xl_msg **n = realloc(t->rmsgs, cap * sizeof(*n));
-        if (!n)
-            return -1;
-        t->rmsgs = n;
-        t->caprmsgs = cap;
-    }
-    t->rmsgs[t->nrmsgs++] = m;
-    return 0;
+    return finish(ctx, e, &l, ok);
 }
 
 /* Report order: kinds by name (Gateway, RouteTable, Upstream,
@@ -281,59 +269,36 @@ static int push_rmsg(struct xl_entry *t, const struct xl_msg *m)
 static const enum xlate_kind report_kinds[] = {XLATE_KIND_GATEWAY, XLATE_KIND_ROUTE_TABLE,
                                                XLATE_KIND_UPSTREAM, XLATE_KIND_VIRTUAL_SERVICE};
 
-int xl_reports_build(struct xlate_ctx *ctx, struct xlate_snapshot *snap)
+static int reportable(enum xlate_kind k)
 {
-    /* problems found by resolutions belong to the RouteTables they name */
-    for (size_t i = 0; i < ctx->nlist[XLATE_KIND_VIRTUAL_SERVICE]; i++) {
-        struct xl_entry *v = ctx->list[XLATE_KIND_VIRTUAL_SERVICE][i];
-        if (v->use_pass != ctx->pass)
-            continue;
-        for (int mo = 0; mo < XL_MODES; mo++) {
-            if (!(v->used_modes & (1 << mo)))
-                continue;
-            for (size_t k = 0; k < v->res[mo].nmsgs; k++) {
-                const struct xl_msg *m = &v->res[mo].msgs[k];
-                if (m->target == v)
-                    continue;
-                xl_touch(ctx, m->target);
-                if (push_rmsg(m->target, m) != 0)
-                    return -1;
-            }
-        }
-    }
+    return k == XLATE_KIND_GATEWAY || k == XLATE_KIND_ROUTE_TABLE || k == XLATE_KIND_UPSTREAM ||
+           k == XLATE_KIND_VIRTUAL_SERVICE;
+}
+
+static struct xlate_report_block *build_block(struct xlate_ctx *ctx)
+{
     size_t n = 0, bytes = 0;
     for (size_t ki = 0; ki < sizeof(report_kinds) / sizeof(report_kinds[0]); ki++) {
         enum xlate_kind kind = report_kinds[ki];
         for (size_t i = 0; i < ctx->nlist[kind]; i++) {
-            struct xl_entry *e = ctx->list[kind][i];
-            int rc = 0;
-            switch (kind) {
-            case XLATE_KIND_GATEWAY:
-                rc = report_gateway(ctx, e);
-                break;
-            case XLATE_KIND_ROUTE_TABLE:
-                rc = report_route_table(ctx, e);
-                break;
-            case XLATE_KIND_UPSTREAM:
-                rc = report_upstream(ctx, e);
-                break;
-            default:
-                rc = report_virtual_service(ctx, e);
-                break;
-            }
-            if (rc != 0)
-                return -1;
+            const struct xl_entry *e = ctx->list[kind][i];
             n++;
             bytes += strlen(xlate_kind_name(kind)) + strlen(e->obj.meta.ns) +
                      strlen(e->obj.meta.name) + (e->obj.meta.uid ? strlen(e->obj.meta.uid) : 0) +
                      strlen(e->rep_reason) + strlen(e->rep_msg) + 6;
         }
     }
-    snap->reports = calloc(n ? n : 1, sizeof(*snap->reports));
-    snap->report_strings = malloc(bytes ? bytes : 1);
-    if (!snap->reports || !snap->report_strings)
-        return -1;
-    char *p = snap->report_strings;
+    struct xlate_report_block *b = calloc(1, sizeof(*b));
+    if (!b)
+        return NULL;
+    atomic_init(&b->refs, 1);
+    b->reports = calloc(n ? n : 1, sizeof(*b->reports));
+    b->strings = malloc(bytes ? bytes : 1);
+    if (!b->reports || !b->strings) {
+        xlate_report_block_unref(b);
+        return NULL;
+    }
+    char *p = b->strings;
 #define COPY(dst, src)               \
     do {                             \
         size_t l_ = strlen(src) + 1; \
@@ -344,8 +309,8 @@ int xl_reports_build(struct xlate_ctx *ctx, struct xlate_snapshot *snap)
     for (size_t ki = 0; ki < sizeof(report_kinds) / sizeof(report_kinds[0]); ki++) {
         enum xlate_kind kind = report_kinds[ki];
         for (size_t i = 0; i < ctx->nlist[kind]; i++) {
-            struct xl_entry *e = ctx->list[kind][i];
-            struct xlate_report *r = &snap->reports[snap->nreports++];
+            const struct xl_entry *e = ctx->list[kind][i];
+            struct xlate_report *r = &b->reports[b->n++];
             COPY(r->kind, xlate_kind_name(kind));
             COPY(r->namespace, e->obj.meta.ns);
             COPY(r->name, e->obj.meta.name);
@@ -358,5 +323,143 @@ int xl_reports_build(struct xlate_ctx *ctx, struct xlate_snapshot *snap)
         }
     }
 #undef COPY
+    return b;
+}
+
+static int report_cmp(const struct xlate_report *r, const struct xl_entry *e)
+{
+    int c = strcmp(r->kind, xlate_kind_name(e->kind));
+    if (c)
+        return c;
+    c = strcmp(r->namespace, e->obj.meta.ns);
+    return c ? c : strcmp(r->name, e->obj.meta.name);
+}
+
+/* A block patched from the previous one: the reports array is copied
+ * (sequential), the changed reports rewritten with strings of their own,
+ * the others keep pointing into the older blocks' strings. NULL when a full
+ * build is better (or memory ran out). */
+static struct xlate_report_block *patch_block(struct xlate_ctx *ctx)
+{
+    struct xlate_report_block *old = ctx->reports;
+    size_t nchanged = 0, bytes = 0;
+    for (size_t i = 0; i < ctx->rep_list.n; i++) {
+        const struct xl_entry *e = ctx->rep_list.items[i];
+        if (e->deleted || !reportable(e->kind) || e->rep_changed != ctx->pass)
+            continue;
+        nchanged++;
+        bytes += strlen(xlate_kind_name(e->kind)) + strlen(e->obj.meta.ns) +
+                 strlen(e->obj.meta.name) + (e->obj.meta.uid ? strlen(e->obj.meta.uid) : 0) +
+                 strlen(e->rep_reason) + strlen(e->rep_msg) + 6;
+    }
+    if (!old || old->depth >= 8 || nchanged > old->n / 8 + 16)
+        return NULL;
+    struct xlate_report_block *b = calloc(1, sizeof(*b));
+    if (!b)
+        return NULL;
+    atomic_init(&b->refs, 1);
+    b->n = old->n;
+    b->reports = malloc((old->n ? old->n : 1) * sizeof(*b->reports));
+    b->strings = malloc(bytes ? bytes : 1);
+    if (!b->reports || !b->strings) {
+        xlate_report_block_unref(b);
+        return NULL;
+    }
+    memcpy(b->reports, old->reports, old->n * sizeof(*b->reports));
+    b->base = xlate_report_block_ref(old);
+    b->depth = old->depth + 1;
+    char *p = b->strings;
+#define COPY(dst, src)               \
+    do {                             \
+        size_t l_ = strlen(src) + 1; \
+        memcpy(p, (src), l_);        \
+        (dst) = p;                   \
+        p += l_;                     \
+    } while (0)
+    for (size_t i = 0; i < ctx->rep_list.n; i++) {
+        const struct xl_entry *e = ctx->rep_list.items[i];
+        if (e->deleted || !reportable(e->kind) || e->rep_changed != ctx->pass)
+            continue;
+        size_t lo = 0, hi = b->n;
+        struct xlate_report *r = NULL;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            int c = report_cmp(&b->reports[mid], e);
+            if (c == 0) {
+                r = &b->reports[mid];
+                break;
+            }
+            if (c < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (!r) { /* not there: membership changed after all */
+            xlate_report_block_unref(b);
+            return NULL;
+        }
+        COPY(r->kind, xlate_kind_name(e->kind));
+        COPY(r->namespace, e->obj.meta.ns);
+        COPY(r->name, e->obj.meta.name);
+        r->uid = NULL;
+        if (e->obj.meta.uid)
+            COPY(r->uid, e->obj.meta.uid);
+        r->generation = e->obj.meta.generation;
+        r->state = e->rep_state;
+        COPY(r->reason, e->rep_reason);
+        COPY(r->message, e->rep_msg);
+    }
+#undef COPY
+    return b;
+}
+
+int xl_reports_build(struct xlate_ctx *ctx, struct xlate_snapshot *snap)
+{
+    int any = 0;
+    for (size_t i = 0; i < ctx->rep_list.n; i++) {
+        struct xl_entry *e = ctx->rep_list.items[i];
+        if (e->deleted || !reportable(e->kind))
+            continue;
+        int before = ctx->reports_changed;
+        ctx->reports_changed = 0;
+        int rc;
+        switch (e->kind) {
+        case XLATE_KIND_GATEWAY:
+            rc = report_gateway(ctx, e);
+            break;
+        case XLATE_KIND_ROUTE_TABLE:
+            rc = report_route_table(ctx, e);
+            break;
+        case XLATE_KIND_UPSTREAM:
+            rc = report_upstream(ctx, e);
+            break;
+        default:
+            rc = report_virtual_service(ctx, e);
+            break;
+        }
+        if (rc != 0)
+            return -1;
+        /* a re-parsed object's generation or uid may have changed with an
+         * identical message: its report is rewritten too */
+        if (ctx->reports_changed || e->changed == ctx->pass) {
+            e->rep_changed = ctx->pass;
+            any = 1;
+        }
+        ctx->reports_changed = before;
+    }
+    /* ctx->reports_changed is set when the membership changed (deletions);
+     * additions show as a missing report in patch_block */
+    if (!ctx->reports || ctx->reports_changed || any) {
+        struct xlate_report_block *b = ctx->reports_changed ? NULL : patch_block(ctx);
+        if (!b)
+            b = build_block(ctx);
+        if (!b)
+            return -1;
+        xlate_report_block_unref(ctx->reports);
+        ctx->reports = b;
+    }
+    snap->report_block = xlate_report_block_ref(ctx->reports);
+    snap->reports = ctx->reports->reports;
+    snap->nreports = ctx->reports->n;
     return 0;
 }

@@ -458,10 +458,73 @@ static void expand_routes(struct rctx *rc, struct xl_entry *owner, const struct 
     }
 }
 
+/* Records that VirtualService |e| (mode |mode|, resolution |serial|) read
+ * dependency |key|. */
+static int register_dep(struct xlate_ctx *ctx, const char *key, struct xl_entry *e, int mode,
+                        uint32_t serial)
+{
+    struct xl_dep_list *l = xl_map_gets(&ctx->deps, key);
+    if (!l) {
+        size_t n = strlen(key);
+        l = calloc(1, sizeof(*l) + n + 1);
+        if (!l)
+            return -1;
+        char *k = (char *)(l + 1);
+        memcpy(k, key, n + 1);
+        if (xl_map_put(&ctx->deps, k, n, l) != 0) {
+            free(l);
+            return -1;
+        }
+    }
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 4;
+        struct xl_dep_item *it = realloc(l->items, cap * sizeof(*it));
+        if (!it)
+            return -1;
+        l->items = it;
+        l->cap = cap;
+    }
+    char *vk = strdup(e->key);
+    if (!vk)
+        return -1;
+    l->items[l->n++] = (struct xl_dep_item){.vskey = vk, .serial = serial, .mode = mode};
+    return 0;
+}
+
+static int has_msgs_for(const struct xl_vs_res *r, const struct xl_entry *target)
+{
+    if (!r->valid)
+        return 0;
+    for (size_t i = 0; i < r->nmsgs; i++)
+        if (r->msgs[i].target == target)
+            return 1;
+    return 0;
+}
+
+void xl_res_drop(struct xlate_ctx *ctx, struct xl_entry *e, int mode)
+{
+    struct xl_vs_res *r = &e->res[mode];
+    if (!r->valid && !r->vh && !r->nmsgs) {
+        xl_res_clear(r);
+        return;
+    }
+    /* problems this resolution found about RouteTables leave with it */
+    for (size_t i = 0; i < r->nmsgs; i++) {
+        struct xl_entry *t = r->msgs[i].target;
+        if (t == e)
+            continue;
+        r->valid = 0;
+        if (!has_msgs_for(&e->res[!mode], t))
+            xl_list_remove(&t->contrib, e);
+        (void)xl_rep_dirty(ctx, t);
+    }
+    xl_res_clear(r);
+}
+
 int xl_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_mode mode)
 {
     struct xl_vs_res *res = &e->res[mode];
-    xl_res_clear(res);
+    xl_res_drop(ctx, e, mode);
     struct rctx rc = {.ctx = ctx, .vs = e, .mode = mode, .res = res};
     const struct xl_virtual_service *vs = &e->obj.u.vs;
     struct inherit top = {.case_sensitive = 1};
@@ -488,10 +551,29 @@ int xl_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_
     }
     res->valid = 1;
     res->serial = ++ctx->res_serial;
+    int served = res->nroutes > 0;
+    uint64_t ck = xl_fnv(e->claim_hash, &served, sizeof(served));
+    if (ck != e->claim_key[mode]) {
+        e->claim_key[mode] = ck;
+        e->claim_changed[mode] = ctx->pass;
+    }
+    for (size_t i = 0; i < res->ndeps; i++)
+        if (register_dep(ctx, res->deps[i], e, mode, res->serial) != 0)
+            goto out;
+    for (size_t i = 0; i < res->nmsgs; i++) {
+        struct xl_entry *t = res->msgs[i].target;
+        if (t == e)
+            continue;
+        int found = 0;
+        for (size_t k = 0; k < t->contrib.n; k++)
+            found |= t->contrib.items[k] == e;
+        if ((!found && xl_list_push(&t->contrib, e) != 0) || xl_rep_dirty(ctx, t) != 0)
+            goto out;
+    }
     rcode = 0;
 out:
     free(rc.routes.items);
     if (rcode != 0)
-        xl_res_clear(res);
+        xl_res_drop(ctx, e, mode);
     return rcode;
 }

@@ -152,7 +152,12 @@ void xlate_snapshot_unref(struct xlate_snapshot *s)
         free(grp->name);
     }
     free(s->groups);
-    for (size_t i = 0; i < s->nreports && !s->report_strings; i++) {
+    if (s->report_block) {
+        xlate_report_block_unref(s->report_block);
+        free(s);
+        return;
+    }
+    for (size_t i = 0; i < s->nreports; i++) {
         struct xlate_report *r = &s->reports[i];
         free(r->kind);
         free(r->namespace);
@@ -162,8 +167,24 @@ void xlate_snapshot_unref(struct xlate_snapshot *s)
         free(r->message);
     }
     free(s->reports);
-    free(s->report_strings);
     free(s);
+}
+
+struct xlate_report_block *xlate_report_block_ref(struct xlate_report_block *b)
+{
+    if (b)
+        atomic_fetch_add(&b->refs, 1);
+    return b;
+}
+
+void xlate_report_block_unref(struct xlate_report_block *b)
+{
+    if (!b || atomic_fetch_sub(&b->refs, 1) != 1)
+        return;
+    free(b->reports);
+    free(b->strings);
+    xlate_report_block_unref(b->base);
+    free(b);
 }
 
 const struct xlate_group *xlate_snapshot_group(const struct xlate_snapshot *s, const char *name)

@@ -40,6 +40,9 @@ int xds_type_from_url(const char *url);
 struct xlate_snapshot *xlate_snapshot_ref(struct xlate_snapshot *s);
 void xlate_snapshot_unref(struct xlate_snapshot *s);
 
+struct xlate_report_block *xlate_report_block_ref(struct xlate_report_block *b);
+void xlate_report_block_unref(struct xlate_report_block *b);
+
 /* Finds a group by "namespace/name"; NULL if absent. */
 const struct xlate_group *xlate_snapshot_group(const struct xlate_snapshot *s, const char *name);
 

@@ -90,10 +90,25 @@ struct xlate_snapshot {
     struct xlate_group *groups; /* sorted by name */
     size_t nreports;
     struct xlate_report *reports; /* sorted by kind, namespace, name */
-    /* When not NULL, every string of every report points into this one
-     * malloc'ed block (the translator builds thousands of reports per pass);
-     * xlate_snapshot_unref then frees the block instead of each string. */
-    char *report_strings;
+    /* When not NULL, |reports| is this block's array (shared, read-only)
+     * and xlate_snapshot_unref drops a reference to the block instead of
+     * freeing each report: consecutive snapshots share one block while no
+     * report changes. */
+    struct xlate_report_block *report_block;
+};
+
+/* Reports shared by consecutive snapshots (refcounted; see
+ * xlate_report_block_unref). Every string of every report points into
+ * |strings|. */
+struct xlate_report_block {
+    _Atomic int refs;
+    size_t n;
+    struct xlate_report *reports;
+    char *strings;
+    /* Reports copied from an older block keep pointing into its strings:
+     * this block holds a reference to it (NULL for a full block). */
+    struct xlate_report_block *base;
+    int depth; /* blocks in the base chain */
 };
 
 #endif

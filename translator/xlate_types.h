@@ -39,6 +39,17 @@ struct xlate_input {
     size_t n;
 };
 
+/* One change since the previous pass (xlate_run_changes): an object added
+ * or updated (|obj| set), or deleted (|obj| NULL: kind, namespace and name
+ * say which). */
+struct xlate_change {
+    enum xlate_kind kind;  /* required for deletions */
+    const cJSON *obj;      /* borrowed for the call, like xlate_object.obj */
+    uint64_t digest;       /* as in struct xlate_object */
+    const char *namespace; /* deletions only */
+    const char *name;      /* deletions only */
+};
+
 /* What one pass did: the incremental work is visible here (and tested). */
 struct xlate_stats {
     size_t objects;          /* input objects */

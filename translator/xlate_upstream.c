@@ -21,6 +21,7 @@ void xl_up_memo_free(struct xl_up_memo *m)
     for (int i = 0; i < XL_MODES; i++)
         xds_resource_unref(m->cluster[i]);
     xl_arena_free(&m->ep_arena);
+    free(m->svc_key);
     free(m);
 }
 
@@ -38,7 +39,7 @@ static int ep_cmp(const void *a, const void *b)
 
 /* Replaces *slot with a resource made of |bytes| unless the bytes are the
  * same as the current one's (then the old resource, and its pointer, stay).
- * Takes ownership of |bytes|. Returns 0 or -1. */
+ * Takes ownership of |bytes|. Returns 1 if replaced, 0 if kept, -1. */
 static int swap_resource(struct xlate_ctx *ctx, struct xds_resource **slot, enum xds_type type,
                          const char *name, uint8_t *bytes, size_t len)
 {
@@ -54,7 +55,7 @@ static int swap_resource(struct xlate_ctx *ctx, struct xds_resource **slot, enum
     xds_resource_unref(old);
     *slot = r;
     ctx->stats.resources_built++;
-    return 0;
+    return 1;
 }
 
 static const char *port_list(struct xl_arena *a, const struct xl_service *svc)
@@ -171,21 +172,55 @@ done:
     return 0;
 }
 
-int xl_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e, int dirty)
+static int encode_cluster(struct xlate_ctx *ctx, struct xl_entry *e, int mode)
 {
     struct xl_up_memo *m = e->up;
-    if (!m) {
-        m = calloc(1, sizeof(*m));
-        if (!m)
-            return -1;
-        e->up = m;
-        dirty = 1;
-    }
-    if (!dirty)
-        return 0;
     const struct xl_upstream *u = &e->obj.u.up;
+    enum xl_lb_policy lb = u->lb;
+    /* gRPC 1.51 supports ROUND_ROBIN and RING_HASH only (the report warns) */
+    if (mode == XLATE_MODE_PROXYLESS && (lb == XL_LB_LEAST_REQUEST || lb == XL_LB_RANDOM))
+        lb = XL_LB_ROUND_ROBIN;
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    if (xl_encode_cluster(e->key, lb, u->connect_timeout_ns, u->has_connect_timeout, &bytes,
+                          &len) != 0)
+        return -1;
+    int rc = swap_resource(ctx, &m->cluster[mode], XDS_CLUSTER, e->key, bytes, len);
+    if (rc >= 0)
+        m->cluster_digest[mode] = e->digest;
+    return rc;
+}
+
+int xl_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e)
+{
+    struct xl_up_memo *m = e->up;
+    int changed = 0;
+    const struct xl_upstream *u = &e->obj.u.up;
+    if (e->parse_state == XLATE_REJECTED) {
+        changed = m->cla != NULL || m->cluster[0] || m->cluster[1];
+        xds_resource_unref(m->cla);
+        m->cla = NULL;
+        for (int i = 0; i < XL_MODES; i++) {
+            xds_resource_unref(m->cluster[i]);
+            m->cluster[i] = NULL;
+        }
+        m->ep_digest = 0;
+        xl_arena_free(&m->ep_arena);
+        memset(&m->ep_errors, 0, sizeof(m->ep_errors));
+        m->nendpoints = 0;
+        return changed;
+    }
+    /* clusters already built follow the Upstream's spec */
+    for (int mode = 0; mode < XL_MODES; mode++) {
+        if (!m->cluster[mode] || m->cluster_digest[mode] == e->digest)
+            continue;
+        int rc = encode_cluster(ctx, e, mode);
+        if (rc < 0)
+            return -1;
+        changed |= rc;
+    }
     uint64_t d = xl_fnv(CX_FNV64_INIT, &e->digest, sizeof(e->digest));
-    if (e->parse_state != XLATE_REJECTED && u->is_kube) {
+    if (u->is_kube) {
         struct xl_entry *svc = xl_find(ctx, XLATE_KIND_SERVICE, u->kube_ns, u->kube_service);
         uint64_t sd = svc ? svc->digest : 0;
         d = xl_fnv(d, &sd, sizeof(sd));
@@ -194,17 +229,11 @@ int xl_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e, int dirty)
             d = xl_fnv(d, &sl->items[i]->digest, sizeof(sl->items[i]->digest));
     }
     if (m->cla && m->ep_digest == d)
-        return 0;
+        return changed;
     m->ep_digest = d;
     xl_arena_free(&m->ep_arena);
     memset(&m->ep_errors, 0, sizeof(m->ep_errors));
     m->nendpoints = 0;
-    if (e->parse_state == XLATE_REJECTED) {
-        xds_resource_unref(m->cla);
-        m->cla = NULL;
-        m->ep_digest = 0;
-        return 0;
-    }
     struct xl_lb_endpoint *eps = NULL;
     size_t n = 0;
     if (collect(ctx, e, m, &eps, &n) != 0)
@@ -216,7 +245,10 @@ int xl_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e, int dirty)
     if (rc != 0)
         return -1;
     m->nendpoints = n;
-    return swap_resource(ctx, &m->cla, XDS_ENDPOINT, e->key, bytes, len);
+    rc = swap_resource(ctx, &m->cla, XDS_ENDPOINT, e->key, bytes, len);
+    if (rc < 0)
+        return -1;
+    return changed | rc;
 }
 
 int xl_upstream_cluster(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_mode mode)
@@ -224,18 +256,5 @@ int xl_upstream_cluster(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_ga
     struct xl_up_memo *m = e->up;
     if (m->cluster[mode] && m->cluster_digest[mode] == e->digest)
         return 0;
-    const struct xl_upstream *u = &e->obj.u.up;
-    enum xl_lb_policy lb = u->lb;
-    /* gRPC 1.51 supports ROUND_ROBIN and RING_HASH only (the report warns) */
-    if (mode == XLATE_MODE_PROXYLESS && (lb == XL_LB_LEAST_REQUEST || lb == XL_LB_RANDOM))
-        lb = XL_LB_ROUND_ROBIN;
-    uint8_t *bytes = NULL;
-    size_t len = 0;
-    if (xl_encode_cluster(e->key, lb, u->connect_timeout_ns, u->has_connect_timeout, &bytes,
-                          &len) != 0)
-        return -1;
-    if (swap_resource(ctx, &m->cluster[mode], XDS_CLUSTER, e->key, bytes, len) != 0)
-        return -1;
-    m->cluster_digest[mode] = e->digest;
-    return 0;
+    return encode_cluster(ctx, e, mode) < 0 ? -1 : 0;
 }

@@ -9,7 +9,10 @@
 
 /* ---- arena ---------------------------------------------------------------- */
 
-#define XL_CHUNK_MIN 4096
+/* Small first chunk (most objects parse into well under 1 KiB), doubling
+ * after: a parsed Service costs one small allocation, a big
+ * VirtualService a few. */
+#define XL_CHUNK_MIN 512
 
 struct xl_chunk {
     struct xl_chunk *next;
@@ -23,10 +26,9 @@ void *xl_alloc(struct xl_arena *a, size_t n)
     if (n == 0)
         n = 16;
     if (!a->head || a->used + n > a->head->size) {
-        size_t size = XL_CHUNK_MIN;
-        /* Grow chunk sizes with the arena so big objects take few chunks. */
-        if (a->total / 4 > size)
-            size = a->total / 4;
+        size_t size = a->total ? a->total : (a->hint > XL_CHUNK_MIN ? a->hint : XL_CHUNK_MIN);
+        if (size < XL_CHUNK_MIN)
+            size = XL_CHUNK_MIN;
         if (size > 1 << 20)
             size = 1 << 20;
         if (n > size)
@@ -86,6 +88,9 @@ void xl_arena_free(struct xl_arena *a)
     }
     a->head = NULL;
     a->used = 0;
+    /* the next use of this arena (a re-parse) starts with room for as much */
+    if (a->total)
+        a->hint = a->total;
     a->total = 0;
 }
 

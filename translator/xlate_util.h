@@ -20,6 +20,7 @@ struct xl_arena {
     struct xl_chunk *head;
     size_t used;  /* bytes used in head */
     size_t total; /* bytes allocated, all chunks (for stats) */
+    size_t hint;  /* size of the first chunk (0: the default) */
 };
 
 /* Zeroed memory, 16-byte aligned, valid until xl_arena_free. NULL when memory

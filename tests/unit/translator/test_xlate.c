@@ -1,0 +1,507 @@
+/*
+ * The translator as a whole: incremental passes must give exactly what a
+ * fresh full translation gives (random changes applied through
+ * xlate_run_changes and through full views), work must follow the change
+ * (stats), unchanged resources must keep their pointers, and snapshots
+ * must stay valid after the context moves on or is freed.
+ */
+#include "cx_buf.h"
+#include "cx_json.h"
+#include "cx_yaml.h"
+#include "cxtest.h"
+#include "xlate.h"
+#include "xlate_render.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *render(const struct xlate_snapshot *s)
+{
+    struct cx_buf b;
+    cx_buf_init(&b, 0);
+    int rc = xlate_render_groups(s, 0, &b);
+    rc |= cx_buf_puts(&b, "\n");
+    rc |= xlate_render_reports(s, 0, &b);
+    if (rc != 0) {
+        cx_buf_free(&b);
+        return NULL;
+    }
+    return cx_buf_steal(&b, NULL);
+}
+
+/* Sets sorted by name, names unique, versions as seal computes them. */
+static int sets_sane(const struct xlate_snapshot *s)
+{
+    for (size_t g = 0; g < s->ngroups; g++)
+        for (int t = 0; t < XDS_TYPE_COUNT; t++) {
+            const struct xds_resource_set *set = &s->groups[g].types[t];
+            for (size_t i = 1; i < set->n; i++)
+                if (strcmp(set->items[i - 1]->name, set->items[i]->name) >= 0)
+                    return 0;
+            struct xds_resource_set copy = {.n = set->n,
+                                            .items = malloc((set->n + 1) * sizeof(void *))};
+            memcpy(copy.items, set->items, set->n * sizeof(void *));
+            int ok = xds_resource_set_seal(&copy) == 0 && strcmp(copy.version, set->version) == 0;
+            free(copy.items);
+            if (!ok)
+                return 0;
+        }
+    return 1;
+}
+
+static cJSON *load_yaml(const char *rel)
+{
+    size_t len;
+    char *data = cxt_read_file(cxt_data_path(rel), &len);
+    if (!data)
+        return NULL;
+    char err[200];
+    cJSON *docs = cx_yaml_parse(data, len, err, sizeof(err));
+    free(data);
+    return docs;
+}
+
+static const char *obj_name(const cJSON *o)
+{
+    return cx_json_path_str(o, "metadata", "name", NULL);
+}
+
+static const char *obj_ns(const cJSON *o)
+{
+    const char *ns = cx_json_path_str(o, "metadata", "namespace", NULL);
+    return ns ? ns : "default";
+}
+
+/* Fresh full translation of |objs| rendered. */
+static char *fresh(cJSON **objs, size_t n)
+{
+    struct xlate_object *in = calloc(n ? n : 1, sizeof(*in));
+    for (size_t i = 0; i < n; i++)
+        in[i] = (struct xlate_object){.kind = XLATE_KIND_UNKNOWN, .obj = objs[i]};
+    struct xlate_ctx *ctx = xlate_ctx_new();
+    struct xlate_snapshot *s = NULL;
+    char *r = NULL;
+    if (xlate_run(ctx, &(struct xlate_input){in, n}, &s, NULL) == 0)
+        r = render(s);
+    xlate_snapshot_unref(s);
+    xlate_ctx_free(ctx);
+    free(in);
+    return r;
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+static uint64_t rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+/* A variant of |o| (same kind and name) with a mutation that matters:
+ * labels, domains, prefixes, weights, ports, endpoint readiness... */
+static cJSON *mutate(const cJSON *o, int how)
+{
+    cJSON *c = cJSON_Duplicate(o, 1);
+    cJSON *md = cJSON_GetObjectItem(c, "metadata");
+    const char *kind = cx_json_str(c, "kind");
+    switch (how % 4) {
+    case 0: { /* labels: selection may change */
+        cJSON *labels = cJSON_GetObjectItem(md, "labels");
+        if (!labels)
+            labels = cJSON_AddObjectToObject(md, "labels");
+        if (cJSON_GetObjectItem(labels, "gateway"))
+            cJSON_DeleteItemFromObject(labels, "gateway");
+        else
+            cJSON_AddStringToObject(labels, "gateway", "gw");
+        if (cJSON_GetObjectItem(labels, "team"))
+            cJSON_DeleteItemFromObject(labels, "team");
+        else
+            cJSON_AddStringToObject(labels, "team", "shop");
+        break;
+    }
+    case 1: /* creation time: domain claims may change hands */
+        cJSON_DeleteItemFromObject(md, "creationTimestamp");
+        cJSON_AddStringToObject(md, "creationTimestamp",
+                                how & 4 ? "2020-01-01T00:00:00Z" : "2030-01-01T00:00:00Z");
+        break;
+    default: {
+        cJSON *spec = cJSON_GetObjectItem(c, "spec");
+        if (kind && strcmp(kind, "VirtualService") == 0 && spec) {
+            cJSON *doms = cJSON_GetObjectItem(spec, "domains");
+            if (doms && how % 4 == 2) {
+                cJSON_AddItemToArray(doms, cJSON_CreateString("shared.example.com"));
+            } else {
+                cJSON *routes = cJSON_GetObjectItem(spec, "routes");
+                cJSON *r0 = cJSON_GetArrayItem(routes, 0);
+                if (r0) {
+                    cJSON_DeleteItemFromObject(r0, "timeout");
+                    cJSON_AddStringToObject(r0, "timeout", how & 8 ? "3s" : "4s");
+                }
+            }
+        } else if (kind && strcmp(kind, "Upstream") == 0 && spec) {
+            cJSON_DeleteItemFromObject(spec, "lbPolicy");
+            cJSON_AddStringToObject(spec, "lbPolicy", how & 4 ? "Random" : "RingHash");
+            if (how & 8) { /* break it: references start failing */
+                cJSON_DeleteItemFromObject(spec, "connectTimeout");
+                cJSON_AddStringToObject(spec, "connectTimeout", "-1s");
+            }
+        } else if (kind && strcmp(kind, "EndpointSlice") == 0) {
+            cJSON *eps = cJSON_GetObjectItem(c, "endpoints");
+            cJSON *e0 = cJSON_GetArrayItem(eps, 0);
+            if (e0) {
+                cJSON_DeleteItemFromObject(e0, "conditions");
+                cJSON *cond = cJSON_AddObjectToObject(e0, "conditions");
+                cJSON_AddBoolToObject(cond, "ready", how & 4);
+            }
+        } else if (kind && strcmp(kind, "RouteTable") == 0 && spec) {
+            cJSON *routes = cJSON_GetObjectItem(spec, "routes");
+            cJSON *r0 = cJSON_GetArrayItem(routes, 0);
+            cJSON *m = cJSON_GetObjectItem(r0, "match");
+            if (m) {
+                cJSON_DeleteItemFromObject(m, "prefix");
+                cJSON_AddStringToObject(m, "prefix", how & 4 ? "/elsewhere" : "/a/b");
+            }
+        } else if (kind && strcmp(kind, "Gateway") == 0 && spec) {
+            cJSON_DeleteItemFromObject(spec, "bindPort");
+            cJSON_AddNumberToObject(spec, "bindPort", how & 4 ? 9090 : 8080);
+        } else if (spec) {
+            cJSON_AddStringToObject(spec, "x-unknown", "field");
+        }
+    }
+    }
+    return c;
+}
+
+/* The universe: every golden input, names made unique per case by
+ * namespace-preserving suffixes is not needed: cases are loaded one at a
+ * time. For each case, a random walk of changes. */
+static void walk(const char *case_name, int steps)
+{
+    char rel[256];
+    snprintf(rel, sizeof(rel), "translator/%s/input.yaml", case_name);
+    cJSON *docs = load_yaml(rel);
+    REQUIRE(docs);
+    size_t n = (size_t)cJSON_GetArraySize(docs);
+    cJSON **pool = calloc(n, sizeof(*pool)); /* originals */
+    cJSON **cur = calloc(n, sizeof(*cur));   /* current version, NULL = absent */
+    cJSON **owned = calloc(n * (size_t)(steps + 2), sizeof(*owned));
+    size_t nowned = 0;
+    for (size_t i = 0; i < n; i++)
+        pool[i] = cJSON_GetArrayItem(docs, (int)i);
+    struct xlate_ctx *inc = xlate_ctx_new();
+    struct xlate_ctx *view = xlate_ctx_new();
+    struct xlate_snapshot *prev = NULL;
+    for (int step = 0; step < steps; step++) {
+        struct xlate_change ch[8];
+        size_t nch = 0;
+        size_t k = 1 + rnd() % 4;
+        for (size_t j = 0; j < k && nch < 8; j++) {
+            size_t i = rnd() % n;
+            if (!cur[i] || rnd() % 3 == 0) { /* add (original) or delete */
+                if (cur[i]) {
+                    ch[nch++] = (struct xlate_change){.kind = xlate_kind_of(cur[i]),
+                                                      .namespace = obj_ns(cur[i]),
+                                                      .name = obj_name(cur[i])};
+                    cur[i] = NULL;
+                } else {
+                    cur[i] = pool[i];
+                    ch[nch++] = (struct xlate_change){.kind = XLATE_KIND_UNKNOWN, .obj = cur[i]};
+                }
+            } else { /* modify */
+                cJSON *m = mutate(cur[i], (int)(rnd() % 16));
+                owned[nowned++] = m;
+                cur[i] = m;
+                ch[nch++] = (struct xlate_change){.kind = XLATE_KIND_UNKNOWN, .obj = m};
+            }
+        }
+        /* a key touched twice in one batch: only the last change counts in
+         * |cur|, and the batch must agree: keep batches single-touch */
+        struct xlate_snapshot *s1 = NULL, *s2 = NULL;
+        if (getenv("XLATE_WALK_DEBUG"))
+            for (size_t j = 0; j < nch; j++)
+                fprintf(stderr, "# step %d: %s %s %s\n", step, ch[j].obj ? "upsert" : "delete",
+                        ch[j].obj ? cx_json_str(ch[j].obj, "kind") : "?",
+                        ch[j].obj ? obj_name(ch[j].obj) : ch[j].name);
+        REQUIRE_INT_EQ(xlate_run_changes(inc, ch, nch, &s1, NULL), 0);
+        cJSON **live = calloc(n, sizeof(*live));
+        size_t nl = 0;
+        for (size_t i = 0; i < n; i++)
+            if (cur[i])
+                live[nl++] = cur[i];
+        struct xlate_object *in = calloc(nl ? nl : 1, sizeof(*in));
+        for (size_t i = 0; i < nl; i++)
+            in[i] = (struct xlate_object){.kind = XLATE_KIND_UNKNOWN, .obj = live[i]};
+        REQUIRE_INT_EQ(xlate_run(view, &(struct xlate_input){in, nl}, &s2, NULL), 0);
+        char *want = fresh(live, nl);
+        char *got1 = render(s1), *got2 = render(s2);
+        REQUIRE(want && got1 && got2);
+        if (strcmp(want, got1) != 0 || strcmp(want, got2) != 0) {
+            FILE *f = fopen("/tmp/xlate_walk_want.json", "w");
+            if (f) {
+                fputs(want, f);
+                fclose(f);
+            }
+            f = fopen("/tmp/xlate_walk_got.json", "w");
+            if (f) {
+                fputs(strcmp(want, got1) != 0 ? got1 : got2, f);
+                fclose(f);
+            }
+            cxt_fail(__FILE__, __LINE__, 1,
+                     "%s step %d: %s pass differs from a fresh translation (see "
+                     "/tmp/xlate_walk_*.json)",
+                     case_name, step, strcmp(want, got1) != 0 ? "incremental" : "full-view");
+        }
+        CHECK(s1 && s2 && strcmp(s1->version, s2->version) == 0);
+        CHECK(sets_sane(s1));
+        /* the previous snapshot is still intact (immutable, refcounted) */
+        if (prev) {
+            char *old = render(prev);
+            CHECK(old != NULL);
+            free(old);
+        }
+        xlate_snapshot_unref(prev);
+        prev = s1;
+        xlate_snapshot_unref(s2);
+        free(want);
+        free(got1);
+        free(got2);
+        free(in);
+        free(live);
+    }
+    xlate_ctx_free(inc);
+    /* a snapshot outlives its context */
+    char *after = render(prev);
+    CHECK(after != NULL);
+    free(after);
+    xlate_snapshot_unref(prev);
+    xlate_ctx_free(view);
+    for (size_t i = 0; i < nowned; i++)
+        cJSON_Delete(owned[i]);
+    free(owned);
+    free(pool);
+    free(cur);
+    cJSON_Delete(docs);
+}
+
+static void test_incremental_equals_fresh(void)
+{
+    static const char *const cases[] = {
+        "envoy_basic",
+        "proxyless_basic",
+        "delegation_by_selector",
+        "delegation_by_name",
+        "delegation_cycle",
+        "delegation_depth",
+        "delegation_missing_table",
+        "delegation_nested",
+        "delegation_prefix_violation",
+        "domain_conflict",
+        "endpoints_merge",
+        "gateway_selection",
+        "invalid_values",
+        "mixed_modes_shared_upstream",
+        "not_selected",
+        "proxyless_unsupported",
+        "reject_gateway",
+        "reject_invalid_ports",
+        "service_problems",
+        "upstream_missing",
+        "upstream_rejected",
+        "weighted_totals",
+    };
+    int steps = getenv("COXSWAIN_SANITIZE") && strcmp(getenv("COXSWAIN_SANITIZE"), "0") ? 25 : 60;
+    if (getenv("XLATE_WALK_STEPS"))
+        steps = (int)strtol(getenv("XLATE_WALK_STEPS"), NULL, 10);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        walk(cases[i], steps);
+}
+
+/* ---- focused checks on a small world ------------------------------------ */
+
+struct world {
+    cJSON *docs;
+    struct xlate_object in[32];
+    size_t n;
+};
+
+static void world_load(struct world *w, const char *yaml)
+{
+    char err[200];
+    w->docs = cx_yaml_parse(yaml, strlen(yaml), err, sizeof(err));
+    REQUIRE(w->docs);
+    w->n = 0;
+    cJSON *d;
+    cJSON_ArrayForEach(d, w->docs)
+    {
+        w->in[w->n++] = (struct xlate_object){.kind = XLATE_KIND_UNKNOWN, .obj = d};
+    }
+}
+
+static const char *WORLD =
+    "apiVersion: coxswain.dev/v1\nkind: Gateway\nmetadata: {name: gw, namespace: default}\n"
+    "spec: {}\n---\n"
+    "apiVersion: coxswain.dev/v1\nkind: Gateway\nmetadata: {name: other, namespace: default}\n"
+    "spec: {bindPort: 9000, virtualServiceSelector: {matchLabels: {only: other}}}\n---\n"
+    "apiVersion: coxswain.dev/v1\nkind: VirtualService\nmetadata: {name: a, namespace: default}\n"
+    "spec: {domains: [a.example.com], routes: [{upstream: {name: ua}}]}\n---\n"
+    "apiVersion: coxswain.dev/v1\nkind: VirtualService\nmetadata: {name: b, namespace: default}\n"
+    "spec: {domains: [b.example.com], routes: [{upstream: {name: ub}}]}\n---\n"
+    "apiVersion: coxswain.dev/v1\nkind: Upstream\nmetadata: {name: ua, namespace: default}\n"
+    "spec: {static: {hosts: [{address: 10.0.0.1, port: 80}]}}\n---\n"
+    "apiVersion: coxswain.dev/v1\nkind: Upstream\nmetadata: {name: ub, namespace: default}\n"
+    "spec: {kube: {service: sb, port: 80}}\n---\n"
+    "apiVersion: v1\nkind: Service\nmetadata: {name: sb, namespace: default}\n"
+    "spec: {ports: [{port: 80}]}\n---\n"
+    "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+    "metadata: {name: sb-1, namespace: default, labels: {kubernetes.io/service-name: sb}}\n"
+    "addressType: IPv4\nports: [{port: 8080}]\nendpoints: [{addresses: [10.1.0.1]}]\n";
+
+static struct xds_resource *find(const struct xlate_snapshot *s, const char *group, enum xds_type t,
+                                 const char *name)
+{
+    const struct xlate_group *g = xlate_snapshot_group(s, group);
+    return g ? xds_resource_set_find(&g->types[t], name) : NULL;
+}
+
+static void test_work_follows_the_change(void)
+{
+    struct world w;
+    world_load(&w, WORLD);
+    struct xlate_ctx *ctx = xlate_ctx_new();
+    struct xlate_snapshot *s1 = NULL, *s2 = NULL, *s3 = NULL;
+    struct xlate_stats st;
+    REQUIRE_INT_EQ(xlate_run(ctx, &(struct xlate_input){w.in, w.n}, &s1, &st), 0);
+    CHECK_INT_EQ(st.parsed, 8);
+    CHECK_INT_EQ(st.vhosts_built, 2);
+
+    /* change VirtualService a's route timeout: one parse, one vhost, a new
+     * RouteConfiguration; clusters, endpoints, listeners keep pointers */
+    cJSON *a2 = cJSON_Duplicate(w.in[2].obj, 1);
+    cJSON *r0 = cJSON_GetArrayItem(cx_json_path(a2, "spec", "routes", NULL), 0);
+    cJSON_AddStringToObject(r0, "timeout", "9s");
+    struct xlate_change c = {.kind = XLATE_KIND_VIRTUAL_SERVICE, .obj = a2};
+    REQUIRE_INT_EQ(xlate_run_changes(ctx, &c, 1, &s2, &st), 0);
+    CHECK_INT_EQ(st.parsed, 1);
+    CHECK_INT_EQ(st.vhosts_built, 1);
+    CHECK(find(s1, "default/gw", XDS_ROUTE, "default/gw") !=
+          find(s2, "default/gw", XDS_ROUTE, "default/gw"));
+    CHECK(find(s1, "default/gw", XDS_CLUSTER, "default/ua") ==
+          find(s2, "default/gw", XDS_CLUSTER, "default/ua"));
+    CHECK(find(s1, "default/gw", XDS_ENDPOINT, "default/ub") ==
+          find(s2, "default/gw", XDS_ENDPOINT, "default/ub"));
+    CHECK(find(s1, "default/gw", XDS_LISTENER, "default/gw") ==
+          find(s2, "default/gw", XDS_LISTENER, "default/gw"));
+    CHECK_STR_EQ(xlate_snapshot_group(s1, "default/gw")->types[XDS_CLUSTER].version,
+                 xlate_snapshot_group(s2, "default/gw")->types[XDS_CLUSTER].version);
+    CHECK(strcmp(xlate_snapshot_group(s1, "default/gw")->types[XDS_ROUTE].version,
+                 xlate_snapshot_group(s2, "default/gw")->types[XDS_ROUTE].version) != 0);
+    /* the other Gateway selects nothing: untouched, same version */
+    CHECK_STR_EQ(xlate_snapshot_group(s1, "default/other")->types[XDS_ROUTE].version,
+                 xlate_snapshot_group(s2, "default/other")->types[XDS_ROUTE].version);
+
+    /* an EndpointSlice change: only ub's ClusterLoadAssignment moves; no
+     * virtual host is rebuilt */
+    cJSON *sl2 = cJSON_Duplicate(w.in[7].obj, 1);
+    cJSON *ep = cJSON_GetArrayItem(cJSON_GetObjectItem(sl2, "endpoints"), 0);
+    cJSON_ReplaceItemInObject(ep, "addresses",
+                              cJSON_CreateStringArray((const char *[]){"10.1.0.2"}, 1));
+    c = (struct xlate_change){.kind = XLATE_KIND_ENDPOINT_SLICE, .obj = sl2};
+    REQUIRE_INT_EQ(xlate_run_changes(ctx, &c, 1, &s3, &st), 0);
+    CHECK_INT_EQ(st.vhosts_built, 0);
+    CHECK(find(s2, "default/gw", XDS_ENDPOINT, "default/ub") !=
+          find(s3, "default/gw", XDS_ENDPOINT, "default/ub"));
+    CHECK(find(s2, "default/gw", XDS_ENDPOINT, "default/ua") ==
+          find(s3, "default/gw", XDS_ENDPOINT, "default/ua"));
+    CHECK(find(s2, "default/gw", XDS_ROUTE, "default/gw") ==
+          find(s3, "default/gw", XDS_ROUTE, "default/gw"));
+    /* no report changed: the report block is shared */
+    CHECK(s2->report_block == s3->report_block);
+
+    /* deleting Upstream ub: b's only route goes; b is Rejected (no route),
+     * its cluster and endpoints leave the Gateway */
+    struct xlate_snapshot *s4 = NULL;
+    c = (struct xlate_change){.kind = XLATE_KIND_UPSTREAM, .namespace = "default", .name = "ub"};
+    REQUIRE_INT_EQ(xlate_run_changes(ctx, &c, 1, &s4, &st), 0);
+    CHECK(find(s4, "default/gw", XDS_CLUSTER, "default/ub") == NULL);
+    CHECK(find(s4, "default/gw", XDS_ENDPOINT, "default/ub") == NULL);
+    CHECK(find(s4, "default/gw", XDS_CLUSTER, "default/ua") != NULL);
+    int found = 0;
+    for (size_t i = 0; i < s4->nreports; i++)
+        if (!strcmp(s4->reports[i].kind, "VirtualService") && !strcmp(s4->reports[i].name, "b")) {
+            found = 1;
+            CHECK_INT_EQ(s4->reports[i].state, XLATE_REJECTED);
+            CHECK_STR_EQ(s4->reports[i].reason, "NoValidRoutes");
+        }
+    CHECK(found);
+
+    /* old snapshots survive everything, including the context */
+    xlate_ctx_free(ctx);
+    CHECK(find(s1, "default/gw", XDS_CLUSTER, "default/ub") != NULL);
+    char *r = render(s1);
+    CHECK(r && strstr(r, "default/ub"));
+    free(r);
+    xlate_snapshot_unref(s1);
+    xlate_snapshot_unref(s2);
+    xlate_snapshot_unref(s3);
+    xlate_snapshot_unref(s4);
+    cJSON_Delete(a2);
+    cJSON_Delete(sl2);
+    cJSON_Delete(w.docs);
+}
+
+static void test_changes_need_a_full_view_first_after_failure(void)
+{
+    /* a fresh context has an (empty) complete view: changes work */
+    struct world w;
+    world_load(&w, WORLD);
+    struct xlate_ctx *ctx = xlate_ctx_new();
+    struct xlate_change ch[8];
+    for (size_t i = 0; i < w.n; i++)
+        ch[i] = (struct xlate_change){.kind = XLATE_KIND_UNKNOWN, .obj = w.in[i].obj};
+    struct xlate_snapshot *a = NULL, *b = NULL;
+    REQUIRE_INT_EQ(xlate_run_changes(ctx, ch, w.n, &a, NULL), 0);
+    struct xlate_ctx *c2 = xlate_ctx_new();
+    REQUIRE_INT_EQ(xlate_run(c2, &(struct xlate_input){w.in, w.n}, &b, NULL), 0);
+    CHECK_STR_EQ(a->version, b->version);
+    /* deleting something that does not exist is a no-op */
+    struct xlate_snapshot *c = NULL;
+    struct xlate_change del = {.kind = XLATE_KIND_ROUTE_TABLE, .namespace = "x", .name = "y"};
+    REQUIRE_INT_EQ(xlate_run_changes(ctx, &del, 1, &c, NULL), 0);
+    CHECK_STR_EQ(c->version, a->version);
+    xlate_snapshot_unref(a);
+    xlate_snapshot_unref(b);
+    xlate_snapshot_unref(c);
+    xlate_ctx_free(ctx);
+    xlate_ctx_free(c2);
+    cJSON_Delete(w.docs);
+}
+
+static void test_digest(void)
+{
+    cJSON *a = cJSON_Parse("{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":"
+                           "\"s\",\"resourceVersion\":\"1\",\"annotations\":{\"x\":\"1\"}},"
+                           "\"spec\":{\"ports\":[{\"port\":80}]},\"status\":{}}");
+    cJSON *b = cJSON_Parse("{\"kind\":\"Service\",\"apiVersion\":\"v1\",\"metadata\":{"
+                           "\"resourceVersion\":\"2\",\"name\":\"s\"},\"spec\":{\"ports\":[{"
+                           "\"port\":80}]},\"status\":{\"loadBalancer\":{}}}");
+    cJSON *c = cJSON_Parse("{\"kind\":\"Service\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"
+                           "\"s\"},\"spec\":{\"ports\":[{\"port\":81}]}}");
+    REQUIRE(a && b && c);
+    /* what translation does not read does not count; what it reads does */
+    CHECK(xlate_digest(a) == xlate_digest(b));
+    CHECK(xlate_digest(a) != xlate_digest(c));
+    CHECK(xlate_digest(a) != 0);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    cJSON_Delete(c);
+}
+
+static const struct cxt_case cases[] = {
+    CXT(test_incremental_equals_fresh),
+    CXT(test_work_follows_the_change),
+    CXT(test_changes_need_a_full_view_first_after_failure),
+    CXT(test_digest),
+};
+CXT_MAIN(cases)
