@@ -2,7 +2,8 @@
 is valid for Prometheus (`promtool check rules`) and fires exactly when it
 should (`promtool test rules` on synthetic series): no leader or two leaders
 for a minute, all replicas down, a replica missing, NACKs, an inconsistent
-standby, failing status writes — and not on a short blip."""
+standby, failing status writes, failing renewals — and not on a short
+blip or on retried conflicts."""
 import os
 import subprocess
 import sys
@@ -49,7 +50,7 @@ def case_check_rules():
             yaml.safe_dump(rules(), f)
         p = promtool("check", "rules", path)
         check_eq(p.returncode, 0, p.stdout + p.stderr)
-        check("SUCCESS: 6 rules found" in p.stdout, p.stdout)
+        check("SUCCESS: 7 rules found" in p.stdout, p.stdout)
 
 
 def leader_series(values):
@@ -153,8 +154,17 @@ def case_nacks_snapshot_and_status_failures():
          "values": "1x20"},
         {"series": 'coxswain_snapshot_consistent{%s,pod="p2",gateway="gw/internal"}' % SEL,
          "values": "1x20"},
-        {"series": 'coxswain_status_write_failures_total{%s,pod="p0"}' % SEL,
-         "values": "0+30x20"},
+        {"series": 'coxswain_status_writes_total{%s,pod="p0",kind="VirtualService",'
+                   'result="forbidden"}' % SEL, "values": "0+30x20"},
+        # conflicts are retried: never an alert
+        {"series": 'coxswain_status_writes_total{%s,pod="p0",kind="Gateway",'
+                   'result="conflict"}' % SEL, "values": "0+60x20"},
+        {"series": 'coxswain_status_writes_total{%s,pod="p0",kind="Gateway",'
+                   'result="ok"}' % SEL, "values": "0+600x20"},
+        {"series": 'coxswain_leader_election_renew_failures_total{%s,pod="p0",name="%s"}'
+                   % (SEL, LOCK), "values": "0 0 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17"},
+        {"series": 'coxswain_leader_election_renew_failures_total{%s,pod="p1",name="%s"}'
+                   % (SEL, LOCK), "values": "3x20"},
     ], "alert_rule_test": [
         {"eval_time": "15m", "alertname": "CoxswainXdsNacks", "exp_alerts": [{
             "exp_labels": {"severity": "warning", "group": "edge", "type": "rds"},
@@ -167,10 +177,20 @@ def case_nacks_snapshot_and_status_failures():
                 "summary": "a standby serves a different snapshot for Gateway gw/public than "
                            "the published ProxySnapshot"}}]},
         {"eval_time": "15m", "alertname": "CoxswainStatusWriteFailures", "exp_alerts": [{
+            "exp_labels": {"severity": "warning", "kind": "VirtualService",
+                           "result": "forbidden"},
+            "exp_annotations": {
+                "summary": "the leader keeps failing to write VirtualService statuses "
+                           "(forbidden, 500m/s)",
+                "description": status["annotations"]["description"]}}]},
+        {"eval_time": "15m", "alertname": "CoxswainLeaseRenewFailing", "exp_alerts": [{
             "exp_labels": {"severity": "warning"},
             "exp_annotations": {
-                "summary": "the leader keeps failing to write statuses (500m/s)",
-                "description": status["annotations"]["description"]}}]},
+                "summary": "lease renewals of %s keep failing; the leader will step down if "
+                           "they fail for leaderElection.renewDeadline" % LOCK,
+                "description": rule("CoxswainLeaseRenewFailing")["annotations"]["description"]}}]},
+        # failures that stopped (p1 flat) do not alert on their own
+        {"eval_time": "2m", "alertname": "CoxswainLeaseRenewFailing", "exp_alerts": []},
     ]}])
 
 
@@ -195,6 +215,7 @@ t.case("no leader for over a minute: CoxswainLeaderCount fires", case_no_leader_
 t.case("two leaders: CoxswainLeaderCount fires with value 2", case_two_leaders_fire)
 t.case("a 45 s failover does not page", case_short_handover_is_quiet)
 t.case("CoxswainDown and CoxswainReplicasMissing", case_down_and_missing_replicas)
-t.case("NACKs, inconsistent standby, status write failures fire", case_nacks_snapshot_and_status_failures)
+t.case("NACKs, inconsistent standby, status write and renew failures fire",
+       case_nacks_snapshot_and_status_failures)
 t.case("selectors and the lock name follow the release", case_alerts_follow_release)
 t.done()

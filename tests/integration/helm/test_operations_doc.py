@@ -23,7 +23,8 @@ def table_after(heading_regex):
     rows = []
     for line in DOC[m.end():].splitlines():
         if line.startswith("|"):
-            rows.append([c.strip() for c in line.strip("|").split("|")])
+            cells = re.split(r"(?<!\\)\|", line.strip().strip("|"))
+            rows.append([c.strip().replace("\\|", "|") for c in cells])
         elif rows:
             break
     return rows[2:]  # skip header and separator
