@@ -4,6 +4,10 @@
 #include "ks_http.h"
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <openssl/rand.h>
@@ -591,6 +595,14 @@ void ks_http_handle(struct evhttp_request *req, void *arg)
     r->s = s;
     r->req = req;
     r->method = evhttp_request_get_command(req);
+    /* No Nagle, as Go's net/http: a reply written in two pieces must not
+     * wait for the client's delayed ACK (40 ms). */
+    struct evhttp_connection *conn = evhttp_request_get_connection(req);
+    struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
+    if (bev) {
+        int one = 1;
+        (void)setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
     r->start_mono_ns = cx_mono_ns();
     new_audit_id(r->audit_id);
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
