@@ -1,0 +1,889 @@
+#include "election_core.h"
+
+#include "election_config.h"
+#include "election_guard.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Each input pushes at most ~6 actions; the caller drains after every
+ * input. */
+#define CORE_QUEUE_CAP      16
+#define CORE_MIN_TIMEOUT_NS INT64_C(1000000)
+
+enum release_phase {
+    REL_GET = 0,
+    REL_UPDATE = 1,
+};
+
+struct inflight {
+    uint64_t id; /* 0: nothing in flight */
+    enum election_req_kind kind;
+    enum election_purpose purpose;
+    int64_t sent;      /* monotonic */
+    int64_t sent_wall; /* wall clock, for the guard's metrics */
+    int64_t timeout;
+    uint64_t epoch; /* clock epoch at send time */
+    char rv[ELECTION_RV_MAX];
+};
+
+struct election_core {
+    struct election_config cfg;
+    struct election_guard *guard;
+    int64_t margin;
+    int64_t jump;
+    enum election_role role;
+    bool started;
+    bool done;
+
+    /* Observing. */
+    bool have_obs;
+    struct election_observation obs;
+    int64_t obs_time;                        /* monotonic time the record or its RV last changed */
+    char gone_holder[ELECTION_IDENTITY_MAX]; /* holder before a deletion */
+    int64_t gone_expiry;
+
+    /* Requests. */
+    struct inflight fl;
+    uint64_t next_id;
+    bool need_get;
+    int64_t not_before; /* after a failure, no request before this */
+    int64_t next_poll;
+    bool watch_up;
+
+    /* Leading. */
+    uint64_t term;
+    int64_t last_renew_send;
+    int64_t safe_deadline;
+    int64_t renew_at;
+    char ignore_preferred[ELECTION_IDENTITY_MAX];
+
+    /* Shutting down. */
+    bool stopping;
+    bool want_release;
+    enum release_phase rel_phase;
+    int64_t release_deadline;
+
+    /* Clock. */
+    int64_t last_now;
+    uint64_t epoch;
+    bool quarantine;
+
+    bool reported;
+    char reported_leader[ELECTION_IDENTITY_MAX];
+
+    struct election_action q[CORE_QUEUE_CAP];
+    unsigned qhead;
+    unsigned qlen;
+    uint64_t rng;
+    struct election_core_stats stats;
+};
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+static uint64_t next_rand(struct election_core *c)
+{
+    /* splitmix64 */
+    uint64_t z = (c->rng += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+/* |d| stretched by a random factor in [1, 1.2). */
+static int64_t jitter(struct election_core *c, int64_t d)
+{
+    uint64_t r = next_rand(c) % 1000;
+    return d + (int64_t)((double)d * 0.2 * (double)r / 1000.0);
+}
+
+static bool is_self(const struct election_core *c, const struct election_record *r)
+{
+    return !r->holder_overflow && strcmp(r->holder, c->cfg.identity) == 0;
+}
+
+static bool holder_empty(const struct election_record *r)
+{
+    return !r->holder_overflow && r->holder[0] == '\0';
+}
+
+static int64_t lease_of(const struct election_core *c, const struct election_record *r)
+{
+    if (r->lease_duration_s > 0)
+        return (int64_t)r->lease_duration_s * 1000000000;
+    return c->cfg.lease_ns;
+}
+
+/* Parses a resourceVersion as a decimal number; false if it is not one
+ * (RVs are opaque in the API, but every server we know uses integers). */
+static bool rv_number(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (!*s)
+        return false;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || v > (UINT64_MAX - 9) / 10)
+            return false;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    *out = v;
+    return true;
+}
+
+static bool rv_older(const char *a, const char *b)
+{
+    uint64_t x, y;
+    return rv_number(a, &x) && rv_number(b, &y) && x < y;
+}
+
+static void push(struct election_core *c, const struct election_action *a)
+{
+    if (c->qlen == CORE_QUEUE_CAP) {
+        /* The caller did not drain; drop the oldest rather than block. */
+        c->qhead = (c->qhead + 1) % CORE_QUEUE_CAP;
+        c->qlen--;
+    }
+    c->q[(c->qhead + c->qlen) % CORE_QUEUE_CAP] = *a;
+    c->qlen++;
+}
+
+static void push_kind(struct election_core *c, enum election_action_kind kind)
+{
+    struct election_action a;
+    memset(&a, 0, sizeof(a));
+    a.kind = kind;
+    a.term = c->term;
+    push(c, &a);
+}
+
+static void cancel_inflight(struct election_core *c)
+{
+    if (!c->fl.id)
+        return;
+    struct election_action a;
+    memset(&a, 0, sizeof(a));
+    a.kind = ELECTION_ACT_CANCEL;
+    a.req_id = c->fl.id;
+    a.req = c->fl.kind;
+    a.purpose = c->fl.purpose;
+    push(c, &a);
+    c->fl.id = 0;
+}
+
+static void report_leader(struct election_core *c, const char *holder)
+{
+    if (c->reported && strcmp(holder, c->reported_leader) == 0)
+        return;
+    c->reported = true;
+    copy_str(c->reported_leader, sizeof(c->reported_leader), holder);
+    struct election_action a;
+    memset(&a, 0, sizeof(a));
+    a.kind = ELECTION_ACT_NEW_LEADER;
+    a.term = c->term;
+    copy_str(a.leader, sizeof(a.leader), holder);
+    push(c, &a);
+}
+
+/* ---- leadership ---------------------------------------------------------- */
+
+static void step_down(struct election_core *c, enum election_stop_reason reason)
+{
+    if (c->role != ELECTION_LEADER)
+        return;
+    /* The guard closes before anything else happens. */
+    election_guard_clear(c->guard);
+    c->role = ELECTION_STANDBY;
+    c->safe_deadline = 0;
+    struct election_action a;
+    memset(&a, 0, sizeof(a));
+    a.kind = ELECTION_ACT_STOPPED_LEADING;
+    a.term = c->term;
+    a.reason = reason;
+    push(c, &a);
+}
+
+static bool preferred_other(const struct election_core *c)
+{
+    if (!c->have_obs || !c->obs.found)
+        return false;
+    const char *p = c->obs.rec.preferred_holder;
+    return p[0] != '\0' && strcmp(p, c->cfg.identity) != 0 && strcmp(p, c->ignore_preferred) != 0;
+}
+
+static void become_leader(struct election_core *c, const struct inflight *f)
+{
+    c->role = ELECTION_LEADER;
+    c->term++;
+    c->stats.acquisitions++;
+    c->last_renew_send = f->sent;
+    c->safe_deadline = f->sent + c->cfg.renew_ns;
+    c->renew_at = f->sent + c->cfg.retry_ns;
+    /* If we took a lock whose preferredHolder names someone else, that one
+     * did not come for it: do not hand over to it again and again. */
+    const char *p = c->obs.found ? c->obs.rec.preferred_holder : "";
+    copy_str(c->ignore_preferred, sizeof(c->ignore_preferred),
+             strcmp(p, c->cfg.identity) != 0 ? p : "");
+    election_guard_publish(c->guard, c->term, c->safe_deadline, f->sent, f->sent_wall);
+    push_kind(c, ELECTION_ACT_STARTED_LEADING);
+}
+
+static void extend(struct election_core *c, const struct inflight *f)
+{
+    if (f->sent <= c->last_renew_send)
+        return;
+    c->last_renew_send = f->sent;
+    c->safe_deadline = f->sent + c->cfg.renew_ns;
+    election_guard_publish(c->guard, c->term, c->safe_deadline, f->sent, f->sent_wall);
+}
+
+/* ---- observing ----------------------------------------------------------- */
+
+static void observe(struct election_core *c, int64_t t, const struct election_observation *o)
+{
+    if (c->have_obs && c->obs.found && o->found && rv_older(o->rv, c->obs.rv))
+        return; /* an older version than we already know: a late GET */
+    bool changed = !c->have_obs || c->obs.found != o->found || strcmp(c->obs.rv, o->rv) != 0 ||
+                   c->obs.fingerprint != o->fingerprint;
+    if (!o->found && c->have_obs && c->obs.found) {
+        /* Deleted: whoever held it may still believe it leads until its
+         * lease runs out on our clock. */
+        copy_str(c->gone_holder, sizeof(c->gone_holder),
+                 c->obs.rec.holder_overflow ? "?" : c->obs.rec.holder);
+        c->gone_expiry = c->obs_time + lease_of(c, &c->obs.rec);
+    }
+    if (changed) {
+        c->obs = *o;
+        c->obs_time = t;
+        c->have_obs = true;
+    }
+    report_leader(c, c->obs.found ? c->obs.rec.holder : "");
+    if (c->role == ELECTION_LEADER) {
+        if (!c->obs.found)
+            step_down(c, ELECTION_STOP_DELETED);
+        else if (!is_self(c, &c->obs.rec))
+            step_down(c, ELECTION_STOP_LOST);
+    }
+}
+
+static void observe_missing(struct election_core *c, int64_t t)
+{
+    struct election_observation o;
+    memset(&o, 0, sizeof(o));
+    o.found = false;
+    observe(c, t, &o);
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+static void make_record(const struct election_core *c, int64_t wall, bool release,
+                        struct election_record *r)
+{
+    memset(r, 0, sizeof(*r));
+    const struct election_record *o = c->have_obs && c->obs.found ? &c->obs.rec : NULL;
+    if (o) {
+        copy_str(r->preferred_holder, sizeof(r->preferred_holder), o->preferred_holder);
+        copy_str(r->strategy, sizeof(r->strategy), o->strategy);
+    }
+    r->renew_wall_ns = wall;
+    if (release) {
+        r->holder[0] = '\0';
+        r->lease_duration_s = 1;
+        r->acquire_wall_ns = wall;
+        r->transitions = o ? o->transitions : 0;
+        return;
+    }
+    copy_str(r->holder, sizeof(r->holder), c->cfg.identity);
+    int64_t secs = (c->cfg.lease_ns + 999999999) / 1000000000;
+    r->lease_duration_s = (int32_t)(secs < 1 ? 1 : secs > INT32_MAX ? INT32_MAX : secs);
+    if (o && is_self(c, o)) {
+        r->acquire_wall_ns = o->acquire_wall_ns ? o->acquire_wall_ns : wall;
+        r->transitions = o->transitions;
+    } else {
+        r->acquire_wall_ns = wall;
+        r->transitions = !o ? 0 : o->transitions < INT32_MAX ? o->transitions + 1 : INT32_MAX;
+    }
+}
+
+static void send_req(struct election_core *c, struct election_now now, enum election_req_kind kind,
+                     enum election_purpose purpose, int64_t timeout)
+{
+    struct election_action a;
+    memset(&a, 0, sizeof(a));
+    a.kind = ELECTION_ACT_SEND;
+    a.req_id = ++c->next_id;
+    a.req = kind;
+    a.purpose = purpose;
+    a.timeout_ns = timeout < CORE_MIN_TIMEOUT_NS ? CORE_MIN_TIMEOUT_NS : timeout;
+    if (kind == ELECTION_REQ_UPDATE)
+        copy_str(a.rv, sizeof(a.rv), c->obs.rv);
+    if (kind != ELECTION_REQ_GET)
+        make_record(c, now.wall_ns, purpose == ELECTION_FOR_RELEASE, &a.rec);
+    c->fl.id = a.req_id;
+    c->fl.kind = kind;
+    c->fl.purpose = purpose;
+    c->fl.sent = now.mono_ns;
+    c->fl.sent_wall = now.wall_ns;
+    c->fl.timeout = a.timeout_ns;
+    c->fl.epoch = c->epoch;
+    copy_str(c->fl.rv, sizeof(c->fl.rv), a.rv);
+    c->stats.requests++;
+    push(c, &a);
+}
+
+static int64_t renew_timeout(const struct election_core *c, int64_t t)
+{
+    int64_t to = c->cfg.renew_ns / 2;
+    if (to < c->cfg.retry_ns)
+        to = c->cfg.retry_ns;
+    if (to > c->safe_deadline - t)
+        to = c->safe_deadline - t;
+    return to;
+}
+
+/* ---- deciding ------------------------------------------------------------ */
+
+static bool may_acquire(const struct election_core *c, int64_t t)
+{
+    if (!c->obs.found)
+        return c->gone_holder[0] == '\0' || strcmp(c->gone_holder, c->cfg.identity) == 0 ||
+               t >= c->gone_expiry;
+    const struct election_record *r = &c->obs.rec;
+    if (holder_empty(r)) {
+        /* Released for a planned handover: let the preferred one take it
+         * first, for as long as the released record says. */
+        if (preferred_other(c))
+            return t >= c->obs_time + lease_of(c, r);
+        return true;
+    }
+    if (is_self(c, r))
+        return true;
+    return t >= c->obs_time + lease_of(c, r);
+}
+
+static void finish(struct election_core *c, bool released)
+{
+    cancel_inflight(c);
+    step_down(c, ELECTION_STOP_SHUTDOWN);
+    c->done = true;
+    c->role = ELECTION_STOPPED;
+    struct election_action a;
+    memset(&a, 0, sizeof(a));
+    a.kind = ELECTION_ACT_DONE;
+    a.term = c->term;
+    a.released = released;
+    push(c, &a);
+}
+
+static void decide_release(struct election_core *c, struct election_now now)
+{
+    int64_t t = now.mono_ns;
+    if (t >= c->release_deadline || !c->want_release) {
+        finish(c, false);
+        return;
+    }
+    if (t < c->not_before)
+        return;
+    if (c->rel_phase == REL_GET) {
+        send_req(c, now, ELECTION_REQ_GET, ELECTION_FOR_RELEASE, c->release_deadline - t);
+        return;
+    }
+    /* Compare the freshly fetched holder (or anything newer the watch
+     * brought since), never a cached belief. */
+    if (!c->obs.found || !is_self(c, &c->obs.rec)) {
+        finish(c, false);
+        return;
+    }
+    send_req(c, now, ELECTION_REQ_UPDATE, ELECTION_FOR_RELEASE, c->release_deadline - t);
+}
+
+static void expire_inflight(struct election_core *c, struct election_now now);
+
+static void decide(struct election_core *c, struct election_now now)
+{
+    int64_t t = now.mono_ns;
+    if (c->done || !c->started)
+        return;
+    /* Entitlement first: past the safe deadline we stop at once. */
+    if (c->role == ELECTION_LEADER && t >= c->safe_deadline)
+        step_down(c, ELECTION_STOP_DEADLINE);
+    if (c->stopping && t >= c->release_deadline) {
+        finish(c, false);
+        return;
+    }
+    if (c->fl.id) {
+        if (t < c->fl.sent + c->fl.timeout + c->cfg.retry_ns)
+            return;
+        expire_inflight(c, now);
+        if (c->done)
+            return;
+    }
+    if (c->stopping) {
+        decide_release(c, now);
+        return;
+    }
+    if (t < c->not_before)
+        return;
+    if (c->need_get) {
+        send_req(c, now, ELECTION_REQ_GET, ELECTION_FOR_OBSERVE, c->cfg.renew_ns);
+        return;
+    }
+    if (!c->have_obs || c->quarantine)
+        return;
+    if (c->role == ELECTION_LEADER) {
+        if (t < c->renew_at)
+            return;
+        if (!preferred_other(c)) {
+            c->renew_at = t + c->cfg.retry_ns;
+            send_req(c, now, ELECTION_REQ_UPDATE, ELECTION_FOR_RENEW, renew_timeout(c, t));
+            return;
+        }
+        /* Planned handover: stop first, then release below as a standby. */
+        step_down(c, ELECTION_STOP_HANDOVER);
+    }
+    if (c->obs.found && is_self(c, &c->obs.rec) && preferred_other(c)) {
+        send_req(c, now, ELECTION_REQ_UPDATE, ELECTION_FOR_RELEASE, c->cfg.renew_ns);
+        return;
+    }
+    if (may_acquire(c, t)) {
+        send_req(c, now, c->obs.found ? ELECTION_REQ_UPDATE : ELECTION_REQ_CREATE,
+                 ELECTION_FOR_ACQUIRE, c->cfg.renew_ns);
+        return;
+    }
+    if (!c->watch_up && t >= c->next_poll)
+        send_req(c, now, ELECTION_REQ_GET, ELECTION_FOR_POLL, c->cfg.renew_ns);
+}
+
+/* ---- results ------------------------------------------------------------- */
+
+static void on_get(struct election_core *c, struct election_now now, const struct inflight *f,
+                   enum election_outcome outcome, const struct election_observation *o, bool fresh)
+{
+    int64_t t = now.mono_ns;
+    bool got = false;
+    if (outcome == ELECTION_OK && o) {
+        observe(c, t, o);
+        got = true;
+    } else if (outcome == ELECTION_NOT_FOUND) {
+        observe_missing(c, t);
+        got = true;
+    }
+    c->next_poll = f->sent + jitter(c, c->cfg.retry_ns);
+    if (got) {
+        c->need_get = false;
+        if (fresh)
+            c->quarantine = false;
+        if (c->stopping)
+            c->rel_phase = REL_UPDATE;
+        return;
+    }
+    c->not_before = t + (c->stopping ? c->cfg.retry_ns / 4 : jitter(c, c->cfg.retry_ns));
+    if (f->purpose == ELECTION_FOR_OBSERVE)
+        c->need_get = true;
+}
+
+static void on_write(struct election_core *c, struct election_now now, const struct inflight *f,
+                     enum election_outcome outcome, const struct election_observation *o,
+                     bool fresh)
+{
+    int64_t t = now.mono_ns;
+    bool renew = f->purpose == ELECTION_FOR_RENEW && c->role == ELECTION_LEADER;
+    switch (outcome) {
+    case ELECTION_OK: {
+        /* The server answered without a new resourceVersion: nothing was
+         * written, observers saw nothing, so it proves nothing. */
+        bool noop = f->kind == ELECTION_REQ_UPDATE && o && strcmp(o->rv, f->rv) == 0;
+        if (o)
+            observe(c, t, o);
+        if (f->purpose == ELECTION_FOR_RELEASE) {
+            if (c->stopping)
+                finish(c, true);
+            return;
+        }
+        if (noop) {
+            if (renew)
+                c->stats.renew_failed++;
+            else
+                c->not_before = t + jitter(c, c->cfg.retry_ns);
+            return;
+        }
+        if (!fresh)
+            return; /* sent before a clock jump: an observation only */
+        if (c->stopping) {
+            c->want_release = true; /* we hold it now; the release takes it back */
+            return;
+        }
+        if (c->role == ELECTION_LEADER) {
+            if (f->purpose == ELECTION_FOR_RENEW)
+                c->stats.renew_ok++;
+            extend(c, f);
+        } else if (c->obs.found && is_self(c, &c->obs.rec) &&
+                   f->sent + c->cfg.renew_ns - c->margin > t) {
+            become_leader(c, f);
+        }
+        return;
+    }
+    case ELECTION_CONFLICT:
+        c->need_get = true;
+        if (renew) {
+            c->stats.renew_failed++;
+            c->renew_at = t; /* renew again as soon as the GET has answered */
+        }
+        if (c->stopping)
+            c->rel_phase = REL_GET;
+        return;
+    case ELECTION_NOT_FOUND:
+        observe_missing(c, t);
+        if (renew)
+            c->stats.renew_failed++;
+        return;
+    case ELECTION_FAILED:
+    case ELECTION_TIMEOUT:
+        if (renew) {
+            /* Retry at the next renew slot (renew_at was set at send time);
+             * the safe deadline does the rest. */
+            c->stats.renew_failed++;
+            return;
+        }
+        if (c->stopping) {
+            c->rel_phase = REL_GET;
+            c->not_before = t + c->cfg.retry_ns / 4;
+            return;
+        }
+        /* The write may or may not have happened: look before trying again. */
+        c->need_get = true;
+        c->not_before = t + jitter(c, c->cfg.retry_ns);
+        return;
+    }
+}
+
+static void handle_result(struct election_core *c, struct election_now now, uint64_t id,
+                          enum election_outcome outcome, const struct election_observation *o)
+{
+    if (id == 0 || id != c->fl.id) {
+        c->stats.stale_results++;
+        if (outcome == ELECTION_OK && o)
+            observe(c, now.mono_ns, o);
+        return;
+    }
+    struct inflight f = c->fl;
+    c->fl.id = 0;
+    bool fresh = f.epoch == c->epoch;
+    if (outcome == ELECTION_CONFLICT)
+        c->stats.conflicts++;
+    if (f.kind == ELECTION_REQ_GET)
+        on_get(c, now, &f, outcome, o, fresh);
+    else
+        on_write(c, now, &f, outcome, o, fresh);
+}
+
+static void expire_inflight(struct election_core *c, struct election_now now)
+{
+    /* The I/O side never answered: abandon the request as timed out. */
+    uint64_t id = c->fl.id;
+    struct election_action a;
+    memset(&a, 0, sizeof(a));
+    a.kind = ELECTION_ACT_CANCEL;
+    a.req_id = id;
+    a.req = c->fl.kind;
+    a.purpose = c->fl.purpose;
+    push(c, &a);
+    handle_result(c, now, id, ELECTION_TIMEOUT, NULL);
+}
+
+/* ---- clock --------------------------------------------------------------- */
+
+static void on_jump(struct election_core *c, int64_t t, int64_t delta)
+{
+    c->epoch++;
+    c->stats.clock_jumps++;
+    step_down(c, ELECTION_STOP_CLOCK_JUMP);
+    cancel_inflight(c);
+    /* Stop acting, keep observing: nothing we measured before the jump is
+     * trusted. The expiry clock restarts now and we act again only after a
+     * GET sent from here on has answered. */
+    c->quarantine = true;
+    c->need_get = true;
+    if (c->have_obs)
+        c->obs_time = t;
+    if (c->gone_expiry)
+        c->gone_expiry = t + c->cfg.lease_ns;
+    c->not_before = t;
+    c->next_poll = t;
+    c->renew_at = t;
+    if (c->stopping) {
+        c->rel_phase = REL_GET;
+        if (delta < 0)
+            c->release_deadline = t + c->cfg.renew_ns;
+    }
+}
+
+static void clock_check(struct election_core *c, int64_t t)
+{
+    if (c->started) {
+        int64_t d = t - c->last_now;
+        if (d < 0 || d > c->jump)
+            on_jump(c, t, d);
+    }
+    c->last_now = t;
+}
+
+/* ---- public -------------------------------------------------------------- */
+
+struct election_core *election_core_new(const struct election_config *cfg,
+                                        struct election_guard *guard)
+{
+    struct election_core *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->cfg = *cfg;
+    c->guard = guard;
+    c->margin = election_config_margin(cfg);
+    c->jump = election_config_jump(cfg);
+    c->role = ELECTION_STANDBY;
+    c->rng = cfg->seed ? cfg->seed : UINT64_C(0x5eed5eed5eed5eed);
+    return c;
+}
+
+void election_core_free(struct election_core *c)
+{
+    free(c);
+}
+
+void election_core_start(struct election_core *c, struct election_now now)
+{
+    if (c->started || c->done)
+        return;
+    c->started = true;
+    c->last_now = now.mono_ns;
+    c->need_get = true;
+    c->next_poll = now.mono_ns;
+    decide(c, now);
+}
+
+void election_core_tick(struct election_core *c, struct election_now now)
+{
+    if (c->done)
+        return;
+    clock_check(c, now.mono_ns);
+    decide(c, now);
+}
+
+void election_core_observe(struct election_core *c, struct election_now now,
+                           const struct election_observation *obs)
+{
+    if (c->done)
+        return;
+    clock_check(c, now.mono_ns);
+    observe(c, now.mono_ns, obs);
+    decide(c, now);
+}
+
+void election_core_watch_state(struct election_core *c, struct election_now now, bool up)
+{
+    if (c->done)
+        return;
+    clock_check(c, now.mono_ns);
+    if (c->watch_up && !up)
+        c->next_poll = now.mono_ns + jitter(c, c->cfg.retry_ns);
+    c->watch_up = up;
+    decide(c, now);
+}
+
+void election_core_result(struct election_core *c, struct election_now now, uint64_t req_id,
+                          enum election_outcome outcome, const struct election_observation *obs)
+{
+    if (c->done)
+        return;
+    clock_check(c, now.mono_ns);
+    handle_result(c, now, req_id, outcome, obs);
+    decide(c, now);
+}
+
+void election_core_shutdown(struct election_core *c, struct election_now now)
+{
+    if (c->done || c->stopping)
+        return;
+    if (c->started)
+        clock_check(c, now.mono_ns);
+    c->stopping = true;
+    c->release_deadline = now.mono_ns + c->cfg.renew_ns;
+    c->rel_phase = REL_GET;
+    c->not_before = now.mono_ns;
+    c->want_release = c->started && (c->role == ELECTION_LEADER ||
+                                     (c->fl.id && c->fl.purpose == ELECTION_FOR_ACQUIRE) ||
+                                     (c->have_obs && c->obs.found && is_self(c, &c->obs.rec)));
+    step_down(c, ELECTION_STOP_SHUTDOWN);
+    /* An in-flight renewal would only race with the release (the 409 users
+     * hit); the fresh GET below sees whatever it did. */
+    cancel_inflight(c);
+    if (!c->started) {
+        finish(c, false);
+        return;
+    }
+    decide(c, now);
+}
+
+int election_core_next_action(struct election_core *c, struct election_action *out)
+{
+    if (c->qlen == 0)
+        return 0;
+    *out = c->q[c->qhead];
+    c->qhead = (c->qhead + 1) % CORE_QUEUE_CAP;
+    c->qlen--;
+    return 1;
+}
+
+int64_t election_core_next_wakeup(const struct election_core *c)
+{
+    if (c->done || !c->started)
+        return INT64_MAX;
+    int64_t w = c->last_now + c->cfg.retry_ns; /* heartbeat */
+#define WAKE_AT(x)        \
+    do {                  \
+        int64_t x_ = (x); \
+        if (x_ < w)       \
+            w = x_;       \
+    } while (0)
+    /* Deadlines that hold whatever else is going on. */
+    if (c->role == ELECTION_LEADER)
+        WAKE_AT(c->safe_deadline);
+    if (c->stopping)
+        WAKE_AT(c->release_deadline);
+    if (c->fl.id) {
+        WAKE_AT(c->fl.sent + c->fl.timeout + c->cfg.retry_ns);
+        return w < c->last_now ? c->last_now : w;
+    }
+    /* Everything else waits for not_before, as decide() does. */
+    int64_t gate = c->not_before > c->last_now ? c->not_before : c->last_now;
+#define ACT_AT(x)                       \
+    do {                                \
+        int64_t y_ = (x);               \
+        WAKE_AT(y_ > gate ? y_ : gate); \
+    } while (0)
+    if (c->stopping || c->need_get) {
+        ACT_AT(gate);
+    } else if (!c->have_obs || c->quarantine) {
+        /* waiting for an answer that is not in flight: heartbeat only */
+    } else if (c->role == ELECTION_LEADER) {
+        ACT_AT(c->renew_at);
+    } else {
+        if (!c->obs.found) {
+            ACT_AT(c->gone_expiry);
+        } else if (is_self(c, &c->obs.rec) || holder_empty(&c->obs.rec)) {
+            ACT_AT(preferred_other(c) && !is_self(c, &c->obs.rec)
+                       ? c->obs_time + lease_of(c, &c->obs.rec)
+                       : gate);
+        } else {
+            ACT_AT(c->obs_time + lease_of(c, &c->obs.rec));
+        }
+        if (!c->watch_up)
+            ACT_AT(c->next_poll);
+    }
+#undef ACT_AT
+#undef WAKE_AT
+    return w < c->last_now ? c->last_now : w;
+}
+
+enum election_role election_core_role(const struct election_core *c)
+{
+    return c->role;
+}
+
+uint64_t election_core_term(const struct election_core *c)
+{
+    return c->term;
+}
+
+bool election_core_done(const struct election_core *c)
+{
+    return c->done;
+}
+
+const char *election_core_holder(const struct election_core *c)
+{
+    return c->have_obs && c->obs.found ? c->obs.rec.holder : "";
+}
+
+const struct election_observation *election_core_observed(const struct election_core *c)
+{
+    return c->have_obs ? &c->obs : NULL;
+}
+
+int64_t election_core_observed_time(const struct election_core *c)
+{
+    return c->obs_time;
+}
+
+int64_t election_core_safe_deadline(const struct election_core *c)
+{
+    return c->role == ELECTION_LEADER ? c->safe_deadline : 0;
+}
+
+const struct election_core_stats *election_core_stats(const struct election_core *c)
+{
+    return &c->stats;
+}
+
+const char *election_stop_reason_name(enum election_stop_reason r)
+{
+    switch (r) {
+    case ELECTION_STOP_NONE:
+        return "none";
+    case ELECTION_STOP_DEADLINE:
+        return "renew deadline passed";
+    case ELECTION_STOP_LOST:
+        return "another holder took the lock";
+    case ELECTION_STOP_DELETED:
+        return "lock deleted";
+    case ELECTION_STOP_CLOCK_JUMP:
+        return "clock jump";
+    case ELECTION_STOP_HANDOVER:
+        return "planned handover";
+    case ELECTION_STOP_SHUTDOWN:
+        return "shutdown";
+    }
+    return "?";
+}
+
+const char *election_purpose_name(enum election_purpose p)
+{
+    switch (p) {
+    case ELECTION_FOR_OBSERVE:
+        return "observe";
+    case ELECTION_FOR_POLL:
+        return "poll";
+    case ELECTION_FOR_ACQUIRE:
+        return "acquire";
+    case ELECTION_FOR_RENEW:
+        return "renew";
+    case ELECTION_FOR_RELEASE:
+        return "release";
+    }
+    return "?";
+}
+
+const char *election_outcome_name(enum election_outcome o)
+{
+    switch (o) {
+    case ELECTION_OK:
+        return "ok";
+    case ELECTION_NOT_FOUND:
+        return "not found";
+    case ELECTION_CONFLICT:
+        return "conflict";
+    case ELECTION_FAILED:
+        return "failed";
+    case ELECTION_TIMEOUT:
+        return "timeout";
+    }
+    return "?";
+}

@@ -1,0 +1,75 @@
+#include "election_guard.h"
+
+#include "cx_time.h"
+
+void election_guard_init(struct election_guard *g, int64_t margin_ns)
+{
+    atomic_init(&g->deadline_ns, 0);
+    atomic_init(&g->term, 0);
+    atomic_init(&g->leading, false);
+    atomic_init(&g->last_renew_mono, 0);
+    atomic_init(&g->last_renew_wall, 0);
+    atomic_init(&g->allowed, 0);
+    atomic_init(&g->refused, 0);
+    g->margin_ns = margin_ns;
+}
+
+void election_guard_publish(struct election_guard *g, uint64_t term, int64_t deadline_ns,
+                            int64_t renew_mono_ns, int64_t renew_wall_ns)
+{
+    /* The term goes first so that a reader that sees the new deadline also
+     * sees the term it belongs to. */
+    atomic_store(&g->term, term);
+    atomic_store(&g->last_renew_mono, renew_mono_ns);
+    atomic_store(&g->last_renew_wall, renew_wall_ns);
+    atomic_store(&g->leading, true);
+    atomic_store(&g->deadline_ns, deadline_ns > 0 ? deadline_ns : 1);
+}
+
+void election_guard_clear(struct election_guard *g)
+{
+    /* The deadline first: from this store on no reader is allowed. */
+    atomic_store(&g->deadline_ns, 0);
+    atomic_store(&g->leading, false);
+}
+
+bool election_guard_check(struct election_guard *g, int64_t now_ns, int64_t *timeout_ns,
+                          uint64_t *term)
+{
+    uint64_t t = atomic_load(&g->term);
+    int64_t deadline = atomic_load(&g->deadline_ns);
+    if (deadline == 0 || deadline - now_ns < g->margin_ns || deadline - now_ns <= 0) {
+        atomic_fetch_add(&g->refused, 1);
+        return false;
+    }
+    /* A step-down and re-acquisition between our two loads would change the
+     * term; re-read it so that the caller gets the term of this deadline. */
+    if (atomic_load(&g->term) != t || atomic_load(&g->deadline_ns) == 0) {
+        atomic_fetch_add(&g->refused, 1);
+        return false;
+    }
+    if (timeout_ns)
+        *timeout_ns = deadline - now_ns;
+    if (term)
+        *term = t;
+    atomic_fetch_add(&g->allowed, 1);
+    return true;
+}
+
+bool election_guard_allow(struct election_guard *g, int64_t *timeout_ns, uint64_t *term)
+{
+    return election_guard_check(g, cx_mono_ns(), timeout_ns, term);
+}
+
+uint64_t election_guard_term(struct election_guard *g)
+{
+    return atomic_load(&g->deadline_ns) != 0 ? atomic_load(&g->term) : 0;
+}
+
+bool election_guard_healthy(struct election_guard *g, int64_t now_ns, int64_t lease_ns,
+                            int64_t grace_ns)
+{
+    if (!atomic_load(&g->leading))
+        return true;
+    return now_ns - atomic_load(&g->last_renew_mono) <= lease_ns + grace_ns;
+}
