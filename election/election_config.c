@@ -49,119 +49,104 @@ const char *election_lock_kind_name(enum election_lock_kind k)
     return k == ELECTION_LOCK_CONFIGMAPS ? "configmaps" : "leases";
 }
 
-static int parse_bool(const char *s, bool *out)
+size_t election_flags_table(struct election_flags *ef, struct cx_flag *out, size_t max)
 {
-    if (strcmp(s, "true") == 0 || strcmp(s, "1") == 0 || strcmp(s, "t") == 0 ||
-        strcmp(s, "TRUE") == 0 || strcmp(s, "True") == 0) {
-        *out = true;
+    if (max < ELECTION_FLAGS_MAX)
         return 0;
-    }
-    if (strcmp(s, "false") == 0 || strcmp(s, "0") == 0 || strcmp(s, "f") == 0 ||
-        strcmp(s, "FALSE") == 0 || strcmp(s, "False") == 0) {
-        *out = false;
-        return 0;
-    }
-    return -1;
+    size_t n = 0;
+    out[n++] = (struct cx_flag){
+        .name = "leader-elect",
+        .type = CX_FLAG_BOOL,
+        .target = &ef->enabled,
+        .def = "false",
+        .env = "COXSWAIN_LEADER_ELECT",
+        .help = "take part in leader election; only the leader writes to the API",
+    };
+    out[n++] = (struct cx_flag){
+        .name = "leader-elect-lease-duration",
+        .type = CX_FLAG_DURATION,
+        .target = &ef->lease_ns,
+        .def = "15s",
+        .env = "COXSWAIN_LEADER_ELECT_LEASE_DURATION",
+        .help = "how long standbys wait, from the last change they saw, before taking over an "
+                "unrenewed lock",
+    };
+    out[n++] = (struct cx_flag){
+        .name = "leader-elect-renew-deadline",
+        .type = CX_FLAG_DURATION,
+        .target = &ef->renew_ns,
+        .def = "10s",
+        .env = "COXSWAIN_LEADER_ELECT_RENEW_DEADLINE",
+        .help = "the leader stops writing and steps down this long after the send time of its "
+                "last successful renewal",
+    };
+    out[n++] = (struct cx_flag){
+        .name = "leader-elect-retry-period",
+        .type = CX_FLAG_DURATION,
+        .target = &ef->retry_ns,
+        .def = "2s",
+        .env = "COXSWAIN_LEADER_ELECT_RETRY_PERIOD",
+        .help = "renewal interval of the leader; polling interval of standbys while their watch "
+                "is broken",
+    };
+    out[n++] = (struct cx_flag){
+        .name = "leader-elect-resource-lock",
+        .type = CX_FLAG_STRING,
+        .target = &ef->lock,
+        .def = "leases",
+        .env = "COXSWAIN_LEADER_ELECT_RESOURCE_LOCK",
+        .help = "lock object type: leases or configmaps",
+    };
+    out[n++] = (struct cx_flag){
+        .name = "leader-elect-resource-name",
+        .type = CX_FLAG_STRING,
+        .target = &ef->name,
+        .def = "coxswain",
+        .env = "COXSWAIN_LEADER_ELECT_RESOURCE_NAME",
+        .help = "name of the lock object",
+    };
+    out[n++] = (struct cx_flag){
+        .name = "leader-elect-resource-namespace",
+        .type = CX_FLAG_STRING,
+        .target = &ef->ns,
+        .def = "default",
+        .env = "POD_NAMESPACE",
+        .help = "namespace of the lock object",
+    };
+    return n;
 }
 
-enum flag_id {
-    FLAG_ELECT = 0,
-    FLAG_LEASE = 1,
-    FLAG_RENEW = 2,
-    FLAG_RETRY = 3,
-    FLAG_LOCK = 4,
-    FLAG_NAME = 5,
-    FLAG_NS = 6,
-};
-
-static const struct {
-    const char *name;
-    enum flag_id id;
-} flags[] = {
-    {"--leader-elect", FLAG_ELECT},
-    {"--leader-elect-lease-duration", FLAG_LEASE},
-    {"--leader-elect-renew-deadline", FLAG_RENEW},
-    {"--leader-elect-retry-period", FLAG_RETRY},
-    {"--leader-elect-resource-lock", FLAG_LOCK},
-    {"--leader-elect-resource-name", FLAG_NAME},
-    {"--leader-elect-resource-namespace", FLAG_NS},
-};
-
-int election_config_flag(struct election_config *cfg, int argc, char **argv, int *i, char *err,
+int election_apply_flags(struct election_config *cfg, const struct election_flags *ef, char *err,
                          size_t errlen)
 {
-    const char *arg = argv[*i];
-    const char *eq = strchr(arg, '=');
-    size_t namelen = eq ? (size_t)(eq - arg) : strlen(arg);
-    int which = -1;
-    for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++)
-        if (strlen(flags[k].name) == namelen && strncmp(arg, flags[k].name, namelen) == 0)
-            which = (int)k;
-    if (which < 0)
-        return 0;
-    const char *fname = flags[which].name;
-    const char *val = eq ? eq + 1 : NULL;
-    int used = 1;
-    if (flags[which].id == FLAG_ELECT) {
-        bool b = true;
-        if (val && parse_bool(val, &b) != 0) {
-            snprintf(err, errlen, "%s: invalid boolean \"%s\"", fname, val);
-            return -1;
-        }
-        cfg->enabled = b;
-        *i += 1;
-        return 1;
+    cfg->enabled = ef->enabled != 0;
+    cfg->lease_ns = ef->lease_ns;
+    cfg->renew_ns = ef->renew_ns;
+    cfg->retry_ns = ef->retry_ns;
+    if (ef->lock && election_lock_kind_parse(ef->lock, &cfg->lock) != 0) {
+        snprintf(err, errlen,
+                 "invalid value \"%s\" for --leader-elect-resource-lock: must be leases or "
+                 "configmaps",
+                 ef->lock);
+        return -1;
     }
-    if (!val) {
-        if (*i + 1 >= argc) {
-            snprintf(err, errlen, "%s needs a value", fname);
+    if (ef->name) {
+        if (strlen(ef->name) >= sizeof(cfg->name)) {
+            snprintf(err, errlen, "--leader-elect-resource-name: longer than %zu characters",
+                     sizeof(cfg->name) - 1);
             return -1;
         }
-        val = argv[*i + 1];
-        used = 2;
+        copy_str(cfg->name, sizeof(cfg->name), ef->name);
     }
-    char derr[128];
-    int64_t ns = 0;
-    switch (flags[which].id) {
-    case FLAG_LEASE:
-    case FLAG_RENEW:
-    case FLAG_RETRY:
-        if (cx_duration_parse(val, &ns, derr, sizeof(derr)) != 0) {
-            snprintf(err, errlen, "%s: %s", fname, derr);
+    if (ef->ns) {
+        if (strlen(ef->ns) >= sizeof(cfg->ns)) {
+            snprintf(err, errlen, "--leader-elect-resource-namespace: longer than %zu characters",
+                     sizeof(cfg->ns) - 1);
             return -1;
         }
-        if (flags[which].id == FLAG_LEASE)
-            cfg->lease_ns = ns;
-        else if (flags[which].id == FLAG_RENEW)
-            cfg->renew_ns = ns;
-        else
-            cfg->retry_ns = ns;
-        break;
-    case FLAG_LOCK:
-        if (election_lock_kind_parse(val, &cfg->lock) != 0) {
-            snprintf(err, errlen, "%s: \"%s\" is not one of leases, configmaps", fname, val);
-            return -1;
-        }
-        break;
-    case FLAG_NAME:
-        if (strlen(val) >= sizeof(cfg->name)) {
-            snprintf(err, errlen, "%s: longer than %zu characters", fname, sizeof(cfg->name) - 1);
-            return -1;
-        }
-        copy_str(cfg->name, sizeof(cfg->name), val);
-        break;
-    case FLAG_NS:
-        if (strlen(val) >= sizeof(cfg->ns)) {
-            snprintf(err, errlen, "%s: longer than %zu characters", fname, sizeof(cfg->ns) - 1);
-            return -1;
-        }
-        copy_str(cfg->ns, sizeof(cfg->ns), val);
-        break;
-    case FLAG_ELECT:
-        break;
+        copy_str(cfg->ns, sizeof(cfg->ns), ef->ns);
     }
-    *i += used;
-    return 1;
+    return 0;
 }
 
 /* Object names: DNS subdomain (lower-case alphanumerics, '-', '.', starting
@@ -246,22 +231,6 @@ int election_config_validate(const struct election_config *cfg, char *err, size_
         return -1;
     }
     return 0;
-}
-
-void election_config_usage(FILE *out)
-{
-    fprintf(out,
-            "  --leader-elect[=bool]                 take part in leader election (default false)\n"
-            "  --leader-elect-lease-duration d       how long a lease lasts without renewal "
-            "(default 15s)\n"
-            "  --leader-elect-renew-deadline d       the leader steps down if it cannot renew "
-            "for this long (default 10s)\n"
-            "  --leader-elect-retry-period d         renew / retry interval (default 2s)\n"
-            "  --leader-elect-resource-lock kind     leases or configmaps (default leases)\n"
-            "  --leader-elect-resource-name name     lock object name (default coxswain)\n"
-            "  --leader-elect-resource-namespace ns  lock object namespace (default "
-            "$POD_NAMESPACE or default)\n"
-            "  Rules: lease > renew > 1.2 x retry, and lease >= renew + retry.\n");
 }
 
 static int random_bytes(unsigned char *p, size_t n)

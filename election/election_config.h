@@ -13,6 +13,7 @@
 #ifndef ELECTION_CONFIG_H
 #define ELECTION_CONFIG_H
 
+#include "cx_flags.h"
 #include "election_types.h"
 
 #include <stddef.h>
@@ -22,14 +23,34 @@
  * "coxswain" in $POD_NAMESPACE (or "default"), empty identity. */
 void election_config_defaults(struct election_config *cfg);
 
-/* Looks at argv[*i]. If it is one of our flags ("--flag=value", or
- * "--flag value" except for the boolean --leader-elect), applies it, advances
- * *i past what it consumed and returns 1. Returns 0 (and leaves *i) if
- * argv[*i] is not an election flag, or -1 with a message in |err| if the
- * value is invalid. */
-__attribute__((warn_unused_result)) int election_config_flag(struct election_config *cfg, int argc,
-                                                             char **argv, int *i, char *err,
-                                                             size_t errlen);
+/* Storage behind the --leader-elect-* flags: cx_flags_parse writes the
+ * values (strings are malloc'ed; the daemon's cx_flags_free releases them).
+ * Zero it before use. */
+struct election_flags {
+    int enabled;
+    int64_t lease_ns;
+    int64_t renew_ns;
+    int64_t retry_ns;
+    char *lock;
+    char *name;
+    char *ns;
+};
+#define ELECTION_FLAGS_MAX 7
+
+/* Writes the flag table into |out| (room for |max| entries) with the
+ * defaults of election_config_defaults(); the daemon appends it to its own
+ * table for cx_flags_parse. Environment: COXSWAIN_LEADER_ELECT,
+ * COXSWAIN_LEADER_ELECT_LEASE_DURATION, ..._RENEW_DEADLINE,
+ * ..._RETRY_PERIOD, ..._RESOURCE_LOCK, ..._RESOURCE_NAME and POD_NAMESPACE
+ * for the namespace. Returns the number written, or 0 if |max| is too
+ * small. */
+size_t election_flags_table(struct election_flags *ef, struct cx_flag *out, size_t max);
+
+/* Applies the parsed values to |cfg| (the identity is left alone). Returns
+ * 0, or -1 with a message naming the flag in |err|. Validate afterwards. */
+__attribute__((warn_unused_result)) int election_apply_flags(struct election_config *cfg,
+                                                             const struct election_flags *ef,
+                                                             char *err, size_t errlen);
 
 /* Checks the rules; returns 0, or -1 with a message in |err| that names the
  * rule that was broken:
@@ -38,9 +59,6 @@ __attribute__((warn_unused_result)) int election_config_flag(struct election_con
  *   retryPeriod; name, namespace and identity non-empty. */
 __attribute__((warn_unused_result)) int election_config_validate(const struct election_config *cfg,
                                                                  char *err, size_t errlen);
-
-/* Prints the flags and their defaults. */
-void election_config_usage(FILE *out);
 
 /* Parses "leases" / "configmaps" (also "lease", "configmap"). 0 or -1. */
 int election_lock_kind_parse(const char *s, enum election_lock_kind *out);

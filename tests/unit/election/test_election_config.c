@@ -30,24 +30,32 @@ static void test_defaults(void)
     CHECK_INT_EQ(election_config_validate(&c, err, sizeof(err)), 0);
 }
 
+/* Parses argv (argv[0] is the program) through cx_flags with the election
+ * table and applies it. */
 static int parse(struct election_config *c, char **argv, int argc, char *err, size_t errlen)
 {
-    int i = 0;
-    while (i < argc) {
-        int r = election_config_flag(c, argc, argv, &i, err, errlen);
-        if (r < 0)
-            return -1;
-        if (r == 0)
-            i++;
+    struct election_flags ef;
+    memset(&ef, 0, sizeof(ef));
+    struct cx_flag table[ELECTION_FLAGS_MAX];
+    size_t n = election_flags_table(&ef, table, ELECTION_FLAGS_MAX);
+    if (n != ELECTION_FLAGS_MAX) {
+        snprintf(err, errlen, "table");
+        return -1;
     }
-    return 0;
+    int r = cx_flags_parse(table, n, argc, argv, err, errlen);
+    if (r == 0)
+        r = election_apply_flags(c, &ef, err, errlen);
+    cx_flags_free(table, n);
+    return r;
 }
 
 static void test_flags(void)
 {
+    unsetenv("POD_NAMESPACE");
     struct election_config c;
     election_config_defaults(&c);
-    char *argv[] = {"--leader-elect",
+    char *argv[] = {"elect",
+                    "--leader-elect",
                     "--leader-elect-lease-duration=3s",
                     "--leader-elect-renew-deadline",
                     "2s",
@@ -55,11 +63,9 @@ static void test_flags(void)
                     "--leader-elect-resource-lock=configmaps",
                     "--leader-elect-resource-name",
                     "gw-lock",
-                    "--leader-elect-resource-namespace=ops",
-                    "--unrelated",
-                    "value"};
+                    "--leader-elect-resource-namespace=ops"};
     char err[256] = "";
-    CHECK_INT_EQ(parse(&c, argv, 11, err, sizeof(err)), 0);
+    CHECK_INT_EQ(parse(&c, argv, 10, err, sizeof(err)), 0);
     CHECK(c.enabled);
     CHECK_INT_EQ(c.lease_ns, S(3));
     CHECK_INT_EQ(c.renew_ns, S(2));
@@ -68,21 +74,32 @@ static void test_flags(void)
     CHECK_STR_EQ(c.name, "gw-lock");
     CHECK_STR_EQ(c.ns, "ops");
 
-    /* Unknown flags are left alone, with *i unchanged. */
-    int i = 0;
-    char *other[] = {"--leader-electx=1"};
-    CHECK_INT_EQ(election_config_flag(&c, 1, other, &i, err, sizeof(err)), 0);
-    CHECK_INT_EQ(i, 0);
-
-    char *off[] = {"--leader-elect=false"};
-    i = 0;
-    CHECK_INT_EQ(election_config_flag(&c, 1, off, &i, err, sizeof(err)), 1);
-    CHECK_INT_EQ(i, 1);
+    /* Defaults through the table are the documented ones. */
+    char *none[] = {"elect"};
+    election_config_defaults(&c);
+    c.lock = ELECTION_LOCK_CONFIGMAPS;
+    CHECK_INT_EQ(parse(&c, none, 1, err, sizeof(err)), 0);
     CHECK(!c.enabled);
-    char *lease[] = {"--leader-elect-resource-lock=leases"};
-    i = 0;
-    CHECK_INT_EQ(election_config_flag(&c, 1, lease, &i, err, sizeof(err)), 1);
+    CHECK_INT_EQ(c.lease_ns, S(15));
+    CHECK_INT_EQ(c.renew_ns, S(10));
+    CHECK_INT_EQ(c.retry_ns, S(2));
     CHECK_INT_EQ(c.lock, ELECTION_LOCK_LEASES);
+    CHECK_STR_EQ(c.name, "coxswain");
+    CHECK_STR_EQ(c.ns, "default");
+
+    /* The namespace follows the downward API's POD_NAMESPACE. */
+    setenv("POD_NAMESPACE", "gw-system", 1);
+    CHECK_INT_EQ(parse(&c, none, 1, err, sizeof(err)), 0);
+    CHECK_STR_EQ(c.ns, "gw-system");
+    unsetenv("POD_NAMESPACE");
+    setenv("COXSWAIN_LEADER_ELECT_RETRY_PERIOD", "1500ms", 1);
+    CHECK_INT_EQ(parse(&c, none, 1, err, sizeof(err)), 0);
+    CHECK_INT_EQ(c.retry_ns, MS(1500));
+    unsetenv("COXSWAIN_LEADER_ELECT_RETRY_PERIOD");
+
+    char *off[] = {"elect", "--leader-elect=false"};
+    CHECK_INT_EQ(parse(&c, off, 2, err, sizeof(err)), 0);
+    CHECK(!c.enabled);
 }
 
 static void test_flag_errors(void)
@@ -90,22 +107,22 @@ static void test_flag_errors(void)
     static const struct {
         const char *arg, *msg;
     } bad[] = {
-        {"--leader-elect-lease-duration=15",
-         "--leader-elect-lease-duration: invalid duration \"15\": missing unit"},
+        {"--leader-elect-lease-duration=15", "--leader-elect-lease-duration"},
+        {"--leader-elect-lease-duration=15", "missing unit"},
         {"--leader-elect-retry-period=-2s", "must not be negative"},
         {"--leader-elect-renew-deadline=fast", "--leader-elect-renew-deadline"},
         {"--leader-elect-resource-lock=endpoints",
-         "\"endpoints\" is not one of leases, configmaps"},
-        {"--leader-elect=maybe", "invalid boolean \"maybe\""},
-        {"--leader-elect-resource-name", "needs a value"},
+         "invalid value \"endpoints\" for --leader-elect-resource-lock: must be leases or "
+         "configmaps"},
+        {"--leader-elect=maybe", "--leader-elect"},
+        {"--leader-elect-resource-name", "--leader-elect-resource-name"},
     };
     for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
         struct election_config c;
         election_config_defaults(&c);
-        char *argv[] = {(char *)bad[k].arg};
-        int i = 0;
+        char *argv[] = {"elect", (char *)bad[k].arg};
         char err[256] = "";
-        CHECK_INT_EQ(election_config_flag(&c, 1, argv, &i, err, sizeof(err)), -1);
+        CHECK_INT_EQ(parse(&c, argv, 2, err, sizeof(err)), -1);
         CHECK_STR_CONTAINS(err, bad[k].msg);
     }
 }
