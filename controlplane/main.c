@@ -25,11 +25,13 @@ static int cmd_version(int argc, char **argv)
 
 static int cmd_help(int argc, char **argv);
 int cmd_translate(int argc, char **argv);
+int cmd_elect(int argc, char **argv); /* cmd_elect.c */
 
 static const struct subcommand subcommands[] = {
     {"version", "print the version", cmd_version},
     {"help", "list the subcommands", cmd_help},
     {"translate", "translate manifests to xDS offline and report on every object", cmd_translate},
+    {"elect", "run only the leader election and log its transitions", cmd_elect},
 };
 
 static void usage(FILE *out)

@@ -249,8 +249,11 @@ static void extend(struct election_core *c, const struct inflight *f)
 
 static void observe(struct election_core *c, int64_t t, const struct election_observation *o)
 {
-    if (c->have_obs && c->obs.found && o->found && rv_older(o->rv, c->obs.rv))
-        return; /* an older version than we already know: a late GET */
+    /* An older version than we already know: a late answer (a GET, or the
+     * watch's initial list saying "not found" from before our CREATE). A
+     * 404 carries no version and is taken as it is. */
+    if (c->have_obs && c->obs.found && rv_older(o->rv, c->obs.rv))
+        return;
     bool changed = !c->have_obs || c->obs.found != o->found || strcmp(c->obs.rv, o->rv) != 0 ||
                    c->obs.fingerprint != o->fingerprint;
     if (!o->found && c->have_obs && c->obs.found) {

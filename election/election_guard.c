@@ -2,6 +2,8 @@
 
 #include "cx_time.h"
 
+#include <time.h>
+
 void election_guard_init(struct election_guard *g, int64_t margin_ns)
 {
     atomic_init(&g->deadline_ns, 0);
@@ -56,9 +58,17 @@ bool election_guard_check(struct election_guard *g, int64_t now_ns, int64_t *tim
     return true;
 }
 
+int64_t election_clock_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0)
+        return cx_mono_ns();
+    return (int64_t)ts.tv_sec * CX_NS_PER_S + ts.tv_nsec;
+}
+
 bool election_guard_allow(struct election_guard *g, int64_t *timeout_ns, uint64_t *term)
 {
-    return election_guard_check(g, cx_mono_ns(), timeout_ns, term);
+    return election_guard_check(g, election_clock_ns(), timeout_ns, term);
 }
 
 uint64_t election_guard_term(struct election_guard *g)

@@ -6,7 +6,7 @@
  * election_guard_allow() right before each write: it says no when we are
  * not the leader or when less than the margin of safe time remains, and
  * otherwise hands back the timeout the write must use so that it cannot
- * outlive the safe window. The deadline is on CLOCK_MONOTONIC and judged by
+ * outlive the safe window. The deadline is on election_clock_ns() (CLOCK_BOOTTIME) and judged by
  * the reader, so a writer that wakes up after a pause (SIGSTOP, GC-like
  * stalls, a wedged elector thread) is refused even before the elector has
  * noticed anything.
@@ -38,7 +38,12 @@ void election_guard_clear(struct election_guard *g);
 bool election_guard_check(struct election_guard *g, int64_t now_ns, int64_t *timeout_ns,
                           uint64_t *term);
 
-/* election_guard_check() at cx_mono_ns(). */
+/* The election's clock: CLOCK_BOOTTIME, monotonic like CLOCK_MONOTONIC but
+ * also counting system suspend, so a leader that was suspended finds its
+ * safe time gone on resume. Nanoseconds. */
+int64_t election_clock_ns(void);
+
+/* election_guard_check() at election_clock_ns(). */
 bool election_guard_allow(struct election_guard *g, int64_t *timeout_ns, uint64_t *term);
 
 /* Current term if we lead (a writer compares it before and after a pass to

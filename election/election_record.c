@@ -134,11 +134,11 @@ void election_record_decode(enum election_lock_kind kind, const cJSON *obj,
 {
     memset(out, 0, sizeof(*out));
     out->found = true;
-    const char *rv = cx_json_path_str(obj, "metadata", "resourceVersion", NULL);
+    const char *rv = cx_json_path_str(obj, "metadata", "resourceVersion", (char *)NULL);
     bool ignored = false;
     copy_capped(out->rv, sizeof(out->rv), rv ? rv : "", &ignored);
     if (kind == ELECTION_LOCK_LEASES) {
-        const cJSON *spec = cx_json_path(obj, "spec", NULL);
+        const cJSON *spec = cx_json_path(obj, "spec", (char *)NULL);
         if (!cJSON_IsObject(spec))
             return;
         decode_fields(spec, "leaseTransitions", &out->rec);
@@ -151,8 +151,8 @@ void election_record_decode(enum election_lock_kind kind, const cJSON *obj,
         cx_buf_free(&b);
         return;
     }
-    const char *ann =
-        cx_json_path_str(obj, "metadata", "annotations", ELECTION_CONFIGMAP_ANNOTATION, NULL);
+    const char *ann = cx_json_path_str(obj, "metadata", "annotations",
+                                       ELECTION_CONFIGMAP_ANNOTATION, (char *)NULL);
     if (!ann || !*ann)
         return; /* no record: free to take, as client-go and the Python client do */
     out->fingerprint = cx_fnv64(CX_FNV64_INIT, ann, strlen(ann));
@@ -303,8 +303,12 @@ cJSON *election_record_update_object(enum election_lock_kind kind, const cJSON *
     cJSON *o = base && cJSON_IsObject(base) ? cJSON_Duplicate(base, 1) : skeleton(kind, ns, name);
     if (!o)
         return NULL;
+    /* List items come without kind and apiVersion; a PUT needs them. */
+    int rc =
+        set_string(o, "apiVersion", kind == ELECTION_LOCK_LEASES ? "coordination.k8s.io/v1" : "v1");
+    rc |= set_string(o, "kind", kind == ELECTION_LOCK_LEASES ? "Lease" : "ConfigMap");
     cJSON *md = child_object(o, "metadata");
-    int rc = md ? 0 : -1;
+    rc |= md ? 0 : -1;
     if (md) {
         rc |= set_string(md, "name", name);
         rc |= set_string(md, "namespace", ns);

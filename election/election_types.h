@@ -158,9 +158,10 @@ struct election_core_stats {
     uint64_t stale_results; /* results of cancelled or unknown requests */
 };
 
-/* The write guard, shared with writer threads. deadline_ns is the monotonic
- * time until which writes are safe, 0 when we are not the leader. One
- * atomic word, so a reader can never see "leader" with a stale deadline. */
+/* The write guard, shared with writer threads. deadline_ns is the time
+ * (election_clock_ns(): CLOCK_BOOTTIME) until which writes are safe, 0 when
+ * we are not the leader. One atomic word, so a reader can never see
+ * "leader" with a stale deadline. */
 struct election_guard {
     _Atomic int64_t deadline_ns;
     _Atomic uint64_t term;           /* current or last term */

@@ -34,8 +34,8 @@ struct h {
     struct election_core *c;
     struct election_now now;
     struct fake_lock lock;
-    struct election_action log[HLOG_CAP];
-    int64_t log_at[HLOG_CAP];
+    struct election_action *log; /* HLOG_CAP entries, on the heap */
+    int64_t *log_at;
     int n;
     bool pending;
     struct election_action req;
@@ -58,6 +58,10 @@ static inline void h_setup_cfg(struct h *h, const char *identity, int64_t lease,
     snprintf(h->cfg.identity, sizeof(h->cfg.identity), "%s", identity);
     election_guard_init(&h->guard, election_config_margin(&h->cfg));
     h->c = election_core_new(&h->cfg, &h->guard);
+    h->log = calloc(HLOG_CAP, sizeof(*h->log));
+    h->log_at = calloc(HLOG_CAP, sizeof(*h->log_at));
+    if (!h->c || !h->log || !h->log_at)
+        cxt_fail(__FILE__, __LINE__, 1, "out of memory");
     h->now.mono_ns = T0;
     h->now.wall_ns = WALL0;
 }
@@ -71,6 +75,10 @@ static inline void h_free(struct h *h)
 {
     election_core_free(h->c);
     h->c = NULL;
+    free(h->log);
+    h->log = NULL;
+    free(h->log_at);
+    h->log_at = NULL;
 }
 
 static inline void h_drain(struct h *h)

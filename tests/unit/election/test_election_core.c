@@ -204,6 +204,32 @@ static void test_stale_observation_ignored(void)
     h_free(&h);
 }
 
+/* The watch's initial list said "not found" as of an older version than the
+ * object our CREATE produced: that answer is late, not a deletion. */
+static void test_stale_not_found_ignored(void)
+{
+    struct h h;
+    h_setup(&h, "me");
+    h_make_leader(&h);
+    CHECK_STR_EQ(election_core_observed(h.c)->rv, "100");
+    int from = h.n;
+    struct election_observation o;
+    memset(&o, 0, sizeof(o));
+    o.found = false;
+    snprintf(o.rv, sizeof(o.rv), "99");
+    election_core_observe(h.c, h.now, &o);
+    h_drain(&h);
+    CHECK_INT_EQ(election_core_role(h.c), ELECTION_LEADER);
+    CHECK_INT_EQ(h_count(&h, from, ELECTION_ACT_STOPPED_LEADING), 0);
+    CHECK(!h.pending);
+    /* A real deletion comes with a newer version. */
+    snprintf(o.rv, sizeof(o.rv), "101");
+    election_core_observe(h.c, h.now, &o);
+    h_drain(&h);
+    CHECK_INT_EQ(election_core_role(h.c), ELECTION_STANDBY);
+    h_free(&h);
+}
+
 static void test_transitions_count_holder_changes(void)
 {
     struct h h;
@@ -1017,6 +1043,7 @@ static const struct cxt_case cases[] = {
     CXT(test_renewal_observed_resets_expiry),
     CXT(test_new_rv_same_record_resets_expiry),
     CXT(test_stale_observation_ignored),
+    CXT(test_stale_not_found_ignored),
     CXT(test_transitions_count_holder_changes),
     CXT(test_leader_renews_every_retry_period),
     CXT(test_safe_deadline_from_send_time),

@@ -101,7 +101,8 @@ static void test_lease_create_golden(void)
     REQUIRE(o != NULL);
     check_same_json(o, "lease_create_expected.json");
     /* Exactly six fractional digits, UTC, even for whole seconds. */
-    CHECK_STR_EQ(cx_json_path_str(o, "spec", "renewTime", NULL), "2025-11-29T15:00:00.000000Z");
+    CHECK_STR_EQ(cx_json_path_str(o, "spec", "renewTime", (char *)NULL),
+                 "2025-11-29T15:00:00.000000Z");
     cJSON_Delete(o);
 }
 
@@ -114,11 +115,13 @@ static void test_lease_release_keeps_empty_holder(void)
     r.acquire_wall_ns = r.renew_wall_ns = rfc("2025-11-29T15:00:00Z") + 987654321;
     cJSON *o = election_record_update_object(ELECTION_LOCK_LEASES, NULL, "ns", "lk", "12", &r);
     REQUIRE(o != NULL);
-    CHECK_STR_EQ(cx_json_path_str(o, "spec", "holderIdentity", NULL), ""); /* present, empty */
-    CHECK_STR_EQ(cx_json_path_str(o, "spec", "renewTime", NULL), "2025-11-29T15:00:00.987654Z");
-    CHECK_STR_EQ(cx_json_path_str(o, "metadata", "resourceVersion", NULL), "12");
+    CHECK_STR_EQ(cx_json_path_str(o, "spec", "holderIdentity", (char *)NULL),
+                 ""); /* present, empty */
+    CHECK_STR_EQ(cx_json_path_str(o, "spec", "renewTime", (char *)NULL),
+                 "2025-11-29T15:00:00.987654Z");
+    CHECK_STR_EQ(cx_json_path_str(o, "metadata", "resourceVersion", (char *)NULL), "12");
     CHECK_STR_EQ(cx_json_str(o, "kind"), "Lease");
-    cJSON *tr = cx_json_path(o, "spec", "leaseTransitions", NULL);
+    cJSON *tr = cx_json_path(o, "spec", "leaseTransitions", (char *)NULL);
     REQUIRE(cJSON_IsNumber(tr));
     CHECK_INT_EQ(tr->valueint, 6);
     struct election_observation back;
@@ -189,8 +192,8 @@ static void test_configmap_update_golden(void)
     check_same_json(put, "configmap_put_expected.json");
     /* The Python client reads it back with json.loads + .get(): a JSON object
      * whose holderIdentity is a non-empty string. */
-    const char *ann =
-        cx_json_path_str(put, "metadata", "annotations", ELECTION_CONFIGMAP_ANNOTATION, NULL);
+    const char *ann = cx_json_path_str(put, "metadata", "annotations",
+                                       ELECTION_CONFIGMAP_ANNOTATION, (char *)NULL);
     REQUIRE(ann != NULL);
     struct election_record back;
     CHECK_INT_EQ(election_record_parse_annotation(ann, strlen(ann), &back), 0);
@@ -209,7 +212,7 @@ static void test_configmap_create_and_missing_annotations(void)
     cJSON *o = election_record_new_object(ELECTION_LOCK_CONFIGMAPS, "ns", "lk", &r);
     REQUIRE(o != NULL);
     const char *ann =
-        cx_json_path_str(o, "metadata", "annotations", ELECTION_CONFIGMAP_ANNOTATION, NULL);
+        cx_json_path_str(o, "metadata", "annotations", ELECTION_CONFIGMAP_ANNOTATION, (char *)NULL);
     CHECK_STR_EQ(ann, "{\"holderIdentity\":\"a\\\"b\",\"leaseDurationSeconds\":3,\"acquireTime\":"
                       "null,\"renewTime\":null,\"leaderTransitions\":0}");
     cJSON_Delete(o);

@@ -1,0 +1,868 @@
+#include "election.h"
+
+#include "cx_json.h"
+#include "cx_log.h"
+#include "cx_metrics.h"
+#include "cx_time.h"
+#include "election_lock.h"
+#include "election_record.h"
+#include "kube_client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LOG                "election"
+#define EVENT_TIMEOUT_MS   2000
+#define WATCH_STALL_MS     INT64_C(150000) /* real servers bookmark about once a minute */
+#define WATCH_RETRY_MIN_NS (INT64_C(100) * 1000000)
+#define HEALTHZ_GRACE_NS   (INT64_C(20) * 1000000000)
+
+/* A leadership change on its way to the main loop. */
+struct notice {
+    enum election_action_kind kind;
+    uint64_t term;
+    enum election_stop_reason reason;
+    bool released;
+    char leader[ELECTION_IDENTITY_MAX];
+    struct notice *next;
+};
+
+struct election_metrics {
+    struct cx_series *master;
+    struct cx_series *started;
+    struct cx_series *stopped;
+    struct cx_series *lease_transitions;
+    struct cx_series *renew_seconds;
+    struct cx_series *renew_failures;
+    struct cx_series *last_renew;
+    struct cx_metric *requests;  /* {name,purpose,outcome} */
+    struct cx_metric *stepdowns; /* {name,reason} */
+};
+
+struct election {
+    struct election_config cfg;
+    struct kube_config kube;
+    struct election_guard guard;
+    struct election_callbacks cb;
+    bool post_events;
+    char component[64];
+
+    /* Main side. */
+    struct event_base *main_base;
+    int note_rd, note_wr;
+    struct event *note_ev;
+    pthread_mutex_t mu; /* notices, status */
+    struct notice *head, *tail;
+
+    /* Elector thread. */
+    pthread_t th;
+    bool thread_started;
+    bool joined;
+    int ctl_rd, ctl_wr;
+    struct event_base *base;
+    struct kube_client *kc;
+    struct election_core *core;
+    struct election_lock lock;
+    struct event *timer;
+    struct event *ctl_ev;
+    struct event *watch_retry;
+    struct event *fail_ev;
+    struct kube_call *call;
+    uint64_t call_id;
+    enum election_purpose call_purpose;
+    enum election_req_kind call_kind;
+    struct kube_call *list_call;
+    struct kube_watch *watch;
+    char watch_rv[ELECTION_RV_MAX];
+    bool watch_up;
+    int watch_failures;
+    bool pumping;
+    bool stop_seen;
+    _Atomic bool stop_requested;
+    _Atomic bool finished;
+
+    /* Status snapshot (under mu), for other threads. */
+    struct {
+        enum election_role role;
+        uint64_t term;
+        char holder[ELECTION_IDENTITY_MAX];
+        bool watch_up;
+        int32_t transitions;
+        struct election_core_stats stats;
+    } st;
+
+    struct election_metrics m;
+};
+
+static const char *lock_desc_kind(const struct election *e)
+{
+    return election_lock_kind_name(e->cfg.lock);
+}
+
+static struct election_now now_pair(void)
+{
+    struct election_now n = {election_clock_ns(), cx_wall_ns()};
+    return n;
+}
+
+/* ---- notices to the main loop ------------------------------------------- */
+
+static void deliver(struct election *e, const struct notice *n)
+{
+    const struct election_callbacks *cb = &e->cb;
+    switch (n->kind) {
+    case ELECTION_ACT_STARTED_LEADING:
+        if (cb->on_started_leading)
+            cb->on_started_leading(cb->user_data, n->term);
+        break;
+    case ELECTION_ACT_STOPPED_LEADING:
+        if (cb->on_stopped_leading)
+            cb->on_stopped_leading(cb->user_data, n->term, n->reason);
+        break;
+    case ELECTION_ACT_NEW_LEADER:
+        if (cb->on_new_leader)
+            cb->on_new_leader(cb->user_data, n->leader);
+        break;
+    case ELECTION_ACT_DONE:
+        if (cb->on_done)
+            cb->on_done(cb->user_data, n->released);
+        break;
+    default:
+        break;
+    }
+}
+
+static void post_notice(struct election *e, const struct election_action *a)
+{
+    struct notice n;
+    memset(&n, 0, sizeof(n));
+    n.kind = a->kind;
+    n.term = a->term;
+    n.reason = a->reason;
+    n.released = a->released;
+    memcpy(n.leader, a->leader, sizeof(n.leader));
+    if (!e->main_base) {
+        deliver(e, &n);
+        return;
+    }
+    struct notice *p = malloc(sizeof(*p));
+    if (!p) {
+        cx_error(LOG, "out of memory: a leadership notice is lost");
+        return;
+    }
+    *p = n;
+    pthread_mutex_lock(&e->mu);
+    if (e->tail)
+        e->tail->next = p;
+    else
+        e->head = p;
+    e->tail = p;
+    pthread_mutex_unlock(&e->mu);
+    char b = 'n';
+    /* A full pipe already holds a wake-up byte: nothing is lost. */
+    if (write(e->note_wr, &b, 1) < 0 && errno != EAGAIN)
+        cx_warn(LOG, "notice pipe: %s", strerror(errno));
+}
+
+static void on_notices(evutil_socket_t fd, short what, void *arg)
+{
+    struct election *e = arg;
+    (void)what;
+    char buf[64];
+    while (read(fd, buf, sizeof(buf)) > 0)
+        ;
+    for (;;) {
+        pthread_mutex_lock(&e->mu);
+        struct notice *n = e->head;
+        if (n) {
+            e->head = n->next;
+            if (!e->head)
+                e->tail = NULL;
+        }
+        pthread_mutex_unlock(&e->mu);
+        if (!n)
+            break;
+        deliver(e, n);
+        free(n);
+    }
+}
+
+/* ---- metrics ------------------------------------------------------------- */
+
+static const double renew_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                       0.1,    0.25,  0.5,    1,     2.5,  5,     10};
+
+static void metrics_init(struct election *e)
+{
+    const char *name = e->cfg.name;
+    struct cx_metric *m;
+    m = cx_gauge("leader_election_master_status",
+                 "1 if this replica leads the election named by the lock, else 0 (client-go's "
+                 "name and meaning)",
+                 "name");
+    e->m.master = m ? cx_metric_with(m, name) : NULL;
+    m = cx_counter("coxswain_leader_election_transitions_total",
+                   "Times this replica started or stopped leading", "name,direction");
+    e->m.started = m ? cx_metric_with(m, name, "started") : NULL;
+    e->m.stopped = m ? cx_metric_with(m, name, "stopped") : NULL;
+    m = cx_gauge("coxswain_leader_election_lease_transitions",
+                 "leaseTransitions (leaderTransitions) of the lock record last observed", "name");
+    e->m.lease_transitions = m ? cx_metric_with(m, name) : NULL;
+    m = cx_histogram("coxswain_leader_election_renew_duration_seconds",
+                     "Round trip of successful lease renewals", "name", renew_buckets,
+                     sizeof(renew_buckets) / sizeof(renew_buckets[0]));
+    e->m.renew_seconds = m ? cx_metric_with(m, name) : NULL;
+    m = cx_counter("coxswain_leader_election_renew_failures_total",
+                   "Renewals that failed, conflicted, timed out or changed nothing", "name");
+    e->m.renew_failures = m ? cx_metric_with(m, name) : NULL;
+    m = cx_gauge("coxswain_leader_election_last_renew_timestamp_seconds",
+                 "Wall-clock time (Unix seconds) at which the last successful renewal was sent",
+                 "name");
+    e->m.last_renew = m ? cx_metric_with(m, name) : NULL;
+    e->m.requests = cx_counter("coxswain_leader_election_requests_total",
+                               "Requests the elector made, by purpose and outcome (the watch "
+                               "and its list not included)",
+                               "name,purpose,outcome");
+    e->m.stepdowns = cx_counter("coxswain_leader_election_stepdowns_total",
+                                "Times this replica stopped leading, by reason", "name,reason");
+    if (e->m.master)
+        cx_series_set(e->m.master, 0);
+}
+
+static void inc(struct cx_series *s)
+{
+    if (s)
+        cx_series_inc(s);
+}
+
+/* ---- status -------------------------------------------------------------- */
+
+static void status_update(struct election *e)
+{
+    const struct election_observation *o = election_core_observed(e->core);
+    pthread_mutex_lock(&e->mu);
+    e->st.role = election_core_role(e->core);
+    e->st.term = election_core_term(e->core);
+    snprintf(e->st.holder, sizeof(e->st.holder), "%s", election_core_holder(e->core));
+    e->st.watch_up = e->watch_up;
+    e->st.transitions = o && o->found ? o->rec.transitions : 0;
+    e->st.stats = *election_core_stats(e->core);
+    pthread_mutex_unlock(&e->mu);
+    if (e->m.lease_transitions)
+        cx_series_set(e->m.lease_transitions, e->st.transitions);
+}
+
+/* ---- Kubernetes Events ---------------------------------------------------- */
+
+static void on_event_posted(struct kube_result *r, void *arg)
+{
+    (void)arg;
+    if (r->err.code != KUBE_OK)
+        cx_debug(LOG, "posting the leader election Event failed: %s", r->err.message);
+}
+
+static void post_k8s_event(struct election *e, const char *message)
+{
+    if (!e->post_events)
+        return;
+    int64_t wall = cx_wall_ns();
+    char ts[CX_TIME_RFC3339_LEN + 4], micro[CX_TIME_MICRO_LEN + 4], name[ELECTION_NAME_MAX + 32];
+    cx_time_format_rfc3339(wall, ts, sizeof(ts));
+    cx_time_format_micro(wall, micro, sizeof(micro));
+    /* client-go's recorder names events <object>.<hex nanoseconds>. */
+    snprintf(name, sizeof(name), "%.200s.%llx", e->cfg.name, (unsigned long long)wall);
+    cJSON *ev = cJSON_CreateObject();
+    if (!ev)
+        return;
+    cJSON_AddStringToObject(ev, "apiVersion", "v1");
+    cJSON_AddStringToObject(ev, "kind", "Event");
+    cJSON *md = cJSON_AddObjectToObject(ev, "metadata");
+    cJSON_AddStringToObject(md, "name", name);
+    cJSON_AddStringToObject(md, "namespace", e->cfg.ns);
+    cJSON *io = cJSON_AddObjectToObject(ev, "involvedObject");
+    cJSON_AddStringToObject(io, "apiVersion",
+                            e->cfg.lock == ELECTION_LOCK_LEASES ? "coordination.k8s.io/v1" : "v1");
+    cJSON_AddStringToObject(io, "kind",
+                            e->cfg.lock == ELECTION_LOCK_LEASES ? "Lease" : "ConfigMap");
+    cJSON_AddStringToObject(io, "namespace", e->cfg.ns);
+    cJSON_AddStringToObject(io, "name", e->cfg.name);
+    if (e->lock.uid[0])
+        cJSON_AddStringToObject(io, "uid", e->lock.uid);
+    cJSON_AddStringToObject(ev, "reason", "LeaderElection");
+    cJSON_AddStringToObject(ev, "message", message);
+    cJSON_AddStringToObject(ev, "type", "Normal");
+    cJSON *src = cJSON_AddObjectToObject(ev, "source");
+    cJSON_AddStringToObject(src, "component", e->component);
+    cJSON_AddStringToObject(ev, "firstTimestamp", ts);
+    cJSON_AddStringToObject(ev, "lastTimestamp", ts);
+    cJSON_AddNumberToObject(ev, "count", 1);
+    cJSON_AddStringToObject(ev, "reportingComponent", e->component);
+    cJSON_AddStringToObject(ev, "reportingInstance", e->cfg.identity);
+    struct kube_req_opts o = {.timeout_ms = EVENT_TIMEOUT_MS, .max_attempts = 1};
+    /* Best effort: never waited for, never retried. */
+    if (!kube_create(e->kc, &election_res_events, e->cfg.ns, ev, &o, on_event_posted, e))
+        cx_debug(LOG, "cannot build the leader election Event");
+    cJSON_Delete(ev);
+}
+
+/* ---- driving the core ----------------------------------------------------- */
+
+static void on_result(struct kube_result *r, void *arg);
+static void on_timer(evutil_socket_t fd, short what, void *arg);
+
+static void send_failed_later(evutil_socket_t fd, short what, void *arg);
+
+static void do_action(struct election *e, const struct election_action *a)
+{
+    char msg[ELECTION_IDENTITY_MAX + 128];
+    switch (a->kind) {
+    case ELECTION_ACT_SEND: {
+        e->call_id = a->req_id;
+        e->call_purpose = a->purpose;
+        e->call_kind = a->req;
+        e->call = election_lock_send(&e->lock, e->kc, a, on_result, e);
+        if (!e->call) {
+            /* Could not even build it: a failure, reported from the loop
+             * (never from inside the core's own action processing). */
+            static const struct timeval now0 = {0, 0};
+            evtimer_add(e->fail_ev, &now0);
+        }
+        break;
+    }
+    case ELECTION_ACT_CANCEL:
+        if (e->call && e->call_id == a->req_id) {
+            kube_call_cancel(e->call);
+            e->call = NULL;
+            e->call_id = 0;
+        }
+        break;
+    case ELECTION_ACT_STARTED_LEADING:
+        cx_info(LOG, "%s started leading %s %s/%s (term %llu)", e->cfg.identity, lock_desc_kind(e),
+                e->cfg.ns, e->cfg.name, (unsigned long long)a->term);
+        if (e->m.master)
+            cx_series_set(e->m.master, 1);
+        inc(e->m.started);
+        snprintf(msg, sizeof(msg), "%s became leader", e->cfg.identity);
+        post_k8s_event(e, msg);
+        post_notice(e, a);
+        break;
+    case ELECTION_ACT_STOPPED_LEADING:
+        cx_info(LOG, "%s stopped leading %s %s/%s (term %llu): %s", e->cfg.identity,
+                lock_desc_kind(e), e->cfg.ns, e->cfg.name, (unsigned long long)a->term,
+                election_stop_reason_name(a->reason));
+        if (e->m.master)
+            cx_series_set(e->m.master, 0);
+        inc(e->m.stopped);
+        if (e->m.stepdowns)
+            cx_metric_inc(e->m.stepdowns, e->cfg.name, election_stop_reason_name(a->reason));
+        snprintf(msg, sizeof(msg), "%s stopped leading: %s", e->cfg.identity,
+                 election_stop_reason_name(a->reason));
+        post_k8s_event(e, msg);
+        post_notice(e, a);
+        break;
+    case ELECTION_ACT_NEW_LEADER:
+        cx_info(LOG, "leader of %s %s/%s: %s", lock_desc_kind(e), e->cfg.ns, e->cfg.name,
+                a->leader[0] ? a->leader : "(none)");
+        post_notice(e, a);
+        break;
+    case ELECTION_ACT_DONE:
+        cx_info(LOG, "%s: elector stopped (%s)", e->cfg.identity,
+                a->released ? "lock released" : "nothing to release");
+        post_notice(e, a);
+        atomic_store(&e->finished, true);
+        event_base_loopbreak(e->base);
+        break;
+    case ELECTION_ACT_NONE:
+        break;
+    }
+}
+
+/* Runs the core's actions and re-arms its timer. Re-entrant calls (a
+ * callback run from inside an action) only queue: the outer pump drains. */
+static void pump(struct election *e)
+{
+    if (e->pumping)
+        return;
+    e->pumping = true;
+    struct election_action a;
+    while (election_core_next_action(e->core, &a))
+        do_action(e, &a);
+    e->pumping = false;
+    status_update(e);
+    if (atomic_load(&e->finished))
+        return;
+    int64_t w = election_core_next_wakeup(e->core);
+    if (w == INT64_MAX) {
+        evtimer_del(e->timer);
+        return;
+    }
+    int64_t d = w - election_clock_ns();
+    if (d < 0)
+        d = 0;
+    /* Round up to the microsecond so the timer never fires early. */
+    struct timeval tv = {.tv_sec = d / 1000000000, .tv_usec = (d % 1000000000 + 999) / 1000};
+    if (tv.tv_usec >= 1000000) {
+        tv.tv_sec++;
+        tv.tv_usec -= 1000000;
+    }
+    evtimer_add(e->timer, &tv);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct election *e = arg;
+    (void)fd;
+    (void)what;
+    election_core_tick(e->core, now_pair());
+    pump(e);
+}
+
+static void send_failed_later(evutil_socket_t fd, short what, void *arg)
+{
+    struct election *e = arg;
+    (void)fd;
+    (void)what;
+    if (e->call || !e->call_id)
+        return; /* cancelled meanwhile, or a later request is in flight */
+    uint64_t id = e->call_id;
+    e->call_id = 0;
+    if (e->m.requests)
+        cx_metric_inc(e->m.requests, e->cfg.name, election_purpose_name(e->call_purpose), "failed");
+    election_core_result(e->core, now_pair(), id, ELECTION_FAILED, NULL);
+    pump(e);
+}
+
+static void on_result(struct kube_result *r, void *arg)
+{
+    struct election *e = arg;
+    uint64_t id = e->call_id;
+    enum election_purpose purpose = e->call_purpose;
+    e->call = NULL;
+    e->call_id = 0;
+    enum election_outcome out = election_lock_outcome(r->err.code);
+    struct election_observation obs;
+    bool have = false;
+    if (out == ELECTION_OK && cJSON_IsObject(r->object)) {
+        cJSON *obj = r->object;
+        r->object = NULL;
+        election_lock_take(&e->lock, obj, &obs);
+        have = true;
+    } else if (out == ELECTION_NOT_FOUND && e->call_kind != ELECTION_REQ_CREATE) {
+        election_lock_forget(&e->lock);
+    } else if (out == ELECTION_OK) {
+        out = ELECTION_FAILED; /* a 2xx without an object tells us nothing */
+    }
+    if (e->m.requests)
+        cx_metric_inc(e->m.requests, e->cfg.name, election_purpose_name(purpose),
+                      election_outcome_name(out));
+    if (out != ELECTION_OK && out != ELECTION_NOT_FOUND)
+        cx_debug(LOG, "%s %s: %s (%s)", election_purpose_name(purpose),
+                 e->call_kind == ELECTION_REQ_GET ? "GET" : "write", election_outcome_name(out),
+                 r->err.message);
+    uint64_t ok_before = election_core_stats(e->core)->renew_ok;
+    uint64_t failed_before = election_core_stats(e->core)->renew_failed;
+    election_core_result(e->core, now_pair(), id, out, have ? &obs : NULL);
+    const struct election_core_stats *st = election_core_stats(e->core);
+    if (st->renew_ok > ok_before && e->m.renew_seconds)
+        cx_series_observe(e->m.renew_seconds, (double)(r->done_mono_ns - r->sent_mono_ns) / 1e9);
+    if (st->renew_failed > failed_before)
+        inc(e->m.renew_failures);
+    if ((purpose == ELECTION_FOR_RENEW || purpose == ELECTION_FOR_ACQUIRE) &&
+        election_core_role(e->core) == ELECTION_LEADER && e->m.last_renew)
+        cx_series_set(e->m.last_renew, (double)atomic_load(&e->guard.last_renew_wall) / 1e9);
+    pump(e);
+}
+
+/* ---- the watch --------------------------------------------------------------- */
+
+static void watch_begin(struct election *e);
+
+static void watch_state(struct election *e, bool up)
+{
+    if (e->watch_up == up)
+        return;
+    e->watch_up = up;
+    cx_debug(LOG, "watch of %s/%s is %s", e->cfg.ns, e->cfg.name, up ? "up" : "broken");
+    election_core_watch_state(e->core, now_pair(), up);
+    pump(e);
+}
+
+static void watch_failed(struct election *e, const char *why)
+{
+    if (atomic_load(&e->finished))
+        return;
+    e->watch_failures++;
+    if (e->watch_failures == 1 || e->watch_failures % 30 == 0)
+        cx_warn(LOG, "watch of %s %s/%s broken (%s); polling every %lld ms until it is back",
+                lock_desc_kind(e), e->cfg.ns, e->cfg.name, why,
+                (long long)(e->cfg.retry_ns / 1000000));
+    watch_state(e, false);
+    int64_t d = WATCH_RETRY_MIN_NS << (e->watch_failures < 5 ? e->watch_failures - 1 : 4);
+    if (d > e->cfg.retry_ns)
+        d = e->cfg.retry_ns;
+    struct timeval tv = {.tv_sec = d / 1000000000, .tv_usec = (d % 1000000000) / 1000};
+    evtimer_add(e->watch_retry, &tv);
+}
+
+static void on_watch_retry(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    watch_begin(arg);
+}
+
+static void on_watch_event(void *arg, enum kube_event_type type, cJSON *obj)
+{
+    struct election *e = arg;
+    struct election_observation o;
+    const char *rv = cx_json_path_str(obj, "metadata", "resourceVersion", (char *)NULL);
+    if (rv)
+        snprintf(e->watch_rv, sizeof(e->watch_rv), "%s", rv);
+    switch (type) {
+    case KUBE_EV_ADDED:
+    case KUBE_EV_MODIFIED:
+        election_lock_take(&e->lock, obj, &o);
+        election_core_observe(e->core, now_pair(), &o);
+        pump(e);
+        return;
+    case KUBE_EV_DELETED:
+        memset(&o, 0, sizeof(o));
+        o.found = false;
+        snprintf(o.rv, sizeof(o.rv), "%s", e->watch_rv);
+        election_lock_forget(&e->lock);
+        cJSON_Delete(obj);
+        election_core_observe(e->core, now_pair(), &o);
+        pump(e);
+        return;
+    default:
+        cJSON_Delete(obj);
+        return;
+    }
+}
+
+static void on_watch_end(void *arg, const struct kube_error *err)
+{
+    struct election *e = arg;
+    e->watch = NULL;
+    if (atomic_load(&e->finished))
+        return;
+    if (err->code == KUBE_OK && e->watch_rv[0]) {
+        /* The server ended it cleanly (timeoutSeconds): carry on. */
+        static const struct kube_watch_handlers h = {on_watch_event, on_watch_end};
+        e->watch = election_lock_watch(&e->lock, e->kc, e->watch_rv, WATCH_STALL_MS, &h, e);
+        if (e->watch)
+            return;
+    }
+    if (err->code == KUBE_E_EXPIRED) {
+        watch_begin(e); /* re-list at once */
+        return;
+    }
+    watch_failed(e, err->message[0] ? err->message : "ended");
+}
+
+static void on_list(struct kube_result *r, void *arg)
+{
+    struct election *e = arg;
+    e->list_call = NULL;
+    if (atomic_load(&e->finished))
+        return;
+    if (r->err.code != KUBE_OK || !cJSON_IsObject(r->object)) {
+        watch_failed(e, r->err.code != KUBE_OK ? r->err.message : "empty list answer");
+        return;
+    }
+    const char *rv = cx_json_path_str(r->object, "metadata", "resourceVersion", (char *)NULL);
+    snprintf(e->watch_rv, sizeof(e->watch_rv), "%s", rv ? rv : "");
+    cJSON *items = cJSON_GetObjectItemCaseSensitive(r->object, "items");
+    cJSON *first = cJSON_IsArray(items) ? cJSON_DetachItemFromArray(items, 0) : NULL;
+    struct election_observation o;
+    if (first) {
+        election_lock_take(&e->lock, first, &o);
+    } else {
+        memset(&o, 0, sizeof(o));
+        o.found = false;
+        /* "Not found as of this version": a create that landed after the
+         * list was served is newer and wins. */
+        snprintf(o.rv, sizeof(o.rv), "%s", e->watch_rv);
+    }
+    static const struct kube_watch_handlers h = {on_watch_event, on_watch_end};
+    e->watch = election_lock_watch(&e->lock, e->kc, e->watch_rv, WATCH_STALL_MS, &h, e);
+    election_core_observe(e->core, now_pair(), &o);
+    pump(e);
+    if (!e->watch) {
+        watch_failed(e, "cannot start the watch");
+        return;
+    }
+    e->watch_failures = 0;
+    watch_state(e, true);
+}
+
+static void watch_begin(struct election *e)
+{
+    if (e->watch || e->list_call || atomic_load(&e->finished))
+        return;
+    e->list_call = election_lock_list(&e->lock, e->kc, e->cfg.renew_ns, on_list, e);
+    if (!e->list_call)
+        watch_failed(e, "cannot build the list request");
+}
+
+/* ---- control from the main thread ------------------------------------------- */
+
+static void on_ctl(evutil_socket_t fd, short what, void *arg)
+{
+    struct election *e = arg;
+    (void)what;
+    char buf[16];
+    while (read(fd, buf, sizeof(buf)) > 0)
+        ;
+    if (atomic_load(&e->stop_requested) && !e->stop_seen) {
+        e->stop_seen = true;
+        cx_info(LOG, "%s: stopping%s", e->cfg.identity,
+                election_core_role(e->core) == ELECTION_LEADER ? ", releasing the lock" : "");
+        election_core_shutdown(e->core, now_pair());
+        pump(e);
+    }
+}
+
+static void *thread_main(void *arg)
+{
+    struct election *e = arg;
+    cx_info(LOG, "%s: electing on %s %s/%s (lease %lldms, renew %lldms, retry %lldms)",
+            e->cfg.identity, lock_desc_kind(e), e->cfg.ns, e->cfg.name,
+            (long long)(e->cfg.lease_ns / 1000000), (long long)(e->cfg.renew_ns / 1000000),
+            (long long)(e->cfg.retry_ns / 1000000));
+    election_core_start(e->core, now_pair());
+    pump(e);
+    watch_begin(e);
+    /* A stop asked before the thread ran. */
+    on_ctl(e->ctl_rd, EV_READ, e);
+    event_base_dispatch(e->base);
+    atomic_store(&e->finished, true);
+    return NULL;
+}
+
+/* ---- public ---------------------------------------------------------------------- */
+
+static int make_pipe(int *rd, int *wr)
+{
+    int p[2];
+    if (pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0)
+        return -1;
+    *rd = p[0];
+    *wr = p[1];
+    return 0;
+}
+
+struct election *election_new(const struct election_opts *o, char *err, size_t errlen)
+{
+    if (!o || !o->cfg || !o->kube) {
+        snprintf(err, errlen, "election_new: missing config");
+        return NULL;
+    }
+    if (election_config_validate(o->cfg, err, errlen) != 0)
+        return NULL;
+    struct election *e = calloc(1, sizeof(*e));
+    if (!e) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    e->note_rd = e->note_wr = e->ctl_rd = e->ctl_wr = -1;
+    pthread_mutex_init(&e->mu, NULL);
+    e->cfg = *o->cfg;
+    e->cb = o->cb;
+    e->post_events = o->post_events;
+    snprintf(e->component, sizeof(e->component), "%s",
+             o->component && *o->component ? o->component : "coxswain");
+    e->main_base = o->main_base;
+    election_guard_init(&e->guard, election_config_margin(&e->cfg));
+    election_lock_init(&e->lock, &e->cfg);
+    if (kube_config_copy(&e->kube, o->kube) != 0) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    if (make_pipe(&e->note_rd, &e->note_wr) != 0 || make_pipe(&e->ctl_rd, &e->ctl_wr) != 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        goto fail;
+    }
+    if (e->main_base) {
+        e->note_ev = event_new(e->main_base, e->note_rd, EV_READ | EV_PERSIST, on_notices, e);
+        if (!e->note_ev || event_add(e->note_ev, NULL) != 0) {
+            snprintf(err, errlen, "cannot watch the notice pipe");
+            goto fail;
+        }
+    }
+    /* Precise timers: libevent's default coarse clock can be milliseconds
+     * behind, and the renew and takeover timers are what this thread is for. */
+    struct event_config *ec = event_config_new();
+    if (ec) {
+        event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
+        e->base = event_base_new_with_config(ec);
+        event_config_free(ec);
+    }
+    if (!e->base) {
+        snprintf(err, errlen, "cannot create the elector's event base");
+        goto fail;
+    }
+    char ua[96];
+    snprintf(ua, sizeof(ua), "%s-election", e->component);
+    struct kube_client_opts ko = {.identity = e->cfg.identity, .component = ua, .max_attempts = 1};
+    e->kc = kube_client_new(e->base, &e->kube, &ko, err, errlen);
+    if (!e->kc)
+        goto fail;
+    e->core = election_core_new(&e->cfg, &e->guard);
+    e->timer = evtimer_new(e->base, on_timer, e);
+    e->watch_retry = evtimer_new(e->base, on_watch_retry, e);
+    e->fail_ev = evtimer_new(e->base, send_failed_later, e);
+    e->ctl_ev = event_new(e->base, e->ctl_rd, EV_READ | EV_PERSIST, on_ctl, e);
+    if (!e->core || !e->timer || !e->watch_retry || !e->fail_ev || !e->ctl_ev ||
+        event_add(e->ctl_ev, NULL) != 0) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    metrics_init(e);
+    return e;
+fail:
+    election_free(e);
+    return NULL;
+}
+
+int election_start(struct election *e, char *err, size_t errlen)
+{
+    if (e->thread_started) {
+        snprintf(err, errlen, "the elector is already started");
+        return -1;
+    }
+    int rc = pthread_create(&e->th, NULL, thread_main, e);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot start the elector thread: %s", strerror(rc));
+        return -1;
+    }
+    e->thread_started = true;
+    return 0;
+}
+
+struct election_guard *election_guard_of(struct election *e)
+{
+    return &e->guard;
+}
+
+const char *election_identity(const struct election *e)
+{
+    return e->cfg.identity;
+}
+
+void election_stop(struct election *e)
+{
+    if (!e || atomic_exchange(&e->stop_requested, true))
+        return;
+    char b = 's';
+    if (e->ctl_wr >= 0 && write(e->ctl_wr, &b, 1) < 0 && errno != EAGAIN)
+        cx_warn(LOG, "control pipe: %s", strerror(errno));
+}
+
+void election_free(struct election *e)
+{
+    if (!e)
+        return;
+    if (e->thread_started && !e->joined) {
+        election_stop(e);
+        pthread_join(e->th, NULL);
+        e->joined = true;
+    }
+    /* The thread is gone (or never ran): everything below is ours. */
+    if (e->call)
+        kube_call_cancel(e->call);
+    if (e->list_call)
+        kube_call_cancel(e->list_call);
+    if (e->watch)
+        kube_watch_stop(e->watch);
+    if (e->kc)
+        kube_client_free(e->kc);
+    if (e->timer)
+        event_free(e->timer);
+    if (e->watch_retry)
+        event_free(e->watch_retry);
+    if (e->fail_ev)
+        event_free(e->fail_ev);
+    if (e->ctl_ev)
+        event_free(e->ctl_ev);
+    if (e->base)
+        event_base_free(e->base);
+    if (e->note_ev)
+        event_free(e->note_ev);
+    election_core_free(e->core);
+    election_lock_free(&e->lock);
+    kube_config_free(&e->kube);
+    for (int *fd = &e->note_rd; fd <= &e->ctl_wr; fd++)
+        if (*fd >= 0)
+            close(*fd);
+    struct notice *n = e->head;
+    while (n) {
+        struct notice *next = n->next;
+        free(n);
+        n = next;
+    }
+    pthread_mutex_destroy(&e->mu);
+    if (e->m.master)
+        cx_series_set(e->m.master, 0);
+    free(e);
+}
+
+int election_healthz(void *arg, struct cx_buf *why)
+{
+    struct election *e = arg;
+    if (election_guard_healthy(&e->guard, election_clock_ns(), e->cfg.lease_ns, HEALTHZ_GRACE_NS))
+        return 0;
+    int64_t age = election_clock_ns() - atomic_load(&e->guard.last_renew_mono);
+    if (why &&
+        cx_buf_printf(why,
+                      "leader election: we believe we lead but last renewed %lld ms ago "
+                      "(limit: lease %lld ms + 20 s)",
+                      (long long)(age / 1000000), (long long)(e->cfg.lease_ns / 1000000)) != 0)
+        return -1;
+    return -1;
+}
+
+int election_status_json(struct election *e, struct cx_buf *out)
+{
+    pthread_mutex_lock(&e->mu);
+    __typeof__(e->st) st = e->st;
+    pthread_mutex_unlock(&e->mu);
+    int64_t left = 0;
+    bool may_write = election_guard_check(&e->guard, election_clock_ns(), &left, NULL);
+    /* The check counted as a write attempt; do not let the page skew it. */
+    if (may_write)
+        atomic_fetch_sub(&e->guard.allowed, 1);
+    else
+        atomic_fetch_sub(&e->guard.refused, 1);
+    int rc = cx_buf_puts(out, "{\"identity\":");
+    rc |= cx_json_escape(out, e->cfg.identity);
+    rc |= cx_buf_printf(out, ",\"lock\":\"%s\",\"namespace\":", lock_desc_kind(e));
+    rc |= cx_json_escape(out, e->cfg.ns);
+    rc |= cx_buf_puts(out, ",\"name\":");
+    rc |= cx_json_escape(out, e->cfg.name);
+    rc |= cx_buf_printf(out, ",\"role\":\"%s\",\"term\":%llu,\"holder\":",
+                        st.role == ELECTION_LEADER    ? "leader"
+                        : st.role == ELECTION_STOPPED ? "stopped"
+                                                      : "standby",
+                        (unsigned long long)st.term);
+    rc |= cx_json_escape(out, st.holder);
+    rc |= cx_buf_printf(
+        out,
+        ",\"mayWrite\":%s,\"safeMillisecondsLeft\":%lld,\"watch\":\"%s\","
+        "\"leaseTransitions\":%d,\"requests\":%llu,\"renewals\":%llu,"
+        "\"renewFailures\":%llu,\"conflicts\":%llu,\"clockJumps\":%llu,"
+        "\"writesAllowed\":%llu,\"writesRefused\":%llu}",
+        may_write ? "true" : "false", (long long)(may_write ? left / 1000000 : 0),
+        st.watch_up ? "up" : "broken", (int)st.transitions, (unsigned long long)st.stats.requests,
+        (unsigned long long)st.stats.renew_ok, (unsigned long long)st.stats.renew_failed,
+        (unsigned long long)st.stats.conflicts, (unsigned long long)st.stats.clock_jumps,
+        (unsigned long long)atomic_load(&e->guard.allowed),
+        (unsigned long long)atomic_load(&e->guard.refused));
+    return rc ? -1 : 0;
+}
