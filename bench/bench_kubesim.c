@@ -319,10 +319,12 @@ static int fanout(int port, int nwatch, int nevents, double *lat)
         goto out;
     for (int i = 0; i < nwatch; i++) {
         char path[256];
-        snprintf(path, sizeof(path),
-                 "GET /api/v1/namespaces/kube-public/configmaps?watch=1&fieldSelector=metadata.name%%3D%s"
-                 "&resourceVersion=0 HTTP/1.1\r\nHost: x\r\n\r\n",
-                 name);
+        snprintf(
+            path, sizeof(path),
+            "GET "
+            "/api/v1/namespaces/kube-public/configmaps?watch=1&fieldSelector=metadata.name%%3D%s"
+            "&resourceVersion=0 HTTP/1.1\r\nHost: x\r\n\r\n",
+            name);
         if (conn_open(&ws[i].c, port) != 0 || send_all(ws[i].c.fd, path, strlen(path)) != 0)
             goto out;
         char line[1024];
@@ -342,7 +344,8 @@ static int fanout(int port, int nwatch, int nevents, double *lat)
             if (watcher_feed(&ws[i]) != 0)
                 goto out;
     for (int e = 1; e <= nevents; e++) {
-        snprintf(obj, sizeof(obj), "{\"metadata\":{\"name\":\"%s\"},\"data\":{\"v\":\"%d\"}}", name, e);
+        snprintf(obj, sizeof(obj), "{\"metadata\":{\"name\":\"%s\"},\"data\":{\"v\":\"%d\"}}", name,
+                 e);
         char path[256];
         snprintf(path, sizeof(path), "/api/v1/namespaces/kube-public/configmaps/%s", name);
         double t0 = now_ms();
@@ -406,12 +409,14 @@ int main(void)
     const char *pad = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
     double t0 = now_ms();
     for (int i = 0; i < N; i++) {
-        snprintf(body, sizeof(body),
-                 "{\"metadata\":{\"name\":\"cm-%06d\",\"labels\":{\"app\":\"bench\",\"shard\":\"%d\"}},"
-                 "\"data\":{\"a\":\"%s\",\"b\":\"%s\",\"n\":\"%d\"}}",
-                 i, i % 16, pad, pad, i);
+        snprintf(
+            body, sizeof(body),
+            "{\"metadata\":{\"name\":\"cm-%06d\",\"labels\":{\"app\":\"bench\",\"shard\":\"%d\"}},"
+            "\"data\":{\"a\":\"%s\",\"b\":\"%s\",\"n\":\"%d\"}}",
+            i, i % 16, pad, pad, i);
         double s = now_ms();
-        if (request(&c, "POST", "/api/v1/namespaces/default/configmaps", body, &st, NULL) != 0 || st != 201) {
+        if (request(&c, "POST", "/api/v1/namespaces/default/configmaps", body, &st, NULL) != 0 ||
+            st != 201) {
             fprintf(stderr, "bench_kubesim: create %d failed (%d)\n", i, st);
             goto out;
         }
@@ -425,10 +430,11 @@ int main(void)
         goto out;
     t0 = now_ms();
     for (int i = 0; i < N; i++) {
-        snprintf(body, sizeof(body),
-                 "{\"metadata\":{\"name\":\"cm-%06d\",\"labels\":{\"app\":\"bench\",\"shard\":\"%d\"}},"
-                 "\"data\":{\"a\":\"%s\",\"b\":\"%s\",\"n\":\"%d\"}}",
-                 i, i % 16, pad, pad, i);
+        snprintf(
+            body, sizeof(body),
+            "{\"metadata\":{\"name\":\"cm-%06d\",\"labels\":{\"app\":\"bench\",\"shard\":\"%d\"}},"
+            "\"data\":{\"a\":\"%s\",\"b\":\"%s\",\"n\":\"%d\"}}",
+            i, i % 16, pad, pad, i);
         double s = now_ms();
         if (request(&bc, "POST", "/echo", body, &st, NULL) != 0 || st != 201)
             goto out;
@@ -445,7 +451,8 @@ int main(void)
     for (int i = 0; i < LISTS; i++) {
         cx_buf_reset(&lb);
         double s = now_ms();
-        if (request(&c, "GET", "/api/v1/namespaces/default/configmaps", NULL, &st, &lb) != 0 || st != 200)
+        if (request(&c, "GET", "/api/v1/namespaces/default/configmaps", NULL, &st, &lb) != 0 ||
+            st != 200)
             goto out;
         llat[i] = now_ms() - s;
     }
@@ -476,22 +483,23 @@ int main(void)
     double f100_total = 0;
     for (int i = 0; i < EV; i++)
         f100_total += f100[i];
-    printf("{\"benchmark\":\"kubesim\",\"title\":\"kubesim: list, create, watch fan-out\","
-           "\"notes\":\"One client on loopback. List and create baselines: the same bytes/requests "
-           "served by a bare libevent evhttp server in the benchmark process (static buffer; 201 "
-           "echoing the body) - the HTTP floor of this stack. Fan-out baseline: the same update "
-           "stream to 1 watcher. Latencies are per request (create, list) or from sending the PUT "
-           "to the event reaching the last watcher (fan-out).\",\"rows\":["
-           "{\"case\":\"list %d ConfigMaps (%.1f MB)\",\"p50_ms\":%.2f,\"baseline_p50_ms\":%.2f,"
-           "\"ratio\":%.2f,\"MB_per_s\":%.0f},"
-           "{\"case\":\"create ConfigMap, 1 connection (%d)\",\"per_s\":%.0f,\"p50_ms\":%.3f,"
-           "\"p99_ms\":%.3f,\"baseline_per_s\":%.0f,\"baseline_p50_ms\":%.3f,\"ratio\":%.2f},"
-           "{\"case\":\"watch fan-out to 100 watchers (%d updates)\",\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
-           "\"baseline_p50_ms\":%.3f,\"ratio\":%.2f,\"events_per_s\":%.0f}]}\n",
-           N, (double)list_bytes / 1e6, list_p50, blist_p50, list_p50 / blist_p50,
-           (double)list_bytes / 1e6 / (list_p50 / 1000.0), N, N / create_s, create_p50, create_p99,
-           N / bare_create_s, bcreate_p50, bare_create_s / create_s > 0 ? create_s / bare_create_s : 0,
-           EV, f100_p50, f100_p99, f1_p50, f100_p50 / f1_p50, 100.0 * EV / (f100_total / 1000.0));
+    printf(
+        "{\"benchmark\":\"kubesim\",\"title\":\"kubesim: list, create, watch fan-out\","
+        "\"notes\":\"One client on loopback. List and create baselines: the same bytes/requests "
+        "served by a bare libevent evhttp server in the benchmark process (static buffer; 201 "
+        "echoing the body) - the HTTP floor of this stack. Fan-out baseline: the same update "
+        "stream to 1 watcher. Latencies are per request (create, list) or from sending the PUT "
+        "to the event reaching the last watcher (fan-out).\",\"rows\":["
+        "{\"case\":\"list %d ConfigMaps (%.1f MB)\",\"p50_ms\":%.2f,\"baseline_p50_ms\":%.2f,"
+        "\"ratio\":%.2f,\"MB_per_s\":%.0f},"
+        "{\"case\":\"create ConfigMap, 1 connection (%d)\",\"per_s\":%.0f,\"p50_ms\":%.3f,"
+        "\"p99_ms\":%.3f,\"baseline_per_s\":%.0f,\"baseline_p50_ms\":%.3f,\"ratio\":%.2f},"
+        "{\"case\":\"watch fan-out to 100 watchers (%d updates)\",\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
+        "\"baseline_p50_ms\":%.3f,\"ratio\":%.2f,\"events_per_s\":%.0f}]}\n",
+        N, (double)list_bytes / 1e6, list_p50, blist_p50, list_p50 / blist_p50,
+        (double)list_bytes / 1e6 / (list_p50 / 1000.0), N, N / create_s, create_p50, create_p99,
+        N / bare_create_s, bcreate_p50, bare_create_s / create_s > 0 ? create_s / bare_create_s : 0,
+        EV, f100_p50, f100_p99, f1_p50, f100_p50 / f1_p50, 100.0 * EV / (f100_total / 1000.0));
     rc = 0;
     bare.blob = NULL;
     cx_buf_free(&lb);

@@ -87,7 +87,7 @@ enum ks_kind_id {
 /* One stored object: an entry of the hash map and of the skip list. */
 #define KS_SKIP_MAX 24
 struct ks_obj {
-    char *key;  /* "ns/name" (namespaced) or "name" */
+    char *key; /* "ns/name" (namespaced) or "name" */
     size_t keylen;
     uint64_t hash;
     struct ks_ver *cur;

@@ -287,7 +287,8 @@ static void too_new_cont(struct ks_req *r)
     char msg[256];
     snprintf(msg, sizeof(msg), "Timeout: Too large resource version: %llu, current: %llu",
              (unsigned long long)want, (unsigned long long)r->s->rv);
-    struct ks_cause c = {.reason = "ResourceVersionTooLarge", .message = "Too large resource version"};
+    struct ks_cause c = {.reason = "ResourceVersionTooLarge",
+                         .message = "Too large resource version"};
     struct ks_details d = {.causes = &c, .ncauses = 1, .retry_after = 1};
     ks_reply_status(r, 504, "Timeout", msg, &d, NULL);
 }
@@ -488,7 +489,8 @@ void ks_admin_dispatch(struct ks_req *r)
 {
     struct ks_server *s = r->s;
     if (!loopback_peer(r)) {
-        ks_reply_status(r, 403, "Forbidden", "the admin API is served on loopback only", NULL, NULL);
+        ks_reply_status(r, 403, "Forbidden", "the admin API is served on loopback only", NULL,
+                        NULL);
         return;
     }
     const char *p = r->path + 5; /* after "/_sim" */
@@ -503,7 +505,8 @@ void ks_admin_dispatch(struct ks_req *r)
     } else if (strcmp(p, "/compact") == 0 && post) {
         ks_store_compact(s);
         char buf[64];
-        int n = snprintf(buf, sizeof(buf), "{\"resourceVersion\":\"%llu\"}", (unsigned long long)s->rv);
+        int n =
+            snprintf(buf, sizeof(buf), "{\"resourceVersion\":\"%llu\"}", (unsigned long long)s->rv);
         ks_reply_json(r, 200, buf, (size_t)n);
     } else if (strcmp(p, "/state") == 0 && get) {
         char buf[128];

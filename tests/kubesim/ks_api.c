@@ -178,12 +178,15 @@ static int decode_continue(const char *tok, long long *rv, char **start, char *e
     const cJSON *jrv = cJSON_GetObjectItemCaseSensitive(j, "rv");
     const char *st = cx_json_str(j, "start");
     if (!j || !v || strcmp(v, "meta.k8s.io/v1") != 0) {
-        snprintf(err, errlen, "continue key is not valid: server does not recognize this encoded key");
+        snprintf(err, errlen,
+                 "continue key is not valid: server does not recognize this encoded key");
         cJSON_Delete(j);
         return -1;
     }
     if (!cJSON_IsNumber(jrv) || jrv->valuedouble == 0 || !st) {
-        snprintf(err, errlen, "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)");
+        snprintf(err, errlen,
+                 "continue key is not valid: incorrect encoded start resourceVersion (version "
+                 "meta.k8s.io/v1)");
         cJSON_Delete(j);
         return -1;
     }
@@ -216,11 +219,20 @@ static const char *const ns_fields[] = {"metadata.name", "metadata.namespace", "
                                         NULL};
 static const char *const svc_fields[] = {"metadata.name", "metadata.namespace", "spec.clusterIP",
                                          "spec.type", NULL};
-static const char *const event_fields[] = {
-    "metadata.name", "metadata.namespace", "involvedObject.kind", "involvedObject.namespace",
-    "involvedObject.name", "involvedObject.uid", "involvedObject.apiVersion",
-    "involvedObject.resourceVersion", "involvedObject.fieldPath", "reason", "reportingComponent",
-    "source", "type", NULL};
+static const char *const event_fields[] = {"metadata.name",
+                                           "metadata.namespace",
+                                           "involvedObject.kind",
+                                           "involvedObject.namespace",
+                                           "involvedObject.name",
+                                           "involvedObject.uid",
+                                           "involvedObject.apiVersion",
+                                           "involvedObject.resourceVersion",
+                                           "involvedObject.fieldPath",
+                                           "reason",
+                                           "reportingComponent",
+                                           "source",
+                                           "type",
+                                           NULL};
 
 /* Checks the fields of |fs| against what |rt| can select on. */
 static int check_fields(struct ks_req *r, const struct ks_rtype *rt, const struct ks_fsel *fs)
@@ -512,8 +524,8 @@ int ks_view_at(struct ks_rtype *rt, uint64_t at_rv, const char *prefix, const ch
     size_t cap = 0;
     struct ks_obj *o = ks_index_seek(&rt->idx, start && *start ? start : prefix);
     size_t oi = 0;
-    while (oi < m && (strncmp(ov[oi].key, prefix, plen) != 0 ||
-                      (start && strcmp(ov[oi].key, start) < 0)))
+    while (oi < m &&
+           (strncmp(ov[oi].key, prefix, plen) != 0 || (start && strcmp(ov[oi].key, start) < 0)))
         oi++;
     for (;;) {
         while (o && strncmp(o->key, prefix, plen) == 0) {
@@ -587,7 +599,8 @@ static void too_new(struct ks_req *r, uint64_t want)
     char msg[256];
     snprintf(msg, sizeof(msg), "Too large resource version: %llu, current: %llu",
              (unsigned long long)want, (unsigned long long)r->s->rv);
-    struct ks_cause c = {.reason = "ResourceVersionTooLarge", .message = "Too large resource version"};
+    struct ks_cause c = {.reason = "ResourceVersionTooLarge",
+                         .message = "Too large resource version"};
     struct ks_details d = {.causes = &c, .ncauses = 1, .retry_after = 1};
     char full[300];
     snprintf(full, sizeof(full), "Timeout: %s", msg);
@@ -730,7 +743,8 @@ static void api_list(struct ks_req *r)
         if (more && lastkey) {
             char *tok = encode_continue((long long)at, lastkey);
             if (tok)
-                evbuffer_add_printf(buf, "\"resourceVersion\":\"%s\",\"continue\":\"%s\"", rvs, tok);
+                evbuffer_add_printf(buf, "\"resourceVersion\":\"%s\",\"continue\":\"%s\"", rvs,
+                                    tok);
             free(tok);
             if (count_remaining)
                 evbuffer_add_printf(buf, ",\"remainingItemCount\":%ld", remaining);
@@ -761,7 +775,8 @@ static void api_list(struct ks_req *r)
         if (more && lastkey) {
             char *tok = encode_continue((long long)at, lastkey);
             if (tok)
-                evbuffer_add_printf(buf, "\"resourceVersion\":\"%s\",\"continue\":\"%s\"", rvs, tok);
+                evbuffer_add_printf(buf, "\"resourceVersion\":\"%s\",\"continue\":\"%s\"", rvs,
+                                    tok);
             free(tok);
             if (count_remaining)
                 evbuffer_add_printf(buf, ",\"remainingItemCount\":%ld", remaining);
@@ -793,16 +808,17 @@ static void decode_error(struct ks_req *r, const struct ks_rtype *rt, const char
 static cJSON *parse_body(struct ks_req *r, const struct ks_rtype *rt)
 {
     const char *ct = evhttp_find_header(evhttp_request_get_input_headers(r->req), "Content-Type");
-    if (ct && strncasecmp(ct, "application/json", 16) != 0 && strncasecmp(ct, "application/yaml", 16) != 0 &&
-        strncasecmp(ct, "*/*", 3) != 0) {
+    if (ct && strncasecmp(ct, "application/json", 16) != 0 &&
+        strncasecmp(ct, "application/yaml", 16) != 0 && strncasecmp(ct, "*/*", 3) != 0) {
         ks_reply_status(r, 415, "UnsupportedMediaType",
                         "the body of the request was in an unknown format - accepted media types "
                         "include: application/json, application/yaml",
                         NULL, NULL);
         return NULL;
     }
-    cJSON *obj = ct && strncasecmp(ct, "application/yaml", 16) == 0 ? ks_yaml_parse(r->body, r->body_len)
-                                                                  : cx_json_parse(r->body, r->body_len);
+    cJSON *obj = ct && strncasecmp(ct, "application/yaml", 16) == 0
+                     ? ks_yaml_parse(r->body, r->body_len)
+                     : cx_json_parse(r->body, r->body_len);
     if (!obj) {
         if (r->body_len == 0)
             ks_err_bad_request(r, "the body of the request was empty");
@@ -827,20 +843,26 @@ static cJSON *parse_body(struct ks_req *r, const struct ks_rtype *rt)
     if ((kind && *kind && strcmp(kind, rt->kind) != 0) ||
         (av && *av && strcmp(av, rt->api_version) != 0)) {
         if (kind && *kind && strcmp(kind, rt->kind) != 0)
-            ks_err_bad_request(r, "%s in version \"%s\" cannot be handled as a %s: no kind \"%s\" is registered for version \"%s\" in scheme \"k8s.io/apiserver/pkg/endpoints/handlers/create.go\"",
-                               kind, av && *av ? av : rt->api_version, rt->kind, kind,
-                               av && *av ? av : rt->api_version);
+            ks_err_bad_request(
+                r,
+                "%s in version \"%s\" cannot be handled as a %s: no kind \"%s\" is registered for "
+                "version \"%s\" in scheme \"k8s.io/apiserver/pkg/endpoints/handlers/create.go\"",
+                kind, av && *av ? av : rt->api_version, rt->kind, kind,
+                av && *av ? av : rt->api_version);
         else
-            ks_err_bad_request(r, "the API version in the data (%s) does not match the expected API version (%s)",
-                               av, rt->api_version);
+            ks_err_bad_request(
+                r, "the API version in the data (%s) does not match the expected API version (%s)",
+                av, rt->api_version);
         cJSON_Delete(obj);
         return NULL;
     }
     set_str(obj, "kind", rt->kind);
     set_str(obj, "apiVersion", rt->api_version);
     if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(obj, "metadata")) &&
-        cJSON_GetObjectItemCaseSensitive(obj, "metadata") && !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(obj, "metadata"))) {
-        decode_error(r, rt, "json: cannot unmarshal into Go struct field .metadata of type v1.ObjectMeta");
+        cJSON_GetObjectItemCaseSensitive(obj, "metadata") &&
+        !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(obj, "metadata"))) {
+        decode_error(r, rt,
+                     "json: cannot unmarshal into Go struct field .metadata of type v1.ObjectMeta");
         cJSON_Delete(obj);
         return NULL;
     }
@@ -857,7 +879,8 @@ static int check_namespace(struct ks_req *r, cJSON *obj)
     }
     const char *ons = md_str(obj, "namespace");
     if (ons && *ons && strcmp(ons, r->ns) != 0) {
-        ks_err_bad_request(r, "the namespace of the provided object does not match the namespace sent on the request");
+        ks_err_bad_request(r, "the namespace of the provided object does not match the namespace "
+                              "sent on the request");
         return -1;
     }
     set_str(meta(obj), "namespace", r->ns);
@@ -908,8 +931,8 @@ static bool spec_equal(const cJSON *a, const cJSON *b)
     return eq;
 }
 
-static void reply_validation(struct ks_req *r, const struct ks_rtype *rt, const char *name,
-                             int vrc, struct ks_ferrs *fe, const char *err)
+static void reply_validation(struct ks_req *r, const struct ks_rtype *rt, const char *name, int vrc,
+                             struct ks_ferrs *fe, const char *err)
 {
     if (vrc == 400)
         decode_error(r, rt, err);
@@ -1325,7 +1348,8 @@ static void api_patch(struct ks_req *r)
     case P_APPLY:
         if (!cJSON_IsObject(patch)) {
             rc = -1;
-            snprintf(err, sizeof(err), "json: cannot unmarshal array into Go value of type map[string]interface {}");
+            snprintf(err, sizeof(err),
+                     "json: cannot unmarshal array into Go value of type map[string]interface {}");
             break;
         }
         doc = ks_merge_patch(doc, patch);
@@ -1349,7 +1373,8 @@ static void api_patch(struct ks_req *r)
         cJSON_Delete(doc);
         struct ks_cause c = {.reason = "UnexpectedServerResponse", .message = err};
         struct ks_details d = {.causes = &c, .ncauses = 1};
-        ks_reply_status(r, 422, "Invalid", "the server rejected our request due to an error in our request", &d, NULL);
+        ks_reply_status(r, 422, "Invalid",
+                        "the server rejected our request due to an error in our request", &d, NULL);
         return;
     }
     if (rc != 0 || !cJSON_IsObject(doc)) {
@@ -1363,7 +1388,9 @@ static void api_patch(struct ks_req *r)
     if (!k || strcmp(k, rt->kind) != 0 || !n || strcmp(n, r->name) != 0) {
         cJSON_Delete(doc);
         if (n && strcmp(n, r->name) != 0)
-            ks_err_bad_request(r, "the name of the object (%s) does not match the name on the URL (%s)", n, r->name);
+            ks_err_bad_request(
+                r, "the name of the object (%s) does not match the name on the URL (%s)", n,
+                r->name);
         else
             ks_err_bad_request(r, "the kind of the patched object changed");
         return;
@@ -1372,7 +1399,8 @@ static void api_patch(struct ks_req *r)
         const char *pns = md_str(doc, "namespace");
         if (!pns || strcmp(pns, r->ns) != 0) {
             cJSON_Delete(doc);
-            ks_err_bad_request(r, "the namespace of the provided object does not match the namespace sent on the request");
+            ks_err_bad_request(r, "the namespace of the provided object does not match the "
+                                  "namespace sent on the request");
             return;
         }
     }
@@ -1499,15 +1527,17 @@ static void api_delete(struct ks_req *r)
     const char *orv = md_str(o->cur->obj, "resourceVersion");
     char why[512];
     if (puid && strcmp(puid, ouid ? ouid : "") != 0) {
-        snprintf(why, sizeof(why), "Precondition failed: UID in precondition: %s, UID in object meta: %s",
-                 puid, ouid ? ouid : "");
+        snprintf(why, sizeof(why),
+                 "Precondition failed: UID in precondition: %s, UID in object meta: %s", puid,
+                 ouid ? ouid : "");
         ks_err_conflict(r, rt, r->name, why);
         cJSON_Delete(opts);
         return;
     }
     if (prv && strcmp(prv, orv ? orv : "") != 0) {
         snprintf(why, sizeof(why),
-                 "Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s",
+                 "Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in "
+                 "object meta: %s",
                  prv, orv ? orv : "");
         ks_err_conflict(r, rt, r->name, why);
         cJSON_Delete(opts);
@@ -1615,7 +1645,9 @@ static void api_deletecollection(struct ks_req *r)
     }
     char rvs[24];
     rv_str(r->s->rv, rvs);
-    evbuffer_add_printf(buf, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%s\"},\"items\":[",
+    evbuffer_add_printf(buf,
+                        "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":"
+                        "\"%s\"},\"items\":[",
                         rt->list_kind, rt->api_version, rvs);
     evbuffer_add_buffer(buf, items);
     evbuffer_add(buf, "]}", 2);

@@ -21,8 +21,8 @@ struct ks_listopts {
     const char *cont;     /* continue token */
     bool watch;
     bool bookmarks;
-    int send_initial;     /* -1 unset, 0 false, 1 true */
-    long timeout_s;       /* -1 unset */
+    int send_initial; /* -1 unset, 0 false, 1 true */
+    long timeout_s;   /* -1 unset */
 };
 
 /* Parses the query of |r| into |o|. Replies with the error (400/422) and

@@ -121,7 +121,8 @@ static int tokens_load(struct ks_server *s)
         int ng = 0;
         for (int i = 3; i < n; i++) {
             char *save = NULL;
-            for (char *g = strtok_r(fld[i], ",", &save); g && ng < GROUPS_MAX; g = strtok_r(NULL, ",", &save))
+            for (char *g = strtok_r(fld[i], ",", &save); g && ng < GROUPS_MAX;
+                 g = strtok_r(NULL, ",", &save))
                 groups[ng++] = g;
         }
         if (token_add(a, fld[0], fld[1], groups, ng) != 0)
@@ -202,7 +203,8 @@ int ks_auth_token_user(struct ks_server *s, const char *token, struct ks_req *r)
 static bool list_has(const cJSON *arr, const char *v)
 {
     const cJSON *it;
-    cJSON_ArrayForEach(it, arr) if (cJSON_IsString(it) && strcmp(it->valuestring, v) == 0) return true;
+    cJSON_ArrayForEach(it,
+                       arr) if (cJSON_IsString(it) && strcmp(it->valuestring, v) == 0) return true;
     return false;
 }
 
@@ -271,7 +273,8 @@ static bool role_allows(struct ks_server *s, const char *kind, const char *ns, c
                         const struct attrs *at)
 {
     bool cluster = strcmp(kind, "ClusterRole") == 0;
-    struct ks_rtype *rt = ks_rtype_find(s, "rbac.authorization.k8s.io", "v1", cluster ? "clusterroles" : "roles");
+    struct ks_rtype *rt =
+        ks_rtype_find(s, "rbac.authorization.k8s.io", "v1", cluster ? "clusterroles" : "roles");
     if (!rt)
         return false;
     char *key = ks_key(rt, ns ? ns : "", name);
@@ -298,8 +301,8 @@ static bool bindings_allow(struct ks_server *s, const char *plural, const char *
     if (ns)
         snprintf(prefix, sizeof(prefix), "%s/", ns);
     size_t plen = strlen(prefix);
-    for (struct ks_obj *o = ks_index_seek(&rt->idx, prefix); o && strncmp(o->key, prefix, plen) == 0;
-         o = ks_index_next(o)) {
+    for (struct ks_obj *o = ks_index_seek(&rt->idx, prefix);
+         o && strncmp(o->key, prefix, plen) == 0; o = ks_index_next(o)) {
         const cJSON *b = o->cur->obj;
         bool hit = false;
         const cJSON *subj;
@@ -424,7 +427,9 @@ int ks_auth_admin(struct ks_req *r, const char *path)
             char *groups[GROUPS_MAX];
             int ng = 0;
             const cJSON *g;
-            cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(t, "groups")) if (ng < GROUPS_MAX && cJSON_IsString(g)) groups[ng++] = g->valuestring;
+            cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(
+                                      t, "groups")) if (ng < GROUPS_MAX && cJSON_IsString(g))
+                groups[ng++] = g->valuestring;
             if (user)
                 (void)token_add(s->auth, t->string, user, groups, ng);
         }

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
 #include "cx_json.h"
 #include "cx_log.h"
@@ -165,8 +164,8 @@ void ks_crd_changed(struct ks_server *s, const cJSON *crd, bool deleted)
         fill_names(rt, names);
     }
     /* Status as the apiextensions controllers write it, in a second write. */
-    struct ks_rtype *crdrt = ks_rtype_find(s, "apiextensions.k8s.io", "v1",
-                                           "customresourcedefinitions");
+    struct ks_rtype *crdrt =
+        ks_rtype_find(s, "apiextensions.k8s.io", "v1", "customresourcedefinitions");
     struct ks_obj *o = crdrt ? ks_store_get(crdrt, crdname) : NULL;
     if (!o)
         return;
@@ -220,7 +219,8 @@ void ks_crd_changed(struct ks_server *s, const cJSON *crd, bool deleted)
     cJSON_DeleteItemFromObjectCaseSensitive(n, "status");
     cJSON_AddItemToObject(n, "status", st);
     struct ks_blob *nb = ks_json_blob(n);
-    bool same = nb && nb->len == o->cur->json->len && memcmp(nb->data, o->cur->json->data, nb->len) == 0;
+    bool same =
+        nb && nb->len == o->cur->json->len && memcmp(nb->data, o->cur->json->data, nb->len) == 0;
     ks_blob_unref(nb);
     if (same) {
         cJSON_Delete(n);
@@ -266,7 +266,8 @@ int ks_crd_validate(struct ks_server *s, cJSON *obj, const cJSON *old, struct ks
         char want[600];
         snprintf(want, sizeof(want), "%s.%s", plural, group);
         if (strcmp(want, name) != 0)
-            ks_ferr_invalid_str(fe, "metadata.name", name, "must be spec.names.plural+\".\"+spec.group");
+            ks_ferr_invalid_str(fe, "metadata.name", name,
+                                "must be spec.names.plural+\".\"+spec.group");
     }
     int nstorage = 0, nver = 0;
     const cJSON *v;
@@ -277,11 +278,13 @@ int ks_crd_validate(struct ks_server *s, cJSON *obj, const cJSON *old, struct ks
             nstorage++;
     }
     if (nver == 0)
-        ks_ferr_add(fe, "FieldValueInvalid", "spec.versions",
-                    "Invalid value: \"null\": must have exactly one version marked as storage version");
+        ks_ferr_add(
+            fe, "FieldValueInvalid", "spec.versions",
+            "Invalid value: \"null\": must have exactly one version marked as storage version");
     else if (nstorage != 1)
-        ks_ferr_add(fe, "FieldValueInvalid", "spec.versions",
-                    "Invalid value: \"[...]\": must have exactly one version marked as storage version");
+        ks_ferr_add(
+            fe, "FieldValueInvalid", "spec.versions",
+            "Invalid value: \"[...]\": must have exactly one version marked as storage version");
     if (old) {
         const char *og = cx_json_path_str(old, "spec", "group", NULL);
         if (og && group && strcmp(og, group) != 0)
@@ -317,15 +320,18 @@ static void schema_walk(cJSON *val, const cJSON *sch, const char *path, struct k
         return;
     const char *type = cx_json_str(sch, "type");
     bool nullable = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sch, "nullable"));
-    bool int_or_string = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sch, "x-kubernetes-int-or-string"));
+    bool int_or_string =
+        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sch, "x-kubernetes-int-or-string"));
     if (cJSON_IsNull(val)) {
         if (!nullable && type)
             ks_ferr_add(fe, "FieldValueTypeInvalid", path,
-                        "Invalid value: \"null\": %s in body must be of type %s: \"null\"", path, type);
+                        "Invalid value: \"null\": %s in body must be of type %s: \"null\"", path,
+                        type);
         return;
     }
     if (int_or_string) {
-        if (!cJSON_IsString(val) && !(cJSON_IsNumber(val) && val->valuedouble == floor(val->valuedouble)))
+        if (!cJSON_IsString(val) &&
+            !(cJSON_IsNumber(val) && val->valuedouble == floor(val->valuedouble)))
             ks_ferr_add(fe, "FieldValueTypeInvalid", path,
                         "Invalid value: \"%s\": %s in body must be of type integer,string: \"%s\"",
                         json_type(val), path, json_type(val));
@@ -333,7 +339,8 @@ static void schema_walk(cJSON *val, const cJSON *sch, const char *path, struct k
     }
     if (type) {
         const char *have = json_type(val);
-        bool ok = strcmp(type, have) == 0 || (strcmp(type, "number") == 0 && strcmp(have, "integer") == 0);
+        bool ok = strcmp(type, have) == 0 ||
+                  (strcmp(type, "number") == 0 && strcmp(have, "integer") == 0);
         if (!ok) {
             ks_ferr_add(fe, "FieldValueTypeInvalid", path,
                         "Invalid value: \"%s\": %s in body must be of type %s: \"%s\"", have, path,
@@ -359,8 +366,9 @@ static void schema_walk(cJSON *val, const cJSON *sch, const char *path, struct k
                 free(t);
             }
             char *vt = cJSON_PrintUnformatted(val);
-            ks_ferr_add(fe, "FieldValueNotSupported", path, "Unsupported value: %s: supported values: %s",
-                        vt ? vt : "", b.data ? b.data : "");
+            ks_ferr_add(fe, "FieldValueNotSupported", path,
+                        "Unsupported value: %s: supported values: %s", vt ? vt : "",
+                        b.data ? b.data : "");
             free(vt);
             cx_buf_free(&b);
         }
@@ -368,8 +376,10 @@ static void schema_walk(cJSON *val, const cJSON *sch, const char *path, struct k
     if (cJSON_IsObject(val)) {
         const cJSON *props = cJSON_GetObjectItemCaseSensitive(sch, "properties");
         const cJSON *addl = cJSON_GetObjectItemCaseSensitive(sch, "additionalProperties");
-        bool preserve = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sch, "x-kubernetes-preserve-unknown-fields"));
-        bool embedded = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sch, "x-kubernetes-embedded-resource"));
+        bool preserve = cJSON_IsTrue(
+            cJSON_GetObjectItemCaseSensitive(sch, "x-kubernetes-preserve-unknown-fields"));
+        bool embedded =
+            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sch, "x-kubernetes-embedded-resource"));
         /* defaults */
         const cJSON *p;
         for (p = cJSON_IsObject(props) ? props->child : NULL; p; p = p->next) {
@@ -389,7 +399,8 @@ static void schema_walk(cJSON *val, const cJSON *sch, const char *path, struct k
         cJSON *c = val->child;
         while (c) {
             cJSON *next = c->next;
-            const cJSON *cs = cJSON_IsObject(props) ? cJSON_GetObjectItemCaseSensitive(props, c->string) : NULL;
+            const cJSON *cs =
+                cJSON_IsObject(props) ? cJSON_GetObjectItemCaseSensitive(props, c->string) : NULL;
             char f[512];
             snprintf(f, sizeof(f), "%s%s%s", path, *path ? "." : "", c->string);
             if (cs) {
@@ -397,9 +408,9 @@ static void schema_walk(cJSON *val, const cJSON *sch, const char *path, struct k
             } else if (cJSON_IsObject(addl)) {
                 schema_walk(c, addl, f, fe, depth + 1);
             } else if (!preserve && !cJSON_IsTrue(addl) && !embedded &&
-                       !(depth == 0 && (strcmp(c->string, "apiVersion") == 0 ||
-                                        strcmp(c->string, "kind") == 0 ||
-                                        strcmp(c->string, "metadata") == 0))) {
+                       !(depth == 0 &&
+                         (strcmp(c->string, "apiVersion") == 0 || strcmp(c->string, "kind") == 0 ||
+                          strcmp(c->string, "metadata") == 0))) {
                 /* Pruning: unknown fields are dropped silently. */
                 cJSON_DetachItemViaPointer(val, c);
                 cJSON_Delete(c);
@@ -425,8 +436,8 @@ int ks_cr_validate(struct ks_server *s, struct ks_rtype *rt, cJSON *obj, const c
     (void)old;
     (void)err;
     (void)errlen;
-    struct ks_rtype *crdrt = ks_rtype_find(s, "apiextensions.k8s.io", "v1",
-                                           "customresourcedefinitions");
+    struct ks_rtype *crdrt =
+        ks_rtype_find(s, "apiextensions.k8s.io", "v1", "customresourcedefinitions");
     struct ks_obj *o = crdrt && rt->crd_name ? ks_store_get(crdrt, rt->crd_name) : NULL;
     const cJSON *sch = o ? version_schema(o->cur->obj, rt->version) : NULL;
     if (!sch)
@@ -437,127 +448,4 @@ int ks_cr_validate(struct ks_server *s, struct ks_rtype *rt, cJSON *obj, const c
     if (md)
         cJSON_AddItemToObject(obj, "metadata", md);
     return 0;
-}
-
-/* ---- YAML ---------------------------------------------------------------- */
-
-static cJSON *yaml_scalar(const yaml_event_t *ev)
-{
-    const char *v = (const char *)ev->data.scalar.value;
-    size_t n = ev->data.scalar.length;
-    if (ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-        return cJSON_CreateString(v);
-    if (n == 0 || strcmp(v, "~") == 0 || strcmp(v, "null") == 0 || strcmp(v, "Null") == 0)
-        return cJSON_CreateNull();
-    if (strcmp(v, "true") == 0 || strcmp(v, "True") == 0)
-        return cJSON_CreateTrue();
-    if (strcmp(v, "false") == 0 || strcmp(v, "False") == 0)
-        return cJSON_CreateFalse();
-    char *end;
-    errno = 0;
-    double d = strtod(v, &end);
-    if (!errno && end != v && *end == '\0' && strspn(v, "+-0123456789.eE") == n)
-        return cJSON_CreateNumber(d);
-    return cJSON_CreateString(v);
-}
-
-static cJSON *yaml_node(yaml_parser_t *p, yaml_event_t *first, int depth)
-{
-    if (depth > 100)
-        return NULL;
-    switch (first->type) {
-    case YAML_SCALAR_EVENT:
-        return yaml_scalar(first);
-    case YAML_SEQUENCE_START_EVENT: {
-        cJSON *a = cJSON_CreateArray();
-        for (;;) {
-            yaml_event_t ev;
-            if (!yaml_parser_parse(p, &ev)) {
-                cJSON_Delete(a);
-                return NULL;
-            }
-            if (ev.type == YAML_SEQUENCE_END_EVENT) {
-                yaml_event_delete(&ev);
-                return a;
-            }
-            cJSON *c = yaml_node(p, &ev, depth + 1);
-            yaml_event_delete(&ev);
-            if (!c) {
-                cJSON_Delete(a);
-                return NULL;
-            }
-            cJSON_AddItemToArray(a, c);
-        }
-    }
-    case YAML_MAPPING_START_EVENT: {
-        cJSON *o = cJSON_CreateObject();
-        for (;;) {
-            yaml_event_t kev;
-            if (!yaml_parser_parse(p, &kev)) {
-                cJSON_Delete(o);
-                return NULL;
-            }
-            if (kev.type == YAML_MAPPING_END_EVENT) {
-                yaml_event_delete(&kev);
-                return o;
-            }
-            if (kev.type != YAML_SCALAR_EVENT) {
-                yaml_event_delete(&kev);
-                cJSON_Delete(o);
-                return NULL;
-            }
-            char *key = strdup((const char *)kev.data.scalar.value);
-            yaml_event_delete(&kev);
-            yaml_event_t vev;
-            if (!key || !yaml_parser_parse(p, &vev)) {
-                free(key);
-                cJSON_Delete(o);
-                return NULL;
-            }
-            cJSON *c = yaml_node(p, &vev, depth + 1);
-            yaml_event_delete(&vev);
-            if (!c) {
-                free(key);
-                cJSON_Delete(o);
-                return NULL;
-            }
-            cJSON_DeleteItemFromObjectCaseSensitive(o, key);
-            cJSON_AddItemToObject(o, key, c);
-            free(key);
-        }
-    }
-    default:
-        return NULL;
-    }
-}
-
-cJSON *ks_yaml_parse(const char *data, size_t len)
-{
-    /* JSON is YAML; take the fast path. */
-    cJSON *j = cx_json_parse(data, len);
-    if (j)
-        return j;
-    yaml_parser_t p;
-    if (!yaml_parser_initialize(&p))
-        return NULL;
-    yaml_parser_set_input_string(&p, (const unsigned char *)data, len);
-    cJSON *root = NULL;
-    for (;;) {
-        yaml_event_t ev;
-        if (!yaml_parser_parse(&p, &ev))
-            break;
-        if (ev.type == YAML_STREAM_END_EVENT) {
-            yaml_event_delete(&ev);
-            break;
-        }
-        if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT ||
-            ev.type == YAML_SCALAR_EVENT) {
-            root = yaml_node(&p, &ev, 0);
-            yaml_event_delete(&ev);
-            break;
-        }
-        yaml_event_delete(&ev);
-    }
-    yaml_parser_delete(&p);
-    return root;
 }

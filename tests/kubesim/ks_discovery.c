@@ -59,7 +59,9 @@ static void resource_list(struct ks_req *r, const char *group, const char *versi
     struct cx_buf b;
     cx_buf_init(&b, 1 << 22);
     bool found = false, first = true;
-    int rc = cx_buf_printf(&b, "{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\",\"groupVersion\":\"%s%s%s\",\"resources\":[",
+    int rc = cx_buf_printf(&b,
+                           "{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\",\"groupVersion\":"
+                           "\"%s%s%s\",\"resources\":[",
                            group, *group ? "/" : "", version);
     for (struct ks_rtype *rt = r->s->rtypes; rt; rt = rt->next) {
         if (!rt->served || strcmp(rt->group, group) != 0 || strcmp(rt->version, version) != 0)
@@ -102,8 +104,9 @@ static int group_json(struct cx_buf *b, struct ks_server *s, const char *group, 
                             nseen ? "," : "", group, rt->version, rt->version);
         seen[nseen++] = rt->version;
     }
-    rc |= cx_buf_printf(b, "],\"preferredVersion\":{\"groupVersion\":\"%s/%s\",\"version\":\"%s\"}}",
-                        group, nseen ? seen[0] : "v1", nseen ? seen[0] : "v1");
+    rc |=
+        cx_buf_printf(b, "],\"preferredVersion\":{\"groupVersion\":\"%s/%s\",\"version\":\"%s\"}}",
+                      group, nseen ? seen[0] : "v1", nseen ? seen[0] : "v1");
     return rc;
 }
 
@@ -155,7 +158,8 @@ static void openapi_v3(struct ks_req *r, const char *gvpath)
     cx_buf_init(&b, 1 << 22);
     int rc = 0;
     if (!*gvpath) {
-        rc |= cx_buf_puts(&b, "{\"paths\":{\"api/v1\":{\"serverRelativeURL\":\"/openapi/v3/api/v1?hash=0\"}");
+        rc |= cx_buf_puts(
+            &b, "{\"paths\":{\"api/v1\":{\"serverRelativeURL\":\"/openapi/v3/api/v1?hash=0\"}");
         const char *seen[64];
         int ns = 0;
         for (struct ks_rtype *rt = r->s->rtypes; rt; rt = rt->next) {
@@ -168,27 +172,30 @@ static void openapi_v3(struct ks_req *r, const char *gvpath)
             if (dup || ns == 64)
                 continue;
             seen[ns++] = rt->api_version;
-            rc |= cx_buf_printf(&b, ",\"apis/%s\":{\"serverRelativeURL\":\"/openapi/v3/apis/%s?hash=0\"}",
-                                rt->api_version, rt->api_version);
+            rc |= cx_buf_printf(
+                &b, ",\"apis/%s\":{\"serverRelativeURL\":\"/openapi/v3/apis/%s?hash=0\"}",
+                rt->api_version, rt->api_version);
         }
         rc |= cx_buf_puts(&b, "}}");
     } else {
         const char *gv = strncmp(gvpath, "api/", 4) == 0 ? gvpath + 4 : gvpath + 5;
         bool core = strncmp(gvpath, "api/", 4) == 0;
         bool found = false;
-        rc |= cx_buf_puts(&b, "{\"openapi\":\"3.0.0\",\"info\":{\"title\":\"Kubernetes\",\"version\":\"v1.32.0\"},\"paths\":{");
+        rc |= cx_buf_puts(&b, "{\"openapi\":\"3.0.0\",\"info\":{\"title\":\"Kubernetes\","
+                              "\"version\":\"v1.32.0\"},\"paths\":{");
         for (struct ks_rtype *rt = r->s->rtypes; rt; rt = rt->next) {
             if (!rt->served || strcmp(rt->api_version, gv) != 0 || (core != (*rt->group == 0)))
                 continue;
-            rc |= cx_buf_printf(&b,
-                                "%s\"/%s/%s%s/%s/{name}\":{\"patch\":{\"x-kubernetes-group-version-kind\":"
-                                "{\"group\":\"%s\",\"version\":\"%s\",\"kind\":\"%s\"},"
-                                "\"parameters\":[{\"name\":\"fieldValidation\",\"in\":\"query\","
-                                "\"schema\":{\"type\":\"string\",\"uniqueItems\":true}}],"
-                                "\"responses\":{\"200\":{\"description\":\"OK\"}}}}",
-                                found ? "," : "", core ? "api" : "apis", gv,
-                                rt->namespaced ? "/namespaces/{namespace}" : "", rt->plural, rt->group,
-                                rt->version, rt->kind);
+            rc |= cx_buf_printf(
+                &b,
+                "%s\"/%s/%s%s/%s/{name}\":{\"patch\":{\"x-kubernetes-group-version-kind\":"
+                "{\"group\":\"%s\",\"version\":\"%s\",\"kind\":\"%s\"},"
+                "\"parameters\":[{\"name\":\"fieldValidation\",\"in\":\"query\","
+                "\"schema\":{\"type\":\"string\",\"uniqueItems\":true}}],"
+                "\"responses\":{\"200\":{\"description\":\"OK\"}}}}",
+                found ? "," : "", core ? "api" : "apis", gv,
+                rt->namespaced ? "/namespaces/{namespace}" : "", rt->plural, rt->group, rt->version,
+                rt->kind);
             found = true;
         }
         rc |= cx_buf_puts(&b, "}}");
@@ -277,7 +284,8 @@ void ks_discovery_dispatch(struct ks_req *r)
         resource_list(r, g, v);
         return;
     }
-    if (!r->s->cfg.no_openapi && (strcmp(p, "/openapi/v3") == 0 || strcmp(p, "/openapi/v3/") == 0)) {
+    if (!r->s->cfg.no_openapi &&
+        (strcmp(p, "/openapi/v3") == 0 || strcmp(p, "/openapi/v3/") == 0)) {
         openapi_v3(r, "");
         return;
     }

@@ -212,11 +212,14 @@ static void fail(struct ks_req *r, const struct rule *ru)
         struct ks_cause c = {.message = "injected fault"};
         d.causes = &c;
         d.ncauses = 1;
-        ks_reply_status(r, 500, "InternalError", "Internal error occurred: injected fault", &d, NULL);
+        ks_reply_status(r, 500, "InternalError", "Internal error occurred: injected fault", &d,
+                        NULL);
         break;
     }
     case 504:
-        ks_reply_status(r, 504, "Timeout", "the server was unable to return a response in the time allotted", NULL, NULL);
+        ks_reply_status(r, 504, "Timeout",
+                        "the server was unable to return a response in the time allotted", NULL,
+                        NULL);
         break;
     default: {
         char msg[128];
@@ -293,8 +296,9 @@ static int rule_json(struct cx_buf *b, const struct rule *ru)
             rc |= cx_buf_printf(b, ",\"%s\":", keys[i]);
             rc |= cx_json_escape(b, vals[i]);
         }
-    rc |= cx_buf_printf(b, ",\"code\":%d,\"retry_after\":%d,\"delay_ms\":%lld,\"probability\":%g,"
-                           "\"remaining\":%ld,\"hits\":%llu}",
+    rc |= cx_buf_printf(b,
+                        ",\"code\":%d,\"retry_after\":%d,\"delay_ms\":%lld,\"probability\":%g,"
+                        "\"remaining\":%ld,\"hits\":%llu}",
                         ru->code, ru->retry_after, (long long)ru->delay_ms, ru->probability,
                         ru->remaining, (unsigned long long)ru->hits);
     return rc;
@@ -338,11 +342,21 @@ static void add_rule(struct ks_req *r, struct ks_fault_state *f)
     ru->ns = jdup(j, "namespace");
     ru->name = jdup(j, "name");
     const cJSON *v;
-    ru->code = (v = cJSON_GetObjectItemCaseSensitive(j, "code")) && cJSON_IsNumber(v) ? v->valueint : 500;
-    ru->retry_after = (v = cJSON_GetObjectItemCaseSensitive(j, "retry_after")) && cJSON_IsNumber(v) ? v->valueint : 0;
-    ru->delay_ms = (v = cJSON_GetObjectItemCaseSensitive(j, "delay_ms")) && cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
-    ru->probability = (v = cJSON_GetObjectItemCaseSensitive(j, "probability")) && cJSON_IsNumber(v) ? v->valuedouble : 1.0;
-    ru->remaining = (v = cJSON_GetObjectItemCaseSensitive(j, "count")) && cJSON_IsNumber(v) && v->valuedouble > 0 ? (long)v->valuedouble : -1;
+    ru->code =
+        (v = cJSON_GetObjectItemCaseSensitive(j, "code")) && cJSON_IsNumber(v) ? v->valueint : 500;
+    ru->retry_after = (v = cJSON_GetObjectItemCaseSensitive(j, "retry_after")) && cJSON_IsNumber(v)
+                          ? v->valueint
+                          : 0;
+    ru->delay_ms = (v = cJSON_GetObjectItemCaseSensitive(j, "delay_ms")) && cJSON_IsNumber(v)
+                       ? (int64_t)v->valuedouble
+                       : 0;
+    ru->probability = (v = cJSON_GetObjectItemCaseSensitive(j, "probability")) && cJSON_IsNumber(v)
+                          ? v->valuedouble
+                          : 1.0;
+    ru->remaining = (v = cJSON_GetObjectItemCaseSensitive(j, "count")) && cJSON_IsNumber(v) &&
+                            v->valuedouble > 0
+                        ? (long)v->valuedouble
+                        : -1;
     cJSON_Delete(j);
     ru->id = f->next_id++;
     struct rule **pp = &f->rules;

@@ -156,15 +156,16 @@ void ks_reply_status(struct ks_req *r, int code, const char *reason, const char 
         rc |= cx_buf_puts(&b, "\"continue\":");
         rc |= cx_json_escape(&b, list_continue);
     }
-    rc |= cx_buf_printf(&b, "},\"status\":\"%s\"", code >= 200 && code < 300 ? "Success" : "Failure");
+    rc |=
+        cx_buf_printf(&b, "},\"status\":\"%s\"", code >= 200 && code < 300 ? "Success" : "Failure");
     if (message && *message) {
         rc |= cx_buf_puts(&b, ",\"message\":");
         rc |= cx_json_escape(&b, message);
     }
     if (reason && *reason)
         rc |= cx_buf_printf(&b, ",\"reason\":\"%s\"", reason);
-    if (d && (d->present || d->name || d->group || d->kind || d->uid || d->ncauses ||
-              d->retry_after)) {
+    if (d &&
+        (d->present || d->name || d->group || d->kind || d->uid || d->ncauses || d->retry_after)) {
         rc |= cx_buf_puts(&b, ",\"details\":{");
         const char *sep = "";
         const char *keys[] = {"name", "group", "kind", "uid"};
@@ -247,8 +248,7 @@ void ks_err_already_exists(struct ks_req *r, const struct ks_rtype *rt, const ch
     ks_reply_status(r, 409, "AlreadyExists", msg, &d, NULL);
 }
 
-void ks_err_conflict(struct ks_req *r, const struct ks_rtype *rt, const char *name,
-                     const char *why)
+void ks_err_conflict(struct ks_req *r, const struct ks_rtype *rt, const char *name, const char *why)
 {
     char qr[320];
     ks_qualified_resource(rt, qr, sizeof(qr));
@@ -491,8 +491,8 @@ static int route_resource(struct ks_req *r, const char *group, const char *versi
     const char *plural = NULL, *ns = NULL, *name = NULL, *sub = NULL;
     struct ks_rtype *nsrt = ks_rtype_find(r->s, "", "v1", "namespaces");
     if (n >= 3 && strcmp(segs[0], "namespaces") == 0 &&
-        !(n == 3 && *group == '\0' && (strcmp(segs[2], "status") == 0 ||
-                                       strcmp(segs[2], "finalize") == 0))) {
+        !(n == 3 && *group == '\0' &&
+          (strcmp(segs[2], "status") == 0 || strcmp(segs[2], "finalize") == 0))) {
         ns = segs[1];
         plural = segs[2];
         name = n > 3 ? segs[3] : NULL;
@@ -550,8 +550,8 @@ static int route_resource(struct ks_req *r, const char *group, const char *versi
     default:
         r->verb = KS_V_NONE;
     }
-    if (r->verb == KS_V_NONE || (sub && r->verb != KS_V_GET && r->verb != KS_V_UPDATE &&
-                                 r->verb != KS_V_PATCH)) {
+    if (r->verb == KS_V_NONE ||
+        (sub && r->verb != KS_V_GET && r->verb != KS_V_UPDATE && r->verb != KS_V_PATCH)) {
         ks_err_method(r);
         return -1;
     }
@@ -579,7 +579,8 @@ void ks_http_discovery_cont(struct ks_req *r)
 /* Discovery and other non-resource paths; a partitioned user hangs here too. */
 static void discovery(struct ks_req *r)
 {
-    if (ks_fault_partitioned(r->s, r->user) && ks_park(r->s, r, -1, ks_http_discovery_cont, NULL) == 0)
+    if (ks_fault_partitioned(r->s, r->user) &&
+        ks_park(r->s, r, -1, ks_http_discovery_cont, NULL) == 0)
         return;
     ks_discovery_dispatch(r);
 }

@@ -35,7 +35,7 @@ struct ks_req {
     struct ks_server *s;
     struct evhttp_request *req;
     enum evhttp_cmd_type method;
-    char *path; /* decoded path */
+    char *path;           /* decoded path */
     struct ks_qparam *qp; /* decoded query parameters */
     size_t nq;
     char user[KS_USER_MAX];
@@ -48,15 +48,15 @@ struct ks_req {
     char *sub;  /* subresource ("status"), or NULL */
     char *body;
     size_t body_len;
-    int code;            /* reply status, for audit and counters */
-    uint64_t result_rv;  /* RV after a write (0: none) */
+    int code;           /* reply status, for audit and counters */
+    uint64_t result_rv; /* RV after a write (0: none) */
     bool replied;
     bool dry_run;
     char audit_id[40];
     int64_t start_mono_ns;
-    bool parked;          /* a watch or a hang owns the request now */
-    bool is_admin;        /* /_sim/ request: no audit, no counters */
-    bool end_watch_now;   /* fault: end the watch right after it starts */
+    bool parked;           /* a watch or a hang owns the request now */
+    bool is_admin;         /* /_sim/ request: no audit, no counters */
+    bool end_watch_now;    /* fault: end the watch right after it starts */
     struct event *park_ev; /* timer of a parked request */
     TAILQ_ENTRY(ks_req) park_link;
     void (*park_free)(struct ks_req *r); /* cleanup hook of the parker */
@@ -68,9 +68,9 @@ void ks_req_done(struct ks_req *r);
 
 /* A field error of an Invalid (422) Status. */
 struct ks_ferr {
-    const char *type;  /* "FieldValueInvalid", "FieldValueRequired", ... */
+    const char *type; /* "FieldValueInvalid", "FieldValueRequired", ... */
     char field[256];
-    char *body;        /* ErrorBody(): "Invalid value: 0: must be ..." (owned) */
+    char *body; /* ErrorBody(): "Invalid value: 0: must be ..." (owned) */
 };
 
 struct ks_ferrs {
@@ -122,7 +122,8 @@ void ks_err_invalid(struct ks_req *r, const struct ks_rtype *rt, const char *nam
                     struct ks_ferrs *fe);
 void ks_err_invalid_kind(struct ks_req *r, const char *group, const char *kind, const char *name,
                          struct ks_ferrs *fe);
-void ks_err_bad_request(struct ks_req *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ks_err_bad_request(struct ks_req *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 void ks_err_internal(struct ks_req *r, const char *msg);
 void ks_err_generic_not_found(struct ks_req *r);
 void ks_err_method(struct ks_req *r);

@@ -26,26 +26,25 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: kubesim [flags]\n"
-            "  --listen ADDR:PORT        listen address (default 127.0.0.1:0)\n"
-            "  --port-file FILE          write the bound port there once listening\n"
-            "  --kubeconfig FILE         write a kubeconfig for this server there\n"
-            "  --kubeconfig-token TOKEN  bearer token to put in that kubeconfig\n"
-            "  --allow-all               authorize every request (no RBAC)\n"
-            "  --tokens FILE             bearer tokens: lines 'token,user[,uid[,group...]]'\n"
-            "  --anonymous-user NAME     user of requests without a token (--allow-all);\n"
-            "                            default: the User-Agent, else system:anonymous\n"
-            "  --tls                     serve HTTPS with a generated test CA\n"
-            "  --state-dir DIR           where TLS material is written (default: cwd)\n"
-            "  --state FILE              load the store at start, save it on SIGTERM\n"
-            "  --audit-file FILE         append the audit log (JSON lines) there\n"
-            "  --event-window N          events kept per resource for watches (10000)\n"
-            "  --bookmark-interval DUR   watch bookmark period (1m)\n"
-            "  --too-new-wait DUR        wait for a too-new resourceVersion (3s), then 504\n"
-            "  --max-watch-buffer BYTES  end a watch whose unsent bytes exceed this (256MiB)\n"
-            "  --no-openapi              answer 404 for /openapi/v3 (as for /openapi/v2)\n"
-            "  --log-level LEVEL         debug|info|warn|error (info)\n");
+    fprintf(f, "usage: kubesim [flags]\n"
+               "  --listen ADDR:PORT        listen address (default 127.0.0.1:0)\n"
+               "  --port-file FILE          write the bound port there once listening\n"
+               "  --kubeconfig FILE         write a kubeconfig for this server there\n"
+               "  --kubeconfig-token TOKEN  bearer token to put in that kubeconfig\n"
+               "  --allow-all               authorize every request (no RBAC)\n"
+               "  --tokens FILE             bearer tokens: lines 'token,user[,uid[,group...]]'\n"
+               "  --anonymous-user NAME     user of requests without a token (--allow-all);\n"
+               "                            default: the User-Agent, else system:anonymous\n"
+               "  --tls                     serve HTTPS with a generated test CA\n"
+               "  --state-dir DIR           where TLS material is written (default: cwd)\n"
+               "  --state FILE              load the store at start, save it on SIGTERM\n"
+               "  --audit-file FILE         append the audit log (JSON lines) there\n"
+               "  --event-window N          events kept per resource for watches (10000)\n"
+               "  --bookmark-interval DUR   watch bookmark period (1m)\n"
+               "  --too-new-wait DUR        wait for a too-new resourceVersion (3s), then 504\n"
+               "  --max-watch-buffer BYTES  end a watch whose unsent bytes exceed this (256MiB)\n"
+               "  --no-openapi              answer 404 for /openapi/v3 (as for /openapi/v2)\n"
+               "  --log-level LEVEL         debug|info|warn|error (info)\n");
 }
 
 static struct ks_server *g_server;
@@ -84,9 +83,9 @@ static int write_kubeconfig(struct ks_server *s, const char *token)
 {
     struct cx_buf b;
     cx_buf_init(&b, 1 << 20);
-    int rc = cx_buf_printf(&b,
-                           "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    server: %s://127.0.0.1:%d\n",
-                           s->cfg.tls ? "https" : "http", s->port);
+    int rc = cx_buf_printf(
+        &b, "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    server: %s://127.0.0.1:%d\n",
+        s->cfg.tls ? "https" : "http", s->port);
     if (s->cfg.tls) {
         const char *ca = ks_tls_ca_b64(s);
         if (ca)
@@ -130,17 +129,23 @@ static void seed_rbac(struct ks_server *s)
 {
     struct ks_rtype *cr = ks_rtype_find(s, "rbac.authorization.k8s.io", "v1", "clusterroles");
     if (cr && !ks_store_get(cr, "cluster-admin")) {
-        cJSON *o = cJSON_Parse("{\"metadata\":{\"name\":\"cluster-admin\",\"labels\":{\"kubernetes.io/bootstrapping\":\"rbac-defaults\"}},"
-                               "\"rules\":[{\"apiGroups\":[\"*\"],\"resources\":[\"*\"],\"verbs\":[\"*\"]}]}");
+        cJSON *o = cJSON_Parse(
+            "{\"metadata\":{\"name\":\"cluster-admin\",\"labels\":{\"kubernetes.io/"
+            "bootstrapping\":\"rbac-defaults\"}},"
+            "\"rules\":[{\"apiGroups\":[\"*\"],\"resources\":[\"*\"],\"verbs\":[\"*\"]}]}");
         if (!o || ks_api_seed(s, "rbac.authorization.k8s.io", "clusterroles", o) != 0)
             cx_warn(KS_LOG, "could not create the cluster-admin ClusterRole");
         cJSON_Delete(o);
     }
-    struct ks_rtype *crb = ks_rtype_find(s, "rbac.authorization.k8s.io", "v1", "clusterrolebindings");
+    struct ks_rtype *crb =
+        ks_rtype_find(s, "rbac.authorization.k8s.io", "v1", "clusterrolebindings");
     if (crb && !ks_store_get(crb, "cluster-admin")) {
-        cJSON *o = cJSON_Parse("{\"metadata\":{\"name\":\"cluster-admin\",\"labels\":{\"kubernetes.io/bootstrapping\":\"rbac-defaults\"}},"
-                               "\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"ClusterRole\",\"name\":\"cluster-admin\"},"
-                               "\"subjects\":[{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"Group\",\"name\":\"system:masters\"}]}");
+        cJSON *o = cJSON_Parse("{\"metadata\":{\"name\":\"cluster-admin\",\"labels\":{\"kubernetes."
+                               "io/bootstrapping\":\"rbac-defaults\"}},"
+                               "\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":"
+                               "\"ClusterRole\",\"name\":\"cluster-admin\"},"
+                               "\"subjects\":[{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":"
+                               "\"Group\",\"name\":\"system:masters\"}]}");
         if (!o || ks_api_seed(s, "rbac.authorization.k8s.io", "clusterrolebindings", o) != 0)
             cx_warn(KS_LOG, "could not create the cluster-admin ClusterRoleBinding");
         cJSON_Delete(o);
@@ -355,8 +360,8 @@ int main(int argc, char **argv)
     if (!s->http)
         goto out;
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
-                                            EVHTTP_REQ_PATCH | EVHTTP_REQ_DELETE |
-                                            EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS);
+                                            EVHTTP_REQ_PATCH | EVHTTP_REQ_DELETE | EVHTTP_REQ_HEAD |
+                                            EVHTTP_REQ_OPTIONS);
     evhttp_set_max_body_size(s->http, (ev_ssize_t)KS_BODY_MAX);
     evhttp_set_max_headers_size(s->http, 1 << 20);
     evhttp_set_timeout(s->http, 3600);

@@ -225,7 +225,8 @@ static int ptr_add(cJSON **doc, const char *path, cJSON *val, bool replace_only)
 int ks_json_patch(cJSON **doc, const cJSON *patch, char *err, size_t errlen)
 {
     if (!cJSON_IsArray(patch)) {
-        snprintf(err, errlen, "json: cannot unmarshal object into Go value of type jsonpatch.Patch");
+        snprintf(err, errlen,
+                 "json: cannot unmarshal object into Go value of type jsonpatch.Patch");
         return -1;
     }
     if (cJSON_GetArraySize(patch) > PATCH_MAX_OPS) {
@@ -239,10 +240,17 @@ int ks_json_patch(cJSON **doc, const cJSON *patch, char *err, size_t errlen)
         return -2;
     }
     for (const cJSON *op = patch->child; op; op = op->next) {
-        const char *kind = cJSON_IsObject(op) ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(op, "op")) : NULL;
-        const char *path = cJSON_IsObject(op) ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(op, "path")) : NULL;
-        const cJSON *value = cJSON_IsObject(op) ? cJSON_GetObjectItemCaseSensitive(op, "value") : NULL;
-        const char *from = cJSON_IsObject(op) ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(op, "from")) : NULL;
+        const char *kind = cJSON_IsObject(op)
+                               ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(op, "op"))
+                               : NULL;
+        const char *path = cJSON_IsObject(op)
+                               ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(op, "path"))
+                               : NULL;
+        const cJSON *value =
+            cJSON_IsObject(op) ? cJSON_GetObjectItemCaseSensitive(op, "value") : NULL;
+        const char *from = cJSON_IsObject(op)
+                               ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(op, "from"))
+                               : NULL;
         if (!kind) {
             snprintf(err, errlen, "Unexpected kind: unknown");
             goto bad;
@@ -258,16 +266,21 @@ int ks_json_patch(cJSON **doc, const cJSON *patch, char *err, size_t errlen)
             }
             bool rep = kind[0] == 'r';
             if (ptr_add(&work, path, cJSON_Duplicate(value, 1), rep) != 0) {
-                snprintf(err, errlen,
-                         rep ? "replace operation does not apply: doc is missing key: %s: missing value"
-                             : "add operation does not apply: doc is missing path: \"%s\": missing value",
-                         path);
+                snprintf(
+                    err, errlen,
+                    rep ? "replace operation does not apply: doc is missing key: %s: missing value"
+                        : "add operation does not apply: doc is missing path: \"%s\": missing "
+                          "value",
+                    path);
                 goto fail;
             }
         } else if (strcmp(kind, "remove") == 0) {
             cJSON *v = ptr_detach(work, path);
             if (!v) {
-                snprintf(err, errlen, "remove operation does not apply: doc is missing path: \"%s\": missing value", path);
+                snprintf(
+                    err, errlen,
+                    "remove operation does not apply: doc is missing path: \"%s\": missing value",
+                    path);
                 goto fail;
             }
             cJSON_Delete(v);
@@ -284,16 +297,22 @@ int ks_json_patch(cJSON **doc, const cJSON *patch, char *err, size_t errlen)
                 v = src ? cJSON_Duplicate(src, 1) : NULL;
             }
             if (!v) {
-                snprintf(err, errlen, "%s operation does not apply: doc is missing from path: %s: missing value", kind, from);
+                snprintf(err, errlen,
+                         "%s operation does not apply: doc is missing from path: %s: missing value",
+                         kind, from);
                 goto fail;
             }
             if (ptr_add(&work, path, v, false) != 0) {
-                snprintf(err, errlen, "%s operation does not apply: doc is missing destination path: %s: missing value", kind, path);
+                snprintf(err, errlen,
+                         "%s operation does not apply: doc is missing destination path: %s: "
+                         "missing value",
+                         kind, path);
                 goto fail;
             }
         } else if (strcmp(kind, "test") == 0) {
             cJSON *cur = ptr_get(work, path);
-            bool eq = cur ? (value && cJSON_Compare(cur, value, 1)) : (!value || cJSON_IsNull(value));
+            bool eq =
+                cur ? (value && cJSON_Compare(cur, value, 1)) : (!value || cJSON_IsNull(value));
             if (!eq) {
                 snprintf(err, errlen, "testing value %s failed: test failed", path);
                 goto fail;
@@ -370,7 +389,9 @@ static int smp_list_merge(cJSON **doc, const cJSON *patch, const struct smp_list
     /* A {"$patch":"replace"} element replaces the whole list. */
     cJSON_ArrayForEach(it, patch)
     {
-        const char *d = cJSON_IsObject(it) ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "$patch")) : NULL;
+        const char *d = cJSON_IsObject(it)
+                            ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "$patch"))
+                            : NULL;
         if (d && strcmp(d, "replace") == 0) {
             cJSON *n = cJSON_CreateArray();
             const cJSON *j;
@@ -396,7 +417,8 @@ static int smp_list_merge(cJSON **doc, const cJSON *patch, const struct smp_list
             continue;
         }
         if (!cJSON_IsObject(it)) {
-            snprintf(err, errlen, "unable to find api field in struct for the list element at %s", path);
+            snprintf(err, errlen, "unable to find api field in struct for the list element at %s",
+                     path);
             return -1;
         }
         const cJSON *kv = cJSON_GetObjectItemCaseSensitive(it, L->key);
@@ -510,7 +532,8 @@ static int smp_map(cJSON **doc, const cJSON *patch, const char *kind, const char
             cJSON *next = c->next;
             bool keep = false;
             const cJSON *r;
-            cJSON_ArrayForEach(r, retain) if (cJSON_IsString(r) && strcmp(r->valuestring, c->string) == 0) keep = true;
+            cJSON_ArrayForEach(r, retain) if (cJSON_IsString(r) &&
+                                              strcmp(r->valuestring, c->string) == 0) keep = true;
             if (!keep) {
                 cJSON_DetachItemViaPointer(*doc, c);
                 cJSON_Delete(c);
@@ -521,11 +544,11 @@ static int smp_map(cJSON **doc, const cJSON *patch, const char *kind, const char
     return 0;
 }
 
-int ks_strategic_patch(cJSON **doc, const cJSON *patch, const char *kind, char *err,
-                       size_t errlen)
+int ks_strategic_patch(cJSON **doc, const cJSON *patch, const char *kind, char *err, size_t errlen)
 {
     if (!cJSON_IsObject(patch)) {
-        snprintf(err, errlen, "json: cannot unmarshal %s into Go value of type map[string]interface {}",
+        snprintf(err, errlen,
+                 "json: cannot unmarshal %s into Go value of type map[string]interface {}",
                  cJSON_IsArray(patch) ? "array" : "value");
         return -1;
     }

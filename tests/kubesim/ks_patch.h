@@ -22,7 +22,6 @@ int ks_json_patch(cJSON **doc, const cJSON *patch, char *err, size_t errlen);
 
 /* Applies a strategic merge patch; |kind| names the built-in kind (for the
  * merge keys of its lists). Returns 0, or -1 and a message (400). */
-int ks_strategic_patch(cJSON **doc, const cJSON *patch, const char *kind, char *err,
-                       size_t errlen);
+int ks_strategic_patch(cJSON **doc, const cJSON *patch, const char *kind, char *err, size_t errlen);
 
 #endif

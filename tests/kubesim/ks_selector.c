@@ -85,24 +85,24 @@ static int finish(struct cx_buf *b, char *err, size_t errlen)
 }
 
 #define QNAME_FMT "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-#define QNAME_MSG                                                                             \
+#define QNAME_MSG                                                                               \
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an " \
     "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "      \
     "validation is '" QNAME_FMT "')"
 #define SUBDOMAIN_FMT "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-#define SUBDOMAIN_MSG                                                                            \
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or " \
+#define SUBDOMAIN_MSG                                                                             \
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "  \
     "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used " \
     "for validation is '" SUBDOMAIN_FMT "')"
 #define LABEL_FMT "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-#define LABEL_MSG                                                                               \
+#define LABEL_MSG                                                                                \
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and " \
-    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "  \
+    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "   \
     "used for validation is '" LABEL_FMT "')"
 #define DNS1035_FMT "[a-z]([-a-z0-9]*[a-z0-9])?"
 #define DNS1035_MSG                                                                              \
     "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an " \
-    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "        \
+    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "         \
     "'abc-123', regex used for validation is '" DNS1035_FMT "')"
 
 static void subdomain_errs(struct cx_buf *b, const char *prefix, const char *s)
@@ -157,9 +157,8 @@ int ks_valid_qualified_name(const char *s, char *err, size_t errlen)
     const char *slash = strchr(s, '/');
     const char *name = s;
     if (slash && strchr(slash + 1, '/')) {
-        add_err(&b,
-                "a qualified name " QNAME_MSG
-                " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')");
+        add_err(&b, "a qualified name " QNAME_MSG
+                    " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')");
         return finish(&b, err, errlen);
     }
     if (slash) {
@@ -284,7 +283,7 @@ static enum tok special_tok(const char *s, size_t n)
     static const struct {
         const char *s;
         enum tok t;
-    } tab[] = {{")", T_CLOSEPAR}, {",", T_COMMA}, {"!", T_NOT}, {"==", T_DEQ}, {"=", T_EQ},
+    } tab[] = {{")", T_CLOSEPAR}, {",", T_COMMA}, {"!", T_NOT},  {"==", T_DEQ},   {"=", T_EQ},
                {">", T_GT},       {"<", T_LT},    {"!=", T_NEQ}, {"(", T_OPENPAR}};
     for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
         if (strlen(tab[i].s) == n && memcmp(tab[i].s, s, n) == 0)
@@ -740,9 +739,8 @@ bool ks_lsel_match(const struct ks_lsel *sel, const cJSON *labels)
         return true;
     for (size_t i = 0; i < sel->n; i++) {
         const struct req *r = &sel->reqs[i];
-        const cJSON *lv = cJSON_IsObject(labels)
-                              ? cJSON_GetObjectItemCaseSensitive(labels, r->key)
-                              : NULL;
+        const cJSON *lv =
+            cJSON_IsObject(labels) ? cJSON_GetObjectItemCaseSensitive(labels, r->key) : NULL;
         const char *v = cJSON_IsString(lv) ? lv->valuestring : NULL;
         bool ok;
         switch (r->op) {

@@ -101,7 +101,8 @@ int ks_state_load(struct ks_server *s)
         const char *name = cx_json_path_str(obj, "metadata", "name", NULL);
         const char *ns = cx_json_path_str(obj, "metadata", "namespace", NULL);
         uint64_t orv = 0;
-        if (!rt || !name || ks_parse_rv(cx_json_path_str(obj, "metadata", "resourceVersion", NULL), &orv) != 0) {
+        if (!rt || !name ||
+            ks_parse_rv(cx_json_path_str(obj, "metadata", "resourceVersion", NULL), &orv) != 0) {
             cx_warn(KS_LOG, "state: skipping an object of %s/%s", g ? g : "?", p ? p : "?");
             continue;
         }

@@ -382,8 +382,8 @@ struct ks_rtype *ks_rtype_add(struct ks_server *s, const char *group, const char
     rt->ring = calloc(rt->ring_cap, sizeof(*rt->ring));
     rt->window_start_rv = s->rv;
     TAILQ_INIT(&rt->watchers);
-    if (!rt->group || !rt->version || !rt->plural || !rt->singular || !rt->kind ||
-        !rt->list_kind || !rt->api_version || !rt->ring || !rt->idx.head || !rt->idx.buckets) {
+    if (!rt->group || !rt->version || !rt->plural || !rt->singular || !rt->kind || !rt->list_kind ||
+        !rt->api_version || !rt->ring || !rt->idx.head || !rt->idx.buckets) {
         ks_rtype_free(rt);
         return NULL;
     }
@@ -461,8 +461,8 @@ void ks_rtypes_builtin(struct ks_server *s)
     rt = builtin(s, "", "events", "event", "Event", true, KS_K_EVENT, "ev");
     if (rt)
         rt->create_on_update = true;
-    builtin(s, "", "serviceaccounts", "serviceaccount", "ServiceAccount", true,
-            KS_K_SERVICEACCOUNT, "sa");
+    builtin(s, "", "serviceaccounts", "serviceaccount", "ServiceAccount", true, KS_K_SERVICEACCOUNT,
+            "sa");
     rt = builtin(s, "coordination.k8s.io", "leases", "lease", "Lease", true, KS_K_LEASE, NULL);
     if (rt) {
         rt->unconditional_ok = false;
@@ -472,10 +472,10 @@ void ks_rtypes_builtin(struct ks_server *s)
             KS_K_ENDPOINTSLICE, NULL);
     /* Stored only (nothing runs them): what the Helm chart deploys. */
     builtin(s, "apps", "deployments", "deployment", "Deployment", true, KS_K_OTHER, "deploy");
-    builtin(s, "policy", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget",
-            true, KS_K_OTHER, "pdb");
-    rt = builtin(s, "apiextensions.k8s.io", "customresourcedefinitions",
-                 "customresourcedefinition", "CustomResourceDefinition", false, KS_K_CRD, "crd");
+    builtin(s, "policy", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", true,
+            KS_K_OTHER, "pdb");
+    rt = builtin(s, "apiextensions.k8s.io", "customresourcedefinitions", "customresourcedefinition",
+                 "CustomResourceDefinition", false, KS_K_CRD, "crd");
     if (rt) {
         rt->has_status = true;
         rt->sets_generation = true;

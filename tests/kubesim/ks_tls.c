@@ -59,7 +59,8 @@ static X509 *make_cert(EVP_PKEY *key, const char *cn, X509 *issuer, EVP_PKEY *is
     X509_gmtime_adj(X509_getm_notAfter(c), 3600L * 24 * 365);
     X509_set_pubkey(c, key);
     X509_NAME *name = X509_get_subject_name(c);
-    X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, (const unsigned char *)"kubesim", -1, -1, 0);
+    X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, (const unsigned char *)"kubesim", -1, -1,
+                               0);
     X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0);
     X509_set_issuer_name(c, issuer ? X509_get_subject_name(issuer) : name);
     X509 *iss = issuer ? issuer : c;
@@ -93,7 +94,8 @@ static int write_pem(const char *dir, const char *file, X509 *cert, EVP_PKEY *ke
     FILE *f = fopen(path, "w");
     if (!f)
         return -1;
-    int ok = cert ? PEM_write_X509(f, cert) : PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL);
+    int ok =
+        cert ? PEM_write_X509(f, cert) : PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL);
     return fclose(f) == 0 && ok ? 0 : -1;
 }
 
@@ -138,7 +140,8 @@ int ks_tls_setup(struct ks_server *s)
     EVP_EncodeBlock((unsigned char *)g_tls.ca_b64, (const unsigned char *)pem, (int)plen);
     g_tls.ctx = SSL_CTX_new(TLS_server_method());
     if (!g_tls.ctx || !SSL_CTX_set_min_proto_version(g_tls.ctx, TLS1_2_VERSION) ||
-        SSL_CTX_use_certificate(g_tls.ctx, cert) != 1 || SSL_CTX_use_PrivateKey(g_tls.ctx, key) != 1 ||
+        SSL_CTX_use_certificate(g_tls.ctx, cert) != 1 ||
+        SSL_CTX_use_PrivateKey(g_tls.ctx, key) != 1 ||
         SSL_CTX_add_extra_chain_cert(g_tls.ctx, X509_dup(ca)) != 1)
         goto out;
     evhttp_set_bevcb(s->http, bevcb, s);

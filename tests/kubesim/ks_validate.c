@@ -49,14 +49,16 @@ static int string_map(const cJSON *m, const char *gofield, char *err, size_t err
     if (!m || cJSON_IsNull(m))
         return 0;
     if (!cJSON_IsObject(m)) {
-        snprintf(err, errlen, "json: cannot unmarshal %s into Go struct field %s of type map[string]string",
+        snprintf(err, errlen,
+                 "json: cannot unmarshal %s into Go struct field %s of type map[string]string",
                  jtype(m), gofield);
         return -1;
     }
     for (const cJSON *c = m->child; c; c = c->next)
         if (!cJSON_IsString(c) && !cJSON_IsNull(c)) {
-            snprintf(err, errlen, "json: cannot unmarshal %s into Go struct field %s of type string",
-                     jtype(c), gofield);
+            snprintf(err, errlen,
+                     "json: cannot unmarshal %s into Go struct field %s of type string", jtype(c),
+                     gofield);
             return -1;
         }
     return 0;
@@ -149,7 +151,9 @@ static int validate_meta(cJSON *obj, struct ks_ferrs *fe, enum name_rule rule, c
                     "Too long: must have at most %d bytes", MAX_ANNOTATIONS_SIZE);
     const cJSON *fin = cJSON_GetObjectItemCaseSensitive(m, "finalizers");
     if (fin && !cJSON_IsNull(fin) && !cJSON_IsArray(fin)) {
-        snprintf(err, errlen, "json: cannot unmarshal %s into Go struct field ObjectMeta.metadata.finalizers of type []string",
+        snprintf(err, errlen,
+                 "json: cannot unmarshal %s into Go struct field ObjectMeta.metadata.finalizers of "
+                 "type []string",
                  jtype(fin));
         return 400;
     }
@@ -160,7 +164,10 @@ static int validate_meta(cJSON *obj, struct ks_ferrs *fe, enum name_rule rule, c
         char e[8192], field[64];
         snprintf(field, sizeof(field), "metadata.finalizers[%d]", i++);
         if (!cJSON_IsString(f)) {
-            snprintf(err, errlen, "json: cannot unmarshal %s into Go struct field ObjectMeta.metadata.finalizers of type string", jtype(f));
+            snprintf(err, errlen,
+                     "json: cannot unmarshal %s into Go struct field "
+                     "ObjectMeta.metadata.finalizers of type string",
+                     jtype(f));
             return 400;
         }
         if (ks_valid_qualified_name(f->valuestring, e, sizeof(e)) != 0)
@@ -186,8 +193,8 @@ int ks_parse_microtime(const char *s, int64_t *wall_ns, char *err, size_t errlen
     static const struct {
         const char *elem;
         int ndig; /* 0: literal */
-    } el[] = {{"2006", 4}, {"-", 0}, {"01", 2}, {"-", 0}, {"02", 2}, {"T", 0}, {"15", 2},
-              {":", 0},    {"04", 2}, {":", 0}, {"05", 2}};
+    } el[] = {{"2006", 4}, {"-", 0}, {"01", 2}, {"-", 0}, {"02", 2}, {"T", 0},
+              {"15", 2},   {":", 0}, {"04", 2}, {":", 0}, {"05", 2}};
     const char *p = s;
     for (size_t i = 0; i < sizeof(el) / sizeof(el[0]); i++) {
         size_t len = strlen(p);
@@ -201,14 +208,13 @@ int ks_parse_microtime(const char *s, int64_t *wall_ns, char *err, size_t errlen
         p += el[i].ndig ? el[i].ndig : (int)strlen(el[i].elem);
     }
     if (strlen(p) < 7 || p[0] != '.' || !digits(p + 1, 6)) {
-        snprintf(err, errlen, "parsing time \"%s\" as \"%s\": cannot parse \"%s\" as \".000000\"", s,
-                 layout, p);
+        snprintf(err, errlen, "parsing time \"%s\" as \"%s\": cannot parse \"%s\" as \".000000\"",
+                 s, layout, p);
         return -1;
     }
     const char *tz = p + 7;
-    bool tzok = strcmp(tz, "Z") == 0 ||
-                ((tz[0] == '+' || tz[0] == '-') && strlen(tz) == 6 && digits(tz + 1, 2) &&
-                 tz[3] == ':' && digits(tz + 4, 2));
+    bool tzok = strcmp(tz, "Z") == 0 || ((tz[0] == '+' || tz[0] == '-') && strlen(tz) == 6 &&
+                                         digits(tz + 1, 2) && tz[3] == ':' && digits(tz + 4, 2));
     if (!tzok) {
         snprintf(err, errlen, "parsing time \"%s\" as \"%s\": cannot parse \"%s\" as \"Z07:00\"", s,
                  layout, tz);
@@ -250,7 +256,8 @@ static int normalize_microtime(cJSON *spec, const char *field, const char *kind,
     char perr[1024];
     int64_t ns;
     if (!cJSON_IsString(v)) {
-        snprintf(err, errlen, "json: cannot unmarshal %s into Go struct field %sSpec.spec.%s of type string",
+        snprintf(err, errlen,
+                 "json: cannot unmarshal %s into Go struct field %sSpec.spec.%s of type string",
                  jtype(v), kind, field);
         return 400;
     }
@@ -272,7 +279,9 @@ static int v_lease(cJSON *obj, struct ks_ferrs *fe, char *err, size_t errlen)
     if (!spec || cJSON_IsNull(spec))
         return 0;
     if (!cJSON_IsObject(spec)) {
-        snprintf(err, errlen, "json: cannot unmarshal %s into Go struct field Lease.spec of type v1.LeaseSpec", jtype(spec));
+        snprintf(err, errlen,
+                 "json: cannot unmarshal %s into Go struct field Lease.spec of type v1.LeaseSpec",
+                 jtype(spec));
         return 400;
     }
     const cJSON *ld = cJSON_GetObjectItemCaseSensitive(spec, "leaseDurationSeconds");
@@ -282,7 +291,10 @@ static int v_lease(cJSON *obj, struct ks_ferrs *fe, char *err, size_t errlen)
         check_int(lt, "LeaseSpec.spec.leaseTransitions", "int32", err, errlen))
         return 400;
     if (hi && !cJSON_IsNull(hi) && !cJSON_IsString(hi)) {
-        snprintf(err, errlen, "json: cannot unmarshal %s into Go struct field LeaseSpec.spec.holderIdentity of type string", jtype(hi));
+        snprintf(err, errlen,
+                 "json: cannot unmarshal %s into Go struct field LeaseSpec.spec.holderIdentity of "
+                 "type string",
+                 jtype(hi));
         return 400;
     }
     int rc = normalize_microtime(spec, "acquireTime", "Lease", err, errlen);
@@ -340,7 +352,8 @@ static int v_data_map(cJSON *obj, const char *field, bool base64, const char *ki
             bool ok;
             size_t dl = b64_decoded_len(c->valuestring, &ok);
             if (!ok) {
-                snprintf(err, errlen, "illegal base64 data at input byte %zu", strlen(c->valuestring) / 4 * 4);
+                snprintf(err, errlen, "illegal base64 data at input byte %zu",
+                         strlen(c->valuestring) / 4 * 4);
                 return 400;
             }
             *total += dl;
@@ -368,10 +381,13 @@ static int v_configmap(cJSON *obj, const cJSON *old, struct ks_ferrs *fe, char *
             ks_ferr_invalid_str(fe, f, c->string, "duplicate of key present in binaryData");
         }
     if (total > MAX_DATA_SIZE)
-        ks_ferr_add(fe, "FieldValueTooLong", "", "Too long: must have at most %d bytes", MAX_DATA_SIZE);
+        ks_ferr_add(fe, "FieldValueTooLong", "", "Too long: must have at most %d bytes",
+                    MAX_DATA_SIZE);
     const cJSON *imm = cJSON_GetObjectItemCaseSensitive(obj, "immutable");
     if (imm && !cJSON_IsNull(imm) && !cJSON_IsBool(imm)) {
-        snprintf(err, errlen, "json: cannot unmarshal %s into Go struct field ConfigMap.immutable of type bool", jtype(imm));
+        snprintf(err, errlen,
+                 "json: cannot unmarshal %s into Go struct field ConfigMap.immutable of type bool",
+                 jtype(imm));
         return 400;
     }
     if (old && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(old, "immutable"))) {
@@ -429,7 +445,8 @@ static int v_secret(cJSON *obj, const cJSON *old, struct ks_ferrs *fe, char *err
     if (rc)
         return rc;
     if (total > MAX_DATA_SIZE)
-        ks_ferr_add(fe, "FieldValueTooLong", "data", "Too long: must have at most %d bytes", MAX_DATA_SIZE);
+        ks_ferr_add(fe, "FieldValueTooLong", "data", "Too long: must have at most %d bytes",
+                    MAX_DATA_SIZE);
     const char *type = cx_json_str(obj, "type");
     if (!type || !*type)
         set_str(obj, "type", "Opaque");
@@ -476,7 +493,10 @@ static int v_service(struct ks_server *s, cJSON *obj, const cJSON *old, struct k
     cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
     if (!cJSON_IsObject(spec)) {
         if (spec && !cJSON_IsNull(spec)) {
-            snprintf(err, errlen, "json: cannot unmarshal %s into Go struct field Service.spec of type v1.ServiceSpec", jtype(spec));
+            snprintf(err, errlen,
+                     "json: cannot unmarshal %s into Go struct field Service.spec of type "
+                     "v1.ServiceSpec",
+                     jtype(spec));
             return 400;
         }
         cJSON_DeleteItemFromObjectCaseSensitive(obj, "spec");
@@ -518,7 +538,10 @@ static int v_service(struct ks_server *s, cJSON *obj, const cJSON *old, struct k
     }
     cJSON *ports = cJSON_GetObjectItemCaseSensitive(spec, "ports");
     if (ports && !cJSON_IsNull(ports) && !cJSON_IsArray(ports)) {
-        snprintf(err, errlen, "json: cannot unmarshal %s into Go struct field ServiceSpec.spec.ports of type []v1.ServicePort", jtype(ports));
+        snprintf(err, errlen,
+                 "json: cannot unmarshal %s into Go struct field ServiceSpec.spec.ports of type "
+                 "[]v1.ServicePort",
+                 jtype(ports));
         return 400;
     }
     bool headless = cip && strcmp(cip, "None") == 0;
@@ -534,7 +557,8 @@ static int v_service(struct ks_server *s, cJSON *obj, const cJSON *old, struct k
             return 400;
         snprintf(f, sizeof(f), "spec.ports[%d].port", i);
         if (!cJSON_IsNumber(port) || port->valuedouble < 1 || port->valuedouble > 65535)
-            ks_ferr_add(fe, "FieldValueInvalid", f, "Invalid value: %lld: must be between 1 and 65535, inclusive",
+            ks_ferr_add(fe, "FieldValueInvalid", f,
+                        "Invalid value: %lld: must be between 1 and 65535, inclusive",
                         cJSON_IsNumber(port) ? (long long)port->valuedouble : 0LL);
         if (!cx_json_str(p, "protocol"))
             set_str(p, "protocol", "TCP");
@@ -561,10 +585,14 @@ static int v_endpointslice(cJSON *obj, struct ks_ferrs *fe, char *err, size_t er
         ks_ferr_add(fe, "FieldValueRequired", "addressType", "Required value");
     else if (strcmp(at, "IPv4") != 0 && strcmp(at, "IPv6") != 0 && strcmp(at, "FQDN") != 0)
         ks_ferr_add(fe, "FieldValueNotSupported", "addressType",
-                    "Unsupported value: \"%s\": supported values: \"IPv4\", \"IPv6\", \"FQDN\"", at);
+                    "Unsupported value: \"%s\": supported values: \"IPv4\", \"IPv6\", \"FQDN\"",
+                    at);
     cJSON *eps = cJSON_GetObjectItemCaseSensitive(obj, "endpoints");
     if (eps && !cJSON_IsNull(eps) && !cJSON_IsArray(eps)) {
-        snprintf(err, errlen, "json: cannot unmarshal %s into Go struct field EndpointSlice.endpoints of type []v1.Endpoint", jtype(eps));
+        snprintf(err, errlen,
+                 "json: cannot unmarshal %s into Go struct field EndpointSlice.endpoints of type "
+                 "[]v1.Endpoint",
+                 jtype(eps));
         return 400;
     }
     if (!eps) {
@@ -581,7 +609,8 @@ static int v_endpointslice(cJSON *obj, struct ks_ferrs *fe, char *err, size_t er
         char f[64];
         snprintf(f, sizeof(f), "endpoints[%d].addresses", i);
         if (na < 1 || na > 100)
-            ks_ferr_add(fe, "FieldValueRequired", f, "Required value: must contain at least 1 address");
+            ks_ferr_add(fe, "FieldValueRequired", f,
+                        "Required value: must contain at least 1 address");
         i++;
     }
     return 0;
@@ -597,7 +626,8 @@ static int v_rbac(enum ks_kind_id id, cJSON *obj, const cJSON *old, struct ks_fe
             char f[64];
             snprintf(f, sizeof(f), "rules[%d].verbs", i);
             if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(rule, "verbs")) == 0)
-                ks_ferr_add(fe, "FieldValueRequired", f, "Required value: verbs must contain at least one value");
+                ks_ferr_add(fe, "FieldValueRequired", f,
+                            "Required value: verbs must contain at least one value");
             i++;
         }
         return 0;
@@ -606,7 +636,8 @@ static int v_rbac(enum ks_kind_id id, cJSON *obj, const cJSON *old, struct ks_fe
     const char *rk = cx_json_str(ref, "kind");
     if (!rk || (strcmp(rk, "Role") != 0 && strcmp(rk, "ClusterRole") != 0))
         ks_ferr_add(fe, "FieldValueNotSupported", "roleRef.kind",
-                    "Unsupported value: \"%s\": supported values: \"Role\", \"ClusterRole\"", rk ? rk : "");
+                    "Unsupported value: \"%s\": supported values: \"Role\", \"ClusterRole\"",
+                    rk ? rk : "");
     else if (id == KS_K_CLUSTERROLEBINDING && strcmp(rk, "ClusterRole") != 0)
         ks_ferr_add(fe, "FieldValueNotSupported", "roleRef.kind",
                     "Unsupported value: \"%s\": supported values: \"ClusterRole\"", rk);
@@ -616,8 +647,8 @@ static int v_rbac(enum ks_kind_id id, cJSON *obj, const cJSON *old, struct ks_fe
     if (old) {
         const cJSON *oref = cJSON_GetObjectItemCaseSensitive(old, "roleRef");
         if (oref && ref && !cJSON_Compare(oref, ref, 1))
-            ks_ferr_add(fe, "FieldValueInvalid", "roleRef", "Invalid value: %s: cannot change roleRef",
-                        "{...}");
+            ks_ferr_add(fe, "FieldValueInvalid", "roleRef",
+                        "Invalid value: %s: cannot change roleRef", "{...}");
     }
     return 0;
 }

@@ -273,7 +273,8 @@ void ks_watch_start(struct ks_req *r)
                                      .message = "Too large resource version"};
                 struct ks_details d = {.causes = &c, .ncauses = 1, .retry_after = 1};
                 char msg[256];
-                snprintf(msg, sizeof(msg), "Timeout: Too large resource version: %llu, current: %llu",
+                snprintf(msg, sizeof(msg),
+                         "Timeout: Too large resource version: %llu, current: %llu",
                          (unsigned long long)o->rv_num, (unsigned long long)s->rv);
                 ks_reply_status(r, 504, "Timeout", msg, &d, NULL);
             }
@@ -291,7 +292,8 @@ void ks_watch_start(struct ks_req *r)
                                      .message = "Too large resource version"};
                 struct ks_details d = {.causes = &c, .ncauses = 1, .retry_after = 1};
                 char msg[256];
-                snprintf(msg, sizeof(msg), "Timeout: Too large resource version: %llu, current: %llu",
+                snprintf(msg, sizeof(msg),
+                         "Timeout: Too large resource version: %llu, current: %llu",
                          (unsigned long long)o->rv_num, (unsigned long long)s->rv);
                 ks_reply_status(r, 504, "Timeout", msg, &d, NULL);
             }

@@ -227,7 +227,8 @@ char *cx_kubesim_request(const struct cx_kubesim *ks, const char *method, const 
     struct curl_slist *h = NULL;
     char ct[256];
     if (body) {
-        snprintf(ct, sizeof(ct), "Content-Type: %s", content_type ? content_type : "application/json");
+        snprintf(ct, sizeof(ct), "Content-Type: %s",
+                 content_type ? content_type : "application/json");
         h = curl_slist_append(h, ct);
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
     }

@@ -5,9 +5,9 @@
  *   const char *args[] = {"--event-window", "100", NULL};
  *   if (cx_kubesim_start(&ks, args) != 0) ...   // free port, temp dir, --allow-all
  *   ... ks.url ("http://127.0.0.1:PORT"), ks.kubeconfig ...
- *   long code; char *body = cx_kubesim_request(&ks, "GET", "/api/v1/namespaces", NULL, NULL, &code);
- *   free(body);
- *   cx_kubesim_stop(&ks);                        // SIGTERM, waits, removes the dir
+ *   long code; char *body = cx_kubesim_request(&ks, "GET", "/api/v1/namespaces", NULL, NULL,
+ * &code); free(body); cx_kubesim_stop(&ks);                        // SIGTERM, waits, removes the
+ * dir
  *
  * The binary is $COXSWAIN_BUILD/bin/kubesim (tests/run.sh sets it), else
  * build/bin/kubesim. Not thread-safe; one struct per server.

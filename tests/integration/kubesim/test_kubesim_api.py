@@ -415,7 +415,28 @@ def put_creates_lease_not_configmap():
 
 
 
-cases = [create_sets_system_fields, rv_is_one_global_counter, get_and_list, update_conflict_golden,
+def delete_collection():
+    for i in range(3):
+        ks.request("POST", "/api/v1/namespaces/kube-node-lease/configmaps",
+                   cm("dc-%d" % i, labels={"grp": "x" if i < 2 else "y"}, ns="kube-node-lease"))
+    st, lst = ks.request("DELETE", "/api/v1/namespaces/kube-node-lease/configmaps?labelSelector=grp%3Dx")
+    check_eq(st, 200)
+    check_eq(lst["kind"], "ConfigMapList")
+    check_eq(sorted(i["metadata"]["name"] for i in lst["items"]), ["dc-0", "dc-1"])
+    st, left = ks.request("GET", "/api/v1/namespaces/kube-node-lease/configmaps")
+    check_eq([i["metadata"]["name"] for i in left["items"]], ["dc-2"])
+
+
+def yaml_body():
+    st, o = ks.request("POST", NS + "/configmaps", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\ndata:\n  n: \"1\"\n",
+                       ctype="application/yaml")
+    check_eq(st, 201)
+    check_eq(o["data"], {"n": "1"})
+    st, err = ks.request("POST", NS + "/configmaps", "x=1", ctype="application/x-www-form-urlencoded")
+    check_eq(st, 415)
+
+
+cases = [delete_collection, yaml_body, create_sets_system_fields, rv_is_one_global_counter, get_and_list, update_conflict_golden,
          update_without_rv, already_exists_and_not_found_golden, noop_update_keeps_rv,
          system_fields_preserved, create_with_rv_is_refused, lease_validation_golden,
          name_validation, namespace_mismatch_and_name_mismatch, delete_and_preconditions,

@@ -55,36 +55,42 @@ static void test_state_across_restart(void)
     struct cx_kubesim ks;
     char state[512];
     const char *tmp = getenv("TMPDIR");
-    snprintf(state, sizeof(state), "%s/kubesim-state-%d.json", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+    snprintf(state, sizeof(state), "%s/kubesim-state-%d.json", tmp && *tmp ? tmp : "/tmp",
+             (int)getpid());
     remove(state);
     const char *args[] = {"--state", state, NULL};
     REQUIRE(cx_kubesim_start(&ks, args) == 0);
     long code;
     char *b = cx_kubesim_request(&ks, "POST", "/api/v1/namespaces/default/configmaps",
-                                 "{\"metadata\":{\"name\":\"keep\"},\"data\":{\"k\":\"v\"}}", NULL, &code);
+                                 "{\"metadata\":{\"name\":\"keep\"},\"data\":{\"k\":\"v\"}}", NULL,
+                                 &code);
     CHECK_INT_EQ(code, 201);
     long long rv1 = rv_of(b);
     free(b);
     b = cx_kubesim_request(&ks, "POST", "/apis/coordination.k8s.io/v1/namespaces/default/leases",
-                           "{\"metadata\":{\"name\":\"l\"},\"spec\":{\"holderIdentity\":\"x\",\"leaseDurationSeconds\":5}}",
+                           "{\"metadata\":{\"name\":\"l\"},\"spec\":{\"holderIdentity\":\"x\","
+                           "\"leaseDurationSeconds\":5}}",
                            NULL, &code);
     CHECK_INT_EQ(code, 201);
     long long rv2 = rv_of(b);
     free(b);
     REQUIRE(cx_kubesim_restart(&ks) == 0);
-    b = cx_kubesim_request(&ks, "GET", "/api/v1/namespaces/default/configmaps/keep", NULL, NULL, &code);
+    b = cx_kubesim_request(&ks, "GET", "/api/v1/namespaces/default/configmaps/keep", NULL, NULL,
+                           &code);
     CHECK_INT_EQ(code, 200);
     CHECK_INT_EQ(rv_of(b), rv1);
     CHECK_STR_CONTAINS(b, "\"k\":\"v\"");
     free(b);
     b = cx_kubesim_request(&ks, "PUT", "/api/v1/namespaces/default/configmaps/keep",
-                           "{\"metadata\":{\"name\":\"keep\"},\"data\":{\"k\":\"v2\"}}", NULL, &code);
+                           "{\"metadata\":{\"name\":\"keep\"},\"data\":{\"k\":\"v2\"}}", NULL,
+                           &code);
     CHECK_INT_EQ(code, 200);
     CHECK_INT_GT(rv_of(b), rv2);
     free(b);
     /* The watch cache starts empty after a restart: older RVs get 410. */
     char path[128];
-    snprintf(path, sizeof(path), "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=%lld", rv1);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=%lld", rv1);
     b = cx_kubesim_request(&ks, "GET", path, NULL, NULL, &code);
     CHECK_INT_EQ(code, 200);
     CHECK_STR_CONTAINS(b, "\"code\":410");

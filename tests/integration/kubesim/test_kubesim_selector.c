@@ -70,17 +70,23 @@ static void test_label_match(void)
 
 static void test_label_errors(void)
 {
-    CHECK_STR_EQ(parse_err("a in (x"), "unable to parse requirement: found '', expected: ',' or ')'");
+    CHECK_STR_EQ(parse_err("a in (x"),
+                 "unable to parse requirement: found '', expected: ',' or ')'");
     CHECK_STR_EQ(parse_err("a in x"), "unable to parse requirement: found 'x' expected: '('");
-    CHECK_STR_EQ(parse_err("a b"), "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt");
+    CHECK_STR_EQ(parse_err("a b"),
+                 "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt");
     CHECK_STR_EQ(parse_err("a,"), "found '', expected: identifier after ','");
     CHECK_STR_EQ(parse_err(",a"), "found ',', expected: !, identifier, or 'end of string'");
     CHECK_STR_EQ(parse_err("!a=b"), "found '=', expected: ',' or 'end of string'");
     CHECK_STR_EQ(parse_err("a=!b"), "unable to parse requirement: found '!', expected: identifier");
     CHECK_STR_EQ(parse_err("a=>"), "unable to parse requirement: found '>', expected: identifier");
     CHECK_STR_EQ(parse_err("a=b=c"), "found '=', expected: ',' or 'end of string'");
-    CHECK_STR_CONTAINS(parse_err("a$=b"), "unable to parse requirement: <nil>: Invalid value: \"a$\": name part must consist of alphanumeric characters");
-    CHECK_STR_CONTAINS(parse_err("a=b$"), "unable to parse requirement: values[0][a]: Invalid value: \"b$\": a valid label must be an empty string or consist of alphanumeric characters");
+    CHECK_STR_CONTAINS(parse_err("a$=b"),
+                       "unable to parse requirement: <nil>: Invalid value: \"a$\": name part must "
+                       "consist of alphanumeric characters");
+    CHECK_STR_CONTAINS(parse_err("a=b$"),
+                       "unable to parse requirement: values[0][a]: Invalid value: \"b$\": a valid "
+                       "label must be an empty string or consist of alphanumeric characters");
     CHECK_STR_CONTAINS(parse_err("a/b/c"), "a qualified name must consist of");
     CHECK_STR_CONTAINS(parse_err("/a"), "prefix part must be non-empty");
     CHECK_STR_CONTAINS(parse_err("n>x"), "for 'Gt', 'Lt' operators, the value must be an integer");

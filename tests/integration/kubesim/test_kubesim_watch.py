@@ -312,10 +312,28 @@ def single_object_watch_path():
     check_eq([e["object"]["metadata"]["name"] for e in evs], ["one"])
 
 
+def slow_consumer_is_disconnected():
+    with KubeSim(args=["--max-watch-buffer", "200000"]) as k2:
+        st, lst = k2.request("GET", NS)
+        c = http.client.HTTPConnection("127.0.0.1", k2.port, timeout=5)
+        c.request("GET", NS + "?watch=1&resourceVersion=" + lst["metadata"]["resourceVersion"])
+        r = c.getresponse()  # never read from again: the socket buffers fill up
+        check_eq(k2.admin("GET", "/state")["watches"], 1)
+        big = "x" * 60000
+        for i in range(200):
+            st, _ = k2.request("POST", NS, cm("big-%d" % i, {"v": big}))
+            check_eq(st, 201)
+            if k2.admin("GET", "/state")["watches"] == 0:
+                break
+        check_eq(k2.admin("GET", "/state")["watches"], 0, "the lagging watcher was ended")
+        c.close()
+        check_eq(k2.stop(), 0)
+
+
 cases = [framing_golden, synthetic_added, strictly_after_n, selector_transitions, bookmarks,
          bookmark_before_deadline, streaming_list, too_old_rv_gets_410_event, compaction,
          too_new_watch_waits_then_serves, paging, expired_continue_token, exact_rv_list,
-         client_disconnect_frees_watch, single_object_watch_path]
+         client_disconnect_frees_watch, single_object_watch_path, slow_consumer_is_disconnected]
 try:
     for c in cases:
         t.case(c.__name__, c)
