@@ -998,6 +998,11 @@ static void do_create(struct ks_req *r, struct ks_rtype *rt, cJSON *obj)
         cJSON_DeleteItemFromObjectCaseSensitive(m, "generation");
     if (rt->has_status && (rt->id == KS_K_CUSTOM || rt->id == KS_K_CRD))
         cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
+    if (rt->has_status && rt->id == KS_K_OTHER) {
+        /* Built-in workloads start with an empty status (PrepareForCreate). */
+        cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
+        cJSON_AddObjectToObject(obj, "status");
+    }
     struct ks_ferrs fe = {.n = 0};
     char err[4096] = "";
     int vrc = ks_validate(s, rt, obj, NULL, &fe, err, sizeof(err));

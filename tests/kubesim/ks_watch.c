@@ -332,7 +332,7 @@ void ks_watch_start(struct ks_req *r)
     }
 
     long timeout = o->timeout_s;
-    if (timeout < 0) {
+    if (timeout <= 0) {
         /* kube-apiserver: a random duration in [minRequestTimeout, 2x]. */
         timeout = 1800 + (long)(cx_mono_ns() % 1800);
     }
