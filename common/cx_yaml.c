@@ -116,6 +116,7 @@ static int remember(struct yctx *y, const yaml_char_t *anchor, cJSON *node)
     if (!name)
         return -1;
     y->anchors[y->nanchors++] = (struct anchor){name, node, (size_t)count(node)};
+    // cppcheck-suppress memleak ; freed with y->anchors
     return 0;
 }
 
@@ -177,7 +178,7 @@ static cJSON *parse_node(struct yctx *y, yaml_event_t *ev, int depth)
     }
     case YAML_SEQUENCE_START_EVENT: {
         node = cJSON_CreateArray();
-        if (!node || remember(y, ev->data.sequence_start.anchor, node) != 0)
+        if (!node)
             break;
         for (;;) {
             yaml_event_t child;
@@ -193,11 +194,14 @@ static cJSON *parse_node(struct yctx *y, yaml_event_t *ev, int depth)
                 goto fail;
             cJSON_AddItemToArray(node, c);
         }
+        /* registered complete, so an alias costs what it copies */
+        if (remember(y, ev->data.sequence_start.anchor, node) != 0)
+            goto fail;
         break;
     }
     case YAML_MAPPING_START_EVENT: {
         node = cJSON_CreateObject();
-        if (!node || remember(y, ev->data.mapping_start.anchor, node) != 0)
+        if (!node)
             break;
         for (;;) {
             yaml_event_t kev;
@@ -250,6 +254,8 @@ static cJSON *parse_node(struct yctx *y, yaml_event_t *ev, int depth)
             cJSON_AddItemToObject(node, key, v);
             cJSON_Delete(k);
         }
+        if (remember(y, ev->data.mapping_start.anchor, node) != 0)
+            goto fail;
         break;
     }
     default:

@@ -213,7 +213,7 @@ uint64_t xlate_digest(const cJSON *obj)
     cx_buf_init(&b, 0);
     int rc = 0;
     const cJSON *c;
-    const char *keys[64];
+    const char *keys[64] = {0};
     size_t nk = 0;
     /* every top-level member but status, in key order; metadata without what
      * changes on every write (resourceVersion, managedFields) and

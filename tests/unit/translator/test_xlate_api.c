@@ -1,0 +1,298 @@
+#include "cxtest.h"
+#include "filter_selector.h"
+#include "xlate_api.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct parsed {
+    struct xl_arena a;
+    struct xl_object o;
+    cJSON *json;
+};
+
+static void parse(struct parsed *p, enum xlate_kind kind, const char *json)
+{
+    memset(p, 0, sizeof(*p));
+    p->json = cJSON_Parse(json);
+    if (!p->json)
+        cxt_fail(__FILE__, __LINE__, 1, "bad test JSON: %s", json);
+    if (xl_api_parse(kind, p->json, &p->a, &p->o) != 0)
+        cxt_fail(__FILE__, __LINE__, 1, "parse ran out of memory");
+}
+
+static void done(struct parsed *p)
+{
+    xl_object_release(&p->o);
+    xl_arena_free(&p->a);
+    cJSON_Delete(p->json);
+}
+
+/* 1 if some error of |p| has exactly |msg| (and |reason|). */
+static int has(const struct parsed *p, enum xl_reason reason, const char *msg)
+{
+    for (size_t i = 0; i < p->o.errors.n; i++)
+        if (p->o.errors.items[i].reason == reason && strcmp(p->o.errors.items[i].msg, msg) == 0)
+            return 1;
+    fprintf(stderr, "# want [%s] %s; have:\n", xl_reason_name(reason), msg);
+    for (size_t i = 0; i < p->o.errors.n; i++)
+        fprintf(stderr, "#   [%s] %s\n", xl_reason_name(p->o.errors.items[i].reason),
+                p->o.errors.items[i].msg);
+    return 0;
+}
+
+#define VS(spec)                                                                              \
+    "{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"VirtualService\",\"metadata\":{\"name\":" \
+    "\"v\",\"namespace\":\"ns\"},\"spec\":" spec "}"
+
+static void test_kind_of(void)
+{
+    cJSON *a = cJSON_Parse("{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"Upstream\"}");
+    cJSON *b = cJSON_Parse("{\"apiVersion\":\"coxswain.dev/v2\",\"kind\":\"Upstream\"}");
+    cJSON *c = cJSON_Parse("{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\"}");
+    cJSON *d = cJSON_Parse("{\"apiVersion\":\"apps/v1\",\"kind\":\"Service\"}");
+    cJSON *e = cJSON_Parse("{\"kind\":\"Gateway\"}");
+    CHECK_INT_EQ(xlate_kind_of(a), XLATE_KIND_UPSTREAM);
+    CHECK_INT_EQ(xlate_kind_of(b), XLATE_KIND_UPSTREAM); /* ours, reported as unsupported */
+    CHECK_INT_EQ(xlate_kind_of(c), XLATE_KIND_ENDPOINT_SLICE);
+    CHECK_INT_EQ(xlate_kind_of(d), XLATE_KIND_UNKNOWN);
+    CHECK_INT_EQ(xlate_kind_of(e), XLATE_KIND_UNKNOWN);
+    CHECK_STR_EQ(xlate_kind_name(XLATE_KIND_ROUTE_TABLE), "RouteTable");
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    cJSON_Delete(c);
+    cJSON_Delete(d);
+    cJSON_Delete(e);
+}
+
+static void test_gateway_defaults_and_errors(void)
+{
+    struct parsed p;
+    parse(&p, XLATE_KIND_GATEWAY,
+          "{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"Gateway\",\"metadata\":{\"name\":\"g\","
+          "\"labels\":{\"z\":\"1\",\"a\":\"2\"},\"generation\":3,\"uid\":\"u1\"},\"spec\":{}}");
+    CHECK_INT_EQ(p.o.errors.n, 0);
+    CHECK_STR_EQ(p.o.meta.ns, "default"); /* no namespace in the manifest */
+    CHECK_INT_EQ(p.o.meta.generation, 3);
+    CHECK_STR_EQ(p.o.meta.uid, "u1");
+    CHECK_STR_EQ(p.o.meta.labels[0].key, "a"); /* sorted */
+    CHECK_STR_EQ(xl_meta_label(&p.o.meta, "z"), "1");
+    CHECK(xl_meta_label(&p.o.meta, "q") == NULL);
+    CHECK_INT_EQ(p.o.u.gw.mode, XLATE_MODE_ENVOY);
+    CHECK_STR_EQ(p.o.u.gw.bind_address, "0.0.0.0");
+    CHECK_INT_EQ(p.o.u.gw.bind_port, 8080);
+    CHECK(p.o.u.gw.vs_selector == NULL);
+    CHECK_INT_EQ(p.o.u.gw.n_vs_namespaces, 1);
+    CHECK_STR_EQ(p.o.u.gw.vs_namespaces[0], "default");
+    done(&p);
+
+    parse(&p, XLATE_KIND_GATEWAY,
+          "{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"Gateway\",\"metadata\":{\"name\":\"g\"},"
+          "\"spec\":{\"mode\":\"proxyless\",\"bindPort\":8081,\"virtualServiceNamespaces\":[\"b\","
+          "\"a\",\"*\"],\"virtualServiceSelector\":{\"matchLabels\":{\"x\":\"y\"}}}}");
+    CHECK_INT_EQ(p.o.u.gw.mode, XLATE_MODE_PROXYLESS);
+    CHECK(p.o.u.gw.all_namespaces);
+    CHECK_STR_EQ(p.o.u.gw.vs_namespaces[0], "a");
+    CHECK(p.o.u.gw.vs_selector != NULL);
+    CHECK_INT_EQ(xl_errors_state(&p.o.errors), XLATE_WARNING);
+    CHECK(has(&p, XL_R_UNSUPPORTED,
+              "spec.bindPort: ignored in proxyless mode (gRPC clients open no listener)"));
+    done(&p);
+
+    parse(&p, XLATE_KIND_GATEWAY,
+          "{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"Gateway\",\"metadata\":{\"name\":\"g\"},"
+          "\"spec\":{\"bindPort\":\"80\",\"bindAddress\":\"::1\",\"extra\":1}}");
+    CHECK_INT_EQ(xl_errors_state(&p.o.errors), XLATE_REJECTED);
+    CHECK(has(&p, XL_R_INVALID_SPEC, "spec.bindPort: must be an integer, got string"));
+    CHECK(has(&p, XL_R_UNKNOWN_FIELD, "spec.extra: unknown field"));
+    CHECK_STR_EQ(p.o.u.gw.bind_address, "::1");
+    done(&p);
+}
+
+static void test_virtual_service_routes(void)
+{
+    struct parsed p;
+    parse(&p, XLATE_KIND_VIRTUAL_SERVICE,
+          VS("{\"domains\":[\"a.example.com\",\"*.b.com\"],\"routes\":["
+             "{\"upstream\":{\"name\":\"u\"}},"
+             "{\"match\":{\"path\":\"/x\",\"caseSensitive\":false,\"headers\":[{\"name\":\"h\"},"
+             "{\"name\":\"i\",\"regex\":\"v[0-9]+\",\"invert\":true}]},\"weighted\":[{\"upstream\":"
+             "{\"name\":\"a\",\"namespace\":\"other\"},\"weight\":3},{\"upstream\":{\"name\":\"b\"}"
+             "}],"
+             "\"timeout\":\"1.5s\",\"retries\":{\"attempts\":4,\"on\":\"reset,unavailable\"}},"
+             "{\"match\":{\"prefix\":\"/api\"},\"delegate\":{\"selector\":{\"matchLabels\":{\"t\":"
+             "\"s\"}}}}]}"));
+    REQUIRE_INT_EQ(p.o.errors.n, 0);
+    const struct xl_virtual_service *vs = &p.o.u.vs;
+    CHECK_INT_EQ(vs->ndomains, 2);
+    REQUIRE_INT_EQ(vs->nroutes, 3);
+    /* defaults: prefix "/", case sensitive, namespace of the owner */
+    CHECK_INT_EQ(vs->routes[0].match.kind, XL_PATH_PREFIX);
+    CHECK_STR_EQ(vs->routes[0].match.value, "/");
+    CHECK(vs->routes[0].match.case_sensitive);
+    CHECK_STR_EQ(vs->routes[0].upstream.ns, "ns");
+    const struct xl_route *r = &vs->routes[1];
+    CHECK_INT_EQ(r->match.kind, XL_PATH_EXACT);
+    CHECK(!r->match.case_sensitive);
+    CHECK_INT_EQ(r->match.headers[0].kind, XL_HDR_PRESENT);
+    CHECK_INT_EQ(r->match.headers[1].kind, XL_HDR_REGEX);
+    CHECK(r->match.headers[1].invert);
+    CHECK_INT_EQ(r->action, XL_ACT_WEIGHTED);
+    CHECK_STR_EQ(r->weighted[0].upstream.ns, "other");
+    CHECK_INT_EQ(r->weighted[1].weight, 1); /* default */
+    CHECK_INT_EQ(r->weight_sum, 4);
+    CHECK_INT_EQ(r->timeout_ns, 1500000000);
+    CHECK_INT_EQ(r->retry_attempts, 4);
+    CHECK_STR_EQ(r->retry_on, "reset,unavailable");
+    CHECK_INT_EQ(vs->routes[2].action, XL_ACT_DELEGATE);
+    CHECK(vs->routes[2].delegate.selector != NULL);
+    CHECK_STR_EQ(vs->routes[2].delegate.ns, "ns");
+    done(&p);
+}
+
+static void test_precise_errors(void)
+{
+    struct parsed p;
+    parse(
+        &p, XLATE_KIND_VIRTUAL_SERVICE,
+        VS("{\"domains\":[\"a.com\",\"A.com\",\"x*y\",7],\"routes\":["
+           "{\"match\":{\"prefix\":\"api\",\"regex\":\"(a\"},\"upstream\":{\"name\":\"u\"}},"
+           "{\"match\":{\"regex\":\"/a\\\\1\"},\"upstream\":{\"name\":\"U_bad\"}},"
+           "{\"weighted\":[{\"upstream\":{\"name\":\"a\"},\"weight\":0}],"
+           "\"retries\":{\"attempts\":0,\"on\":\"5xx,never\"},\"timeout\":\"soon\"},"
+           "{\"match\":{\"path\":\"/p\"},\"delegate\":{\"name\":\"t\"}},"
+           "{\"upstream\":{\"name\":\"u\"},\"prefixRewrite\":\"/x\",\"match\":{\"regex\":\"/r\"}},"
+           "\"oops\"]}"));
+    CHECK_INT_EQ(xl_errors_state(&p.o.errors), XLATE_REJECTED);
+    CHECK(has(&p, XL_R_INVALID_DOMAIN, "spec.domains[1]: duplicate domain \"A.com\""));
+    CHECK(has(&p, XL_R_INVALID_DOMAIN,
+              "spec.domains[2]: invalid domain \"x*y\": a wildcard must be the whole domain or "
+              "its first or last character (\"*\", \"*.example.com\", \"example.*\")"));
+    CHECK(has(&p, XL_R_INVALID_SPEC, "spec.domains[3]: must be a string, got number"));
+    CHECK(has(&p, XL_R_INVALID_SPEC,
+              "spec.routes[0].match: prefix, path and regex are mutually exclusive"));
+    CHECK(has(&p, XL_R_INVALID_REGEX,
+              "spec.routes[1].match.regex: invalid regex \"/a\\1\": invalid escape sequence: \\1"));
+    CHECK(has(&p, XL_R_INVALID_SPEC,
+              "spec.routes[1].upstream.name: \"U_bad\" is not a valid object name"));
+    CHECK(has(&p, XL_R_INVALID_WEIGHTS,
+              "spec.routes[2].weighted: weights sum to 0: no traffic could be routed"));
+    CHECK(has(&p, XL_R_INVALID_SPEC,
+              "spec.routes[2].retries.attempts: must be between 1 and 100, got 0"));
+    CHECK(p.o.errors.n == XLATE_MAX_ERRORS || p.o.errors.dropped == 0);
+    done(&p);
+
+    /* more problems than kept: counted, and the state stays Rejected */
+    char routes[6000], doc[8192];
+    size_t o = 0;
+    for (int i = 0; i < 30; i++)
+        o += (size_t)snprintf(routes + o, sizeof(routes) - o,
+                              "%s{\"match\":{\"prefx\":\"/\"},\"upstream\":{\"name\":\"u\"}}",
+                              i ? "," : "");
+    snprintf(doc, sizeof(doc), VS("{\"domains\":[\"a.com\"],\"routes\":[%s]}"), routes);
+    parse(&p, XLATE_KIND_VIRTUAL_SERVICE, doc);
+    CHECK_INT_EQ(p.o.errors.n, XLATE_MAX_ERRORS);
+    CHECK_INT_EQ(p.o.errors.dropped, 30 - XLATE_MAX_ERRORS);
+    CHECK_INT_EQ(xl_errors_state(&p.o.errors), XLATE_REJECTED);
+    CHECK(has(&p, XL_R_UNKNOWN_FIELD, "spec.routes[15].match.prefx: unknown field"));
+    done(&p);
+}
+
+static void test_upstream(void)
+{
+    struct parsed p;
+    parse(&p, XLATE_KIND_UPSTREAM,
+          "{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"Upstream\",\"metadata\":{\"name\":\"u\","
+          "\"namespace\":\"n\"},\"spec\":{\"kube\":{\"service\":\"s\",\"port\":\"http\"},"
+          "\"lbPolicy\":\"RingHash\",\"connectTimeout\":\"250ms\"}}");
+    CHECK_INT_EQ(p.o.errors.n, 0);
+    CHECK(p.o.u.up.is_kube);
+    CHECK_STR_EQ(p.o.u.up.kube_ns, "n");
+    CHECK_STR_EQ(p.o.u.up.kube_port_name, "http");
+    CHECK_INT_EQ(p.o.u.up.lb, XL_LB_RING_HASH);
+    CHECK_INT_EQ(p.o.u.up.connect_timeout_ns, 250000000);
+    done(&p);
+    parse(&p, XLATE_KIND_UPSTREAM,
+          "{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"Upstream\",\"metadata\":{\"name\":\"u\"},"
+          "\"spec\":{\"static\":{\"hosts\":[{\"address\":\"fd00::1\",\"port\":443,\"weight\":5},"
+          "{\"address\":\"host.example.com\",\"port\":0}]}}}");
+    CHECK_INT_EQ(p.o.u.up.hosts[0].weight, 5);
+    CHECK(has(&p, XL_R_INVALID_SPEC,
+              "spec.static.hosts[1].address: \"host.example.com\" is not an IP address (EDS "
+              "endpoints must be IP literals)"));
+    CHECK(has(&p, XL_R_INVALID_PORT,
+              "spec.static.hosts[1].port: must be between 1 and 65535, got 0"));
+    done(&p);
+}
+
+static void test_core_kinds_are_lenient(void)
+{
+    struct parsed p;
+    parse(&p, XLATE_KIND_ENDPOINT_SLICE,
+          "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\",\"metadata\":{"
+          "\"name\":\"s\",\"namespace\":\"n\",\"labels\":{\"kubernetes.io/service-name\":\"svc\"}},"
+          "\"addressType\":\"IPv6\",\"ports\":[{\"port\":80},{\"name\":\"x\",\"port\":null}],"
+          "\"endpoints\":[{\"addresses\":[\"fd00::1\",\"nope\"],\"conditions\":{\"ready\":false}},"
+          "{\"addresses\":[]},{\"addresses\":[\"fd00::2\"]}],\"whatever\":true}");
+    CHECK_INT_EQ(p.o.errors.n, 0);
+    const struct xl_endpoint_slice *s = &p.o.u.eps;
+    CHECK_STR_EQ(s->service, "svc");
+    CHECK_INT_EQ(s->ip_family, 6);
+    CHECK_INT_EQ(s->nports, 1); /* the null port is unusable */
+    CHECK_STR_EQ(s->ports[0].name, "");
+    CHECK_INT_EQ(s->nendpoints, 2);
+    CHECK_INT_EQ(s->endpoints[0].naddresses, 1); /* "nope" is not an IP */
+    CHECK(!s->endpoints[0].ready);
+    CHECK(s->endpoints[1].ready); /* absent means ready */
+    done(&p);
+}
+
+static void test_unsupported_version_and_missing_spec(void)
+{
+    struct parsed p;
+    parse(&p, XLATE_KIND_ROUTE_TABLE,
+          "{\"apiVersion\":\"coxswain.dev/"
+          "v2\",\"kind\":\"RouteTable\",\"metadata\":{\"name\":\"r\"}}");
+    CHECK(has(&p, XL_R_UNSUPPORTED_VERSION,
+              "apiVersion coxswain.dev/v2 is not served; use coxswain.dev/v1"));
+    done(&p);
+    parse(&p, XLATE_KIND_ROUTE_TABLE,
+          "{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"RouteTable\",\"metadata\":{}}");
+    CHECK(has(&p, XL_R_INVALID_SPEC, "metadata.name: required"));
+    CHECK(has(&p, XL_R_INVALID_SPEC, "spec: required"));
+    done(&p);
+}
+
+static void test_helpers(void)
+{
+    char msg[200];
+    CHECK_INT_EQ(xl_domain_valid("*", msg, sizeof(msg)), 0);
+    CHECK_INT_EQ(xl_domain_valid("example.*", msg, sizeof(msg)), 0);
+    CHECK_INT_EQ(xl_domain_valid("[::1]:8080", msg, sizeof(msg)), 0);
+    CHECK_INT_EQ(xl_domain_valid("a**", msg, sizeof(msg)), -1);
+    CHECK_INT_EQ(xl_domain_valid("", msg, sizeof(msg)), -1);
+    CHECK_INT_EQ(xl_domain_valid("a b", msg, sizeof(msg)), -1);
+    CHECK(xl_is_ip("10.0.0.1") && xl_is_ip("fd00::1") && !xl_is_ip("10.0.0") && !xl_is_ip(NULL));
+    CHECK_STR_EQ(xl_reason_name(XL_R_DELEGATION_CYCLE), "DelegationCycle");
+    CHECK_STR_EQ(xl_reason_name(XL_R_COUNT), "Unknown");
+    struct xl_errors e = {0};
+    struct xl_arena a = {0};
+    CHECK_INT_EQ(xl_errors_state(&e), XLATE_ACCEPTED);
+    CHECK_INT_EQ(xl_errors_add(&e, &a, XLATE_WARNING, XL_R_REGEX_SIZE, "w %d", 1), 0);
+    CHECK_INT_EQ(xl_errors_state(&e), XLATE_WARNING);
+    CHECK_STR_EQ(e.items[0].msg, "w 1");
+    xl_arena_free(&a);
+}
+
+static const struct cxt_case cases[] = {
+    CXT(test_kind_of),
+    CXT(test_gateway_defaults_and_errors),
+    CXT(test_virtual_service_routes),
+    CXT(test_precise_errors),
+    CXT(test_upstream),
+    CXT(test_core_kinds_are_lenient),
+    CXT(test_unsupported_version_and_missing_spec),
+    CXT(test_helpers),
+};
+CXT_MAIN(cases)

@@ -1,0 +1,277 @@
+/* The encoders, checked by decoding what they write: what Envoy and gRPC's
+ * xDS client require (reference/xds.md) must be there. */
+#include "cxtest.h"
+#include "xlate_encode.h"
+
+#include "envoy/config/cluster/v3/cluster.pb-c.h"
+#include "envoy/config/endpoint/v3/endpoint.pb-c.h"
+#include "envoy/config/listener/v3/listener.pb-c.h"
+#include "envoy/config/route/v3/route.pb-c.h"
+#include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb-c.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpConnectionManager Hcm;
+
+static void check_hcm(const Google__Protobuf__Any *any, const char *rc_name)
+{
+    REQUIRE(any);
+    CHECK_STR_EQ(any->type_url, XL_TYPE_URL_HCM);
+    Hcm *h =
+        envoy__extensions__filters__network__http_connection_manager__v3__http_connection_manager__unpack(
+            NULL, any->value.len, any->value.data);
+    REQUIRE(h);
+    CHECK_INT_EQ(
+        h->route_specifier_case,
+        ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_CONNECTION_MANAGER__ROUTE_SPECIFIER_RDS);
+    CHECK_STR_EQ(h->rds->route_config_name, rc_name);
+    CHECK_INT_EQ(h->rds->config_source->config_source_specifier_case,
+                 ENVOY__CONFIG__CORE__V3__CONFIG_SOURCE__CONFIG_SOURCE_SPECIFIER_ADS);
+    CHECK_INT_EQ(h->rds->config_source->resource_api_version,
+                 ENVOY__CONFIG__CORE__V3__API_VERSION__V3);
+    CHECK(h->stat_prefix && h->stat_prefix[0]); /* Envoy requires one */
+    /* gRPC: non-empty, the last is the router */
+    REQUIRE(h->n_http_filters >= 1);
+    const Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter *last =
+        h->http_filters[h->n_http_filters - 1];
+    CHECK_STR_EQ(last->name, XL_ROUTER_FILTER_NAME);
+    CHECK_STR_EQ(last->typed_config->type_url, XL_TYPE_URL_ROUTER);
+    protobuf_c_message_free_unpacked(&h->base, NULL);
+}
+
+static void test_listeners(void)
+{
+    uint8_t *b = NULL;
+    size_t len = 0;
+    REQUIRE_INT_EQ(xl_encode_listener_envoy("ns/gw", "::", 8443, "ns/gw", "ns_gw", &b, &len), 0);
+    Envoy__Config__Listener__V3__Listener *l =
+        envoy__config__listener__v3__listener__unpack(NULL, len, b);
+    REQUIRE(l);
+    CHECK_STR_EQ(l->name, "ns/gw");
+    CHECK_STR_EQ(l->address->socket_address->address, "::");
+    CHECK_INT_EQ(l->address->socket_address->port_value, 8443);
+    CHECK(l->api_listener == NULL);
+    REQUIRE_INT_EQ(l->n_filter_chains, 1);
+    REQUIRE_INT_EQ(l->filter_chains[0]->n_filters, 1);
+    CHECK_STR_EQ(l->filter_chains[0]->filters[0]->name, XL_HCM_FILTER_NAME);
+    check_hcm(l->filter_chains[0]->filters[0]->typed_config, "ns/gw");
+    protobuf_c_message_free_unpacked(&l->base, NULL);
+    free(b);
+
+    REQUIRE_INT_EQ(xl_encode_listener_api("greeter:50051", "ns/mesh", "ns_mesh", &b, &len), 0);
+    l = envoy__config__listener__v3__listener__unpack(NULL, len, b);
+    REQUIRE(l);
+    /* gRPC: the name is the dialled target, no address, an ApiListener */
+    CHECK_STR_EQ(l->name, "greeter:50051");
+    CHECK(l->address == NULL);
+    CHECK_INT_EQ(l->n_filter_chains, 0);
+    REQUIRE(l->api_listener);
+    check_hcm(l->api_listener->api_listener, "ns/mesh");
+    protobuf_c_message_free_unpacked(&l->base, NULL);
+    free(b);
+}
+
+static void test_cluster(void)
+{
+    static const struct {
+        enum xl_lb_policy lb;
+        int want;
+    } lbs[] = {
+        {XL_LB_ROUND_ROBIN, ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__ROUND_ROBIN},
+        {XL_LB_LEAST_REQUEST, ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__LEAST_REQUEST},
+        {XL_LB_RING_HASH, ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RING_HASH},
+        {XL_LB_RANDOM, ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RANDOM},
+    };
+    for (size_t i = 0; i < 4; i++) {
+        uint8_t *b = NULL;
+        size_t len = 0;
+        REQUIRE_INT_EQ(xl_encode_cluster("ns/up", lbs[i].lb, 1500000000, i == 0, &b, &len), 0);
+        Envoy__Config__Cluster__V3__Cluster *c =
+            envoy__config__cluster__v3__cluster__unpack(NULL, len, b);
+        REQUIRE(c);
+        CHECK_STR_EQ(c->name, "ns/up");
+        CHECK_INT_EQ(c->cluster_discovery_type_case,
+                     ENVOY__CONFIG__CLUSTER__V3__CLUSTER__CLUSTER_DISCOVERY_TYPE_TYPE);
+        CHECK_INT_EQ(c->type, ENVOY__CONFIG__CLUSTER__V3__CLUSTER__DISCOVERY_TYPE__EDS);
+        CHECK_INT_EQ(c->eds_cluster_config->eds_config->config_source_specifier_case,
+                     ENVOY__CONFIG__CORE__V3__CONFIG_SOURCE__CONFIG_SOURCE_SPECIFIER_ADS);
+        /* no service_name: the EDS name is the cluster's */
+        CHECK(!c->eds_cluster_config->service_name || !c->eds_cluster_config->service_name[0]);
+        CHECK_INT_EQ(c->lb_policy, lbs[i].want);
+        if (i == 0) {
+            REQUIRE(c->connect_timeout);
+            CHECK_INT_EQ(c->connect_timeout->seconds, 1);
+            CHECK_INT_EQ(c->connect_timeout->nanos, 500000000);
+        } else {
+            CHECK(c->connect_timeout == NULL);
+        }
+        protobuf_c_message_free_unpacked(&c->base, NULL);
+        free(b);
+    }
+}
+
+static void test_cla(void)
+{
+    const struct xl_lb_endpoint eps[] = {
+        {"10.0.0.1", 80, 1, ""},
+        {"10.0.0.2", 80, 3, ""},
+        {"10.0.1.1", 8080, 1, "zone-a"},
+    };
+    uint8_t *b = NULL;
+    size_t len = 0;
+    REQUIRE_INT_EQ(xl_encode_cla("ns/up", eps, 3, &b, &len), 0);
+    Envoy__Config__Endpoint__V3__ClusterLoadAssignment *c =
+        envoy__config__endpoint__v3__cluster_load_assignment__unpack(NULL, len, b);
+    REQUIRE(c);
+    CHECK_STR_EQ(c->cluster_name, "ns/up");
+    REQUIRE_INT_EQ(c->n_endpoints, 2);
+    for (size_t i = 0; i < 2; i++) {
+        /* gRPC skips a locality without a weight, NACKs one without locality */
+        REQUIRE(c->endpoints[i]->locality);
+        REQUIRE(c->endpoints[i]->load_balancing_weight);
+        CHECK_INT_GT(c->endpoints[i]->load_balancing_weight->value, 0);
+        CHECK_INT_EQ(c->endpoints[i]->priority, 0);
+        for (size_t k = 0; k < c->endpoints[i]->n_lb_endpoints; k++)
+            CHECK_INT_EQ(c->endpoints[i]->lb_endpoints[k]->health_status,
+                         ENVOY__CONFIG__CORE__V3__HEALTH_STATUS__HEALTHY);
+    }
+    CHECK_STR_EQ(c->endpoints[0]->locality->zone, "");
+    CHECK_INT_EQ(c->endpoints[0]->load_balancing_weight->value, 4);         /* 1 + 3 */
+    CHECK(c->endpoints[0]->lb_endpoints[0]->load_balancing_weight == NULL); /* weight 1 */
+    CHECK_INT_EQ(c->endpoints[0]->lb_endpoints[1]->load_balancing_weight->value, 3);
+    CHECK_STR_EQ(c->endpoints[1]->locality->zone, "zone-a");
+    CHECK_STR_EQ(c->endpoints[1]->lb_endpoints[0]->endpoint->address->socket_address->address,
+                 "10.0.1.1");
+    CHECK_INT_EQ(c->endpoints[1]->lb_endpoints[0]->endpoint->address->socket_address->port_value,
+                 8080);
+    protobuf_c_message_free_unpacked(&c->base, NULL);
+    free(b);
+    /* no endpoints: an empty assignment, still named */
+    REQUIRE_INT_EQ(xl_encode_cla("ns/empty", NULL, 0, &b, &len), 0);
+    c = envoy__config__endpoint__v3__cluster_load_assignment__unpack(NULL, len, b);
+    REQUIRE(c);
+    CHECK_STR_EQ(c->cluster_name, "ns/empty");
+    CHECK_INT_EQ(c->n_endpoints, 0);
+    protobuf_c_message_free_unpacked(&c->base, NULL);
+    free(b);
+}
+
+static void test_vhost_modes_and_rc_assembly(void)
+{
+    struct xl_header h1 = {.name = "x-env", .kind = XL_HDR_EXACT, .value = "prod"};
+    struct xl_header h2 = {.name = "x-v", .kind = XL_HDR_REGEX, .value = "v[0-9]+", .invert = 1};
+    const struct xl_header *hs[] = {&h1, &h2};
+    struct xl_cluster_weight wc[] = {{"ns/a", 3}, {"ns/b", 1}};
+    struct xl_cluster_weight wc100[] = {{"ns/a", 90}, {"ns/b", 10}};
+    struct xl_rroute routes[] = {
+        {.kind = XL_PATH_PREFIX,
+         .path = "",
+         .case_sensitive = 1,
+         .cluster = "ns/a",
+         .has_timeout = 1,
+         .timeout_ns = 2000000000},
+        {.kind = XL_PATH_REGEX,
+         .path = "/v[0-9]+/.*",
+         .case_sensitive = 0,
+         .headers = hs,
+         .nheaders = 2,
+         .wc = wc,
+         .nwc = 2,
+         .total_weight = 4,
+         .has_retries = 1,
+         .retry_attempts = 2,
+         .retry_on = "5xx"},
+        {.kind = XL_PATH_EXACT,
+         .path = "/x",
+         .case_sensitive = 1,
+         .wc = wc100,
+         .nwc = 2,
+         .total_weight = 100,
+         .prefix_rewrite = "/y"},
+    };
+    char *domains[] = {"a.example.com"};
+    uint8_t *env = NULL, *pl = NULL;
+    size_t envlen = 0, pllen = 0;
+    REQUIRE_INT_EQ(xl_encode_vhost("ns/vs", domains, 1, routes, 3, XLATE_MODE_ENVOY, &env, &envlen),
+                   0);
+    REQUIRE_INT_EQ(
+        xl_encode_vhost("ns/vs", domains, 1, routes, 3, XLATE_MODE_PROXYLESS, &pl, &pllen), 0);
+    Envoy__Config__Route__V3__VirtualHost *e =
+        envoy__config__route__v3__virtual_host__unpack(NULL, envlen, env);
+    Envoy__Config__Route__V3__VirtualHost *p =
+        envoy__config__route__v3__virtual_host__unpack(NULL, pllen, pl);
+    REQUIRE(e && p);
+    REQUIRE_INT_EQ(e->n_routes, 3);
+    /* the empty prefix survives (a route with no path specifier is a NACK) */
+    CHECK_INT_EQ(e->routes[0]->match->path_specifier_case,
+                 ENVOY__CONFIG__ROUTE__V3__ROUTE_MATCH__PATH_SPECIFIER_PREFIX);
+    CHECK_STR_EQ(e->routes[0]->match->prefix, "");
+    /* timeout: Envoy's field vs gRPC's */
+    REQUIRE(e->routes[0]->route->timeout);
+    CHECK_INT_EQ(e->routes[0]->route->timeout->seconds, 2);
+    CHECK(e->routes[0]->route->max_stream_duration == NULL);
+    CHECK(p->routes[0]->route->timeout == NULL);
+    REQUIRE(p->routes[0]->route->max_stream_duration);
+    CHECK_INT_EQ(p->routes[0]->route->max_stream_duration->max_stream_duration->seconds, 2);
+    /* regex, case, headers, weights (sum 4: total written), retries */
+    const Envoy__Config__Route__V3__Route *r = e->routes[1];
+    CHECK_STR_EQ(r->match->safe_regex->regex, "/v[0-9]+/.*");
+    CHECK(r->match->safe_regex->google_re2 != NULL);
+    REQUIRE(r->match->case_sensitive);
+    CHECK(!r->match->case_sensitive->value);
+    CHECK(e->routes[0]->match->case_sensitive == NULL); /* default true: omitted */
+    REQUIRE_INT_EQ(r->match->n_headers, 2);
+    CHECK_STR_EQ(r->match->headers[0]->exact_match, "prod");
+    CHECK_STR_EQ(r->match->headers[1]->safe_regex_match->regex, "v[0-9]+");
+    CHECK(r->match->headers[1]->invert_match);
+    REQUIRE(r->route->weighted_clusters->total_weight);
+    CHECK_INT_EQ(r->route->weighted_clusters->total_weight->value, 4);
+    CHECK_INT_EQ(r->route->weighted_clusters->clusters[0]->weight->value, 3);
+    CHECK_STR_EQ(r->route->retry_policy->retry_on, "5xx");
+    CHECK_INT_EQ(r->route->retry_policy->num_retries->value, 2);
+    /* a sum of 100 leaves total_weight at its default */
+    CHECK(e->routes[2]->route->weighted_clusters->total_weight == NULL);
+    CHECK_STR_EQ(e->routes[2]->route->prefix_rewrite, "/y");
+
+    /* a RouteConfiguration assembled from encoded virtual hosts is the
+     * message protobuf-c would write */
+    struct xl_bytes vh[2] = {{env, envlen}, {pl, pllen}};
+    uint8_t *rc = NULL;
+    size_t rclen = 0;
+    REQUIRE_INT_EQ(xl_encode_route_config("ns/gw", vh, 2, &rc, &rclen), 0);
+    Envoy__Config__Route__V3__RouteConfiguration whole =
+        ENVOY__CONFIG__ROUTE__V3__ROUTE_CONFIGURATION__INIT;
+    Envoy__Config__Route__V3__VirtualHost *vhs[2] = {e, p};
+    whole.name = "ns/gw";
+    whole.n_virtual_hosts = 2;
+    whole.virtual_hosts = vhs;
+    size_t wlen = protobuf_c_message_get_packed_size(&whole.base);
+    uint8_t *wb = malloc(wlen);
+    protobuf_c_message_pack(&whole.base, wb);
+    CHECK_INT_EQ(rclen, wlen);
+    CHECK(rclen == wlen && memcmp(rc, wb, wlen) == 0);
+    free(wb);
+    free(rc);
+    /* no virtual host: just the name */
+    REQUIRE_INT_EQ(xl_encode_route_config("ns/empty", NULL, 0, &rc, &rclen), 0);
+    Envoy__Config__Route__V3__RouteConfiguration *back =
+        envoy__config__route__v3__route_configuration__unpack(NULL, rclen, rc);
+    REQUIRE(back);
+    CHECK_STR_EQ(back->name, "ns/empty");
+    CHECK_INT_EQ(back->n_virtual_hosts, 0);
+    protobuf_c_message_free_unpacked(&back->base, NULL);
+    free(rc);
+    protobuf_c_message_free_unpacked(&e->base, NULL);
+    protobuf_c_message_free_unpacked(&p->base, NULL);
+    free(env);
+    free(pl);
+}
+
+static const struct cxt_case cases[] = {
+    CXT(test_listeners),
+    CXT(test_cluster),
+    CXT(test_cla),
+    CXT(test_vhost_modes_and_rc_assembly),
+};
+CXT_MAIN(cases)

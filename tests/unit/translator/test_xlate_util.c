@@ -1,0 +1,84 @@
+#include "cxtest.h"
+#include "xlate_util.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+static void test_arena(void)
+{
+    struct xl_arena a = {0};
+    char *p = xl_alloc(&a, 3);
+    char *q = xl_alloc(&a, 1);
+    REQUIRE(p && q);
+    CHECK_INT_EQ((uintptr_t)p % 16, 0);
+    CHECK_INT_EQ((uintptr_t)q % 16, 0);
+    CHECK(q >= p + 16 || q + 16 <= p);
+    /* zeroed, large allocations, strings */
+    unsigned char *big = xl_alloc(&a, 100000);
+    REQUIRE(big);
+    int zero = 1;
+    for (size_t i = 0; i < 100000; i++)
+        zero &= big[i] == 0;
+    CHECK(zero);
+    CHECK_STR_EQ(xl_strdup(&a, "hello"), "hello");
+    CHECK_STR_EQ(xl_strndup(&a, "hello", 3), "hel");
+    CHECK_STR_EQ(xl_printf(&a, "%s-%d", "x", 42), "x-42");
+    CHECK(xl_strdup(&a, NULL) == NULL);
+    size_t total = a.total;
+    CHECK_INT_GE(total, 100000);
+    xl_arena_free(&a);
+    CHECK(a.head == NULL);
+    CHECK_INT_EQ(a.total, 0);
+    /* the next use starts with one chunk as big as the last total */
+    CHECK_INT_EQ(a.hint, total);
+    REQUIRE(xl_alloc(&a, 50000));
+    CHECK_INT_EQ(a.total, total);
+    xl_arena_free(&a);
+}
+
+static void test_map(void)
+{
+    struct xl_map m = {0};
+    static char keys[5000][16];
+    for (int i = 0; i < 5000; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "key-%d", i);
+        REQUIRE_INT_EQ(xl_map_put(&m, keys[i], strlen(keys[i]), (void *)(intptr_t)(i + 1)), 0);
+    }
+    CHECK_INT_EQ(m.n, 5000);
+    CHECK((intptr_t)xl_map_gets(&m, "key-4321") == 4322);
+    CHECK(xl_map_gets(&m, "key-5000") == NULL);
+    /* replace keeps the count */
+    REQUIRE_INT_EQ(xl_map_put(&m, keys[7], strlen(keys[7]), (void *)(intptr_t)99), 0);
+    CHECK_INT_EQ(m.n, 5000);
+    CHECK((intptr_t)xl_map_gets(&m, "key-7") == 99);
+    /* deletes leave tombstones that lookups step over */
+    for (int i = 0; i < 5000; i += 2)
+        CHECK(xl_map_del(&m, keys[i], strlen(keys[i])) != NULL);
+    CHECK(xl_map_del(&m, "key-0", 5) == NULL);
+    CHECK_INT_EQ(m.n, 2500);
+    CHECK(xl_map_gets(&m, "key-10") == NULL);
+    CHECK((intptr_t)xl_map_gets(&m, "key-11") == 12);
+    /* re-insert through the tombstones, then iterate */
+    for (int i = 0; i < 5000; i += 2)
+        REQUIRE_INT_EQ(xl_map_put(&m, keys[i], strlen(keys[i]), (void *)(intptr_t)(i + 1)), 0);
+    size_t seen = 0, it = 0;
+    const struct xl_map_slot *s;
+    while (xl_map_next(&m, &it, &s))
+        seen++;
+    CHECK_INT_EQ(seen, 5000);
+    /* binary keys (embedded NULs) */
+    static const char bin1[4] = {'a', 0, 'b', 0}, bin2[4] = {'a', 0, 'c', 0};
+    REQUIRE_INT_EQ(xl_map_put(&m, bin1, 4, (void *)1), 0);
+    CHECK(xl_map_get(&m, bin2, 4) == NULL);
+    CHECK(xl_map_get(&m, bin1, 4) == (void *)1);
+    xl_map_free(&m);
+    CHECK(xl_map_gets(&m, "key-1") == NULL);
+    CHECK(xl_hash("x", 1) != 0);
+}
+
+static const struct cxt_case cases[] = {
+    CXT(test_arena),
+    CXT(test_map),
+};
+CXT_MAIN(cases)
