@@ -74,10 +74,13 @@ struct xl_entry *xl_find(struct xlate_ctx *ctx, enum xlate_kind kind, const char
                          const char *name)
 {
     char key[600];
-    int n = snprintf(key, sizeof(key), "%s/%s", ns, name);
-    if (n < 0 || (size_t)n >= sizeof(key))
+    size_t nl = strlen(ns), ml = strlen(name);
+    if (nl + ml + 1 >= sizeof(key))
         return NULL;
-    return xl_map_get(&ctx->by_key[kind], key, (size_t)n);
+    memcpy(key, ns, nl);
+    key[nl] = '/';
+    memcpy(key + nl + 1, name, ml);
+    return xl_map_get(&ctx->by_key[kind], key, nl + 1 + ml);
 }
 
 int xl_rep_dirty(struct xlate_ctx *ctx, struct xl_entry *e)

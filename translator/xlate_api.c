@@ -195,6 +195,18 @@ static void perr(struct pctx *p, enum xlate_state st, enum xl_reason r, const ch
 #define REJECT(p, r, ...) perr(p, XLATE_REJECTED, r, __VA_ARGS__)
 #define WARN(p, r, ...)   perr(p, XLATE_WARNING, r, __VA_ARGS__)
 
+/* Member |key| of |obj| (NULL if none): cJSON_GetObjectItemCaseSensitive
+ * without a strcmp call per member (first bytes first; objects are small). */
+static const cJSON *member(const cJSON *obj, const char *key)
+{
+    if (!obj || !cJSON_IsObject(obj))
+        return NULL;
+    for (const cJSON *c = obj->child; c; c = c->next)
+        if (c->string && c->string[0] == key[0] && strcmp(c->string, key) == 0)
+            return c;
+    return NULL;
+}
+
 static const char *jtype(const cJSON *v)
 {
     if (cJSON_IsString(v))
@@ -235,8 +247,8 @@ static void check_fields(struct pctx *p, const cJSON *obj, const char *const *al
     cJSON_ArrayForEach(c, obj)
     {
         int ok = 0;
-        for (const char *const *k = allowed; *k; k++)
-            if (c->string && strcmp(c->string, *k) == 0)
+        for (const char *const *k = allowed; *k && !ok; k++)
+            if (c->string && c->string[0] == (*k)[0] && strcmp(c->string, *k) == 0)
                 ok = 1;
         if (!ok) {
             size_t o = push(p, "%s%s", p->plen ? "." : "", c->string ? c->string : "");
@@ -257,7 +269,7 @@ static void check_fields(struct pctx *p, const cJSON *obj, const char *const *al
 /* Child |key| of |obj|; NULL if absent or JSON null. */
 static const cJSON *get(const cJSON *obj, const char *key)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    const cJSON *v = member(obj, key);
     return (v && !cJSON_IsNull(v)) ? v : NULL;
 }
 
@@ -542,16 +554,16 @@ static struct filter_selector *parse_selector(struct pctx *p, const cJSON *v)
 static void parse_meta(struct pctx *p, const cJSON *obj)
 {
     struct xl_meta *m = &p->o->meta;
-    const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *md = member(obj, "metadata");
     const char *ns = cx_json_str(md, "namespace");
     const char *name = cx_json_str(md, "name");
     m->ns = dup(p, ns && *ns ? ns : "default");
     m->name = dup(p, name ? name : "");
     m->uid = cx_json_str(md, "uid") ? dup(p, cx_json_str(md, "uid")) : NULL;
     m->creation = dup(p, cx_json_str(md, "creationTimestamp"));
-    const cJSON *gen = cJSON_GetObjectItemCaseSensitive(md, "generation");
+    const cJSON *gen = member(md, "generation");
     m->generation = cJSON_IsNumber(gen) ? (int64_t)gen->valuedouble : 0;
-    const cJSON *labels = cJSON_GetObjectItemCaseSensitive(md, "labels");
+    const cJSON *labels = member(md, "labels");
     size_t n = 0;
     const cJSON *l;
     cJSON_ArrayForEach(l, labels)
@@ -1176,7 +1188,7 @@ static void parse_ports(struct pctx *p, const cJSON *arr, struct xl_service_port
     const cJSON *e;
     cJSON_ArrayForEach(e, arr)
     {
-        const cJSON *port = cJSON_GetObjectItemCaseSensitive(e, "port");
+        const cJSON *port = member(e, "port");
         if (!cJSON_IsNumber(port) || port->valuedouble < 1 || port->valuedouble > 65535)
             continue;
         const char *name = cx_json_str(e, "name");
@@ -1188,9 +1200,8 @@ static void parse_ports(struct pctx *p, const cJSON *arr, struct xl_service_port
 
 static void parse_service(struct pctx *p, const cJSON *obj)
 {
-    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
-    parse_ports(p, cJSON_GetObjectItemCaseSensitive(spec, "ports"), &p->o->u.svc.ports,
-                &p->o->u.svc.nports);
+    const cJSON *spec = member(obj, "spec");
+    parse_ports(p, member(spec, "ports"), &p->o->u.svc.ports, &p->o->u.svc.nports);
 }
 
 static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
@@ -1200,9 +1211,9 @@ static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
     s->service = svc ? dup(p, svc) : NULL;
     const char *at = cx_json_str(obj, "addressType");
     s->ip_family = at && strcmp(at, "IPv4") == 0 ? 4 : at && strcmp(at, "IPv6") == 0 ? 6 : 0;
-    parse_ports(p, cJSON_GetObjectItemCaseSensitive(obj, "ports"), &s->ports, &s->nports);
+    parse_ports(p, member(obj, "ports"), &s->ports, &s->nports);
     /* An unnamed port with port null means "all ports": unusable for EDS. */
-    const cJSON *eps = cJSON_GetObjectItemCaseSensitive(obj, "endpoints");
+    const cJSON *eps = member(obj, "endpoints");
     size_t cap = (size_t)cJSON_GetArraySize(eps);
     if (!cJSON_IsArray(eps) || cap == 0)
         return;
@@ -1213,7 +1224,7 @@ static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
     cJSON_ArrayForEach(e, eps)
     {
         struct xl_slice_endpoint *x = &s->endpoints[s->nendpoints];
-        const cJSON *addrs = cJSON_GetObjectItemCaseSensitive(e, "addresses");
+        const cJSON *addrs = member(e, "addresses");
         size_t na = (size_t)cJSON_GetArraySize(addrs);
         if (!cJSON_IsArray(addrs) || na == 0)
             continue;
@@ -1226,8 +1237,7 @@ static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
             if (cJSON_IsString(a) && xl_is_ip(a->valuestring))
                 x->addresses[x->naddresses++] = dup(p, a->valuestring);
         }
-        const cJSON *ready = cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(e, "conditions"), "ready");
+        const cJSON *ready = member(member(e, "conditions"), "ready");
         /* Kubernetes: a nil ready condition is to be read as ready. */
         x->ready = !cJSON_IsBool(ready) || cJSON_IsTrue(ready);
         const char *zone = cx_json_str(e, "zone");

@@ -87,17 +87,27 @@ static void msg(struct rctx *rc, struct xl_entry *target, enum xlate_state st, e
         (struct xl_msg){.target = target, .state = st, .reason = r, .text = t};
 }
 
-static void dep(struct rctx *rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void dep(struct rctx *rc, const char *fmt, ...)
+/* Records dependency "<c>/<a>[/<b>]" (deduplicated). */
+static void dep(struct rctx *rc, char c, const char *a, const char *b)
 {
     char buf[600];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
+    size_t al = strlen(a), bl = b ? strlen(b) : 0;
+    if (al + bl + 4 > sizeof(buf))
+        return;
+    size_t n = 0;
+    buf[n++] = c;
+    buf[n++] = '/';
+    memcpy(buf + n, a, al);
+    n += al;
+    if (b) {
+        buf[n++] = '/';
+        memcpy(buf + n, b, bl);
+        n += bl;
+    }
+    buf[n] = '\0';
     struct xl_vs_res *res = rc->res;
     for (size_t i = 0; i < res->ndeps; i++)
-        if (strcmp(res->deps[i], buf) == 0)
+        if (res->deps[i][0] == c && strcmp(res->deps[i], buf) == 0)
             return;
     if (res->ndeps == rc->capdeps) {
         size_t cap = rc->capdeps ? rc->capdeps * 2 : 4;
@@ -109,7 +119,7 @@ static void dep(struct rctx *rc, const char *fmt, ...)
         res->deps = d;
         rc->capdeps = cap;
     }
-    char *t = xl_strdup(&res->arena, buf);
+    char *t = xl_strndup(&res->arena, buf, n);
     if (!t) {
         rc->oom = 1;
         return;
@@ -172,7 +182,7 @@ struct inherit {
 static struct xl_entry *lookup_upstream(struct rctx *rc, struct xl_entry *owner, const char *path,
                                         const struct xl_ref *ref)
 {
-    dep(rc, "U/%s/%s", ref->ns, ref->name);
+    dep(rc, 'U', ref->ns, ref->name);
     struct xl_entry *up = xl_find(rc->ctx, XLATE_KIND_UPSTREAM, ref->ns, ref->name);
     if (!up) {
         msg(rc, owner, XLATE_WARNING, XL_R_UPSTREAM_NOT_FOUND,
@@ -204,7 +214,7 @@ static int expand_table(struct rctx *rc, struct xl_entry *owner, const char *pat
 {
     const char *prefix = parent->match.value;
     int cs = parent->match.case_sensitive && in->case_sensitive;
-    dep(rc, "R/%s", rt->key);
+    dep(rc, 'R', rt->key, NULL);
     if (rt->parse_state == XLATE_REJECTED) {
         msg(rc, owner, XLATE_WARNING, XL_R_ROUTE_TABLE_REJECTED,
             "%s: RouteTable %s is rejected; its routes are left out", path, rt->key);
@@ -308,7 +318,7 @@ static void delegate(struct rctx *rc, struct xl_entry *owner, const char *path,
     if (d->name) {
         struct xl_entry *rt = xl_find(rc->ctx, XLATE_KIND_ROUTE_TABLE, d->ns, d->name);
         if (!rt) {
-            dep(rc, "R/%s/%s", d->ns, d->name);
+            dep(rc, 'R', d->ns, d->name);
             msg(rc, owner, XLATE_WARNING, XL_R_ROUTE_TABLE_NOT_FOUND,
                 "%s: RouteTable %s/%s not found; route left out", path, d->ns, d->name);
             return;
@@ -318,7 +328,7 @@ static void delegate(struct rctx *rc, struct xl_entry *owner, const char *path,
     }
     /* by selector: every RouteTable of the namespace whose labels match,
      * in name order */
-    dep(rc, "N/%s", d->ns);
+    dep(rc, 'N', d->ns, NULL);
     struct xl_entry_list *l = xl_map_gets(&rc->ctx->rt_by_ns, d->ns);
     size_t found = 0;
     for (size_t i = 0; l && i < l->n && !rc->oom; i++) {
