@@ -21,11 +21,13 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <malloc.h>
 #include <time.h>
 #include <unistd.h>
 
 /* ---- allocation counter (glibc: the executable's malloc wins) ---------- */
 
+#ifndef BENCH_NO_INTERPOSE /* valgrind/massif runs: let the tool see malloc */
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
@@ -57,6 +59,12 @@ static unsigned long long allocs(void)
 {
     return atomic_load(&n_allocs);
 }
+#else
+static unsigned long long allocs(void)
+{
+    return 0;
+}
+#endif
 
 /* ---- inputs ------------------------------------------------------------- */
 
@@ -217,7 +225,7 @@ static int run_size(size_t n, int incremental, int fd)
     struct world w = {0};
     if (build_world(&w, n) != 0)
         return 1;
-    double base[3], full[3], full_cpu[3], base_cpu[3];
+    double base[3], full[3], full_cpu[3], base_cpu[3], heap_mb = 0;
     unsigned long long full_allocs = 0;
     long rss_inputs = 0;
     int reps = n >= 50000 ? 1 : 3;
@@ -233,6 +241,7 @@ static int run_size(size_t n, int incremental, int fd)
         snap = NULL;
         xlate_ctx_free(ctx);
         ctx = xlate_ctx_new();
+        size_t heap0 = mallinfo2().uordblks;
         unsigned long long a0 = allocs();
         int64_t t0 = cx_mono_ns(), c1 = cpu_ns();
         if (xlate_run(ctx, &(struct xlate_input){w.in, w.nobj}, &snap, NULL) != 0)
@@ -240,6 +249,7 @@ static int run_size(size_t n, int incremental, int fd)
         full[r] = (double)(cx_mono_ns() - t0) / 1e6;
         full_cpu[r] = (double)(cpu_ns() - c1) / 1e6;
         full_allocs = allocs() - a0;
+        heap_mb = (double)(mallinfo2().uordblks - heap0) / (1024.0 * 1024.0);
     }
     size_t resources = 0;
     for (size_t g = 0; g < snap->ngroups; g++)
@@ -247,9 +257,9 @@ static int run_size(size_t n, int incremental, int fd)
             resources += snap->groups[g].types[t].n;
     dprintf(fd,
             "full_ms %.3f\nbase_ms %.3f\nfull_cpu_ms %.3f\nbase_cpu_ms %.3f\nfull_allocs %llu\n"
-            "resources %zu\nreports %zu\n",
+            "resources %zu\nreports %zu\nheap_mb %.1f\n",
             median(full, reps), median(base, reps), median(full_cpu, reps), median(base_cpu, reps),
-            full_allocs, resources, snap->nreports);
+            full_allocs, resources, snap->nreports, heap_mb);
     if (incremental) {
         /* one VirtualService changed: its route prefixes */
         enum { ROUNDS = 21 };
@@ -378,7 +388,7 @@ static int run_size(size_t n, int incremental, int fd)
 
 struct result {
     double full_ms, base_ms, inc_ms, inc_base_ms, eps_ms, none_ms, chg_ms, chg_eps_ms;
-    double full_cpu_ms, base_cpu_ms, chg_cpu_ms;
+    double full_cpu_ms, base_cpu_ms, chg_cpu_ms, heap_mb;
     unsigned long long full_allocs, inc_allocs, chg_allocs;
     size_t resources, reports;
     long rss_inputs_kb, rss_kb;
@@ -429,6 +439,8 @@ static int measure(size_t n, int incremental, struct result *res)
             res->none_ms = v;
         else if (!strcmp(key, "chg_ms"))
             res->chg_ms = v;
+        else if (!strcmp(key, "heap_mb"))
+            res->heap_mb = v;
         else if (!strcmp(key, "full_cpu_ms"))
             res->full_cpu_ms = v;
         else if (!strcmp(key, "base_cpu_ms"))
@@ -469,7 +481,7 @@ int main(int argc, char **argv)
             return 1;
         parse_all(&w);
         make_input(&w);
-        for (int r = 0; r < 5; r++) {
+        for (int r = 0; r < (getenv("BENCH_REPS") ? 1 : 5); r++) {
             struct xlate_ctx *ctx = xlate_ctx_new();
             struct xlate_snapshot *snap = NULL;
             int64_t c0 = cpu_ns();
@@ -499,18 +511,19 @@ int main(int argc, char **argv)
         printf("%s{\"case\":\"full, %zuk VirtualServices\",\"p50_ms\":%.2f,\"cpu_ms\":%.2f,"
                "\"baseline_p50_ms\":%.2f,\"baseline_cpu_ms\":%.2f,\"ratio\":%.2f,"
                "\"cpu_ms_per_1k\":%.2f,\"allocs\":%llu,\"peak_rss_mb\":%.1f,"
-               "\"inputs_rss_mb\":%.1f,\"resources\":%zu}",
+               "\"inputs_rss_mb\":%.1f,\"translator_heap_mb\":%.1f,\"resources\":%zu}",
                i ? "," : "", sizes[i] / 1000, r->full_ms, r->full_cpu_ms, r->base_ms,
                r->base_cpu_ms, r->full_cpu_ms / r->base_cpu_ms,
                r->full_cpu_ms / ((double)sizes[i] / 1000), r->full_allocs, r->rss_kb / 1024.0,
-               r->rss_inputs_kb / 1024.0, r->resources);
+               r->rss_inputs_kb / 1024.0, r->heap_mb, r->resources);
         fprintf(stderr,
                 "full %5zuk: wall %8.2f ms, cpu %8.2f ms (%6.2f ms/1k)  baseline parse cpu %8.2f "
-                "ms  ratio %5.2f  allocs %9llu  peak RSS %7.1f MB (inputs %7.1f MB)\n",
+                "ms  ratio %5.2f  allocs %9llu  peak RSS %7.1f MB (inputs %7.1f MB, translator "
+                "heap %6.1f MB)\n",
                 sizes[i] / 1000, r->full_ms, r->full_cpu_ms,
                 r->full_cpu_ms / ((double)sizes[i] / 1000), r->base_cpu_ms,
                 r->full_cpu_ms / r->base_cpu_ms, r->full_allocs, r->rss_kb / 1024.0,
-                r->rss_inputs_kb / 1024.0);
+                r->rss_inputs_kb / 1024.0, r->heap_mb);
     }
     const struct result *m = &res[1];
     printf(",{\"case\":\"incremental (xlate_run_changes), 1 VirtualService changed at 10k\","

@@ -260,8 +260,9 @@ static void entry_free(struct xl_entry *e)
         return;
     xl_object_release(&e->obj);
     xl_arena_free(&e->arena);
-    for (int m = 0; m < XL_MODES; m++)
+    for (int m = 0; e->res && m < XL_MODES; m++)
         xl_res_clear(&e->res[m]);
+    free(e->res);
     xl_up_memo_free(e->up);
     free(e->contrib.items);
     free(e->rep_msg);
@@ -603,6 +604,10 @@ static int reparse(struct xlate_ctx *ctx, struct xl_entry *e, const cJSON *obj, 
     }
     xl_object_release(&e->obj);
     xl_arena_free(&e->arena);
+    /* a first parse starts with a chunk sized like the kind's last object:
+     * objects of a kind are alike, so most fit in one chunk */
+    if (!e->arena.hint)
+        e->arena.hint = ctx->arena_hint[e->kind];
     e->digest = digest;
     e->obj_ptr = obj;
     if (xl_api_parse(e->kind, obj, &e->arena, &e->obj) != 0) {
@@ -613,6 +618,11 @@ static int reparse(struct xlate_ctx *ctx, struct xl_entry *e, const cJSON *obj, 
         return -1;
     }
     e->parse_state = xl_errors_state(&e->obj.errors);
+    /* objects of a kind differ a little (longer names...): a quarter of
+     * headroom keeps most of them in one chunk */
+    size_t want = (e->arena.live + e->arena.live / 4 + 63) & ~(size_t)63;
+    if (want > ctx->arena_hint[e->kind])
+        ctx->arena_hint[e->kind] = want;
     e->label_hash = labels_hash(&e->obj.meta);
     e->changed = ctx->pass;
     ctx->stats.parsed++;
@@ -640,18 +650,25 @@ static struct xl_entry *entry_new(struct xlate_ctx *ctx, enum xlate_kind kind, c
     if (!e)
         return NULL;
     e->kind = kind;
+    if (kind == XLATE_KIND_VIRTUAL_SERVICE) {
+        e->res = calloc(XL_MODES, sizeof(*e->res));
+        if (!e->res) {
+            free(e);
+            return NULL;
+        }
+        /* resolutions hold a few dependency names: start small */
+        for (int m = 0; m < XL_MODES; m++)
+            e->res[m].arena.hint = 256;
+    }
     memcpy(e->key, key, keylen);
     e->keylen = keylen;
-    /* first arena chunk sized for what the kind usually needs */
-    e->arena.hint = kind == XLATE_KIND_VIRTUAL_SERVICE || kind == XLATE_KIND_ROUTE_TABLE ? 4096
-                    : kind == XLATE_KIND_ENDPOINT_SLICE                                  ? 2048
-                                                                                         : 512;
     e->skey = e->key + keylen + 1;
     memcpy(e->skey, key, keylen);
     char *slash = memchr(e->skey, '/', keylen);
     if (slash)
         *slash = '\x01';
     if (xl_map_put(&ctx->by_key[kind], e->key, keylen, e) != 0) {
+        free(e->res);
         free(e);
         return NULL;
     }

@@ -107,7 +107,9 @@ int xl_errors_add(struct xl_errors *e, struct xl_arena *a, enum xlate_state st, 
     vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
     char *m = xl_strdup(a, buf);
-    if (!m)
+    if (!e->items)
+        e->items = xl_alloc(a, XLATE_MAX_ERRORS * sizeof(*e->items));
+    if (!m || !e->items)
         return -1;
     e->items[e->n++] = (struct xl_error){.reason = r, .state = st, .msg = m};
     return 0;

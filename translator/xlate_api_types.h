@@ -74,7 +74,7 @@ struct xl_error {
 };
 
 struct xl_errors {
-    struct xl_error items[XLATE_MAX_ERRORS];
+    struct xl_error *items; /* in the arena given to xl_errors_add; NULL while none */
     size_t n;
     size_t dropped; /* errors beyond XLATE_MAX_ERRORS */
 };

@@ -96,9 +96,9 @@ struct xl_entry {
     struct xl_arena arena;
     struct xl_object obj;
     enum xlate_state parse_state;
-    uint64_t label_hash; /* metadata.labels: Gateway selection depends on it */
-    uint64_t claim_hash; /* creation time + domains (VirtualService) */
-    struct xl_vs_res res[XL_MODES];
+    uint64_t label_hash;   /* metadata.labels: Gateway selection depends on it */
+    uint64_t claim_hash;   /* creation time + domains (VirtualService) */
+    struct xl_vs_res *res; /* VirtualService: [XL_MODES], else NULL */
     /* per mode: domains + creation + served, what domain claims read; kept
      * across resolutions to notice when it changes */
     uint64_t claim_key[XL_MODES];
@@ -187,6 +187,7 @@ struct xlate_ctx {
     struct xl_map gw_memo;                 /* Gateway key -> struct xl_gw_memo */
     struct xlate_report_block *reports;    /* last pass's, shared when unchanged */
     uint32_t res_serial;
+    size_t arena_hint[XLATE_KIND_COUNT]; /* bytes the last parse of the kind used */
     /* this pass */
     struct xl_entry_list pending;    /* entries offered a new candidate */
     struct xl_entry_list changed;    /* parsed, added or deleted */

@@ -50,7 +50,9 @@ void xl_res_clear(struct xl_vs_res *r)
     free(r->ups);
     free(r->deps);
     free(r->msgs);
+    size_t hint = r->arena.hint;
     memset(r, 0, sizeof(*r));
+    r->arena.hint = hint;
 }
 
 static void msg(struct rctx *rc, struct xl_entry *target, enum xlate_state st, enum xl_reason r,

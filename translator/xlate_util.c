@@ -12,7 +12,8 @@
 /* Small first chunk (most objects parse into well under 1 KiB), doubling
  * after: a parsed Service costs one small allocation, a big
  * VirtualService a few. */
-#define XL_CHUNK_MIN 512
+#define XL_CHUNK_MIN      512
+#define XL_CHUNK_SMALLEST 64
 
 struct xl_chunk {
     struct xl_chunk *next;
@@ -26,9 +27,9 @@ void *xl_alloc(struct xl_arena *a, size_t n)
     if (n == 0)
         n = 16;
     if (!a->head || a->used + n > a->head->size) {
-        size_t size = a->total ? a->total : (a->hint > XL_CHUNK_MIN ? a->hint : XL_CHUNK_MIN);
-        if (size < XL_CHUNK_MIN)
-            size = XL_CHUNK_MIN;
+        size_t size = a->total ? a->total : a->hint ? a->hint : XL_CHUNK_MIN;
+        if (size < XL_CHUNK_SMALLEST)
+            size = XL_CHUNK_SMALLEST;
         if (size > 1 << 20)
             size = 1 << 20;
         if (n > size)
@@ -44,6 +45,7 @@ void *xl_alloc(struct xl_arena *a, size_t n)
     }
     void *p = a->head->data + a->used;
     a->used += n;
+    a->live += n;
     memset(p, 0, n);
     return p;
 }
@@ -89,9 +91,10 @@ void xl_arena_free(struct xl_arena *a)
     a->head = NULL;
     a->used = 0;
     /* the next use of this arena (a re-parse) starts with room for as much */
-    if (a->total)
-        a->hint = a->total;
+    if (a->live)
+        a->hint = a->live;
     a->total = 0;
+    a->live = 0;
 }
 
 /* ---- map ------------------------------------------------------------------ */

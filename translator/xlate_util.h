@@ -21,6 +21,7 @@ struct xl_arena {
     size_t used;  /* bytes used in head */
     size_t total; /* bytes allocated, all chunks (for stats) */
     size_t hint;  /* size of the first chunk (0: the default) */
+    size_t live;  /* bytes handed out since the last free */
 };
 
 /* Zeroed memory, 16-byte aligned, valid until xl_arena_free. NULL when memory
