@@ -120,6 +120,20 @@ static int remember(struct yctx *y, const yaml_char_t *anchor, cJSON *node)
     return 0;
 }
 
+/* A node about to be freed (a mapping key: only its text is kept) must not
+ * stay reachable through an anchor. */
+static void forget(struct yctx *y, const cJSON *node)
+{
+    for (size_t i = 0; i < y->nanchors;) {
+        if (y->anchors[i].node == node) {
+            free(y->anchors[i].name);
+            y->anchors[i] = y->anchors[--y->nanchors];
+        } else {
+            i++;
+        }
+    }
+}
+
 static cJSON *alias(struct yctx *y, const yaml_event_t *ev)
 {
     const char *name = (const char *)ev->data.alias.anchor;
@@ -228,18 +242,21 @@ static cJSON *parse_node(struct yctx *y, yaml_event_t *ev, int depth)
             } else if (cJSON_IsNull(k)) {
                 key = "null";
             } else {
+                forget(y, k);
                 cJSON_Delete(k);
                 set_err(y, line, col, "a mapping key must be a scalar");
                 goto fail;
             }
             yaml_event_t vev;
             if (next(y, &vev) != 0) {
+                forget(y, k);
                 cJSON_Delete(k);
                 goto fail;
             }
             cJSON *v = parse_node(y, &vev, depth + 1);
             yaml_event_delete(&vev);
             if (!v) {
+                forget(y, k);
                 cJSON_Delete(k);
                 goto fail;
             }
@@ -247,11 +264,13 @@ static cJSON *parse_node(struct yctx *y, yaml_event_t *ev, int depth)
                 char what[300];
                 snprintf(what, sizeof(what), "duplicate key \"%.200s\"", key);
                 set_err(y, line, col, what);
+                forget(y, k);
                 cJSON_Delete(k);
                 cJSON_Delete(v);
                 goto fail;
             }
             cJSON_AddItemToObject(node, key, v);
+            forget(y, k);
             cJSON_Delete(k);
         }
         if (remember(y, ev->data.mapping_start.anchor, node) != 0)

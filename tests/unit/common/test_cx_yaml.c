@@ -48,6 +48,13 @@ static void test_documents_anchors_and_json(void)
     CHECK_CONV("{\"kind\": \"List\", \"items\": [{\"a\": [true, null, 1.5]}]}",
                "[{\"kind\":\"List\",\"items\":[{\"a\":[true,null,1.5]}]}]");
     CHECK_CONV("", "[]");
+    /* an anchor on a key: the key's node is freed once its text is used;
+     * an alias to it must not reach freed memory (found by fuzz_yaml) */
+    char err[200];
+    char *s = conv("a: &x []\nb: *x\n&k c: 1\nd: *k\n", err, sizeof(err));
+    CHECK(s == NULL);
+    CHECK_STR_CONTAINS(err, "unknown anchor k");
+    free(s);
     CHECK_CONV("# only a comment\n", "[]");
 }
 
