@@ -69,10 +69,12 @@ static int handle_line(struct kube_watch_parser *p, const char *s, size_t n)
 {
     if (n > 0 && s[n - 1] == '\r')
         n--;
-    if (n == 0 || is_blank(s, n))
-        return KUBE_WATCH_OK;
+    /* The cap applies to every line, blank or not, so that the verdict
+     * never depends on how the bytes were chunked. */
     if (n > p->max_event)
         return fail(p, KUBE_WATCH_E_TOO_BIG, "watch event larger than the cap");
+    if (n == 0 || is_blank(s, n))
+        return KUBE_WATCH_OK;
     cJSON *ev = cx_json_parse(s, n);
     if (!ev)
         return fail(p, KUBE_WATCH_E_GARBAGE, "watch line is not JSON");

@@ -328,6 +328,24 @@ static void test_stop_from_callback_and_reset(void)
     free(d);
 }
 
+static void test_blank_line_over_cap_same_verdict(void)
+{
+    /* Found by the fuzzer: a run of CRs longer than the cap was accepted
+     * when it arrived whole and refused when split. Now refused both ways. */
+    char line[200];
+    memset(line, '\r', sizeof(line));
+    line[sizeof(line) - 1] = '\n';
+    for (size_t chunk = 1; chunk <= sizeof(line); chunk = chunk * 2 + 1) {
+        struct rec r = {0};
+        int fin;
+        CHECK_INT_EQ(feed_chunks(line, sizeof(line), chunk, &r, 64, &fin), KUBE_WATCH_E_TOO_BIG);
+    }
+    struct rec r = {0};
+    int fin;
+    CHECK_INT_EQ(feed_chunks(line, sizeof(line), sizeof(line), &r, 0, &fin), KUBE_WATCH_OK);
+    CHECK_INT_EQ(r.n, 0);
+}
+
 static void test_event_type_names(void)
 {
     for (int t = 0; t < KUBE_EV_COUNT; t++)
@@ -351,6 +369,7 @@ static const struct cxt_case cases[] = {
     CXT(test_endless_line_memory_bounded),
     CXT(test_not_an_event),
     CXT(test_stop_from_callback_and_reset),
+    CXT(test_blank_line_over_cap_same_verdict),
     CXT(test_event_type_names),
 };
 CXT_MAIN(cases)
