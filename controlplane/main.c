@@ -4,6 +4,7 @@
  * Each subcommand is a function `int cmd(int argc, char **argv)` that gets
  * argv starting at the subcommand's name and returns the process exit code.
  */
+#include "kube_cmd.h"
 #include "version.h"
 
 #include <stdio.h>
@@ -29,6 +30,7 @@ int cmd_elect(int argc, char **argv); /* cmd_elect.c */
 
 static const struct subcommand subcommands[] = {
     {"version", "print the version", cmd_version},
+    {"kube-watch", "run one informer and print what it sees", kube_cmd_watch},
     {"help", "list the subcommands", cmd_help},
     {"translate", "translate manifests to xDS offline and report on every object", cmd_translate},
     {"elect", "run only the leader election and log its transitions", cmd_elect},
