@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define STDIN_LINE_MAX 256
@@ -59,6 +60,8 @@ static void field(struct cx_buf *b, const char *k, const char *v)
 
 static void progress(struct watch_cmd *w)
 {
+    if (!kube_informer_synced(w->inf))
+        return;
     w->changes++;
     if (w->every && w->changes % w->every == 0) {
         struct cx_buf b;
@@ -133,6 +136,8 @@ static void on_synced(void *ud)
                         (double)(cx_mono_ns() - w->start_ns) / 1e6, max_rss_kb(),
                         st.streaming_used ? "true" : "false", (unsigned long long)st.pages));
     emit(&b);
+    w->changes = 0; /* --progress counts changes after the initial sync */
+    w->start_ns = cx_mono_ns();
     if (w->exit_on_sync)
         event_base_loopbreak(w->base);
 }
@@ -216,12 +221,12 @@ static void usage(FILE *f)
             "  --field-selector SEL\n"
             "  --identity ID          replica identity in the User-Agent\n"
             "  --streaming auto|on|off   streaming lists (default auto)\n"
-            "  --page-size N          list page size (default 500)\n"
+            "  --page-size N          list page size (default 500; 0: one unpaged list)\n"
             "  --watch-timeout SECS   timeoutSeconds per watch (default 300)\n"
             "  --stall MS             restart a watch silent this long (default 90000)\n"
             "  --token-reread MS      token file re-read period (default 60000)\n"
             "  --quiet                no line per change\n"
-            "  --progress N           a line every N changes\n"
+            "  --progress N           a line every N changes after the sync\n"
             "  --exit-on-sync         exit once synced (benchmarks)\n"
             "stdin: 'dump' prints the cache and counters; 'quit' or EOF exits.\n");
 }
@@ -232,7 +237,7 @@ int kube_cmd_watch(int argc, char **argv)
                *plural = NULL, *ns = NULL, *sel = NULL, *fsel = NULL, *identity = NULL,
                *streaming = "auto";
     long page = 0, wto = 0, stall = 0, reread = 0, every = 0;
-    int cluster = 0, quiet = 0, exit_on_sync = 0;
+    int cluster = 0, quiet = 0, exit_on_sync = 0, page_set = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -264,6 +269,8 @@ int kube_cmd_watch(int argc, char **argv)
         STR_FLAG("--field-selector", fsel)
         STR_FLAG("--identity", identity)
         STR_FLAG("--streaming", streaming)
+        if (strcmp(a, "--page-size") == 0)
+            page_set = 1;
         NUM_FLAG("--page-size", page)
         NUM_FLAG("--watch-timeout", wto)
         NUM_FLAG("--stall", stall)
@@ -326,7 +333,7 @@ int kube_cmd_watch(int argc, char **argv)
         .ns = ns,
         .label_selector = sel,
         .field_selector = fsel,
-        .page_size = page,
+        .page_size = page_set && page == 0 ? -1 : page,
         .watch_timeout_s = (int)wto,
         .stall_ms = stall,
         .streaming = sm,
@@ -337,9 +344,15 @@ int kube_cmd_watch(int argc, char **argv)
         fprintf(stderr, "kube-watch: bad informer options\n");
         goto out;
     }
-    ev_in = event_new(w.base, STDIN_FILENO, EV_READ | EV_PERSIST, on_stdin, &w);
-    if (!ev_in || event_add(ev_in, NULL) != 0)
-        goto out;
+    /* Commands come on a pipe or a terminal; epoll refuses /dev/null and
+     * files, and then there is simply no command channel. */
+    struct stat sb;
+    if (fstat(STDIN_FILENO, &sb) == 0 &&
+        (S_ISFIFO(sb.st_mode) || S_ISSOCK(sb.st_mode) || isatty(STDIN_FILENO))) {
+        ev_in = event_new(w.base, STDIN_FILENO, EV_READ | EV_PERSIST, on_stdin, &w);
+        if (!ev_in || event_add(ev_in, NULL) != 0)
+            goto out;
+    }
     w.start_ns = cx_mono_ns();
     if (kube_informer_start(w.inf) != 0)
         goto out;

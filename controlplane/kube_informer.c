@@ -144,7 +144,7 @@ struct kube_informer *kube_informer_new(struct kube_client *c, const struct kube
         else
             snprintf(inf->api_version, avl, "%s", o->res->version);
     }
-    inf->page_size = o->page_size > 0 ? o->page_size : 500;
+    inf->page_size = o->page_size > 0 ? o->page_size : (o->page_size < 0 ? 0 : 500);
     inf->watch_timeout_s = o->watch_timeout_s > 0 ? o->watch_timeout_s : 300;
     inf->stall_ms = o->stall_ms > 0 ? o->stall_ms : 90000;
     inf->request_timeout_ms = o->request_timeout_ms > 0 ? o->request_timeout_ms : 60000;

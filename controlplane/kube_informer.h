@@ -37,7 +37,7 @@ struct kube_informer_opts {
     const char *label_selector;  /* passed through (the filter layer decides) */
     const char *field_selector;
     const char *name;            /* metrics label; default res->plural */
-    long page_size;              /* list page, default 500 */
+    long page_size;              /* list page, default 500; < 0: no paging */
     int watch_timeout_s;         /* timeoutSeconds per watch, default 300 */
     int64_t stall_ms;            /* no bytes for this long = stalled, default 90000 */
     enum kube_streaming streaming;
