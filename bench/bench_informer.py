@@ -172,9 +172,16 @@ def watch_rate(ks, changes=20000):
     url = ("http://127.0.0.1:%d/api/v1/namespaces/%s/configmaps?watch=1&resourceVersion=%s"
            % (ks.port, NS, rv))
     t1 = time.monotonic()
-    subprocess.run("curl -sN '%s' | head -n %d > /dev/null" % (url, changes), shell=True,
-                   check=True)
+    # head exits after the last line; curl would wait on the open watch, so
+    # it is killed then.
+    c = subprocess.Popen(["curl", "-sN", url], stdout=subprocess.PIPE)
+    h = subprocess.Popen(["head", "-n", str(changes)], stdin=c.stdout,
+                         stdout=subprocess.DEVNULL)
+    c.stdout.close()
+    h.wait(120)
     floor = time.monotonic() - t1
+    c.kill()
+    c.wait()
     row = {"case": "watch events applied per second (%d queued updates)" % changes,
            "events_per_s": round(changes / took),
            "baseline_events_per_s": round(changes / floor),

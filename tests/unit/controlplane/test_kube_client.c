@@ -672,6 +672,31 @@ static void test_watch_large_event_across_many_chunks(void)
     fx_free(&f);
 }
 
+static void test_watch_backlog_pauses_and_resumes(void)
+{
+    /* 20,000 events (~2 MB) at once with a 16 KiB event cap: the client
+     * must pause curl while it parses and resume without losing bytes. */
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){0});
+    size_t n = 20000;
+    char *big = malloc(n * 120);
+    size_t off = 0;
+    for (size_t i = 0; i < n; i++)
+        off += (size_t)snprintf(big + off, 120,
+                                "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"a\","
+                                "\"resourceVersion\":\"%zu\"}}}\n",
+                                i + 1);
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .chunks = {big}});
+    struct wrec w = {0};
+    REQUIRE(kube_watch_start(f.c, &CM, "ns1", &(struct kube_watch_opts){.max_event = 16384}, &WH,
+                             &w) != NULL);
+    REQUIRE(run_until(f.base, &w.ended, 10000));
+    CHECK_INT_EQ(w.err.code, KUBE_OK);
+    CHECK_INT_EQ(w.n, (long long)n);
+    free(big);
+    fx_free(&f);
+}
+
 /* ---- two clients, two threads ------------------------------------------------------- */
 
 struct thread_arg {
@@ -728,6 +753,7 @@ static const struct cxt_case cases[] = {
     CXT(test_watch_error_event_and_garbage),
     CXT(test_watch_stall_and_stop),
     CXT(test_watch_large_event_across_many_chunks),
+    CXT(test_watch_backlog_pauses_and_resumes),
     CXT(test_two_clients_two_threads),
 };
 CXT_MAIN(cases)
