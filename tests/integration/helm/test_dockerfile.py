@@ -239,6 +239,9 @@ def case_build_stage_copies_every_module():
             copied.update(x.rstrip("/") for x in a.split()[:-1])
     need = set(makefile_var("MODULES")) | {"Makefile", "api", "mk"}
     check(need <= copied, "not copied: %s" % sorted(need - copied))
+    # docker build fails on a COPY whose source is missing
+    for src in copied:
+        check(os.path.exists(os.path.join(TOP, src)), "COPY %s: not in the checkout" % src)
     ignore = open(os.path.join(TOP, "deploy", "Dockerfile.dockerignore")).read().split()
     for x in ("build", ".git"):
         check(x in ignore, "%s not ignored" % x)
