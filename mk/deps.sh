@@ -17,6 +17,7 @@ PKGS=(
     python3 python3-grpcio python3-kubernetes python3-yaml
     curl openssl procps iproute2 valgrind
     prometheus  # promtool checks our /metrics exposition
+    gnuplot-nox  # make bench: plots in docs/benchmarks.md
     # chart tests: a Helm-compatible renderer (Go text/template + sprig,
     # the YAML and JSON-schema libraries Helm uses) and Python's validator
     golang-go golang-github-masterminds-sprig-dev golang-github-ghodss-yaml-dev
