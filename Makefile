@@ -7,6 +7,7 @@
 #   make valgrind   the unit tests under valgrind
 #   make fuzz       short libFuzzer runs of every fuzz target (clang)
 #   make bench      benchmarks; results in bench/results and docs/benchmarks.md
+#   make chaos      3 replicas under random faults for CHAOS_SECONDS (600); docs/chaos.md
 #   make fmt / lint clang-format / clang-format check + cppcheck
 #   make deps       install missing Debian packages (as root)
 #   make manifests  regenerate deploy/manifests from the Helm chart
@@ -79,7 +80,7 @@ ITEST_BIN := $(patsubst %.c,$(BUILD)/%,$(ITEST_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bin/%,$(BENCH_SRC))
 BINARIES := $(COXSWAIN) $(KUBESIM)
 
-.PHONY: all deps binaries tests test run valgrind fuzz fuzz-build bench fmt lint clean help manifests
+.PHONY: all deps binaries tests test run valgrind fuzz fuzz-build bench chaos fmt lint clean help manifests
 
 # ---- entry points: each makes sure the Debian packages are there first ------
 all: deps
@@ -103,6 +104,10 @@ run: deps
 bench: deps
 	$(Q)$(MAKE) --no-print-directory binaries $(BENCH_BIN)
 	$(Q)BUILD=$(BUILD) bench/run.sh
+
+chaos: deps
+	$(Q)$(MAKE) --no-print-directory binaries
+	$(Q)BUILD=$(BUILD) tests/chaos/run.sh
 
 binaries: $(BINARIES)
 tests: $(UNIT_BIN) $(ITEST_BIN) $(BENCH_BIN)

@@ -1,0 +1,818 @@
+#!/usr/bin/env python3
+"""The chaos test: three replicas on kubesim under a randomised fault
+schedule while a writer keeps changing VirtualServices; invariants checked
+all along from kubesim's audit log. See docs/chaos.md.
+
+usage: chaos.py [--seconds N] [--seed N] [--mode auto|elect|run] [--out DIR]
+                [--json FILE] [--bench-json FILE]
+
+Environment: CHAOS_SECONDS (default 600), CHAOS_SEED (default: random,
+printed), CHAOS_MODE, COXSWAIN_BUILD, COXSWAIN_SANITIZE.
+Exit status: 0 no violation, 1 violations, 2 the harness itself failed.
+"""
+import argparse
+import collections
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
+
+import chaoslib  # noqa: E402
+from chaoslib import (AuditTail, Cluster, LockObserver, Replica, SendTimes, Writer,  # noqa: E402
+                      mono)
+from invariants import (LeadershipChecker, LockSpec, guarded_daemon_writes,  # noqa: E402
+                        guarded_elect_writes, rss_verdict)
+
+FAULTS = ("kill", "term", "stop", "partition", "storm500", "storm429", "latency",
+          "apirestart", "watchdrop", "compact")
+REPLICA_FAULTS = ("kill", "term", "stop", "partition")
+IDENT = re.compile(r"^(r\d+)-(\d+)$")
+TEST_CM = "coxswain-elect-test"
+
+
+def writer_of(user):
+    """Replica identities are their kubesim users ("r1-3"); anything else
+    (the writer, the observer, the driver) is not a replica."""
+    return user if user and IDENT.match(user) else None
+
+
+def slot_of(identity):
+    m = IDENT.match(identity or "")
+    return m.group(1) if m else None
+
+
+class Chaos:
+    def __init__(self, opts):
+        self.opts = opts
+        self.seed = opts.seed
+        self.rng = random.Random(self.seed)
+        self.mode = opts.mode
+        san = chaoslib.sanitized()
+        self.timings = ("3s", "2s", "500ms")
+        self.lease_ns = chaoslib.parse_duration_ns(self.timings[0])
+        self.renew_ns = chaoslib.parse_duration_ns(self.timings[1])
+        self.strict = os.environ.get("CHAOS_STRICT", "0") not in ("", "0")
+        self.holds = []             # (user or None, from_ns, until_ns or None, why)
+        self.sendtimes = None
+        self.lease_s = self.lease_ns / 1e9
+        self.out = opts.out
+        self.lock = LockSpec("leases", "default", "coxswain")
+        self.cluster = None
+        self.observer = None
+        self.writer = None
+        self.slots = {}
+        self.incarnation = collections.Counter()
+        self.replicas = []          # every incarnation ever started
+        self.busy = set()           # slots under a replica-level fault
+        self.episodes = []          # [ [wake_at, kind, target, generator, start_ns] ]
+        self.api_restarting = False
+        self.faults = collections.Counter()
+        self.timeline = []          # {"kind","target","start_ns","end_ns"}
+        self.violations = []        # beyond the checker's: exits, RSS, convergence
+        self.unexpected_exits = 0
+        self.clean_shutdowns = 0
+        self.shutdowns = 0
+        self.audit_buf = []
+        self.tail = None
+        self.checker = None
+        self.reported = 0
+        self.reported_late = 0
+        self.canary_caught = None
+        self.canary_rv = None
+        self.converge_s = None
+        self.started = None
+        self.max_active = 2
+        self.san = san
+
+    # -- output --------------------------------------------------------------
+    def say(self, fmt, *args):
+        if self.started is None:
+            prefix = "chaos:"
+        else:
+            prefix = "chaos: [%6.1fs]" % ((mono() - self.started) / 1e9)
+        print(prefix + " " + (fmt % args if args else fmt), flush=True)
+
+    def violate(self, kind, detail):
+        self.violations.append({"kind": kind, "mono_ns": mono(), "detail": detail})
+        self.say("VIOLATION %s: %s", kind, detail)
+
+    # -- replicas ------------------------------------------------------------
+    def spawn(self, slot):
+        self.incarnation[slot] += 1
+        r = Replica(self.cluster, slot, self.incarnation[slot], self.mode, self.timings,
+                    self.out)
+        self.replicas.append(r)
+        self.slots[slot] = r
+        if not r.wait_ready(30 if self.san else 15):
+            r.poll()
+            if not r.expected_exit and r.exit_code is not None:
+                self.unexpected_exits += 1
+                self.violate("unexpected-exit", "%s exited with %s while starting:\n%s" % (
+                    r.identity, r.exit_code, r.log_tail()))
+        return r
+
+    def check_exits(self):
+        for slot, r in list(self.slots.items()):
+            rc = r.poll()
+            if rc is None or r.expected_exit:
+                continue
+            r.expected_exit = True  # reported once
+            self.unexpected_exits += 1
+            self.violate("unexpected-exit", "%s exited with status %s:\n%s" % (
+                r.identity, rc, r.log_tail()))
+            if slot not in self.busy:
+                self.spawn(slot)
+
+    def holder(self):
+        """The lock's holder right now, per kubesim (None on error)."""
+        try:
+            st, obj = self.cluster.request(
+                "GET", "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s" % (
+                    self.lock.namespace, self.lock.name), timeout=3)
+        except OSError:
+            return None
+        if st != 200:
+            return None
+        return (obj.get("spec") or {}).get("holderIdentity") or ""
+
+    def pick_slot(self):
+        """A slot not under another replica fault; the leader 60% of the time."""
+        free = [s for s in sorted(self.slots) if s not in self.busy]
+        if not free:
+            return None
+        lead = slot_of(self.holder())
+        if lead in free and self.rng.random() < 0.6:
+            return lead
+        return self.rng.choice(free)
+
+    def live_identities(self):
+        return [r.identity for r in self.slots.values() if r.alive()]
+
+    # -- fault episodes (generators yielding seconds to wait) -----------------
+    def ep_kill(self, slot):
+        r = self.slots[slot]
+        r.kill9()
+        try:
+            yield self.rng.uniform(0.3, 3.0)
+        finally:
+            self.spawn(slot)
+
+    def ep_term(self, slot):
+        r = self.slots[slot]
+        r.expected_exit = True
+        r.sigcont()
+        r.signal(signal.SIGTERM)
+        t0 = time.monotonic()
+        self.shutdowns += 1
+        try:
+            while r.alive() and time.monotonic() - t0 < 5.0:
+                yield 0.05
+            self.shutdown_verdict(r, t0)
+            yield self.rng.uniform(0.2, 2.0)
+        finally:
+            if r.alive():
+                self.shutdown_verdict(r, t0)
+            self.spawn(slot)
+
+    def shutdown_verdict(self, r, t0):
+        if r.alive():
+            code, took = r.terminate(max(0.1, 5.0 - (time.monotonic() - t0)))
+        else:
+            r.poll()
+            code, took = r.exit_code, time.monotonic() - t0
+        if code == 0:
+            self.clean_shutdowns += 1
+        else:
+            self.violate("unclean-shutdown", "%s on SIGTERM: %s after %.1f s:\n%s" % (
+                r.identity, "killed, still running" if code is None else "status %s" % code,
+                took, r.log_tail(15)))
+
+    def ep_stop(self, slot):
+        r = self.slots[slot]
+        r.sigstop()
+        try:
+            yield self.rng.uniform(0.3, 2.5) * self.lease_s
+        finally:
+            r.sigcont()
+
+    def ep_partition(self, slot):
+        user = self.slots[slot].identity
+        inc = self.cluster.incarnation
+        hold = [user, mono(), None, "held by the partition of %s" % user]
+        self.holds.append(hold)
+        self.cluster.admin("POST", "/partitions", {"user": user})
+        try:
+            yield self.rng.uniform(0.5, 2.5) * self.lease_s
+        finally:
+            if self.cluster.incarnation == inc:  # a restart already healed it
+                self.cluster.admin("DELETE", "/partitions?user=" + user)
+            hold[2] = mono() + 500 * 10 ** 6
+
+    def _rules(self, rule):
+        """Adds |rule| for every live replica user; returns (incarnation, ids,
+        holds). A delay rule holds requests: recorded for excuse()."""
+        inc = self.cluster.incarnation
+        ids, holds = [], []
+        for user in self.live_identities():
+            st, out = self.cluster.admin("POST", "/faults", dict(rule, user=user))
+            if st in (200, 201) and isinstance(out, dict) and "id" in out:
+                ids.append(out["id"])
+                if rule["action"] == "delay":
+                    h = [user, mono(), None, "delayed %d ms by a latency fault" %
+                         rule["delay_ms"]]
+                    self.holds.append(h)
+                    holds.append(h)
+        return inc, ids, holds
+
+    def _unrule(self, inc, ids, holds, extra_ns=0):
+        if self.cluster.incarnation == inc:  # else the restart dropped them
+            for i in ids:
+                self.cluster.admin("DELETE", "/faults/%s" % i)
+        for h in holds:
+            h[2] = mono() + extra_ns + 500 * 10 ** 6
+
+    def excuse(self, a):
+        """Why a write landing outside its writer's term may have been sent
+        inside it: the request was held by a fault this driver injected."""
+        t = a.get("mono_ns", 0)
+        for user, t0, t1, why in self.holds:
+            if user == a.get("user") and t0 <= t and (t1 is None or t <= t1):
+                return why
+        return None
+
+    def ep_storm(self, code):
+        rule = {"action": "fail", "code": code,
+                "probability": round(self.rng.uniform(0.3, 0.9), 2)}
+        if code == 429:
+            rule["retry_after"] = 1
+        verb = self.rng.choice([None, None, "update", "get", "watch", "patch"])
+        if verb:
+            rule["verb"] = verb
+        inc, ids, holds = self._rules(rule)
+        try:
+            yield self.rng.uniform(2.0, 6.0)
+        finally:
+            self._unrule(inc, ids, holds)
+
+    def ep_latency(self):
+        rule = {"action": "delay", "delay_ms": self.rng.randrange(100, 1500),
+                "probability": round(self.rng.uniform(0.3, 0.8), 2)}
+        inc, ids, holds = self._rules(rule)
+        try:
+            yield self.rng.uniform(2.0, 6.0)
+        finally:
+            self._unrule(inc, ids, holds, rule["delay_ms"] * 10 ** 6)
+
+    def ep_apirestart(self):
+        self.api_restarting = True
+        rc = self.cluster.stop()
+        if rc != 0:
+            self.violate("kubesim", "kubesim exited with %s on SIGTERM" % rc)
+        try:
+            yield self.rng.uniform(0.0, 3.0)   # the API is down meanwhile
+        finally:
+            self.cluster.start()
+            self.api_restarting = False
+
+    def ep_watchdrop(self):
+        body = {}
+        if self.rng.random() < 0.5 and self.live_identities():
+            body["user"] = self.rng.choice(self.live_identities())
+        self.cluster.admin("POST", "/end-watches", body)
+        return
+        yield  # a generator that ends at once
+
+    def ep_compact(self):
+        self.cluster.admin("POST", "/compact")
+        # Watchers reconnect from their last resourceVersion, now too old.
+        self.cluster.admin("POST", "/end-watches", {})
+        return
+        yield
+
+    def start_episode(self, kind):
+        target = None
+        if kind in REPLICA_FAULTS:
+            target = self.pick_slot()
+            if target is None:
+                return False
+            self.busy.add(target)
+            target_id = self.slots[target].identity
+        else:
+            if kind == "apirestart" and self.api_restarting:
+                return False
+            target_id = None
+        gen = {"kill": lambda: self.ep_kill(target), "term": lambda: self.ep_term(target),
+               "stop": lambda: self.ep_stop(target),
+               "partition": lambda: self.ep_partition(target),
+               "storm500": lambda: self.ep_storm(500), "storm429": lambda: self.ep_storm(429),
+               "latency": self.ep_latency, "apirestart": self.ep_apirestart,
+               "watchdrop": self.ep_watchdrop, "compact": self.ep_compact}[kind]()
+        ep = {"kind": kind, "slot": target, "target": target_id, "gen": gen,
+              "start_ns": mono(), "wake": 0.0}
+        self.faults[kind] += 1
+        self.say("fault %s%s", kind, " on " + target_id if target_id else "")
+        self.episodes.append(ep)
+        self.advance(ep)
+        return True
+
+    def advance(self, ep):
+        try:
+            delay = next(ep["gen"])
+            ep["wake"] = time.monotonic() + delay
+        except StopIteration:
+            self.finish_episode(ep)
+
+    def finish_episode(self, ep):
+        if ep in self.episodes:
+            self.episodes.remove(ep)
+        if ep["slot"]:
+            self.busy.discard(ep["slot"])
+        self.timeline.append({"kind": ep["kind"], "target": ep["target"],
+                              "start_ns": ep["start_ns"], "end_ns": mono()})
+
+    def end_all_episodes(self):
+        for ep in list(self.episodes):
+            ep["gen"].close()   # runs its finally: heal, continue, respawn
+            self.finish_episode(ep)
+
+    # -- the audit log --------------------------------------------------------
+    def pump_audit(self, lag_ns):
+        """Feeds the checker every audit line older than |lag_ns| (so the
+        lock observer has seen the versions they produced)."""
+        self.audit_buf += self.tail.read()
+        cut = mono() - lag_ns
+        n = 0
+        while n < len(self.audit_buf) and self.audit_buf[n].get("mono_ns", 0) <= cut:
+            n += 1
+        ready, self.audit_buf = self.audit_buf[:n], self.audit_buf[n:]
+        self.checker.feed(ready)
+        while self.reported < len(self.checker.violations):
+            v = self.checker.violations[self.reported]
+            self.reported += 1
+            if self.canary_rv and v.entry and v.entry.get("resourceVersion") == self.canary_rv:
+                continue   # canary() reports it
+            active = ", ".join("%s(%s)" % (e["kind"], e["target"] or "api")
+                               for e in self.episodes) or "none"
+            self.say("VIOLATION %s: %s [active faults: %s]", v.kind, v.detail, active)
+        while self.reported_late < len(self.checker.late):
+            v = self.checker.late[self.reported_late]
+            self.reported_late += 1
+            self.say("%s %s", "VIOLATION (strict)" if self.strict else "note:", v.detail)
+
+    def sample(self):
+        for r in self.slots.values():
+            if r.alive():
+                r.sample_rss()
+
+    # -- phases ---------------------------------------------------------------
+    def setup(self):
+        os.makedirs(self.out, exist_ok=True)
+        self.cluster = Cluster(self.out)
+        self.tail = AuditTail(self.cluster.audit_path)
+        self.observer = LockObserver(self.cluster, self.lock)
+        self.observer.start()
+        sent_of = None
+        if self.mode == "elect":
+            guarded = guarded_elect_writes(TEST_CM)
+            self.sendtimes = SendTimes(self.cluster, self.lock.namespace, TEST_CM)
+            self.sendtimes.start()
+            sent_of = self.sendtimes.sent_of(writer_of)
+        else:
+            guarded = guarded_daemon_writes()
+        self.checker = LeadershipChecker(self.lock, self.observer.history, guarded,
+                                         self.lease_ns, writer_of, renew_ns=self.renew_ns,
+                                         sent_of=sent_of, excuse=self.excuse)
+        self.writer = Writer(self.cluster, random.Random(self.seed + 1))
+        self.writer.setup()
+        for i in range(self.opts.replicas):
+            self.spawn("r%d" % i)
+        self.writer.start()
+
+    def run_faults(self, seconds):
+        self.started = mono()
+        end = time.monotonic() + seconds
+        deck = []
+        next_fault = time.monotonic() + min(3.0, seconds / 10)
+        last_sample = last_progress = 0.0
+        while time.monotonic() < end:
+            now = time.monotonic()
+            for ep in list(self.episodes):
+                if ep["wake"] <= now:
+                    self.advance(ep)
+            if now >= next_fault and len(self.episodes) < self.max_active:
+                if not deck:
+                    deck = list(FAULTS)
+                    self.rng.shuffle(deck)
+                kind = deck[-1]
+                if self.start_episode(kind):
+                    deck.pop()
+                next_fault = time.monotonic() + self.rng.uniform(1.0, 3.0)
+            if now - last_sample >= 1.0:
+                last_sample = now
+                self.sample()
+                self.check_exits()
+                self.pump_audit(2 * 10 ** 9)
+            if now - last_progress >= 10.0:
+                last_progress = now
+                self.say("progress: %d faults, %d terms, %d guarded writes, %d VirtualService "
+                         "changes, %d violations", sum(self.faults.values()),
+                         len(self.checker.terms), self.checker.counts["guarded_writes"],
+                         self.writer.ok, len(self.checker.violations) + len(self.violations))
+            time.sleep(0.05)
+        self.end_all_episodes()
+        self.say("faults stopped; waiting for convergence")
+
+    def converged_elect(self):
+        h = self.holder()
+        if not h:
+            return False, "no holder"
+        leaders, wrong = [], []
+        for r in self.slots.values():
+            if not r.alive():
+                return False, "%s not running" % r.identity
+            info = r.leader_info()
+            if info is None:
+                return False, "%s: no /debug/leader" % r.identity
+            if info.get("role") == "leader":
+                leaders.append(r.identity)
+            elif info.get("holder") != h or info.get("watch") != "up":
+                wrong.append("%s sees %s (watch %s)" % (r.identity, info.get("holder"),
+                                                         info.get("watch")))
+        if leaders != [h]:
+            return False, "lock held by %s, leading: %s" % (h, leaders)
+        if wrong:
+            return False, "; ".join(wrong)
+        return True, h
+
+    def converged(self):
+        if self.mode == "elect":
+            return self.converged_elect()
+        return self.converged_daemon()
+
+    def converged_daemon(self):
+        ok, h = self.converged_elect()
+        if not ok:
+            return ok, h
+        # Statuses: every object observed at its generation.
+        from invariants import statuses_converged
+        stuck = []
+        for plural in ("gateways", "virtualservices", "upstreams"):
+            st, out = self.cluster.request("GET", "%s/namespaces/%s/%s" % (
+                chaoslib.GROUP, self.writer.ns, plural))
+            if st != 200:
+                return False, "list %s: %s" % (plural, st)
+            stuck += statuses_converged(out.get("items", []))
+        if stuck:
+            return False, "%d statuses behind: %s" % (len(stuck), stuck[:3])
+        return self.snapshots_consistent(h)
+
+    def snapshots_consistent(self, holder):
+        vers = {}
+        for r in self.slots.values():
+            st, body = r.http("/debug/snapshot")
+            if st != 200:
+                return False, "%s: /debug/snapshot %s" % (r.identity, st)
+            try:
+                vers[r.identity] = json.loads(body).get("version")
+            except ValueError:
+                return False, "%s: /debug/snapshot is not JSON" % r.identity
+        if len(set(vers.values())) != 1:
+            return False, "snapshot versions differ: %s" % vers
+        return True, holder
+
+    def settle(self):
+        t0 = time.monotonic()
+        timeout = (4 * self.lease_s + 20) * (2 if self.san else 1)
+        if self.mode == "run":
+            timeout += 30
+        why = None
+        while time.monotonic() - t0 < timeout:
+            self.sample()
+            self.check_exits()
+            for slot, r in list(self.slots.items()):
+                if not r.alive():
+                    self.spawn(slot)
+            ok, why = self.converged()
+            if ok:
+                self.converge_s = time.monotonic() - t0
+                self.say("converged in %.1f s: %s leads, every replica agrees", self.converge_s,
+                         why)
+                break
+            time.sleep(0.2)
+        else:
+            self.violate("no-convergence", "not converged %.0f s after the faults stopped: %s"
+                         % (timeout, why))
+            return
+        # A quiet window: the leader keeps writing, nobody else does.
+        leader = why
+        since = mono()
+        time.sleep(max(3.0, 4 * 0.5))
+        self.sample()
+        self.pump_audit(0)
+        if self.checker.holder_at_end() != leader:
+            self.violate("no-convergence", "the audit log ends with holder %s, replicas say %s"
+                         % (self.checker.holder_at_end(), leader))
+        elif self.mode == "elect":
+            recent = self.guarded_since(since)
+            if not recent or any(w != leader for w in recent):
+                self.violate("no-convergence", "guarded writes after convergence: %s" % (
+                    collections.Counter(recent)))
+        if self.opts.canary:
+            self.canary(leader)
+
+    def canary(self, leader):
+        """Proves the whole chain (audit file, observers, checker) live: a
+        standby's identity performs one guarded write behind the guard's
+        back; the checker must report exactly that write."""
+        rogue = next((r for r in self.slots.values() if r.identity != leader and r.alive()),
+                     None)
+        if rogue is None:
+            self.violate("canary", "no standby to impersonate")
+            return
+        if self.mode == "elect":
+            path = "/api/v1/namespaces/%s/configmaps/%s" % (self.lock.namespace, TEST_CM)
+            body = {"data": {"writer": rogue.identity, "mono": str(mono()), "seq": "canary"}}
+        else:
+            path = chaoslib.vs_path(self.writer.ns, "vs-0", "status")
+            body = {"status": {"observedGeneration": 1, "state": "Canary"}}
+        st, out = self.cluster.ks.request("PATCH", path, body, token=rogue.token,
+                                          ctype="application/merge-patch+json")
+        if st != 200:
+            self.violate("canary", "the rogue write failed: %s %s" % (st, out))
+            return
+        rv = out["metadata"]["resourceVersion"]
+        self.canary_rv = rv
+        time.sleep(0.3)
+        self.pump_audit(0)
+        hit = [v for v in self.checker.violations
+               if v.entry and v.entry.get("resourceVersion") == rv]
+        if len(hit) != 1:
+            self.violate("canary", "the rogue write of %s (rv %s) was not reported" % (
+                rogue.identity, rv))
+            return
+        self.checker.violations.remove(hit[0])
+        self.reported -= 1
+        self.canary_caught = "%s: %s" % (hit[0].kind, hit[0].detail)
+        self.say("canary caught: %s", self.canary_caught)
+
+    def guarded_since(self, since_ns):
+        out = []
+        with open(self.cluster.audit_path) as f:
+            for line in f:
+                try:
+                    a = json.loads(line)
+                except ValueError:
+                    continue
+                if a.get("mono_ns", 0) >= since_ns and self.checker.guarded(a) and \
+                        200 <= a.get("code", 0) < 300:
+                    out.append(writer_of(a.get("user")))
+        return out
+
+    def shutdown(self):
+        if self.writer:
+            self.writer.stop()
+        for slot, r in sorted(self.slots.items()):
+            if r.alive():
+                self.shutdowns += 1
+                t0 = time.monotonic()
+                r.expected_exit = True
+                r.sigcont()
+                r.signal(signal.SIGTERM)
+                self.shutdown_verdict(r, t0)
+        if self.writer:
+            self.writer.join(5)
+        if self.cluster and self.cluster.alive():
+            for o in (self.observer, self.sendtimes):
+                if o:
+                    o.replay_window()
+            time.sleep(0.3)
+        for o in (self.observer, self.sendtimes):
+            if o:
+                o.stop()
+        if self.tail:
+            self.pump_audit(-10 ** 12)
+            self.checker.finish()
+
+    def rss_verdicts(self):
+        cap = (1536 if self.san else 256) * 1024
+        out = {}
+        for r in self.replicas:
+            if not r.rss:
+                continue
+            if self.san:
+                # ASan's quarantine grows RSS by design: only the cap.
+                ok, detail = rss_verdict(r.rss, min_life_s=1e9, cap_kb=cap)
+            else:
+                ok, detail = rss_verdict(r.rss, cap_kb=cap)
+            out[r.identity] = {"max_kb": max(kb for _, kb in r.rss), "ok": ok, "detail": detail}
+            if not ok:
+                self.violate("rss", "%s: %s" % (r.identity, detail))
+        return out
+
+    # -- the summary ------------------------------------------------------------
+    def summary(self, seconds, wall):
+        rss = self.rss_verdicts()
+        chk = self.checker.summary()
+        violations = [v.as_dict() for v in self.checker.violations] + self.violations
+        late = [v.as_dict() for v in self.checker.late]
+        if self.strict:
+            violations += late
+        kinds = collections.Counter(v["kind"] for v in violations)
+        return {
+            "seed": self.seed, "mode": self.mode, "seconds": seconds,
+            "wall_s": round(wall, 1), "replicas": self.opts.replicas,
+            "timings": dict(zip(("lease", "renew", "retry"), self.timings)),
+            "faults": dict(self.faults), "faults_total": sum(self.faults.values()),
+            "leadership": chk,
+            "terms": [t.as_dict() for t in self.checker.terms],
+            "writes": {"guarded": self.checker.counts["guarded_writes"],
+                       "guarded_failed": self.checker.counts["guarded_write_failures"],
+                       "lock": self.checker.counts["lock_writes"],
+                       "lock_inferred": self.checker.counts["lock_writes_inferred"],
+                       "virtualservice_changes": self.writer.ok if self.writer else 0,
+                       "virtualservice_failed": self.writer.failed if self.writer else 0},
+            "processes": {"started": len(self.replicas),
+                          "unexpected_exits": self.unexpected_exits,
+                          "shutdowns": self.shutdowns, "clean_shutdowns": self.clean_shutdowns},
+            "kubesim_restarts": self.cluster.restarts if self.cluster else 0,
+            "observer": {"versions": len(self.observer.history) if self.observer else 0,
+                         "resyncs": self.observer.resyncs if self.observer else 0},
+            "converge_s": round(self.converge_s, 2) if self.converge_s is not None else None,
+            "rss": rss,
+            "strict": self.strict,
+            "canary": self.canary_caught,
+            "late_deliveries": len(late), "late_list": late[:50],
+            "violations": dict(kinds), "violations_total": len(violations),
+            "violation_list": violations[:50],
+            "fault_timeline": self.timeline,
+            "started_ns": self.started,
+        }
+
+
+def print_summary(s):
+    p = lambda *a: print("chaos:", *a, flush=True)  # noqa: E731
+    p("---- summary (seed %d, mode %s, %d s of faults, %.1f s wall) ----" % (
+        s["seed"], s["mode"], s["seconds"], s["wall_s"]))
+    p("faults injected: %d (%s)" % (s["faults_total"], ", ".join(
+        "%s %d" % (k, v) for k, v in sorted(s["faults"].items()))))
+    ld = s["leadership"]
+    p("leadership terms: %d (%d holders); %d failovers without release, slowest %.0f ms from "
+      "the old leader's last renewal to the new leader's acquisition; longest time with no "
+      "valid lease %.0f ms" % (ld["terms"], len(ld["holders"]), ld["failovers"],
+                               ld["max_failover_ms"], ld["max_leaderless_ms"]))
+    w = s["writes"]
+    p("writes: %d guarded (%d refused by the server), %d lock writes (%d holders inferred), "
+      "%d VirtualService changes (%d failed under faults)" % (
+          w["guarded"], w["guarded_failed"], w["lock"], w["lock_inferred"],
+          w["virtualservice_changes"], w["virtualservice_failed"]))
+    p("max age of a guarded write since its writer's last lock write: %.0f ms (lease %s)" % (
+        ld["max_guarded_write_age_ms"], s["timings"]["lease"]))
+    p("late deliveries (sent inside the term, landed after it: held by a fault): %d, "
+      "latest %.0f ms after the term ended%s" % (
+          s["late_deliveries"], ld["max_late_ms"], " -- fatal (CHAOS_STRICT)" if s["strict"]
+          else ""))
+    pr = s["processes"]
+    p("processes: %d started, %d unexpected exits, %d/%d clean SIGTERM shutdowns; "
+      "kubesim restarted %d times" % (pr["started"], pr["unexpected_exits"],
+                                     pr["clean_shutdowns"], pr["shutdowns"],
+                                     s["kubesim_restarts"]))
+    if s["rss"]:
+        worst = max(s["rss"].items(), key=lambda kv: kv[1]["max_kb"])
+        p("RSS: max %.1f MB (%s); growth %s" % (
+            worst[1]["max_kb"] / 1024.0, worst[0],
+            "ok" if all(v["ok"] for v in s["rss"].values()) else "UNBOUNDED"))
+    if s["converge_s"] is not None:
+        p("converged %.1f s after the faults stopped" % s["converge_s"])
+    if s["canary"]:
+        p("canary (a rogue write with a standby's identity) caught as %s" %
+          s["canary"].split(":")[0])
+    p("violations: %d %s" % (s["violations_total"], json.dumps(s["violations"]) if
+                             s["violations_total"] else ""))
+    for v in s["violation_list"][:10]:
+        p("  %s: %s" % (v["kind"], v["detail"].splitlines()[0] if v["detail"] else ""))
+
+
+def bench_json(s):
+    """The run in bench/run.sh's format, with the leadership timeline as plot
+    data (docs/benchmarks.md, section "Chaos")."""
+    t0 = s["started_ns"] or 0
+    slots = sorted({t["holder"].split("-")[0] for t in s["terms"] if t["holder"]})
+    series = []
+    for slot in slots:
+        pts = []
+        for t in s["terms"]:
+            if t["holder"].split("-")[0] != slot:
+                continue
+            end = t["end_ns"] if t["end_ns"] is not None else t["start_ns"]
+            pts.append([round((t["start_ns"] - t0) / 1e9, 3), round((end - t0) / 1e9, 3),
+                        slots.index(slot) + 1])
+        series.append({"label": "%s leads" % slot, "points": pts})
+    kinds = sorted({f["kind"] for f in s["fault_timeline"]})
+    for k in kinds:
+        pts = [[round((f["start_ns"] - t0) / 1e9, 3),
+                round(max(f["end_ns"], f["start_ns"] + 2e8) / 1e9 - t0 / 1e9, 3),
+                len(slots) + 1 + kinds.index(k) * 0.25]
+               for f in s["fault_timeline"]]
+        pts = [p for p, f in zip(pts, s["fault_timeline"]) if f["kind"] == k]
+        series.append({"label": "fault: " + k, "points": pts})
+    rows = [{"case": "fault episodes: " + k, "count": v} for k, v in sorted(s["faults"].items())]
+    ld = s["leadership"]
+    rows += [{"case": "leadership terms", "count": ld["terms"]},
+             {"case": "longest leaderless gap (ms)", "count": ld["max_leaderless_ms"]},
+             {"case": "guarded writes", "count": s["writes"]["guarded"]},
+             {"case": "VirtualService changes", "count": s["writes"]["virtualservice_changes"]},
+             {"case": "violations", "count": s["violations_total"]}]
+    glance = [{"metric": "safety violations under faults",
+               "value": "%d in %d s: %d faults, %d leadership terms, %d guarded writes" % (
+                   s["violations_total"], s["seconds"], s["faults_total"], ld["terms"],
+                   s["writes"]["guarded"]),
+               "baseline": "checker proven live by a rogue write" if s["canary"] else ""},
+              {"metric": "slowest failover (crash, pause, partition)",
+               "value": "%.0f ms" % ld["max_failover_ms"],
+               "baseline": "lease %s" % s["timings"]["lease"]}]
+    return {"benchmark": "chaos", "glance": glance,
+            "title": "Chaos: %d s of faults on %d replicas (%s)" % (
+                s["seconds"], s["replicas"], "coxswain " + s["mode"]),
+            "notes": "make chaos, seed %d; lease %s, renew deadline %s, retry %s. Invariants "
+                     "from kubesim's audit log: no guarded write outside its writer's term or "
+                     "after its lease expired; no premature takeover; no unexpected exit; RSS "
+                     "bounded; convergence once faults stop. See docs/chaos.md." % (
+                         s["seed"], s["timings"]["lease"], s["timings"]["renew"],
+                         s["timings"]["retry"]),
+            "rows": rows,
+            "plots": [{"name": "timeline", "title": "Leadership terms and faults over time",
+                       "style": "intervals", "xlabel": "seconds", "ylabel": "",
+                       "series": series}]}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=float(os.environ.get("CHAOS_SECONDS", 600)))
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--mode", default=os.environ.get("CHAOS_MODE", "auto"),
+                    choices=("auto", "elect", "run"))
+    ap.add_argument("--replicas", type=int, default=3)
+    ap.add_argument("--no-canary", dest="canary", action="store_false",
+                    help="skip the rogue write that proves the checker live")
+    ap.add_argument("--out", default=None, help="artifacts (default: a temp dir, kept on "
+                    "failure)")
+    ap.add_argument("--json", default=None, help="write the summary there")
+    ap.add_argument("--bench-json", default=None, help="write the run in bench/run.sh format")
+    opts = ap.parse_args(argv)
+    if opts.seed is None:
+        env = os.environ.get("CHAOS_SEED", "")
+        opts.seed = int(env) if env else random.SystemRandom().randrange(1, 2 ** 31)
+    if opts.mode == "auto":
+        opts.mode = "run" if chaoslib.has_subcommand("run") else "elect"
+    keep = opts.out is not None
+    if opts.out is None:
+        opts.out = tempfile.mkdtemp(prefix="chaos-%d-" % opts.seed)
+    print("chaos: seed=%d seconds=%g mode=%s replicas=%d out=%s (CHAOS_SEED=%d reproduces the "
+          "schedule)" % (opts.seed, opts.seconds, opts.mode, opts.replicas, opts.out, opts.seed),
+          flush=True)
+    c = Chaos(opts)
+    t0 = time.monotonic()
+    rc = 0
+    try:
+        c.setup()
+        c.run_faults(opts.seconds)
+        c.settle()
+    except Exception:
+        traceback.print_exc()
+        rc = 2
+    finally:
+        try:
+            c.shutdown()
+        except Exception:
+            traceback.print_exc()
+            rc = 2
+    s = c.summary(opts.seconds, time.monotonic() - t0)
+    if c.cluster:
+        c.cluster.close()
+    print_summary(s)
+    for path, doc in ((opts.json, s), (opts.bench_json, bench_json(s) if s["terms"] else None)):
+        if path and doc:
+            with open(path, "w") as f:
+                json.dump(doc, f, indent=1)
+    if rc == 0 and s["violations_total"]:
+        rc = 1
+    if rc == 0 and not keep:
+        shutil.rmtree(opts.out, ignore_errors=True)
+    elif rc != 0:
+        print("chaos: artifacts kept in %s" % opts.out, flush=True)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

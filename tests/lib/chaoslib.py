@@ -1,0 +1,696 @@
+"""The machinery of the chaos test (tests/chaos/chaos.py): kubesim that can
+be restarted on the same port, replicas with their own kubesim users, the
+lock observer, the VirtualService writer, the audit tail, RSS sampling.
+
+Every replica incarnation gets its own bearer token whose kubesim user is
+its identity ("r1-3": slot r1, third start), so the audit log names exactly
+which process wrote, and a partition of that user cuts that process off.
+Times are CLOCK_MONOTONIC nanoseconds (time.monotonic_ns), the clock of
+kubesim's audit log and of `coxswain elect`'s lines.
+"""
+import http.client
+import json
+import os
+import re
+import secrets
+import signal
+import subprocess
+import threading
+import time
+import urllib.parse
+
+from kubesim import KubeSim, KubeSimError
+from invariants import LockHistory
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GROUP = "/apis/coxswain.dev/v1"
+
+
+def build_dir():
+    return os.environ.get("COXSWAIN_BUILD") or os.path.join(TOP, "build")
+
+
+def coxswain():
+    return os.environ.get("CHAOS_COXSWAIN") or os.path.join(build_dir(), "bin", "coxswain")
+
+
+def sanitized():
+    return os.environ.get("COXSWAIN_SANITIZE", "0") not in ("", "0")
+
+
+def mono():
+    return time.monotonic_ns()
+
+
+def has_subcommand(name):
+    """True if this coxswain binary knows `coxswain NAME`."""
+    try:
+        r = subprocess.run([coxswain(), name, "--help"], capture_output=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0
+
+
+def parse_duration_ns(s):
+    """Go-style durations as our flags take them: 3s, 500ms, 1m, 1.5s."""
+    total = 0.0
+    units = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9}
+    pos = 0
+    for m in re.finditer(r"([0-9.]+)(ns|us|ms|s|m|h)", s):
+        if m.start() != pos:
+            raise ValueError("bad duration %r" % s)
+        total += float(m.group(1)) * units[m.group(2)]
+        pos = m.end()
+    if pos != len(s) or not s:
+        raise ValueError("bad duration %r" % s)
+    return int(total)
+
+
+# ---- kubesim -----------------------------------------------------------------------
+
+class Cluster:
+    """kubesim with --state (restarts keep the store), --audit-file (the log
+    survives restarts), a token per user, and the same port after restarts
+    (so replicas' kubeconfigs stay valid)."""
+
+    def __init__(self, outdir, extra_args=()):
+        self.outdir = outdir
+        self.audit_path = os.path.join(outdir, "audit.jsonl")
+        self.tokens = {}
+        self.driver_tokens = {}
+        for user in ("chaos-writer", "chaos-observer", "chaos-driver"):
+            tok = secrets.token_hex(12)
+            self.tokens[tok] = user
+            self.driver_tokens[user] = tok
+        args = ["--audit-file", self.audit_path, "--bookmark-interval", "1s",
+                "--log-level", "warn"] + list(extra_args)
+        self.ks = KubeSim(args=args, state=True, tokens=self.tokens)
+        self.port = self.ks.port
+        # Later starts bind the same port (kubesim's last --listen wins).
+        self.ks.args += ["--listen", "127.0.0.1:%d" % self.port]
+        self.incarnation = 1
+        self.restarts = 0
+        self.lock = threading.Lock()
+
+    @property
+    def dir(self):
+        return self.ks.dir
+
+    def token(self, user):
+        return self.driver_tokens[user]
+
+    def add_token(self, token, user):
+        with self.lock:
+            self.tokens[token] = user
+            self.ks.write_tokens(self.tokens)
+        st, out = self.ks.request("POST", "/_sim/tokens/reload")
+        if st != 200:
+            raise KubeSimError("tokens reload: %s %s" % (st, out))
+
+    def alive(self):
+        return self.ks.proc is not None and self.ks.proc.poll() is None
+
+    def stop(self):
+        """SIGTERM (kubesim saves its state); returns its exit status."""
+        with self.lock:
+            self.incarnation += 1
+        return self.ks.stop()
+
+    def start(self, attempts=50):
+        """Starts again on the same port (retried while the port is busy)."""
+        last = None
+        for _ in range(attempts):
+            try:
+                self.ks.start()
+                self.restarts += 1
+                return
+            except KubeSimError as e:
+                last = e
+                self.ks.stop()
+                time.sleep(0.1)
+        raise KubeSimError("kubesim did not come back on port %d: %s" % (self.port, last))
+
+    def admin(self, method, path, body=None, ok=(200, 201)):
+        """An admin call; returns (status, body) and never raises on an
+        HTTP status (faults may race a restart)."""
+        try:
+            return self.ks.request(method, "/_sim" + path, body, timeout=10)
+        except OSError as e:
+            return 0, str(e)
+
+    def request(self, method, path, body=None, user="chaos-driver", ctype=None, timeout=10):
+        return self.ks.request(method, path, body, token=self.token(user), ctype=ctype,
+                               timeout=timeout)
+
+    def close(self):
+        """Stops kubesim; its log goes to <outdir>/kubesim.log."""
+        self.ks.stop()
+        with open(os.path.join(self.outdir, "kubesim.log"), "w") as f:
+            f.write(self.ks.log())
+        return self.ks.close()
+
+
+def write_kubeconfig(path, port, token):
+    with open(path, "w") as f:
+        f.write("""apiVersion: v1
+kind: Config
+clusters:
+- cluster:
+    server: http://127.0.0.1:%d
+  name: kubesim
+contexts:
+- context:
+    cluster: kubesim
+    namespace: default
+    user: chaos
+  name: kubesim
+current-context: kubesim
+users:
+- name: chaos
+  user:
+    token: %s
+""" % (port, token))
+
+
+# ---- replicas ----------------------------------------------------------------------
+
+ELECT_LINE = re.compile(r'^elect: (\S+) mono=(\d+)(.*)$')
+FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
+
+
+class Replica:
+    """One process of one slot: `coxswain elect` (mode "elect") or
+    `coxswain run` (mode "run"). Its identity is also its kubesim user."""
+
+    def __init__(self, cluster, slot, incarnation, mode, timings, outdir, lock_name="coxswain",
+                 lock_ns="default", write_interval="100ms", extra=()):
+        self.cluster = cluster
+        self.slot = slot
+        self.identity = "%s-%d" % (slot, incarnation)
+        self.mode = mode
+        self.dir = os.path.join(outdir, self.identity)
+        os.makedirs(self.dir, exist_ok=True)
+        self.log_path = os.path.join(self.dir, "log.txt")
+        token = secrets.token_hex(12)
+        self.token = token
+        cluster.add_token(token, self.identity)
+        self.kubeconfig = os.path.join(self.dir, "kubeconfig")
+        write_kubeconfig(self.kubeconfig, cluster.port, token)
+        self.events = []
+        self.cond = threading.Condition()
+        self.expected_exit = False  # set before the driver kills or stops it
+        self.stopped = False        # SIGSTOPped right now
+        self.exit_code = None
+        self.exited_ns = None
+        self.admin_port = None
+        self.xds_port = None
+        self.rss = []               # [(mono_ns, kb)]
+        lease, renew, retry = timings
+        elect = ["--leader-elect-lease-duration", lease, "--leader-elect-renew-deadline", renew,
+                 "--leader-elect-retry-period", retry, "--leader-elect-resource-name", lock_name,
+                 "--leader-elect-resource-namespace", lock_ns]
+        if mode == "elect":
+            cmd = [coxswain(), "elect", "--kubeconfig", self.kubeconfig, "--identity",
+                   self.identity, "--admin-listen", "127.0.0.1:0", "--log-level", "info",
+                   "--test-write-interval", write_interval,
+                   "--leader-elect-resource-lock", "leases"] + elect
+        else:
+            self.ports_file = os.path.join(self.dir, "ports.json")
+            cmd = [coxswain(), "run", "--kubeconfig", self.kubeconfig, "--identity",
+                   self.identity, "--namespace", lock_ns, "--xds-listen", "127.0.0.1:0",
+                   "--admin-listen", "127.0.0.1:0", "--ports-file", self.ports_file,
+                   "--leader-elect=true", "--leader-elect-resource-lock", "leases",
+                   "--log-level", "info"] + elect
+        cmd += list(extra)
+        self.cmd = cmd
+        env = dict(os.environ)
+        env.pop("POD_NAMESPACE", None)
+        env.pop("POD_NAME", None)
+        log = open(self.log_path, "ab")
+        self.started_ns = mono()
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log,
+                                     stdin=subprocess.DEVNULL, env=env)
+        log.close()
+        self.pid = self.proc.pid
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        with open(self.log_path, "ab") as log:
+            for raw in self.proc.stdout:
+                log.write(raw)
+                log.flush()
+                m = ELECT_LINE.match(raw.decode(errors="replace").strip())
+                if not m:
+                    continue
+                ev = {"what": m.group(1), "mono": int(m.group(2))}
+                for k, v in FIELD.findall(m.group(3)):
+                    ev[k] = v[1:-1] if v.startswith('"') else v
+                with self.cond:
+                    self.events.append(ev)
+                    self.cond.notify_all()
+        with self.cond:
+            self.events.append({"what": "eof", "mono": mono()})
+            self.cond.notify_all()
+
+    def wait_event(self, what, timeout):
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for ev in self.events:
+                    if ev["what"] == what:
+                        return ev
+                    if ev["what"] == "eof":
+                        return None
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self.cond.wait(left)
+
+    def wait_ready(self, timeout=20):
+        """Waits for the admin port; returns True when known."""
+        if self.mode == "elect":
+            ev = self.wait_event("admin", timeout)
+            if ev is None:
+                return False
+            self.admin_port = int(ev["port"])
+            return self.wait_event("identity", timeout) is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False
+            try:
+                with open(self.ports_file) as f:
+                    info = json.load(f)
+                self.admin_port, self.xds_port = info["admin"], info.get("xds")
+                return True
+            except (OSError, ValueError, KeyError):
+                time.sleep(0.05)
+        return False
+
+    def count(self, what):
+        with self.cond:
+            return sum(1 for e in self.events if e["what"] == what)
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def poll(self):
+        """Returns the exit code once exited (recording when), else None."""
+        rc = self.proc.poll()
+        if rc is not None and self.exit_code is None:
+            self.exit_code = rc
+            self.exited_ns = mono()
+        return rc
+
+    def signal(self, sig):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+
+    def sigstop(self):
+        self.stopped = True
+        self.signal(signal.SIGSTOP)
+
+    def sigcont(self):
+        self.signal(signal.SIGCONT)
+        self.stopped = False
+
+    def kill9(self):
+        self.expected_exit = True
+        self.signal(signal.SIGCONT)
+        self.signal(signal.SIGKILL)
+        self.proc.wait()
+        self.poll()
+
+    def terminate(self, timeout=5.0):
+        """SIGTERM; returns (exit code or None if it had to be killed,
+        seconds taken)."""
+        self.expected_exit = True
+        t0 = time.monotonic()
+        if self.proc.poll() is None:
+            self.sigcont()
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                self.poll()
+                return None, time.monotonic() - t0
+        self.poll()
+        return self.exit_code, time.monotonic() - t0
+
+    def sample_rss(self):
+        try:
+            with open("/proc/%d/status" % self.pid) as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        kb = int(line.split()[1])
+                        self.rss.append((mono(), kb))
+                        return kb
+        except (OSError, ValueError):
+            pass
+        return None
+
+    def http(self, path, timeout=3):
+        if not self.admin_port:
+            return 0, b""
+        c = http.client.HTTPConnection("127.0.0.1", self.admin_port, timeout=timeout)
+        try:
+            c.request("GET", path)
+            r = c.getresponse()
+            return r.status, r.read()
+        except OSError:
+            return 0, b""
+        finally:
+            c.close()
+
+    def leader_info(self):
+        st, body = self.http("/debug/leader")
+        if st != 200:
+            return None
+        try:
+            return json.loads(body)
+        except ValueError:
+            return None
+
+    def log_tail(self, n=30):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return ""
+
+
+# ---- observers ---------------------------------------------------------------------------
+
+class Observer(threading.Thread):
+    """Watches one object as user chaos-observer and hands every version to
+    record(obj). Survives watch ends, 410s (re-GET) and kubesim restarts."""
+
+    def __init__(self, cluster, coll, name, record):
+        super().__init__(daemon=True)
+        self.cluster = cluster
+        self.coll = coll          # e.g. /api/v1/namespaces/default/configmaps
+        self.name = name
+        self.record = record
+        self.running = True
+        self.rv = "0"
+        self.reconnects = 0
+        self.resyncs = 0
+
+    def _get(self):
+        try:
+            st, obj = self.cluster.request("GET", "%s/%s" % (self.coll, self.name),
+                                           user="chaos-observer", timeout=5)
+        except OSError:
+            return False
+        if st == 200:
+            self.record(obj)
+            self.rv = obj["metadata"]["resourceVersion"]
+            return True
+        if st == 404:
+            self.rv = "0"
+            return True
+        return False
+
+    def run(self):
+        while self.running:
+            q = urllib.parse.urlencode({
+                "watch": "1", "allowWatchBookmarks": "true", "resourceVersion": self.rv,
+                "fieldSelector": "metadata.name=" + self.name, "timeoutSeconds": "60"})
+            conn = None
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.cluster.port, timeout=5)
+                conn.request("GET", self.coll + "?" + q, headers={
+                    "Authorization": "Bearer " + self.cluster.token("chaos-observer")})
+                resp = conn.getresponse()
+                if resp.status != 200:
+                    resp.read()
+                    raise OSError("watch: HTTP %d" % resp.status)
+                buf = b""
+                while self.running:
+                    chunk = resp.read1(65536)
+                    if not chunk:
+                        break
+                    buf += chunk
+                    while b"\n" in buf:
+                        line, buf = buf.split(b"\n", 1)
+                        if not line.strip():
+                            continue
+                        ev = json.loads(line)
+                        if ev.get("type") == "ERROR":
+                            raise OSError("watch ERROR %s" % ev.get("object", {}).get("code"))
+                        obj = ev.get("object") or {}
+                        if ev.get("type") in ("ADDED", "MODIFIED"):
+                            self.record(obj)
+                        rv = obj.get("metadata", {}).get("resourceVersion")
+                        if rv:
+                            self.rv = rv
+            except (OSError, ValueError, http.client.HTTPException):
+                # Gone (410), kubesim restarting, a dropped watch: read the
+                # object again, then watch from there.
+                self.resyncs += 1
+                deadline = time.monotonic() + 2
+                while self.running and not self._get() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+            finally:
+                if conn is not None:
+                    conn.close()
+            self.reconnects += 1
+            if self.running:
+                time.sleep(0.02)
+
+    def replay_window(self):
+        """Records what kubesim still holds of the object's history (its
+        event window, from resourceVersion 1)."""
+        q = urllib.parse.urlencode({"watch": "1", "resourceVersion": "1", "timeoutSeconds": "1",
+                                    "fieldSelector": "metadata.name=" + self.name})
+        try:
+            w = self.cluster.ks.watch(self.coll + "?" + q, timeout=10)
+        except OSError:
+            return 0
+        n = 0
+        try:
+            for ev in w:
+                if ev.get("type") == "ERROR":
+                    break
+                if ev.get("type") in ("ADDED", "MODIFIED"):
+                    self.record(ev.get("object") or {})
+                n += 1
+        except (OSError, ValueError):
+            pass
+        finally:
+            w.close()
+        return n
+
+    def stop(self):
+        self.running = False
+
+
+def lock_collection(lock):
+    base = "/api/v1" if lock.resource == "configmaps" else "/apis/coordination.k8s.io/v1"
+    return "%s/namespaces/%s/%s" % (base, lock.namespace, lock.resource)
+
+
+class LockObserver(Observer):
+    """The lock object's versions, into a LockHistory (.history)."""
+
+    def __init__(self, cluster, lock):
+        self.history = LockHistory(lock)
+        super().__init__(cluster, lock_collection(lock), lock.name, self.history.add_object)
+
+
+class SendTimes(Observer):
+    """The versions of `coxswain elect`'s test ConfigMap: each guarded patch
+    carries data.writer and data.mono (its send time, CLOCK_MONOTONIC), so
+    resourceVersion -> (writer, mono) tells when a landed write was sent."""
+
+    def __init__(self, cluster, namespace, name):
+        self.by_rv = {}
+        super().__init__(cluster, "/api/v1/namespaces/%s/configmaps" % namespace, name,
+                         self._add)
+
+    def _add(self, obj):
+        md = obj.get("metadata") or {}
+        data = obj.get("data") or {}
+        try:
+            self.by_rv[str(md["resourceVersion"])] = (data["writer"], int(data["mono"]))
+        except (KeyError, ValueError, TypeError):
+            pass
+
+    def sent_of(self, writer_of):
+        def f(a):
+            rec = self.by_rv.get(str(a.get("resourceVersion")))
+            if rec and rec[0] == writer_of(a.get("user")):
+                return rec[1]
+            return None
+        return f
+
+
+# ---- the VirtualService writer -------------------------------------------------------
+
+def crd_docs():
+    """The coxswain.dev CRDs from api/crds/*.yaml."""
+    import yaml
+    d = os.path.join(TOP, "api", "crds")
+    out = []
+    for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        if f.endswith(".yaml"):
+            with open(os.path.join(d, f)) as fh:
+                out += [x for x in yaml.safe_load_all(fh) if x and
+                        x.get("kind") == "CustomResourceDefinition"]
+    return out
+
+
+def vs_path(ns, name=None, sub=None):
+    p = "%s/namespaces/%s/virtualservices" % (GROUP, ns)
+    if name:
+        p += "/" + name
+    if sub:
+        p += "/" + sub
+    return p
+
+
+class Writer(threading.Thread):
+    """Keeps changing VirtualServices (user chaos-writer): merge patches of
+    a route's prefix and timeout, now and then a delete and re-create.
+    Errors (faults, restarts) are counted and retried later."""
+
+    def __init__(self, cluster, rng, ns="chaos", count=20, rate=5.0):
+        super().__init__(daemon=True)
+        self.cluster = cluster
+        self.rng = rng
+        self.ns = ns
+        self.count = count
+        self.period = 1.0 / rate
+        self.running = True
+        self.ok = 0
+        self.failed = 0
+        self.deleted = set()
+        self.conn = None
+
+    def setup(self):
+        c = self.cluster
+        for doc in crd_docs():
+            st, out = c.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                                doc)
+            if st not in (201, 409):
+                raise KubeSimError("CRD %s: %s %s" % (doc["metadata"]["name"], st, out))
+        deadline = time.monotonic() + 10
+        while c.request("GET", "%s/virtualservices" % GROUP)[0] != 200:
+            if time.monotonic() > deadline:
+                raise KubeSimError("the coxswain.dev CRDs are not served")
+            time.sleep(0.05)
+        st, out = c.request("POST", "/api/v1/namespaces",
+                            {"apiVersion": "v1", "kind": "Namespace",
+                             "metadata": {"name": self.ns}})
+        if st not in (201, 409):
+            raise KubeSimError("namespace: %s %s" % (st, out))
+        objs = [{"apiVersion": "coxswain.dev/v1", "kind": "Gateway",
+                 "metadata": {"namespace": self.ns, "name": "edge"},
+                 "spec": {"mode": "proxyless"}},
+                {"apiVersion": "coxswain.dev/v1", "kind": "Upstream",
+                 "metadata": {"namespace": self.ns, "name": "backend"},
+                 "spec": {"static": {"hosts": [{"address": "127.0.0.1", "port": 9}]}}}]
+        for o in objs:
+            plural = {"Gateway": "gateways", "Upstream": "upstreams"}[o["kind"]]
+            st, out = c.request("POST", "%s/namespaces/%s/%s" % (GROUP, self.ns, plural), o)
+            if st not in (201, 409):
+                raise KubeSimError("%s: %s %s" % (o["kind"], st, out))
+        for i in range(self.count):
+            st, out = c.request("POST", vs_path(self.ns), self.vs(i, 0))
+            if st not in (201, 409):
+                raise KubeSimError("VirtualService: %s %s" % (st, out))
+
+    def vs(self, i, k):
+        return {"apiVersion": "coxswain.dev/v1", "kind": "VirtualService",
+                "metadata": {"namespace": self.ns, "name": "vs-%d" % i},
+                "spec": {"domains": ["vs-%d.chaos.test" % i],
+                         "routes": [{"match": {"prefix": "/v%d" % k},
+                                     "upstream": {"name": "backend"}}]}}
+
+    def _request(self, method, path, body, ctype="application/json"):
+        if self.conn is None:
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.cluster.port, timeout=5)
+        data = json.dumps(body).encode() if body is not None else None
+        hdrs = {"Authorization": "Bearer " + self.cluster.token("chaos-writer")}
+        if data is not None:
+            hdrs["Content-Type"] = ctype
+        try:
+            self.conn.request(method, path, body=data, headers=hdrs)
+            r = self.conn.getresponse()
+            r.read()
+            return r.status
+        except (OSError, http.client.HTTPException):
+            self.conn.close()
+            self.conn = None
+            return 0
+
+    def step(self):
+        i = self.rng.randrange(self.count)
+        k = self.rng.randrange(1000000)
+        name = "vs-%d" % i
+        if name in self.deleted:
+            st = self._request("POST", vs_path(self.ns), self.vs(i, k))
+            if st in (201, 409):
+                self.deleted.discard(name)
+        elif self.rng.random() < 0.05:
+            st = self._request("DELETE", vs_path(self.ns, name), None)
+            if st in (200, 404):
+                self.deleted.add(name)
+        else:
+            patch = {"spec": {"routes": [{"match": {"prefix": "/v%d" % k},
+                                          "upstream": {"name": "backend"},
+                                          "timeout": "%ds" % (1 + k % 30)}]}}
+            st = self._request("PATCH", vs_path(self.ns, name), patch,
+                               "application/merge-patch+json")
+        if 200 <= st < 300:
+            self.ok += 1
+        else:
+            self.failed += 1
+
+    def run(self):
+        nxt = time.monotonic()
+        while self.running:
+            self.step()
+            nxt += self.period
+            delay = nxt - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            else:
+                nxt = time.monotonic()
+
+    def stop(self):
+        self.running = False
+
+
+# ---- the audit log -------------------------------------------------------------------
+
+class AuditTail:
+    """Reads kubesim's --audit-file incrementally (whole lines only)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.offset = 0
+        self.partial = b""
+
+    def read(self):
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        self.offset += len(data)
+        data = self.partial + data
+        lines = data.split(b"\n")
+        self.partial = lines.pop()
+        out = []
+        for line in lines:
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    pass
+        return out
