@@ -17,7 +17,6 @@ import os
 import random
 import re
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -169,9 +168,7 @@ class Chaos:
 
     def ep_term(self, slot):
         r = self.slots[slot]
-        r.expected_exit = True
-        r.sigcont()
-        r.signal(signal.SIGTERM)
+        r.send_term()
         t0 = time.monotonic()
         self.shutdowns += 1
         try:
@@ -585,9 +582,7 @@ class Chaos:
             if r.alive():
                 self.shutdowns += 1
                 t0 = time.monotonic()
-                r.expected_exit = True
-                r.sigcont()
-                r.signal(signal.SIGTERM)
+                r.send_term()
                 self.shutdown_verdict(r, t0)
         if self.writer:
             self.writer.join(5)

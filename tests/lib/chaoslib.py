@@ -200,6 +200,7 @@ class Replica:
         self.cond = threading.Condition()
         self.expected_exit = False  # set before the driver kills or stops it
         self.stopped = False        # SIGSTOPped right now
+        self.term_sent = False
         self.exit_code = None
         self.exited_ns = None
         self.admin_port = None
@@ -322,14 +323,22 @@ class Replica:
         self.proc.wait()
         self.poll()
 
+    def send_term(self):
+        """One SIGTERM (continued first if stopped); never a second one: a
+        process at the end of its shutdown has its default handler back."""
+        self.expected_exit = True
+        if not self.term_sent:
+            self.term_sent = True
+            self.sigcont()
+            self.signal(signal.SIGTERM)
+
     def terminate(self, timeout=5.0):
-        """SIGTERM; returns (exit code or None if it had to be killed,
-        seconds taken)."""
+        """SIGTERM (unless sent already) and wait; returns (exit code or
+        None if it had to be killed, seconds taken)."""
         self.expected_exit = True
         t0 = time.monotonic()
         if self.proc.poll() is None:
-            self.sigcont()
-            self.proc.send_signal(signal.SIGTERM)
+            self.send_term()
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
