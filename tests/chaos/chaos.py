@@ -338,7 +338,8 @@ class Chaos:
                               "start_ns": ep["start_ns"], "end_ns": mono()})
 
     def end_all_episodes(self):
-        for ep in list(self.episodes):
+        # The API server first: the others' undoing (respawns, heals) needs it.
+        for ep in sorted(self.episodes, key=lambda e: e["kind"] != "apirestart"):
             ep["gen"].close()   # runs its finally: heal, continue, respawn
             self.finish_episode(ep)
 
@@ -750,6 +751,22 @@ def bench_json(s):
                        "series": series}]}
 
 
+class Tee:
+    """Our output on the terminal and in <out>/driver.log."""
+
+    def __init__(self, stream, path):
+        self.stream = stream
+        self.file = open(path, "a")
+
+    def write(self, text):
+        self.stream.write(text)
+        self.file.write(text)
+
+    def flush(self):
+        self.stream.flush()
+        self.file.flush()
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -773,6 +790,8 @@ def main(argv=None):
     keep = opts.out is not None
     if opts.out is None:
         opts.out = tempfile.mkdtemp(prefix="chaos-%d-" % opts.seed)
+    os.makedirs(opts.out, exist_ok=True)
+    sys.stdout = Tee(sys.stdout, os.path.join(opts.out, "driver.log"))
     print("chaos: seed=%d seconds=%g mode=%s replicas=%d out=%s (CHAOS_SEED=%d reproduces the "
           "schedule)" % (opts.seed, opts.seconds, opts.mode, opts.replicas, opts.out, opts.seed),
           flush=True)
@@ -784,13 +803,13 @@ def main(argv=None):
         c.run_faults(opts.seconds)
         c.settle()
     except Exception:
-        traceback.print_exc()
+        traceback.print_exc(file=sys.stdout)
         rc = 2
     finally:
         try:
             c.shutdown()
         except Exception:
-            traceback.print_exc()
+            traceback.print_exc(file=sys.stdout)
             rc = 2
     s = c.summary(opts.seconds, time.monotonic() - t0)
     if c.cluster:

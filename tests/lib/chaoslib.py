@@ -100,12 +100,22 @@ class Cluster:
         return self.driver_tokens[user]
 
     def add_token(self, token, user):
+        """Adds a token to the file; a running kubesim re-reads it, a
+        stopped one reads it when it starts again."""
         with self.lock:
             self.tokens[token] = user
             self.ks.write_tokens(self.tokens)
-        st, out = self.ks.request("POST", "/_sim/tokens/reload")
-        if st != 200:
-            raise KubeSimError("tokens reload: %s %s" % (st, out))
+        deadline = time.monotonic() + 10
+        while self.alive():
+            try:
+                st, out = self.ks.request("POST", "/_sim/tokens/reload", timeout=5)
+                if st == 200:
+                    return
+            except OSError as e:
+                st, out = 0, e
+            if time.monotonic() > deadline:
+                raise KubeSimError("tokens reload: %s %s" % (st, out))
+            time.sleep(0.05)
 
     def alive(self):
         return self.ks.proc is not None and self.ks.proc.poll() is None
