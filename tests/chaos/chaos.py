@@ -673,10 +673,11 @@ def print_summary(s):
           w["virtualservice_changes"], w["virtualservice_failed"]))
     p("max age of a guarded write since its writer's last lock write: %.0f ms (lease %s)" % (
         ld["max_guarded_write_age_ms"], s["timings"]["lease"]))
-    p("late deliveries (sent inside the term, landed after it: held by a fault): %d, "
+    p("late deliveries (sent inside the term, landed after it: held by a fault): %d%s, "
       "latest %.0f ms after the term ended%s" % (
-          s["late_deliveries"], ld["max_late_ms"], " -- fatal (CHAOS_STRICT)" if s["strict"]
-          else ""))
+          s["late_deliveries"], " (after the term was %s)" % ", ".join(
+              "%s %d" % kv for kv in sorted(ld["late_after"].items())) if ld["late_after"] else "",
+          ld["max_late_ms"], " -- fatal (CHAOS_STRICT)" if s["strict"] else ""))
     pr = s["processes"]
     p("processes: %d started, %d unexpected exits, %d/%d clean SIGTERM shutdowns; "
       "kubesim restarted %d times" % (pr["started"], pr["unexpected_exits"],

@@ -414,10 +414,14 @@ class LeadershipChecker:
             end = mine.end_ns if mine.end_ns is not None and mine is not cur else mine.expires_ns
         late_ns = max(0, t - end) if end is not None else 0
         self.max_late_ns = max(self.max_late_ns, late_ns)
-        self.late.append(Violation("late-delivery", t, "%s's write of %s landed %.3f s after its "
-                                   "term ended, while %s held the lock: %s" % (
-                                       writer, what, late_ns / 1e9,
-                                       cur.holder if cur else "nobody", why), a))
+        v = Violation("late-delivery", t, "%s's write of %s landed %.3f s after its term ended "
+                      "(%s), while %s held the lock: %s" % (
+                          writer, what, late_ns / 1e9,
+                          mine.end_reason if mine is not None else "no term",
+                          cur.holder if cur else "nobody", why), a)
+        # After a release the next leader may start at once: no margin at all.
+        v.after = mine.end_reason if mine is not None and mine is not cur else "expired"
+        self.late.append(v)
 
     def _last_term_of(self, holder):
         for term in reversed(self.terms):
@@ -460,8 +464,12 @@ class LeadershipChecker:
         by_kind = {}
         for v in self.violations:
             by_kind[v.kind] = by_kind.get(v.kind, 0) + 1
+        after = {}
+        for v in self.late:
+            after[v.after] = after.get(v.after, 0) + 1
         return {"terms": len(self.terms),
                 "late_deliveries": len(self.late),
+                "late_after": after,
                 "max_late_ms": round(self.max_late_ns / 1e6, 1),
                 "holders": sorted({t.holder for t in self.terms}),
                 "counts": dict(self.counts),

@@ -180,6 +180,23 @@ def writes_with_send_times():
     check_eq(kinds(c), ["write-outside-term", "write-outside-term"])  # 4.5 s landed in time
 
 
+def late_after_release():
+    # a releases at 2 s with a write in flight (sent 1.9 s), b takes over at
+    # once and writes; a's write lands after that: late, after a release.
+    log = Log()
+    log.lease(0, "a")
+    log.renewals("a", 0.5 * S, 1.5 * S)
+    log.lease(2 * S, "a", holder="")
+    log.lease(2.01 * S, "b")
+    log.write(2.05 * S, "b", sent=2.04 * S)
+    log.write(2.3 * S, "a", sent=1.9 * S)
+    c = log.check(renew_ns=2 * S, sent_of=log.sent_of)
+    check_eq(kinds(c), [])
+    check_eq([v.after for v in c.late], ["released"])
+    check_eq(c.summary()["late_after"], {"released": 1})
+    check("(released), while b held the lock" in c.late[0].detail, c.late[0].detail)
+
+
 def excused_late_write():
     log = Log()
     log.lease(0, "a")
@@ -290,6 +307,7 @@ def main():
     t.case("write after the writer's lease expired is caught", after_expiry)
     t.case("takeover before the lease expired is caught", premature_takeover)
     t.case("send times: guard breach, sent outside term, late delivery", writes_with_send_times)
+    t.case("late delivery after a release is told apart", late_after_release)
     t.case("excused late write (held by an injected fault)", excused_late_write)
     t.case("gaps in the lock history invent no violation", gaps_in_history_invent_nothing)
     t.case("foreign lock write; ConfigMap lock record", foreign_and_configmap_lock)
