@@ -315,8 +315,19 @@ def glance_entries(b):
                 break
     e = {"metric": str(r.get("case", b["benchmark"])), "value": ", ".join(parts) or "–"}
     if _num(r.get("ratio")):
-        e["baseline"] = "%s× %s" % (fmt(float(r["ratio"])), r.get("baseline", "the baseline"))
+        e["baseline"] = "%s× %s" % (fmt(float(r["ratio"])), baseline_name(b, r))
     return [e]
+
+
+def baseline_name(b, r):
+    """The row's "baseline", else what the notes call the baseline."""
+    if r.get("baseline"):
+        return str(r["baseline"])
+    m = re.search(r"[Bb]aselines?:\s*([^.;]+)", b.get("notes", ""))
+    if not m:
+        return "the baseline"
+    name = m.group(1).strip()
+    return name if len(name) <= 60 else name[:57].rstrip() + "..."
 
 
 def glance_table(doc, link):
