@@ -1,6 +1,7 @@
 /*
  * Fuzz target for kubesim's parsers of untrusted bytes: label and field
- * selectors (with matching), the three patch formats, and YAML bodies.
+ * selectors (with matching), the three patch formats, YAML bodies and
+ * Kubernetes protobuf bodies.
  * The first byte picks the parser; the rest is the input.
  */
 #include <stdint.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "../kubesim/ks_patch.c"
+#include "../kubesim/ks_proto.c"
 #include "../kubesim/ks_selector.c"
 #include "../kubesim/ks_yaml.c"
 
@@ -27,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(s, data + 1, size - 1);
     s[size - 1] = 0;
     char err[8192];
-    switch (data[0] % 6) {
+    switch (data[0] % 7) {
     case 0: {
         struct ks_lsel *l = ks_lsel_parse(s, err, sizeof(err));
         if (l) {
@@ -53,9 +55,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             "{\"metadata\":{\"name\":\"n\",\"labels\":{\"a\":\"b\"},\"finalizers\":[\"x\"]},"
             "\"spec\":{\"ports\":[{\"port\":80,\"name\":\"h\"}]},\"data\":{\"k\":\"v\"}}");
         if (patch && doc) {
-            if (data[0] % 6 == 2) {
+            if (data[0] % 7 == 2) {
                 doc = ks_merge_patch(doc, patch);
-            } else if (data[0] % 6 == 3) {
+            } else if (data[0] % 7 == 3) {
                 (void)ks_json_patch(&doc, patch, err, sizeof(err));
             } else {
                 (void)ks_strategic_patch(&doc, patch, "Service", err, sizeof(err));
@@ -68,6 +70,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 5: {
         cJSON *y = ks_yaml_parse(s, size - 1);
         cJSON_Delete(y);
+        break;
+    }
+    case 6: {
+        cJSON *o = ks_proto_decode(data + 1, size - 1, err, sizeof(err));
+        cJSON_Delete(o);
         break;
     }
     }

@@ -17,6 +17,7 @@
 #include "ks_admin.h"
 #include "ks_crd.h"
 #include "ks_patch.h"
+#include "ks_proto.h"
 #include "ks_validate.h"
 
 /* ---- small JSON helpers ------------------------------------------------- */
@@ -808,17 +809,31 @@ static void decode_error(struct ks_req *r, const struct ks_rtype *rt, const char
 static cJSON *parse_body(struct ks_req *r, const struct ks_rtype *rt)
 {
     const char *ct = evhttp_find_header(evhttp_request_get_input_headers(r->req), "Content-Type");
-    if (ct && strncasecmp(ct, "application/json", 16) != 0 &&
-        strncasecmp(ct, "application/yaml", 16) != 0 && strncasecmp(ct, "*/*", 3) != 0) {
+    cJSON *obj;
+    if (ct && strncasecmp(ct, "application/vnd.kubernetes.protobuf", 35) == 0) {
+        char perr[512];
+        obj = ks_proto_decode(r->body, r->body_len, perr, sizeof(perr));
+        if (!obj) {
+            char msg[800];
+            snprintf(msg, sizeof(msg),
+                     "the body of the request was in an unknown format - accepted media types "
+                     "include: application/json, application/yaml (%s)",
+                     perr);
+            ks_reply_status(r, 415, "UnsupportedMediaType", msg, NULL, NULL);
+            return NULL;
+        }
+    } else if (ct && strncasecmp(ct, "application/json", 16) != 0 &&
+               strncasecmp(ct, "application/yaml", 16) != 0 && strncasecmp(ct, "*/*", 3) != 0) {
         ks_reply_status(r, 415, "UnsupportedMediaType",
                         "the body of the request was in an unknown format - accepted media types "
                         "include: application/json, application/yaml",
                         NULL, NULL);
         return NULL;
+    } else {
+        obj = ct && strncasecmp(ct, "application/yaml", 16) == 0
+                  ? ks_yaml_parse(r->body, r->body_len)
+                  : cx_json_parse(r->body, r->body_len);
     }
-    cJSON *obj = ct && strncasecmp(ct, "application/yaml", 16) == 0
-                     ? ks_yaml_parse(r->body, r->body_len)
-                     : cx_json_parse(r->body, r->body_len);
     if (!obj) {
         if (r->body_len == 0)
             ks_err_bad_request(r, "the body of the request was empty");

@@ -218,6 +218,28 @@ def leases():
     check(p.returncode != 0 and "must be greater than 0" in p.stderr, p.stderr)
 
 
+def typed_generators_protobuf():
+    # kubectl's generators send protobuf bodies; kubesim decodes these kinds
+    for args, out in [
+            (["create", "namespace", "gen"], "namespace/gen created"),
+            (["create", "configmap", "gc", "-n", "gen", "--from-literal=k=v"], "configmap/gc created"),
+            (["create", "secret", "generic", "gs", "-n", "gen", "--from-literal=a=b"], "secret/gs created"),
+            (["create", "serviceaccount", "gsa", "-n", "gen"], "serviceaccount/gsa created"),
+            (["create", "role", "gr", "-n", "gen", "--verb=get,list", "--resource=configmaps", "--resource-name=gc"],
+             "role.rbac.authorization.k8s.io/gr created"),
+            (["create", "rolebinding", "grb", "-n", "gen", "--role=gr", "--serviceaccount=gen:gsa"],
+             "rolebinding.rbac.authorization.k8s.io/grb created")]:
+        check_eq(kubectl(*args).stdout.strip(), out)
+    check_eq(json.loads(kubectl("get", "cm", "gc", "-n", "gen", "-o", "json").stdout)["data"], {"k": "v"})
+    check_eq(json.loads(kubectl("get", "secret", "gs", "-n", "gen", "-o", "json").stdout)["data"], {"a": "Yg=="})
+    role = json.loads(kubectl("get", "role", "gr", "-n", "gen", "-o", "json").stdout)
+    check_eq(role["rules"], [{"apiGroups": [""], "resourceNames": ["gc"], "resources": ["configmaps"],
+                              "verbs": ["get", "list"]}])
+    rb = json.loads(kubectl("get", "rolebinding", "grb", "-n", "gen", "-o", "json").stdout)
+    check_eq(rb["subjects"], [{"kind": "ServiceAccount", "name": "gsa", "namespace": "gen"}])
+    check_eq(rb["roleRef"], {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "gr"})
+
+
 def discovery_commands():
     out = kubectl("api-resources").stdout
     for r in ("configmaps", "leases", "endpointslices", "customresourcedefinitions"):
@@ -231,7 +253,7 @@ try:
         t.case("kubectl present", lambda: check(False, "kubectl not on PATH"))
     else:
         for c in [apply_configmap, get_json_and_selector, label_and_patch, get_watch, delete_wait,
-                  crd_then_custom_resources, leases, discovery_commands]:
+                  crd_then_custom_resources, leases, typed_generators_protobuf, discovery_commands]:
             t.case(c.__name__, c)
 finally:
     rc = ks.close()
