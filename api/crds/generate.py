@@ -249,6 +249,8 @@ SPECS = {
             "type": "object",
             "properties": {
                 "gateway": {"type": "string", "description": "The node group, namespace/name."},
+                "mode": {"type": "string", "enum": ["envoy", "proxyless"],
+                         "description": "The Gateway's mode when it was published."},
                 "version": {"type": "string"},
                 "versions": {"type": "object", "properties": {
                     k: {"type": "string"} for k in ("listeners", "routes", "clusters", "endpoints")}},
@@ -257,6 +259,9 @@ SPECS = {
                     for k in ("listeners", "routes", "clusters", "endpoints")}},
                 "snapshot": {"type": "string",
                              "description": "gzip+base64 of the snapshot JSON, while it fits."},
+                "snapshotBytes": {"type": "integer", "minimum": 0,
+                                  "description": "Size of the snapshot JSON before compression "
+                                                 "(0 when it was too large to render)."},
                 "truncated": {"type": "boolean",
                               "description": "True when the snapshot did not fit and was left out."},
             },
