@@ -27,6 +27,7 @@ static int cmd_version(int argc, char **argv)
 static int cmd_help(int argc, char **argv);
 int cmd_translate(int argc, char **argv);
 int cmd_elect(int argc, char **argv); /* cmd_elect.c */
+int cmd_run(int argc, char **argv);
 
 static const struct subcommand subcommands[] = {
     {"version", "print the version", cmd_version},
@@ -34,6 +35,7 @@ static const struct subcommand subcommands[] = {
     {"help", "list the subcommands", cmd_help},
     {"translate", "translate manifests to xDS offline and report on every object", cmd_translate},
     {"elect", "run only the leader election and log its transitions", cmd_elect},
+    {"run", "run one replica of the control plane (the daemon)", cmd_run},
 };
 
 static void usage(FILE *out)

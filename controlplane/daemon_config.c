@@ -1,0 +1,215 @@
+#include "daemon_config.h"
+
+#include "cx_time.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define F(...)                       \
+    c->table[n++] = (struct cx_flag) \
+    {                                \
+        __VA_ARGS__                  \
+    }
+
+int daemon_config_init(struct daemon_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    size_t n = 0;
+    F(.name = "config", .type = CX_FLAG_STRING, .target = &c->config_file, .env = "COXSWAIN_CONFIG",
+      .help = "YAML or JSON file of flag values (flag names as keys); the environment and the "
+              "command line override it");
+    F(.name = "kubeconfig", .type = CX_FLAG_STRING, .target = &c->kubeconfig,
+      .help = "kubeconfig file; empty: the first file of $KUBECONFIG, else in-cluster "
+              "configuration when $KUBERNETES_SERVICE_HOST is set, else ~/.kube/config");
+    F(.name = "context", .type = CX_FLAG_STRING, .target = &c->kube_context,
+      .help = "kubeconfig context to use (default: its current-context)");
+    F(.name = "namespace", .type = CX_FLAG_STRING, .target = &c->namespace, .env = "POD_NAMESPACE",
+      .help = "namespace of the control plane: the election lock, ProxySnapshots and Events "
+              "live there (default: the kubeconfig context's namespace, else \"default\")");
+    F(.name = "identity", .type = CX_FLAG_STRING, .target = &c->identity,
+      .env = "COXSWAIN_IDENTITY",
+      .help = "this replica's identity in the election and in User-Agents (default "
+              "<$POD_NAME or hostname>_<8 random hex>)");
+    F(.name = "xds-listen", .type = CX_FLAG_STRING, .target = &c->xds_listen,
+      .def = "0.0.0.0:18000", .env = "COXSWAIN_XDS_LISTEN",
+      .help = "address of the gRPC ADS (xDS v3) server; port 0 picks a free port");
+    F(.name = "xds-tls-cert-file", .type = CX_FLAG_STRING, .target = &c->xds_tls_cert,
+      .help = "PEM certificate chain: serve xDS over TLS (with --xds-tls-key-file)");
+    F(.name = "xds-tls-key-file", .type = CX_FLAG_STRING, .target = &c->xds_tls_key,
+      .help = "PEM private key of --xds-tls-cert-file");
+    F(.name = "xds-tls-client-ca-file", .type = CX_FLAG_STRING, .target = &c->xds_tls_client_ca,
+      .help = "PEM CA bundle: require xDS clients to present a certificate it signed (mTLS)");
+    F(.name = "admin-listen", .type = CX_FLAG_STRING, .target = &c->admin_listen,
+      .def = "0.0.0.0:18080", .env = "COXSWAIN_ADMIN_LISTEN",
+      .help = "address of the admin HTTP server: /metrics, /healthz, /readyz, /debug/*, "
+              "/v3/discovery:*; port 0 picks a free port");
+    F(.name = "default-gateway", .type = CX_FLAG_STRING, .target = &c->default_gateway,
+      .env = "COXSWAIN_DEFAULT_GATEWAY",
+      .help = "Gateway (namespace/name) serving proxies whose node names none "
+              "(no coxswain.dev/gateway metadata and no cluster)");
+    F(.name = "debounce", .type = CX_FLAG_DURATION, .target = &c->debounce_ns, .def = "100ms",
+      .env = "COXSWAIN_DEBOUNCE", .min = 0, .max = 60,
+      .help = "batch window: changes are translated at most this long after the first of a "
+              "batch");
+    F(.name = "status-qps", .type = CX_FLAG_DOUBLE, .target = &c->status_qps, .def = "20",
+      .env = "COXSWAIN_STATUS_QPS", .min = 0, .max = 100000,
+      .help = "status writes per second (token bucket; 0: unlimited)");
+    F(.name = "status-burst", .type = CX_FLAG_INT, .target = &c->status_burst, .def = "50",
+      .env = "COXSWAIN_STATUS_BURST", .min = 1, .max = 1000000,
+      .help = "status writes allowed in a burst (the bucket's depth)");
+    F(.name = "snapshot-max-bytes", .type = CX_FLAG_INT, .target = &c->snapshot_max_bytes,
+      .def = "524288", .min = 0, .max = 1048576,
+      .help = "cap on the gzip+base64 snapshot a ProxySnapshot carries; larger ones are left "
+              "out and marked truncated (0: never include it)");
+    F(.name = "shutdown-grace", .type = CX_FLAG_DURATION, .target = &c->shutdown_grace_ns,
+      .def = "4s", .min = 0, .max = 60,
+      .help = "on SIGTERM/SIGINT: time allowed to release the lease and close xDS streams "
+              "(GOAWAY) before exiting anyway");
+    F(.name = "ports-file", .type = CX_FLAG_STRING, .target = &c->ports_file,
+      .help = "once listening, write {\"xds\": port, \"admin\": port, \"identity\": ...} "
+              "to this file (for scripts and tests that listen on port 0)");
+    F(.name = "log-format", .type = CX_FLAG_STRING, .target = &c->log_format, .def = "text",
+      .env = "COXSWAIN_LOG_FORMAT", .help = "log format: text or json");
+    F(.name = "log-level", .type = CX_FLAG_STRING, .target = &c->log_level, .def = "info",
+      .env = "COXSWAIN_LOG_LEVEL", .help = "minimum log level: debug, info, warn or error");
+    F(.name = "namespace-selector", .type = CX_FLAG_STRING, .target = &c->namespace_selector,
+      .help = "same as --watch-namespace-selector (the Helm chart's spelling)");
+    F(.name = "label-selector", .type = CX_FLAG_STRING, .target = &c->label_selector,
+      .help = "label selector for every coxswain.dev kind (Gateway, VirtualService, RouteTable, "
+              "Upstream) without its own --<kind>-label-selector");
+    /* The translator's inputs (Secrets and ConfigMaps join with TLS). */
+    static const char *const kinds[] = {"Gateway", "VirtualService", "RouteTable", "Upstream",
+                                        "Service", "EndpointSlice",  NULL};
+    size_t m = filter_flags_table(&c->ff, kinds, c->table + n, DAEMON_FLAGS_MAX - n);
+    if (!m)
+        return -1;
+    n += m;
+    size_t first_el = n;
+    m = election_flags_table(&c->ef, c->table + n, DAEMON_FLAGS_MAX - n);
+    if (!m)
+        return -1;
+    n += m;
+    /* The daemon is meant to run replicated: election on by default, and
+     * the lock lives in --namespace unless told otherwise. */
+    for (size_t i = first_el; i < n; i++) {
+        if (strcmp(c->table[i].name, "leader-elect") == 0) {
+            c->table[i].def = "true";
+        } else if (strcmp(c->table[i].name, "leader-elect-resource-namespace") == 0) {
+            c->table[i].def = NULL;
+            c->table[i].env = NULL;
+            c->table[i].help = "namespace of the lock object (default: --namespace)";
+        }
+    }
+    c->nflags = n;
+    return 0;
+}
+
+int daemon_config_parse(struct daemon_config *c, int argc, char **argv, char *err, size_t errlen)
+{
+    int rc = cx_flags_parse(c->table, c->nflags, argc, argv, err, errlen);
+    if (rc != 0)
+        return rc;
+    if ((c->xds_tls_cert && *c->xds_tls_cert) != (c->xds_tls_key && *c->xds_tls_key)) {
+        snprintf(err, errlen, "--xds-tls-cert-file and --xds-tls-key-file go together");
+        return -1;
+    }
+    if (c->xds_tls_client_ca && *c->xds_tls_client_ca && !(c->xds_tls_cert && *c->xds_tls_cert)) {
+        snprintf(err, errlen, "--xds-tls-client-ca-file needs --xds-tls-cert-file");
+        return -1;
+    }
+    if (c->default_gateway && *c->default_gateway) {
+        const char *s = strchr(c->default_gateway, '/');
+        if (!s || s == c->default_gateway || !s[1] || strchr(s + 1, '/')) {
+            snprintf(err, errlen, "--default-gateway: \"%s\" is not namespace/name",
+                     c->default_gateway);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void daemon_config_usage(const struct daemon_config *c, FILE *out)
+{
+    cx_flags_usage(
+        out, "coxswain run",
+        "Runs one replica of the control plane: watches the Kubernetes API, translates\n"
+        "Gateways, VirtualServices, RouteTables, Upstreams, Services and EndpointSlices\n"
+        "into xDS and serves it to proxies. With --leader-elect (the default) replicas\n"
+        "elect a leader; only the leader writes statuses and ProxySnapshots, every\n"
+        "replica serves xDS. Environment: POD_NAME (identity), POD_NAMESPACE.",
+        c->table, c->nflags);
+}
+
+char *daemon_config_json(const struct daemon_config *c)
+{
+    return cx_flags_json(c->table, c->nflags);
+}
+
+const char *daemon_config_namespace(const struct daemon_config *c, const char *kube_ns)
+{
+    if (c->namespace && *c->namespace)
+        return c->namespace;
+    return kube_ns && *kube_ns ? kube_ns : "default";
+}
+
+int daemon_config_election(const struct daemon_config *c, const char *ns, const char *identity,
+                           struct election_config *out, char *err, size_t errlen)
+{
+    election_config_defaults(out);
+    if (election_apply_flags(out, &c->ef, err, errlen) != 0)
+        return -1;
+    if (!c->ef.ns || !*c->ef.ns)
+        snprintf(out->ns, sizeof(out->ns), "%s", ns);
+    if (strlen(identity) >= sizeof(out->identity)) {
+        snprintf(err, errlen, "--identity: longer than %zu characters", sizeof(out->identity) - 1);
+        return -1;
+    }
+    snprintf(out->identity, sizeof(out->identity), "%s", identity);
+    return election_config_validate(out, err, errlen);
+}
+
+static const char *const own_kinds[] = {"Gateway", "VirtualService", "RouteTable", "Upstream"};
+
+int daemon_config_filter(const struct daemon_config *c, const struct election_config *ec,
+                         struct filter *f, char *err, size_t errlen)
+{
+    struct filter_error fe;
+    if (filter_apply_flags(f, &c->ff, &fe) != FILTER_OK) {
+        snprintf(err, errlen, "%s", fe.msg);
+        return -1;
+    }
+    if (c->namespace_selector && *c->namespace_selector &&
+        !(c->ff.watch_namespace_selector && *c->ff.watch_namespace_selector)) {
+        if (filter_set_namespace_selector(f, NULL, c->namespace_selector, &fe) != FILTER_OK) {
+            snprintf(err, errlen, "--namespace-selector: %s", fe.msg);
+            return -1;
+        }
+    }
+    if (c->label_selector && *c->label_selector) {
+        for (size_t i = 0; i < sizeof(own_kinds) / sizeof(own_kinds[0]); i++) {
+            const char *own = NULL;
+            for (size_t k = 0; k < c->ff.nkinds; k++)
+                if (strcasecmp(c->ff.kinds[k].kind, own_kinds[i]) == 0)
+                    own = c->ff.kinds[k].values[2];
+            if (own && *own)
+                continue;
+            if (filter_set_label_selector(f, own_kinds[i], c->label_selector, &fe) != FILTER_OK) {
+                snprintf(err, errlen, "--label-selector: %s", fe.msg);
+                return -1;
+            }
+        }
+    }
+    if (ec->enabled &&
+        filter_add_lock(f, ec->lock == ELECTION_LOCK_CONFIGMAPS ? "ConfigMap" : "Lease", ec->ns,
+                        ec->name) != FILTER_OK) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+void daemon_config_free(struct daemon_config *c)
+{
+    cx_flags_free(c->table, c->nflags);
+}

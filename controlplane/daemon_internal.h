@@ -1,0 +1,126 @@
+/*
+ * daemon_internal: the daemon's state, shared by daemon.c (lifecycle,
+ * leadership, snapshots), daemon_feed.c (informers -> filters -> store) and
+ * daemon_admin.c (admin endpoints and metrics). Main loop only.
+ */
+#ifndef DAEMON_INTERNAL_H
+#define DAEMON_INTERNAL_H
+
+#include "admin.h"
+#include "daemon_config.h"
+#include "daemon_worker.h"
+#include "election.h"
+#include "filter.h"
+#include "kube_client.h"
+#include "kube_informer.h"
+#include "publish.h"
+#include "status_writer.h"
+#include "store.h"
+#include "xds_server.h"
+
+#include <event2/event.h>
+
+enum daemon_inf_role {
+    DAEMON_INF_INPUT = 0,     /* a translator input kind */
+    DAEMON_INF_NAMESPACE = 1, /* Namespaces (namespace selectors) */
+    DAEMON_INF_SNAPSHOT = 2,  /* ProxySnapshots in --namespace */
+};
+
+struct daemon;
+
+struct daemon_inf {
+    struct daemon *d;
+    enum daemon_inf_role role;
+    enum xlate_kind kind; /* DAEMON_INF_INPUT */
+    char ns[64];          /* "" : every namespace */
+    char name[96];        /* metrics label */
+    struct kube_informer *inf;
+    int started;
+    int synced;
+};
+
+#define DAEMON_GW_COND_MAX 2048
+
+struct daemon {
+    struct daemon_config *cfg;
+    struct event_base *base;
+    char identity[ELECTION_IDENTITY_MAX];
+    char ns[64];
+    struct kube_config kcfg;
+    int have_kcfg;
+    struct kube_client *kc;
+    struct filter *filter;
+    int ns_selector; /* some kind uses a namespace selector */
+    struct store *store;
+
+    struct daemon_inf *inputs; /* input informers */
+    size_t ninputs, inputs_synced;
+    struct daemon_inf ns_inf;   /* started when ns_selector */
+    struct daemon_inf snap_inf; /* ProxySnapshots */
+    int all_synced;             /* inputs (and Namespaces) synced */
+
+    struct daemon_worker *worker;
+    struct xlate_snapshot *snap;
+    int64_t start_ns;
+    int64_t first_snapshot_ns;
+    uint64_t snapshots;
+
+    struct xds_server *xds;
+    struct admin_server *admin;
+
+    struct election_config ecfg;
+    struct election *election;
+    int leading;
+    uint64_t term;
+    char leader[ELECTION_IDENTITY_MAX];
+
+    struct status_writer *sw;
+    struct publish *pub;
+    int writers_started;
+
+    struct event *sig_term, *sig_int, *grace_timer, *nack_timer;
+    int stopping;
+    int election_done;
+    int xds_done;
+    int exit_code;
+
+    char gw_cond_msg[DAEMON_GW_COND_MAX];
+
+    struct {
+        struct cx_metric *gw_version;   /* {gateway,version} */
+        struct cx_metric *snap_version; /* {version} */
+        struct cx_series *snap_series;
+        struct cx_metric *store_objects; /* {kind} */
+        struct cx_series *leader;        /* coxswain_leader */
+        struct cx_series *ready;
+        struct cx_series *change_latency_hist;
+    } m;
+    /* gateway -> its coxswain_snapshot_version_info series, to hide on change */
+    struct {
+        char *gateway;
+        char version[XDS_VERSION_LEN + 1];
+        struct cx_series *s;
+    } * gw_series;
+    size_t ngw_series;
+};
+
+/* daemon_feed.c */
+int daemon_feed_setup(struct daemon *d, char *err, size_t errlen);
+void daemon_feed_start(struct daemon *d);
+void daemon_feed_free(struct daemon *d);
+struct kube_obj *daemon_lookup(struct daemon *d, enum xlate_kind kind, const char *key);
+struct kube_obj *daemon_lookup_snapshot(struct daemon *d, const char *name);
+void daemon_foreach_snapshot(struct daemon *d, int (*fn)(void *ctx, struct kube_obj *o), void *ctx);
+/* Called by the feed when every input informer has synced. */
+void daemon_on_synced(struct daemon *d);
+/* Called by the feed when the ProxySnapshot informer has synced. */
+void daemon_on_snapshots_synced(struct daemon *d);
+
+/* daemon_admin.c */
+int daemon_admin_setup(struct daemon *d, char *err, size_t errlen);
+void daemon_admin_note_snapshot(struct daemon *d);
+
+/* daemon.c */
+int daemon_ready(const struct daemon *d, struct cx_buf *why);
+
+#endif
