@@ -37,7 +37,9 @@ static void handle_snapshot(struct evhttp_request *req, void *arg)
     }
     struct cx_buf b;
     cx_buf_init(&b, (size_t)1 << 30);
-    int rc = cx_buf_puts(&b, "{\n  \"snapshot\": ");
+    int rc = cx_buf_puts(&b, "{\n  \"version\": ");
+    rc |= cx_json_escape(&b, d->snap->version);
+    rc |= cx_buf_puts(&b, ",\n  \"snapshot\": ");
     rc |= xlate_render_groups(d->snap, 1, &b);
     rc |= cx_buf_puts(&b, ",\n  \"reports\": ");
     rc |= xlate_render_reports(d->snap, 1, &b);
@@ -92,12 +94,40 @@ static void handle_leader(struct evhttp_request *req, void *arg)
         rc |= election_status_json(d->election, &b);
     else
         rc |= cx_buf_puts(&b, "null");
-    rc |= cx_buf_puts(&b, "}\n");
-    if (rc != 0)
-        admin_reply(req, 500, "text/plain", "rendering failed\n", 17);
-    else
-        admin_reply(req, 200, "application/json", b.data, b.len);
+    rc |= cx_buf_puts(&b, "}");
+    /* The elector's fields (role, holder, watch, safe time...) also at the
+     * top level, so this page is a superset of `coxswain elect`'s. */
+    cJSON *doc = rc == 0 ? cx_json_parse(b.data, b.len) : NULL;
     cx_buf_free(&b);
+    cJSON *el = doc ? cJSON_GetObjectItemCaseSensitive(doc, "election") : NULL;
+    const cJSON *src = cJSON_IsObject(el) ? el : NULL;
+    const cJSON *f;
+    cJSON_ArrayForEach(f, src)
+    {
+        if (!cJSON_HasObjectItem(doc, f->string))
+            cJSON_AddItemToObject(doc, f->string, cJSON_Duplicate(f, 1));
+    }
+    if (doc && !cJSON_IsObject(el)) { /* --leader-elect=false: always the writer */
+        cJSON_AddStringToObject(doc, "role", "leader");
+        cJSON_AddStringToObject(doc, "holder", d->identity);
+    }
+    char *out = doc ? cJSON_PrintUnformatted(doc) : NULL;
+    cJSON_Delete(doc);
+    if (!out) {
+        admin_reply(req, 500, "text/plain", "rendering failed\n", 17);
+        return;
+    }
+    size_t n = strlen(out);
+    char *body = realloc(out, n + 2);
+    if (body) {
+        body[n] = '\n';
+        body[n + 1] = '\0';
+        admin_reply(req, 200, "application/json", body, n + 1);
+        free(body);
+    } else {
+        admin_reply(req, 200, "application/json", out, n);
+        free(out);
+    }
 }
 
 static void handle_config(struct evhttp_request *req, void *arg)

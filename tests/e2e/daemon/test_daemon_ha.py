@@ -77,6 +77,13 @@ def converged_and_consistent():
         li = r.leader_info()
         check_eq(li["leader"], leader.name, "%s sees leader" % r.name)
         check(li["ready"], "%s ready" % r.name)
+        # the elector's own fields, as `coxswain elect` shows them
+        check_eq(li["holder"], leader.name, "%s: holder" % r.name)
+        check_eq(li["role"], "leader" if r is leader else "standby", "%s: role" % r.name)
+        check_eq(li["watch"], "up", "%s: lock watch" % r.name)
+        snap = json.loads(r.debug("snapshot"))
+        check_eq(snap["version"], snap["snapshot"]["version"])
+        check_eq(r.metric("coxswain_snapshot_info", version=snap["version"]), 1)
     # The ProxySnapshot carries the leader's version.
     st, ps = api.get("ProxySnapshot", "coxswain-system", NS + ".gw")
     check_eq(st, 200)
