@@ -542,7 +542,9 @@ class Chaos:
             body = {"data": {"writer": rogue.identity, "mono": str(mono()), "seq": "canary"}}
         else:
             path = chaoslib.vs_path(self.writer.ns, "vs-0", "status")
-            body = {"status": {"observedGeneration": 1, "state": "Canary"}}
+            # a value the CRD's enum accepts (an invalid one is refused
+            # with 422 and proves nothing); the leader puts it back
+            body = {"status": {"observedGeneration": 1, "state": "Warning"}}
         st, out = self.cluster.ks.request("PATCH", path, body, token=rogue.token,
                                           ctype="application/merge-patch+json")
         if st != 200:
