@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -325,6 +326,14 @@ int main(int argc, char **argv)
     }
     cx_log_setup(CX_LOG_TEXT, lvl, "kubesim");
     signal(SIGPIPE, SIG_IGN);
+    {
+        /* Many watchers (benchmarks, chaos tests): use the hard fd limit. */
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+            rl.rlim_cur = rl.rlim_max;
+            (void)setrlimit(RLIMIT_NOFILE, &rl);
+        }
+    }
 
     int rc = 1;
     char host[256];
@@ -364,7 +373,9 @@ int main(int argc, char **argv)
                                             EVHTTP_REQ_OPTIONS);
     evhttp_set_max_body_size(s->http, (ev_ssize_t)KS_BODY_MAX);
     evhttp_set_max_headers_size(s->http, 1 << 20);
-    evhttp_set_timeout(s->http, 3600);
+    /* Longer than the longest default watch (60 min): an idle watch must not
+     * be cut by libevent's read timeout. */
+    evhttp_set_timeout(s->http, 7200);
     evhttp_set_gencb(s->http, ks_http_handle, s);
     if (s->cfg.tls && ks_tls_setup(s) != 0) {
         cx_error(KS_LOG, "TLS setup failed");
