@@ -413,16 +413,25 @@ def case_rbac_refuses_what_is_not_needed():
             ("team-a", "coxswain.dev", "virtualservices", "", "create"),
             ("team-a", "coxswain.dev", "virtualservices", "probe", "update"),
             ("team-a", "coxswain.dev", "gateways", "probe", "delete"),
+            ("team-a", "coxswain.dev", "gateways", "probe", "get"),
+            ("team-a", "coxswain.dev", "gateways/status", "probe", "update"),
+            ("team-a", "", "services", "probe", "get"),
             ("default", "coxswain.dev", "gateways", "", "list"),
             ("default", "coxswain.dev", "gateways/status", "probe", "update"),
+            # Secrets and ConfigMaps: never read, anywhere
             ("default", "", "secrets", "", "list"),
-            ("team-a", "", "secrets", "", "create"),
+            ("team-a", "", "secrets", "", "list"),
+            ("team-a", "", "secrets", "probe", "get"),
+            ("team-a", "", "secrets", "", "watch"),
+            ("team-a", "", "configmaps", "", "list"),
             ("team-a", "", "configmaps", "probe", "update"),
             ("team-a", "", "services", "probe", "patch"),
             ("team-a", "discovery.k8s.io", "endpointslices", "probe", "delete"),
             # own namespace: snapshots and events only there
             ("team-a", "coxswain.dev", "proxysnapshots", "", "create"),
+            (NS, "coxswain.dev", "proxysnapshots", "probe", "patch"),
             ("default", "", "events", "", "create"),
+            (NS, "", "events", "probe", "patch"),
             (NS, "", "events", "probe", "delete"),
             (NS, "", "secrets", "", "list"),
             (NS, "", "configmaps", "", "create"),
@@ -451,6 +460,6 @@ t.case("RBAC (default): every needed permission granted, each by one rule",
        case_rbac_each_rule_effective_default)
 t.case("RBAC (watched namespaces, configmaps lock, namespace selector): same",
        case_rbac_each_rule_effective_variants)
-t.case("RBAC refuses writes to inputs, other names, other namespaces",
+t.case("RBAC refuses Secrets, writes to inputs, other names, other namespaces",
        case_rbac_refuses_what_is_not_needed)
 t.done()
