@@ -9,22 +9,14 @@
 #include "cx_time.h"
 #include "daemon_kinds.h"
 #include "store_map.h"
-#include "xlate_render.h"
 #include "xlate_snapshot.h"
 
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 /* A ProxySnapshot name: "<namespace>.<name>" (63 + 1 + 253 at most). */
-#define PUB_NAME_MAX 320
-/* Groups whose encoded resources exceed this multiple of the cap are not
- * rendered at all: their gzip+base64 JSON cannot fit. */
-#define PUB_PROTO_FACTOR 8
-/* Cap on the rendered JSON (a multiple of the cap: gzip shrinks JSON ~5-20x). */
-#define PUB_JSON_FACTOR      32
+#define PUB_NAME_MAX         PUBLISH_NAME_MAX
 #define PUB_CONFLICT_WAIT_NS (2 * CX_NS_PER_S)
 #define PUB_RETRY_FIRST_NS   (500 * CX_NS_PER_MS)
 #define PUB_RETRY_MAX_NS     (30 * CX_NS_PER_S)
@@ -44,101 +36,6 @@ int publish_name(const char *group, char *out, size_t n)
     return w < 0 || (size_t)w >= n ? -1 : 0;
 }
 
-void publish_group_version(const struct xlate_group *g, char out[XDS_VERSION_LEN + 1])
-{
-    char buf[16 + XDS_TYPE_COUNT * (XDS_VERSION_LEN + 1)];
-    size_t off = (size_t)snprintf(buf, sizeof(buf), "%s",
-                                  g->mode == XLATE_MODE_PROXYLESS ? "proxyless" : "envoy");
-    for (int t = 0; t < XDS_TYPE_COUNT; t++)
-        off += (size_t)snprintf(buf + off, sizeof(buf) - off, "/%s", g->types[t].version);
-    cx_sha256_hex(buf, off, out, XDS_VERSION_LEN);
-}
-
-static int gzip_bytes(const char *in, size_t len, unsigned char **out, size_t *outlen)
-{
-    z_stream zs;
-    memset(&zs, 0, sizeof(zs));
-    if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-        return -1;
-    uLong bound = deflateBound(&zs, (uLong)len);
-    unsigned char *buf = malloc(bound);
-    if (!buf) {
-        deflateEnd(&zs);
-        return -1;
-    }
-    zs.next_in = (Bytef *)in;
-    zs.avail_in = (uInt)len;
-    zs.next_out = buf;
-    zs.avail_out = (uInt)bound;
-    int rc = deflate(&zs, Z_FINISH);
-    size_t n = zs.total_out;
-    deflateEnd(&zs);
-    if (rc != Z_STREAM_END) {
-        free(buf);
-        return -1;
-    }
-    *out = buf;
-    *outlen = n;
-    return 0;
-}
-
-int publish_encode(const struct xlate_group *g, size_t max_bytes, char **b64, int *truncated,
-                   size_t *json_bytes)
-{
-    *b64 = NULL;
-    *truncated = 0;
-    *json_bytes = 0;
-    size_t proto = 0;
-    for (int t = 0; t < XDS_TYPE_COUNT; t++)
-        for (size_t i = 0; i < g->types[t].n; i++)
-            proto += g->types[t].items[i]->len;
-    if (proto > max_bytes * PUB_PROTO_FACTOR) {
-        *truncated = 1;
-        return 0;
-    }
-    /* Render just this group: a snapshot of one, borrowed. */
-    struct xlate_snapshot one;
-    memset(&one, 0, sizeof(one));
-    one.ngroups = 1;
-    one.groups = (struct xlate_group *)g;
-    publish_group_version(g, one.version);
-    struct cx_buf json;
-    cx_buf_init(&json, max_bytes * PUB_JSON_FACTOR);
-    int rc = xlate_render_groups(&one, 0, &json);
-    if (rc == -1 && json.len + 4096 >= max_bytes * PUB_JSON_FACTOR) {
-        cx_buf_free(&json); /* over the JSON cap: cannot fit */
-        *truncated = 1;
-        return 0;
-    }
-    if (rc != 0) {
-        cx_buf_free(&json);
-        return -1;
-    }
-    *json_bytes = json.len;
-    unsigned char *gz = NULL;
-    size_t gzlen = 0;
-    rc = gzip_bytes(json.data ? json.data : "", json.len, &gz, &gzlen);
-    cx_buf_free(&json);
-    if (rc != 0)
-        return -1;
-    size_t b64len = 4 * ((gzlen + 2) / 3);
-    if (b64len > max_bytes) {
-        free(gz);
-        *truncated = 1;
-        return 0;
-    }
-    char *out = malloc(b64len + 1);
-    if (!out) {
-        free(gz);
-        return -1;
-    }
-    EVP_EncodeBlock((unsigned char *)out, gz, (int)gzlen);
-    out[b64len] = '\0';
-    free(gz);
-    *b64 = out;
-    return 0;
-}
-
 /* ---- the publisher ------------------------------------------------------------------ */
 
 struct pub_item {
@@ -147,6 +44,7 @@ struct pub_item {
     unsigned queued : 1;
     unsigned parked : 1;
     unsigned recheck : 1;
+    unsigned encoding : 1; /* waits for the encoder thread */
     int64_t due_ns;
     int fails;
     struct pub_item *next;
@@ -185,6 +83,9 @@ struct publish {
     struct pub_group **glist;
     size_t nglist;
     struct store_map items; /* PS name -> struct pub_item * */
+    struct publish_encoder *enc;
+    struct store_map blobs; /* PS name -> struct publish_blob * (latest encoded) */
+    size_t nencoding;
     struct pub_item *head, *tail;
     size_t nqueued, ninflight, nparked;
     struct publish_stats st;
@@ -237,7 +138,7 @@ static void item_destroy(struct pub_item *it)
 
 static void maybe_release(struct pub_item *it)
 {
-    if (it->queued || it->parked || it->call || it->w_valid)
+    if (it->queued || it->parked || it->call || it->w_valid || it->encoding)
         return;
     store_map_remove(&it->p->items, it->name);
     item_destroy(it);
@@ -325,13 +226,13 @@ static void recount(struct publish *p)
 /* ---- writes ------------------------------------------------------------------------ */
 
 static cJSON *build_object(struct publish *p, const struct pub_group *pg, const char *rv,
-                           int *truncated)
+                           const struct publish_blob *blob)
 {
     const struct xlate_group *g = pg->g;
-    char *b64 = NULL;
-    size_t json_bytes = 0;
-    if (publish_encode(g, p->o.max_bytes, &b64, truncated, &json_bytes) != 0)
-        return NULL;
+    const char *b64 = blob->b64;
+    size_t json_bytes = blob->json_bytes;
+    int trunc = blob->truncated;
+    int *truncated = &trunc;
     cJSON *o = cJSON_CreateObject();
     cJSON *md = cJSON_AddObjectToObject(o, "metadata");
     cJSON *labels = md ? cJSON_AddObjectToObject(md, "labels") : NULL;
@@ -355,7 +256,6 @@ static cJSON *build_object(struct publish *p, const struct pub_group *pg, const 
     ok = ok && (!b64 || cJSON_AddStringToObject(spec, "snapshot", b64)) &&
          cJSON_AddNumberToObject(spec, "snapshotBytes", (double)json_bytes) &&
          cJSON_AddBoolToObject(spec, "truncated", *truncated);
-    free(b64);
     if (!ok) {
         cJSON_Delete(o);
         return NULL;
@@ -444,9 +344,22 @@ static int reconcile(struct publish *p, struct pub_item *it, int64_t *wait_ns)
         }
     }
     int del = 0;
+    const struct publish_blob *blob = NULL;
     if (pg) {
         if (exists && strcmp(version, pg->version) == 0)
             return 0;
+        /* The snapshot is encoded off the main loop; come back with it. */
+        blob = store_map_get(&p->blobs, it->name);
+        if (!blob || strcmp(blob->version, pg->version) != 0) {
+            if (publish_encoder_submit(p->enc, p->snap, pg->g->name, it->name, pg->version) != 0) {
+                park(p, it, PUB_RETRY_FIRST_NS);
+                return 0;
+            }
+            if (!it->encoding)
+                p->nencoding++;
+            it->encoding = 1;
+            return 0;
+        }
     } else {
         if (!exists || (pub && !is_ours(pub)))
             return 0;
@@ -477,11 +390,10 @@ static int reconcile(struct publish *p, struct pub_item *it, int64_t *wait_ns)
         it->call = kube_delete(p->o.kc, &daemon_res_proxysnapshots, p->ns, it->name, NULL, pub_rv,
                                &ro, on_written, it);
     } else {
-        int truncated = 0;
-        cJSON *obj = build_object(p, pg, exists ? pub_rv : NULL, &truncated);
+        cJSON *obj = build_object(p, pg, exists ? pub_rv : NULL, blob);
         if (!obj)
             goto fail;
-        p->st.truncated += truncated;
+        p->st.truncated += blob->truncated;
         snprintf(it->sending_version, sizeof(it->sending_version), "%s", pg->version);
         if (exists)
             it->call = kube_update(p->o.kc, &daemon_res_proxysnapshots, p->ns, obj, 0, &ro,
@@ -585,6 +497,37 @@ static void on_park(evutil_socket_t fd, short what, void *arg)
 
 /* ---- public --------------------------------------------------------------------- */
 
+/* An encoded snapshot is back from the encoder thread. */
+static void on_encoded(void *user, struct publish_blob *blob)
+{
+    struct publish *p = user;
+    if (blob->failed)
+        cx_warn("publish", "could not encode the snapshot of %s (memory): published without it",
+                blob->name);
+    int err;
+    struct publish_blob *old = store_map_put(&p->blobs, blob->name, blob, &err);
+    if (err) {
+        publish_blob_free(blob);
+        return;
+    }
+    publish_blob_free(old);
+    struct pub_item *it = store_map_get(&p->items, blob->name);
+    if (it && it->encoding) {
+        it->encoding = 0;
+        p->nencoding--;
+        enqueue(p, it);
+        schedule_pump(p, 0);
+    }
+}
+
+static int free_blob(void *user, const char *key, void *v)
+{
+    (void)user;
+    (void)key;
+    publish_blob_free(v);
+    return 0;
+}
+
 struct publish *publish_new(struct event_base *base, const struct publish_opts *o)
 {
     struct publish *p = calloc(1, sizeof(*p));
@@ -597,10 +540,12 @@ struct publish *publish_new(struct event_base *base, const struct publish_opts *
     p->ns = strdup(o->namespace ? o->namespace : "default");
     store_map_init(&p->groups);
     store_map_init(&p->items);
+    store_map_init(&p->blobs);
+    p->enc = publish_encoder_new(base, p->o.max_bytes, on_encoded, p);
     cx_ratelimit_init(&p->rl, o->qps, o->burst < 1 ? 1 : o->burst, cx_mono_ns());
     p->pump_ev = evtimer_new(base, on_pump, p);
     p->park_ev = evtimer_new(base, on_park, p);
-    if (!p->ns || !p->pump_ev || !p->park_ev) {
+    if (!p->ns || !p->pump_ev || !p->park_ev || !p->enc) {
         publish_free(p);
         return NULL;
     }
@@ -639,6 +584,10 @@ void publish_free(struct publish *p)
 {
     if (!p)
         return;
+    publish_encoder_free(p->enc); /* joins its thread: no result comes later */
+    p->enc = NULL;
+    store_map_foreach(&p->blobs, free_blob, NULL);
+    store_map_free(&p->blobs);
     store_map_foreach(&p->items, destroy_item, NULL);
     store_map_free(&p->items);
     groups_clear(p, 0);
@@ -760,7 +709,7 @@ void publish_stop(struct publish *p)
     store_map_free(&p->items);
     store_map_init(&p->items);
     p->head = p->tail = NULL;
-    p->nqueued = p->ninflight = p->nparked = 0;
+    p->nqueued = p->ninflight = p->nparked = p->nencoding = 0;
     if (p->pump_armed)
         evtimer_del(p->pump_ev);
     if (p->park_armed)
@@ -780,12 +729,12 @@ void publish_object_changed(struct publish *p, const char *name)
 void publish_stats(const struct publish *p, struct publish_stats *out)
 {
     *out = p->st;
-    out->queued = p->nqueued + p->nparked;
+    out->queued = p->nqueued + p->nparked + p->nencoding;
     out->inflight = p->ninflight;
     out->leading = p->leading;
 }
 
 int publish_idle(const struct publish *p)
 {
-    return p->leading && p->snap && !p->nqueued && !p->ninflight && !p->nparked;
+    return p->leading && p->snap && !p->nqueued && !p->ninflight && !p->nparked && !p->nencoding;
 }

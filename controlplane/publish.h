@@ -19,7 +19,9 @@
  *
  * A ProxySnapshot is created when its Gateway appears, replaced when the
  * version changes and deleted when the Gateway leaves the snapshot; nothing
- * is written while the versions agree. Every write goes through the write
+ * is written while the versions agree. The snapshot JSON is rendered and
+ * compressed on the encoder thread (publish_encode.h), never on the main
+ * loop. Every write goes through the write
  * guard (its timeout bounded by the guard) and a token bucket; conflicts
  * wait for the informer.
  *
@@ -35,6 +37,7 @@
 #include "daemon_guard.h"
 #include "kube_cache.h"
 #include "kube_client.h"
+#include "publish_encode.h"
 #include "xlate_snapshot_types.h"
 
 #include <event2/event.h>
@@ -97,15 +100,5 @@ int publish_idle(const struct publish *p);
 /* The ProxySnapshot name of Gateway |group| ("ns/name" -> "ns.name") into
  * |out|. Returns 0 or -1 (does not fit, or not "ns/name"). */
 int publish_name(const char *group, char *out, size_t n);
-
-/* The version of a group: 16 hex of SHA-256 over its mode and type versions. */
-void publish_group_version(const struct xlate_group *g, char out[XDS_VERSION_LEN + 1]);
-
-/* Encodes |g|'s JSON as gzip+base64 into *b64 (caller frees) unless the
- * result would exceed |max_bytes|: then *b64 = NULL and *truncated = 1.
- * *json_bytes is the JSON size (0 when it was not rendered because the
- * group is far too large). Returns 0 or -1 (memory, render error). */
-int publish_encode(const struct xlate_group *g, size_t max_bytes, char **b64, int *truncated,
-                   size_t *json_bytes);
 
 #endif

@@ -143,6 +143,12 @@ struct status_writer {
     uint64_t term;
     int want_pass; /* a full pass once a snapshot exists */
     struct sw_index *ix;
+    /* A full pass walks the reports of pass_snap with a cursor, a chunk per
+     * loop turn, and allocates an item only for an object that needs a
+     * write (or must wait): 50k up-to-date objects cost no allocation and
+     * never hold the loop. Reports are looked up in the current index. */
+    struct xlate_snapshot *pass_snap;
+    size_t pass_next;
 
     struct store_map items; /* key -> struct sw_item * */
     struct sw_item *head, *tail;
@@ -160,6 +166,7 @@ struct status_writer {
 };
 
 static void schedule_pump(struct status_writer *w, int64_t delay_ns);
+static void pass_end(struct status_writer *w);
 
 static void note_queue(struct status_writer *w)
 {
@@ -551,14 +558,74 @@ static enum check_outcome check(struct status_writer *w, struct sw_item *it, int
     return CHECK_DONE;
 }
 
+/* The full pass's next report: 0 when it needs nothing (up to date, gone,
+ * not ours), else the item to check through the queue (created, queued). */
+static struct sw_item *pass_step(struct status_writer *w, const struct xlate_report *r)
+{
+    enum xlate_kind kind = daemon_kind_from_name(r->kind);
+    if (!daemon_kind_has_status(kind))
+        return NULL;
+    char key[SW_KEY_MAX], objkey[SW_KEY_MAX];
+    if (make_key(key, sizeof(key), r->kind, r->namespace, r->name) != 0 ||
+        kube_obj_key(r->namespace, r->name, objkey, sizeof(objkey)) != 0)
+        return NULL;
+    struct sw_item *it = store_map_get(&w->items, key);
+    if (!it) {
+        /* The cheap comparison first: no item unless something is to do. */
+        w->st.checks++;
+        struct kube_obj *obj = w->o.lookup(w->o.user, kind, objkey);
+        const struct xlate_report *cur_rep = store_map_get(&w->ix->map, key);
+        if (!obj || !cur_rep) {
+            cx_series_inc(w->m.c_missing);
+            return NULL;
+        }
+        const cJSON *gen = cx_json_path(obj->json, "metadata", "generation", NULL);
+        int64_t g = cJSON_IsNumber(gen) ? (int64_t)gen->valuedouble : 0;
+        if (g == cur_rep->generation) {
+            const cJSON *cur = cJSON_GetObjectItemCaseSensitive(obj->json, "status");
+            struct status_condition extra[SW_MAX_EXTRA];
+            size_t nextra = 0;
+            if (kind == XLATE_KIND_GATEWAY && w->o.gateway_conditions)
+                nextra = w->o.gateway_conditions(w->o.user, objkey, extra, SW_MAX_EXTRA);
+            cJSON *desired = status_desired(cur_rep, extra, nextra, cur, cx_wall_ns());
+            int up = desired && status_up_to_date(desired, cur);
+            cJSON_Delete(desired);
+            if (up) {
+                w->st.up_to_date++;
+                cx_series_inc(w->m.c_up);
+                return NULL;
+            }
+        }
+        w->st.checks--; /* counted again by check() */
+        it = item_get(w, kind, r->namespace, r->name);
+        if (!it) {
+            cx_error("status", "out of memory checking %s %s", r->kind, objkey);
+            return NULL;
+        }
+    }
+    enqueue(w, it);
+    return it;
+}
+
 static void pump(struct status_writer *w)
 {
     size_t max = w->o.max_inflight > 0 ? (size_t)w->o.max_inflight : 4;
     int budget = SW_CHECKS_PER_TURN;
-    while (w->leading && w->ix && w->head && w->ninflight < max) {
+    while (w->leading && w->ix && w->ninflight < max) {
         if (budget-- <= 0) {
             schedule_pump(w, 0);
             break;
+        }
+        if (!w->head) {
+            /* Queue empty: advance the full pass, if one is running. */
+            if (!w->pass_snap)
+                break;
+            if (w->pass_next >= w->pass_snap->nreports) {
+                pass_end(w);
+                break;
+            }
+            pass_step(w, &w->pass_snap->reports[w->pass_next++]);
+            continue;
         }
         struct sw_item *it = dequeue(w);
         int64_t wait = 0;
@@ -684,6 +751,7 @@ void status_writer_free(struct status_writer *w)
     store_map_foreach(&w->items, destroy_item, NULL);
     store_map_free(&w->items);
     free(w->deferred);
+    pass_end(w);
     index_free(w->ix);
     if (w->pump_ev)
         event_free(w->pump_ev);
@@ -696,13 +764,19 @@ static void full_pass(struct status_writer *w)
 {
     w->want_pass = 0;
     w->st.passes++;
-    const struct xlate_snapshot *s = w->ix->snap;
-    for (size_t i = 0; i < s->nreports; i++) {
-        const struct xlate_report *r = &s->reports[i];
-        want_check(w, daemon_kind_from_name(r->kind), r->namespace, r->name);
-    }
-    cx_info("status", "reconciling the status of %zu objects (term %llu)", w->nqueued,
-            (unsigned long long)w->term);
+    xlate_snapshot_unref(w->pass_snap);
+    w->pass_snap = xlate_snapshot_ref(w->ix->snap);
+    w->pass_next = 0;
+    cx_info("status", "reconciling the status of every object (%zu reports, term %llu)",
+            w->pass_snap->nreports, (unsigned long long)w->term);
+    schedule_pump(w, 0);
+}
+
+static void pass_end(struct status_writer *w)
+{
+    xlate_snapshot_unref(w->pass_snap);
+    w->pass_snap = NULL;
+    w->pass_next = 0;
 }
 
 int status_writer_set_snapshot(struct status_writer *w, struct xlate_snapshot *snap)
@@ -778,6 +852,7 @@ void status_writer_stop(struct status_writer *w)
         return;
     w->leading = 0;
     w->want_pass = 0;
+    pass_end(w);
     store_map_foreach(&w->items, drop_item, w);
     store_map_free(&w->items);
     store_map_init(&w->items);
@@ -822,6 +897,6 @@ void status_writer_stats(const struct status_writer *w, struct status_writer_sta
 
 int status_writer_idle(const struct status_writer *w)
 {
-    return w->leading && w->ix && !w->want_pass && !w->nqueued && !w->ninflight && !w->nparked &&
-           !w->ndeferred;
+    return w->leading && w->ix && !w->want_pass && !w->pass_snap && !w->nqueued && !w->ninflight &&
+           !w->nparked && !w->ndeferred;
 }
