@@ -13,6 +13,8 @@ PKGS=(
     libcurl4-openssl-dev libcjson-dev libevent-dev
     libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev
     libnghttp2-dev libssl-dev zlib1g-dev libyaml-dev
+    # tests: the RE2 that gRPC uses, to check the translator's RE2 syntax checker
+    libre2-dev g++
     # tests: real peers and tools
     python3 python3-grpcio python3-kubernetes python3-yaml
     curl openssl procps iproute2 valgrind

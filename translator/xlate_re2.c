@@ -78,8 +78,9 @@ static size_t utf8_rune(const unsigned char *s, size_t len, size_t pos, uint32_t
             return 0;
         r = (r << 6) | (s[pos + i] & 0x3f);
     }
-    if ((n == 2 && r < 0x80) || (n == 3 && r < 0x800) || (n == 4 && r < 0x10000) || r > 0x10ffff ||
-        (r >= 0xd800 && r <= 0xdfff))
+    /* overlong forms and values past U+10FFFF are refused; RE2 lets
+     * surrogates through */
+    if ((n == 2 && r < 0x80) || (n == 3 && r < 0x800) || (n == 4 && r < 0x10000) || r > 0x10ffff)
         return 0;
     *rune = r;
     return n;
@@ -408,7 +409,7 @@ static int parse_escape(struct re *r, int in_class, uint32_t *rune, int *is_rune
         *is_rune = 1;
         return 0;
     }
-    if (c < 0x80 && !is_word(c)) { /* escaped punctuation is itself */
+    if ((c < 0x80 && !is_word(c)) || c == '_') { /* escaped punctuation (and _) is itself */
         r->pos++;
         *rune = (uint32_t)c;
         *is_rune = 1;
@@ -520,7 +521,8 @@ static int parse_class(struct re *r, int *size)
         }
         items++;
         /* A range lo-hi, unless '-' is last ("[a-]"). */
-        if (peek(r, 0) == '-' && peek(r, 1) != ']' && peek(r, 1) >= 0) {
+        /* a range lo-hi; after a class escape (\d) the '-' is a literal */
+        if (lo_rune && peek(r, 0) == '-' && peek(r, 1) != ']' && peek(r, 1) >= 0) {
             r->pos++;
             uint32_t hi = 0;
             int hi_rune = 1;
@@ -599,7 +601,9 @@ static int parse_group(struct re *r, struct piece *out)
                 break;
             }
             int term = p < r->len ? r->s[p] : -1;
-            if ((term != ')' && term != ':') || nflags == 0 || (neg && after_neg == 0)) {
+            /* RE2 takes (?) and (?:...) (no flags); a '-' must negate
+             * something: (?-) and (?i-) are refused */
+            if ((term != ')' && term != ':') || (neg && after_neg == 0)) {
                 /* (?=, (?!, (?<=, (?<!, (?<name>, (?>, (?#, (?|, ... */
                 size_t to = p + 1;
                 if (p == r->pos + 1 && term == '<' && p + 1 < r->len &&
@@ -725,6 +729,8 @@ static int parse_repeats(struct re *r, struct piece *pc, size_t atom_start)
 
 static int parse_concat(struct re *r, struct piece *out)
 {
+    struct piece last = {0}; /* the previous operand of this concatenation */
+    int have_last = 0;
     out->size = 0;
     out->prod = 1;
     out->operand = 1;
@@ -749,9 +755,11 @@ static int parse_concat(struct re *r, struct piece *out)
                 r->pos += 2;
                 size_t n = 0;
                 while (r->pos < r->len && !(peek(r, 0) == '\\' && peek(r, 1) == 'E')) {
-                    if (peek(r, 0) == '\\' && peek(r, 1) == '\\')
-                        r->pos++;
-                    r->pos++;
+                    uint32_t rune;
+                    size_t rl = utf8_rune(r->s, r->len, r->pos, &rune);
+                    if (rl == 0)
+                        return fail(r, "invalid UTF-8", 0, 0);
+                    r->pos += rl;
                     n++;
                 }
                 if (r->pos < r->len)
@@ -793,11 +801,27 @@ static int parse_concat(struct re *r, struct piece *out)
             r->pos += n;
         }
         }
+        if (!pc.operand && (c == '(' || c == '\\') && have_last) {
+            /* a flag group or an empty \Q\E pushes nothing: RE2 applies a
+             * repetition after it to the operand before it ("a(?i)*") */
+            struct piece again = last;
+            if (parse_repeats(r, &again, atom) != 0)
+                return -1;
+            out->size += again.size - last.size;
+            if (again.prod > out->prod)
+                out->prod = again.prod;
+            last = again;
+            continue;
+        }
         if (parse_repeats(r, &pc, atom) != 0)
             return -1;
         out->size += pc.size;
         if (pc.prod > out->prod)
             out->prod = pc.prod;
+        if (pc.operand) {
+            last = pc;
+            have_last = 1;
+        }
     }
     return r->fail ? -1 : 0;
 }

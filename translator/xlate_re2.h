@@ -10,9 +10,12 @@
  * lookbehind, possessive quantifiers, atomic groups, \Z, \G, repetition
  * counts above 1000 (also nested: (a{100}){100}).
  *
- * One deliberate difference: (?<name>re) is refused although RE2 accepts it
- * since mid-2023 — the RE2 shipped with gRPC 1.51 and many Envoy builds
- * predates it; (?P<name>re) works everywhere.
+ * It is checked against the real thing: tests/integration/translator/
+ * test_re2_differential.sh compares verdicts with libre2 (the 2022 RE2 that
+ * Debian's gRPC links) on a corpus and 200k random regexes. Deliberate
+ * differences, both "refused by one of the RE2s a proxy may run": a capture
+ * group name used twice (2022 accepts, newer RE2 refuses), and (?<name>re)
+ * (newer RE2 accepts, 2022 refuses; (?P<name>re) works everywhere).
  *
  * Pure functions; thread-safe.
  */
