@@ -186,7 +186,7 @@ def watch_rate(ks, changes=20000):
            "events_per_s": round(changes / took),
            "baseline_events_per_s": round(changes / floor),
            "ratio": round(floor / took, 2),
-           "baseline": "curl -N of the same watch | head"}
+           "baseline": "curl -N of the same watch from the same RV, piped to head"}
     log("%s: %.0f/s (curl %.0f/s)" % (row["case"], changes / took, changes / floor))
     return row
 

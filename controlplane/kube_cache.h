@@ -16,8 +16,8 @@
 
 struct kube_obj {
     atomic_int refs;
-    cJSON *json;     /* the whole object; never modified after kube_obj_new */
-    const char *ns;  /* "" for cluster-scoped objects */
+    cJSON *json;    /* the whole object; never modified after kube_obj_new */
+    const char *ns; /* "" for cluster-scoped objects */
     const char *name;
     const char *uid; /* "" when absent */
     const char *rv;  /* metadata.resourceVersion, "" when absent */

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define URL_MAX           ((size_t)16 << 10)
-#define WATCH_ERRBODY_MAX ((size_t)64 << 10)
+#define URL_MAX            ((size_t)16 << 10)
+#define WATCH_ERRBODY_MAX  ((size_t)64 << 10)
 #define CONNECT_TIMEOUT_MS 10000
 #define WATCH_GRACE_MS     30000
 
@@ -92,9 +92,9 @@ struct kube_client {
     int64_t token_reread_ns;
     int64_t backoff_base_ms, backoff_max_ms;
     size_t max_response;
-    char *token;          /* current bearer token */
+    char *token;           /* current bearer token */
     int64_t token_read_ns; /* when the token file was last read */
-    int token_stale;      /* re-read before the next request */
+    int token_stale;       /* re-read before the next request */
     struct kube_call *calls;
     struct kube_watch *watches;
     struct kube_client_stats stats;
@@ -115,7 +115,8 @@ static void check_multi_info(struct kube_client *c);
 static void on_socket_event(evutil_socket_t fd, short what, void *arg)
 {
     struct kube_client *c = arg;
-    int action = ((what & EV_READ) ? CURL_CSELECT_IN : 0) | ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0);
+    int action =
+        ((what & EV_READ) ? CURL_CSELECT_IN : 0) | ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0);
     int running = 0;
     curl_multi_socket_action(c->multi, fd, action, &running);
     check_multi_info(c);
@@ -184,8 +185,7 @@ static int64_t def_i64(int64_t v, int64_t d)
 }
 
 struct kube_client *kube_client_new(struct event_base *base, const struct kube_config *cfg,
-                                    const struct kube_client_opts *opts, char *err,
-                                    size_t errlen)
+                                    const struct kube_client_opts *opts, char *err, size_t errlen)
 {
     static const struct kube_client_opts none = {0};
     if (!opts)
@@ -337,8 +337,8 @@ static int setup_easy(struct kube_client *c, CURL *e, const char *path_query,
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
     }
     if (c->cfg.ca_data) {
-        struct curl_blob blob = {.data = c->cfg.ca_data, .len = c->cfg.ca_data_len,
-                                 .flags = CURL_BLOB_COPY};
+        struct curl_blob blob = {
+            .data = c->cfg.ca_data, .len = c->cfg.ca_data_len, .flags = CURL_BLOB_COPY};
         curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
     } else if (c->cfg.ca_file) {
         curl_easy_setopt(e, CURLOPT_CAINFO, c->cfg.ca_file);
@@ -467,7 +467,8 @@ static int call_attempt(struct kube_call *call)
     if (!e)
         return -1;
     call->easy = e;
-    if (setup_easy(c, e, call->path_query, &call->hdrs, call->body ? call->content_type : NULL) != 0)
+    if (setup_easy(c, e, call->path_query, &call->hdrs, call->body ? call->content_type : NULL) !=
+        0)
         return -1;
     curl_easy_setopt(e, CURLOPT_PRIVATE, &call->h);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, call_write_cb);
@@ -490,7 +491,8 @@ static int call_attempt(struct kube_call *call)
             t = left;
     }
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)t);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(t < CONNECT_TIMEOUT_MS ? t : CONNECT_TIMEOUT_MS));
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+                     (long)(t < CONNECT_TIMEOUT_MS ? t : CONNECT_TIMEOUT_MS));
     call->attempts++;
     call->sent_ns = now;
     c->stats.requests++;
@@ -569,8 +571,7 @@ static void call_done(struct kube_call *call, CURLcode code)
     } else if (call->attempts < call->max_attempts &&
                kube_retry_decide(&res.err, call->verb, call->idempotent, &call->backoff,
                                  c->max_retry_after_ms, &delay)) {
-        if (call->deadline_ns &&
-            cx_mono_ns() + delay * CX_NS_PER_MS >= call->deadline_ns)
+        if (call->deadline_ns && cx_mono_ns() + delay * CX_NS_PER_MS >= call->deadline_ns)
             delay = -1; /* no time left for another try */
     } else {
         delay = -1;
@@ -779,8 +780,7 @@ struct kube_call *kube_create(struct kube_client *c, const struct kube_resource 
 
 struct kube_call *kube_update(struct kube_client *c, const struct kube_resource *res,
                               const char *ns, const cJSON *obj, int status,
-                              const struct kube_req_opts *opts, kube_result_fn cb,
-                              void *user_data)
+                              const struct kube_req_opts *opts, kube_result_fn cb, void *user_data)
 {
     const char *name = cx_json_path_str(obj, "metadata", "name", NULL);
     if (!name || !*name || needs_ns(res, ns))
@@ -824,10 +824,10 @@ static int patch_pins_rv(enum kube_patch_type type, const char *patch)
     return pinned;
 }
 
-struct kube_call *kube_patch(struct kube_client *c, const struct kube_resource *res,
-                             const char *ns, const char *name, enum kube_patch_type type,
-                             const char *patch, int status, const struct kube_req_opts *opts,
-                             kube_result_fn cb, void *user_data)
+struct kube_call *kube_patch(struct kube_client *c, const struct kube_resource *res, const char *ns,
+                             const char *name, enum kube_patch_type type, const char *patch,
+                             int status, const struct kube_req_opts *opts, kube_result_fn cb,
+                             void *user_data)
 {
     static const char *const ctypes[] = {"application/merge-patch+json",
                                          "application/json-patch+json",
@@ -846,8 +846,7 @@ struct kube_call *kube_patch(struct kube_client *c, const struct kube_resource *
 
 struct kube_call *kube_delete(struct kube_client *c, const struct kube_resource *res,
                               const char *ns, const char *name, const char *uid, const char *rv,
-                              const struct kube_req_opts *opts, kube_result_fn cb,
-                              void *user_data)
+                              const struct kube_req_opts *opts, kube_result_fn cb, void *user_data)
 {
     if (!name || !*name || needs_ns(res, ns))
         return NULL;
@@ -862,7 +861,8 @@ struct kube_call *kube_delete(struct kube_client *c, const struct kube_resource 
             rc |= cx_json_escape(&body, uid);
         }
         if (rv && *rv) {
-            rc |= cx_buf_puts(&body, (uid && *uid) ? ",\"resourceVersion\":" : "\"resourceVersion\":");
+            rc |= cx_buf_puts(&body,
+                              (uid && *uid) ? ",\"resourceVersion\":" : "\"resourceVersion\":");
             rc |= cx_json_escape(&body, rv);
         }
         rc |= cx_buf_puts(&body, "}");

@@ -62,7 +62,7 @@ struct kube_req_opts {
  * empty); a callback that keeps it sets res->object = NULL and owns it. */
 struct kube_result {
     struct kube_error err;
-    int http_status;      /* of the last attempt; 0 without a response */
+    int http_status; /* of the last attempt; 0 without a response */
     cJSON *object;
     int attempts;         /* attempts made, >= 1 */
     int64_t sent_mono_ns; /* CLOCK_MONOTONIC when the last attempt started */
@@ -74,8 +74,7 @@ typedef void (*kube_result_fn)(struct kube_result *res, void *user_data);
 /* Creates a client on |base| from |cfg| (copied). Returns NULL with a
  * message in |err| (bad TLS files, no memory). */
 struct kube_client *kube_client_new(struct event_base *base, const struct kube_config *cfg,
-                                    const struct kube_client_opts *opts, char *err,
-                                    size_t errlen);
+                                    const struct kube_client_opts *opts, char *err, size_t errlen);
 
 /* Cancels every call and watch (no callbacks) and frees the client. */
 void kube_client_free(struct kube_client *c);
@@ -88,12 +87,12 @@ const char *kube_client_user_agent(const struct kube_client *c);
 
 /* Counters, for metrics and tests. */
 struct kube_client_stats {
-    uint64_t requests;      /* HTTP attempts started (calls and watches) */
-    uint64_t retries;       /* attempts that were retries */
-    uint64_t token_reads;   /* token file reads */
-    uint64_t unauthorized;  /* 401 answers */
-    uint64_t watches;       /* watch requests started */
-    uint64_t active_calls;  /* calls not finished yet */
+    uint64_t requests;     /* HTTP attempts started (calls and watches) */
+    uint64_t retries;      /* attempts that were retries */
+    uint64_t token_reads;  /* token file reads */
+    uint64_t unauthorized; /* 401 answers */
+    uint64_t watches;      /* watch requests started */
+    uint64_t active_calls; /* calls not finished yet */
     uint64_t active_watches;
 };
 void kube_client_stats(const struct kube_client *c, struct kube_client_stats *out);
@@ -118,11 +117,11 @@ struct kube_call *kube_get(struct kube_client *c, const struct kube_resource *re
                            void *user_data);
 
 struct kube_list_opts {
-    const char *label_selector;   /* passed through as labelSelector */
-    const char *field_selector;   /* passed through as fieldSelector */
-    long limit;                   /* page size; 0 = no paging */
-    const char *continue_token;   /* from the previous page */
-    const char *resource_version; /* NULL: most recent (consistent read) */
+    const char *label_selector;         /* passed through as labelSelector */
+    const char *field_selector;         /* passed through as fieldSelector */
+    long limit;                         /* page size; 0 = no paging */
+    const char *continue_token;         /* from the previous page */
+    const char *resource_version;       /* NULL: most recent (consistent read) */
     const char *resource_version_match; /* "NotOlderThan" / "Exact" or NULL */
 };
 
@@ -141,23 +140,21 @@ struct kube_call *kube_create(struct kube_client *c, const struct kube_resource 
  * Idempotent (so retried) when obj carries metadata.resourceVersion. */
 struct kube_call *kube_update(struct kube_client *c, const struct kube_resource *res,
                               const char *ns, const cJSON *obj, int status,
-                              const struct kube_req_opts *opts, kube_result_fn cb,
-                              void *user_data);
+                              const struct kube_req_opts *opts, kube_result_fn cb, void *user_data);
 
 /* PATCH |patch| (text) of |type| to |name| (or its /status). Idempotent
  * when the patch pins metadata.resourceVersion (merge) or tests it (JSON
  * patch), or opts->idempotent. */
-struct kube_call *kube_patch(struct kube_client *c, const struct kube_resource *res,
-                             const char *ns, const char *name, enum kube_patch_type type,
-                             const char *patch, int status, const struct kube_req_opts *opts,
-                             kube_result_fn cb, void *user_data);
+struct kube_call *kube_patch(struct kube_client *c, const struct kube_resource *res, const char *ns,
+                             const char *name, enum kube_patch_type type, const char *patch,
+                             int status, const struct kube_req_opts *opts, kube_result_fn cb,
+                             void *user_data);
 
 /* DELETE |name|, with preconditions when |uid| / |rv| are non-NULL (which
  * makes it idempotent). */
 struct kube_call *kube_delete(struct kube_client *c, const struct kube_resource *res,
                               const char *ns, const char *name, const char *uid, const char *rv,
-                              const struct kube_req_opts *opts, kube_result_fn cb,
-                              void *user_data);
+                              const struct kube_req_opts *opts, kube_result_fn cb, void *user_data);
 
 /* A raw request: |path_query| starts with "/" ("/api/v1/...?..."). */
 struct kube_raw_req {
@@ -182,7 +179,7 @@ struct kube_watch_opts {
     const char *resource_version; /* NULL/"" : synthetic ADDED first */
     const char *label_selector;
     const char *field_selector;
-    int timeout_seconds;     /* server-side end; 0 = server's choice */
+    int timeout_seconds; /* server-side end; 0 = server's choice */
     int allow_bookmarks;
     int send_initial_events; /* streaming list (adds resourceVersionMatch=NotOlderThan) */
     int64_t stall_ms;        /* end the watch after this long without bytes; 0 = never */

@@ -20,10 +20,10 @@
 #define STDIN_LINE_MAX 256
 /* Output lines are best effort: a line cut by its cap is still valid
  * enough for a human; tests compare whole dumps. */
-#define IGN(x)    \
-    do {          \
-        if (x) {  \
-        }         \
+#define IGN(x)   \
+    do {         \
+        if (x) { \
+        }        \
     } while (0)
 
 struct watch_cmd {
@@ -31,11 +31,11 @@ struct watch_cmd {
     struct kube_informer *inf;
     struct kube_client *client;
     struct cx_buf in;
-    int quiet;         /* no per-event lines */
-    int exit_on_sync;  /* print the sync line and exit (benchmarks) */
+    int quiet;        /* no per-event lines */
+    int exit_on_sync; /* print the sync line and exit (benchmarks) */
     int64_t start_ns;
-    uint64_t changes;  /* add + update + delete */
-    uint64_t every;    /* --progress N: a line every N changes */
+    uint64_t changes; /* add + update + delete */
+    uint64_t every;   /* --progress N: a line every N changes */
 };
 
 static void emit(struct cx_buf *b)
@@ -67,8 +67,8 @@ static void progress(struct watch_cmd *w)
         struct cx_buf b;
         line_start(&b, "progress");
         IGN(cx_buf_printf(&b, ",\"changes\":%llu,\"elapsed_ms\":%.3f",
-                            (unsigned long long)w->changes,
-                            (double)(cx_mono_ns() - w->start_ns) / 1e6));
+                          (unsigned long long)w->changes,
+                          (double)(cx_mono_ns() - w->start_ns) / 1e6));
         IGN(cx_buf_puts(&b, "}"));
         emit(&b);
     }
@@ -130,11 +130,12 @@ static void on_synced(void *ud)
     line_start(&b, "synced");
     struct kube_informer_stats st;
     kube_informer_stats(w->inf, &st);
-    IGN(cx_buf_printf(&b, ",\"objects\":%zu,\"elapsed_ms\":%.3f,\"max_rss_kb\":%ld,"
-                            "\"streaming\":%s,\"pages\":%llu}",
-                        kube_cache_len(kube_informer_cache(w->inf)),
-                        (double)(cx_mono_ns() - w->start_ns) / 1e6, max_rss_kb(),
-                        st.streaming_used ? "true" : "false", (unsigned long long)st.pages));
+    IGN(cx_buf_printf(&b,
+                      ",\"objects\":%zu,\"elapsed_ms\":%.3f,\"max_rss_kb\":%ld,"
+                      "\"streaming\":%s,\"pages\":%llu}",
+                      kube_cache_len(kube_informer_cache(w->inf)),
+                      (double)(cx_mono_ns() - w->start_ns) / 1e6, max_rss_kb(),
+                      st.streaming_used ? "true" : "false", (unsigned long long)st.pages));
     emit(&b);
     w->changes = 0; /* --progress counts changes after the initial sync */
     w->start_ns = cx_mono_ns();
@@ -210,25 +211,24 @@ static void on_stdin(evutil_socket_t fd, short what, void *arg)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: coxswain kube-watch --resource PLURAL [flags]\n"
-            "  --kubeconfig FILE      (else $KUBECONFIG, in-cluster, ~/.kube/config)\n"
-            "  --context NAME\n"
-            "  --group G --version V --kind K   resource (default core v1)\n"
-            "  --cluster-scoped       the resource has no namespace\n"
-            "  --namespace NS         one namespace (default: all)\n"
-            "  --selector SEL         label selector\n"
-            "  --field-selector SEL\n"
-            "  --identity ID          replica identity in the User-Agent\n"
-            "  --streaming auto|on|off   streaming lists (default auto)\n"
-            "  --page-size N          list page size (default 500; 0: one unpaged list)\n"
-            "  --watch-timeout SECS   timeoutSeconds per watch (default 300)\n"
-            "  --stall MS             restart a watch silent this long (default 90000)\n"
-            "  --token-reread MS      token file re-read period (default 60000)\n"
-            "  --quiet                no line per change\n"
-            "  --progress N           a line every N changes after the sync\n"
-            "  --exit-on-sync         exit once synced (benchmarks)\n"
-            "stdin: 'dump' prints the cache and counters; 'quit' or EOF exits.\n");
+    fprintf(f, "usage: coxswain kube-watch --resource PLURAL [flags]\n"
+               "  --kubeconfig FILE      (else $KUBECONFIG, in-cluster, ~/.kube/config)\n"
+               "  --context NAME\n"
+               "  --group G --version V --kind K   resource (default core v1)\n"
+               "  --cluster-scoped       the resource has no namespace\n"
+               "  --namespace NS         one namespace (default: all)\n"
+               "  --selector SEL         label selector\n"
+               "  --field-selector SEL\n"
+               "  --identity ID          replica identity in the User-Agent\n"
+               "  --streaming auto|on|off   streaming lists (default auto)\n"
+               "  --page-size N          list page size (default 500; 0: one unpaged list)\n"
+               "  --watch-timeout SECS   timeoutSeconds per watch (default 300)\n"
+               "  --stall MS             restart a watch silent this long (default 90000)\n"
+               "  --token-reread MS      token file re-read period (default 60000)\n"
+               "  --quiet                no line per change\n"
+               "  --progress N           a line every N changes after the sync\n"
+               "  --exit-on-sync         exit once synced (benchmarks)\n"
+               "stdin: 'dump' prints the cache and counters; 'quit' or EOF exits.\n");
 }
 
 int kube_cmd_watch(int argc, char **argv)
@@ -241,22 +241,22 @@ int kube_cmd_watch(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define STR_FLAG(name, var)             \
-    if (strcmp(a, name) == 0 && v) {    \
-        var = v;                        \
-        i++;                            \
-        continue;                       \
+#define STR_FLAG(name, var)          \
+    if (strcmp(a, name) == 0 && v) { \
+        var = v;                     \
+        i++;                         \
+        continue;                    \
     }
-#define NUM_FLAG(name, var)                            \
-    if (strcmp(a, name) == 0 && v) {                   \
-        char *end = NULL;                              \
-        var = strtol(v, &end, 10);                     \
-        if (!end || *end || var < 0) {                 \
-            fprintf(stderr, "bad value for %s\n", a);  \
-            return 2;                                  \
-        }                                              \
-        i++;                                           \
-        continue;                                      \
+#define NUM_FLAG(name, var)                           \
+    if (strcmp(a, name) == 0 && v) {                  \
+        char *end = NULL;                             \
+        var = strtol(v, &end, 10);                    \
+        if (!end || *end || var < 0) {                \
+            fprintf(stderr, "bad value for %s\n", a); \
+            return 2;                                 \
+        }                                             \
+        i++;                                          \
+        continue;                                     \
     }
         STR_FLAG("--kubeconfig", kubeconfig)
         STR_FLAG("--context", context)

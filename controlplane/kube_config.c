@@ -11,8 +11,8 @@
 #include <yaml.h>
 
 /* A YAML document may use aliases to blow up; bound the converted nodes. */
-#define YAML_NODES_MAX  200000
-#define YAML_DEPTH_MAX  64
+#define YAML_NODES_MAX 200000
+#define YAML_DEPTH_MAX 64
 
 static char *xstrdup(const char *s)
 {
@@ -48,11 +48,11 @@ char *kube_config_read_token(const char *path)
     if (!t)
         return NULL;
     size_t start = 0;
-    while (start < n && (t[start] == ' ' || t[start] == '\n' || t[start] == '\r' ||
-                         t[start] == '\t'))
+    while (start < n &&
+           (t[start] == ' ' || t[start] == '\n' || t[start] == '\r' || t[start] == '\t'))
         start++;
-    while (n > start && (t[n - 1] == ' ' || t[n - 1] == '\n' || t[n - 1] == '\r' ||
-                         t[n - 1] == '\t'))
+    while (n > start &&
+           (t[n - 1] == ' ' || t[n - 1] == '\n' || t[n - 1] == '\r' || t[n - 1] == '\t'))
         n--;
     if (n == start) {
         free(t);
@@ -289,16 +289,16 @@ static char *dup_bytes(const char *p, size_t n)
 int kube_config_copy(struct kube_config *dst, const struct kube_config *src)
 {
     memset(dst, 0, sizeof(*dst));
-#define COPY_STR(f)                        \
-    do {                                   \
+#define COPY_STR(f)                               \
+    do {                                          \
         if (src->f && !(dst->f = strdup(src->f))) \
-            goto fail;                     \
+            goto fail;                            \
     } while (0)
-#define COPY_BYTES(f, l)                                      \
-    do {                                                      \
-        dst->l = src->l;                                      \
-        if (src->f && !(dst->f = dup_bytes(src->f, src->l)))  \
-            goto fail;                                        \
+#define COPY_BYTES(f, l)                                     \
+    do {                                                     \
+        dst->l = src->l;                                     \
+        if (src->f && !(dst->f = dup_bytes(src->f, src->l))) \
+            goto fail;                                       \
     } while (0)
     COPY_STR(server);
     COPY_STR(ca_file);
@@ -357,8 +357,8 @@ int kube_config_parse(const char *text, size_t len, const char *base_dir, const 
     }
     const char *cluster_name = cx_json_str(ctx, "cluster");
     const char *user_name = cx_json_str(ctx, "user");
-    const cJSON *cluster = cluster_name ? named_entry(root, "clusters", cluster_name, "cluster")
-                                        : NULL;
+    const cJSON *cluster =
+        cluster_name ? named_entry(root, "clusters", cluster_name, "cluster") : NULL;
     if (!cluster) {
         snprintf(err, errlen, "cluster \"%s\" of context \"%s\" not found",
                  cluster_name ? cluster_name : "", ctx_name);
@@ -393,8 +393,8 @@ int kube_config_parse(const char *text, size_t len, const char *base_dir, const 
         out->client_key_file = resolve_path(base_dir, cx_json_str(user, "client-key"));
         if (take_b64(user, "client-certificate-data", &out->client_cert_data,
                      &out->client_cert_data_len) != 0 ||
-            take_b64(user, "client-key-data", &out->client_key_data,
-                     &out->client_key_data_len) != 0) {
+            take_b64(user, "client-key-data", &out->client_key_data, &out->client_key_data_len) !=
+                0) {
             snprintf(err, errlen, "client certificate or key data of user \"%s\" is not base64",
                      user_name);
             goto out;
@@ -403,8 +403,9 @@ int kube_config_parse(const char *text, size_t len, const char *base_dir, const 
             cJSON_GetObjectItemCaseSensitive(user, "auth-provider")) {
             if (!out->token && !out->token_file && !out->client_cert_file &&
                 !out->client_cert_data) {
-                snprintf(err, errlen, "user \"%s\" uses exec/auth-provider credentials, which "
-                                      "coxswain does not run; use a token or certificate",
+                snprintf(err, errlen,
+                         "user \"%s\" uses exec/auth-provider credentials, which "
+                         "coxswain does not run; use a token or certificate",
                          user_name);
                 goto out;
             }
@@ -425,8 +426,8 @@ out:
     return rc;
 }
 
-int kube_config_load_file(const char *path, const char *context, struct kube_config *out,
-                          char *err, size_t errlen)
+int kube_config_load_file(const char *path, const char *context, struct kube_config *out, char *err,
+                          size_t errlen)
 {
     memset(out, 0, sizeof(*out));
     size_t n = 0;
@@ -447,8 +448,8 @@ int kube_config_load_file(const char *path, const char *context, struct kube_con
         *slash = '\0';
     else
         dir[0] = '\0';
-    int rc = kube_config_parse(text, n, slash ? (dir[0] ? dir : "/") : NULL, context, out, err,
-                               errlen);
+    int rc =
+        kube_config_parse(text, n, slash ? (dir[0] ? dir : "/") : NULL, context, out, err, errlen);
     if (rc == 0 && !(out->source = strdup(path))) {
         kube_config_free(out);
         snprintf(err, errlen, "out of memory");

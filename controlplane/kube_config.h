@@ -18,23 +18,23 @@
 #define KUBE_TOKEN_FILE_MAX  ((size_t)64 << 10)
 
 struct kube_config {
-    char *server;            /* "https://host:port" without a trailing slash */
-    char *ca_file;           /* PEM file, absolute path, or NULL */
-    char *ca_data;           /* PEM bytes (certificate-authority-data decoded) */
+    char *server;  /* "https://host:port" without a trailing slash */
+    char *ca_file; /* PEM file, absolute path, or NULL */
+    char *ca_data; /* PEM bytes (certificate-authority-data decoded) */
     size_t ca_data_len;
-    char *client_cert_file;  /* PEM, or NULL */
+    char *client_cert_file; /* PEM, or NULL */
     char *client_key_file;
-    char *client_cert_data;  /* PEM bytes, or NULL */
+    char *client_cert_data; /* PEM bytes, or NULL */
     size_t client_cert_data_len;
     char *client_key_data;
     size_t client_key_data_len;
-    char *token;             /* a static bearer token, or NULL */
-    char *token_file;        /* re-read periodically (projected tokens), or NULL */
-    char *tls_server_name;   /* SNI / verification name override, or NULL */
+    char *token;           /* a static bearer token, or NULL */
+    char *token_file;      /* re-read periodically (projected tokens), or NULL */
+    char *tls_server_name; /* SNI / verification name override, or NULL */
     int insecure_skip_tls_verify;
-    char *namespace;         /* the context's namespace, else "default" */
-    char *context;           /* the context used ("" in-cluster) */
-    char *source;            /* the file it came from, or "in-cluster" */
+    char *namespace; /* the context's namespace, else "default" */
+    char *context;   /* the context used ("" in-cluster) */
+    char *source;    /* the file it came from, or "in-cluster" */
 };
 
 /* Parses kubeconfig text |text| (|len| bytes). Relative file paths in it
@@ -43,22 +43,19 @@ struct kube_config {
  * message in |err| (never a secret). On success the caller owns *out and
  * frees it with kube_config_free. */
 __attribute__((warn_unused_result)) int kube_config_parse(const char *text, size_t len,
-                                                          const char *base_dir,
-                                                          const char *context,
+                                                          const char *base_dir, const char *context,
                                                           struct kube_config *out, char *err,
                                                           size_t errlen);
 
 /* Reads the kubeconfig file |path|. Same contract as kube_config_parse. */
-__attribute__((warn_unused_result)) int kube_config_load_file(const char *path,
-                                                              const char *context,
+__attribute__((warn_unused_result)) int kube_config_load_file(const char *path, const char *context,
                                                               struct kube_config *out, char *err,
                                                               size_t errlen);
 
 /* In-cluster config: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT
  * (|host|/|port| override them when not NULL), token file, ca.crt and
  * namespace from |sa_dir| (NULL: KUBE_SA_DIR). Returns 0 or -1 with |err|. */
-__attribute__((warn_unused_result)) int kube_config_in_cluster(const char *sa_dir,
-                                                               const char *host,
+__attribute__((warn_unused_result)) int kube_config_in_cluster(const char *sa_dir, const char *host,
                                                                const char *port,
                                                                struct kube_config *out, char *err,
                                                                size_t errlen);
@@ -68,8 +65,8 @@ __attribute__((warn_unused_result)) int kube_config_in_cluster(const char *sa_di
  * $KUBERNETES_SERVICE_HOST is set, else ~/.kube/config. */
 __attribute__((warn_unused_result)) int kube_config_load_default(const char *kubeconfig,
                                                                  const char *context,
-                                                                 struct kube_config *out,
-                                                                 char *err, size_t errlen);
+                                                                 struct kube_config *out, char *err,
+                                                                 size_t errlen);
 
 /* Deep copy (for a client that wants its own). Returns 0 or -1 (memory). */
 __attribute__((warn_unused_result)) int kube_config_copy(struct kube_config *dst,

@@ -80,13 +80,20 @@ enum kube_err_code kube_error_code_for(int http_status, const char *reason)
             const char *reason;
             enum kube_err_code code;
         } by_reason[] = {
-            {"Conflict", KUBE_E_CONFLICT},       {"AlreadyExists", KUBE_E_ALREADY_EXISTS},
-            {"NotFound", KUBE_E_NOT_FOUND},      {"Expired", KUBE_E_EXPIRED},
-            {"Gone", KUBE_E_EXPIRED},            {"Invalid", KUBE_E_INVALID},
-            {"Forbidden", KUBE_E_FORBIDDEN},     {"Unauthorized", KUBE_E_UNAUTHORIZED},
-            {"TooManyRequests", KUBE_E_TOO_MANY}, {"BadRequest", KUBE_E_BAD_REQUEST},
-            {"InternalError", KUBE_E_INTERNAL},  {"ServiceUnavailable", KUBE_E_UNAVAILABLE},
-            {"Timeout", KUBE_E_SERVER_TIMEOUT},  {"MethodNotAllowed", KUBE_E_METHOD},
+            {"Conflict", KUBE_E_CONFLICT},
+            {"AlreadyExists", KUBE_E_ALREADY_EXISTS},
+            {"NotFound", KUBE_E_NOT_FOUND},
+            {"Expired", KUBE_E_EXPIRED},
+            {"Gone", KUBE_E_EXPIRED},
+            {"Invalid", KUBE_E_INVALID},
+            {"Forbidden", KUBE_E_FORBIDDEN},
+            {"Unauthorized", KUBE_E_UNAUTHORIZED},
+            {"TooManyRequests", KUBE_E_TOO_MANY},
+            {"BadRequest", KUBE_E_BAD_REQUEST},
+            {"InternalError", KUBE_E_INTERNAL},
+            {"ServiceUnavailable", KUBE_E_UNAVAILABLE},
+            {"Timeout", KUBE_E_SERVER_TIMEOUT},
+            {"MethodNotAllowed", KUBE_E_METHOD},
             {"UnsupportedMediaType", KUBE_E_UNSUPPORTED},
         };
         for (size_t i = 0; i < sizeof(by_reason) / sizeof(by_reason[0]); i++)
@@ -101,10 +108,26 @@ enum kube_err_code kube_error_code_for(int http_status, const char *reason)
 const char *kube_error_name(enum kube_err_code code)
 {
     static const char *const names[] = {
-        "ok",           "transport",   "timeout",       "cancelled", "decode",
-        "bad_request",  "unauthorized", "forbidden",    "not_found", "method_not_allowed",
-        "conflict",     "already_exists", "expired",    "unsupported_media_type", "invalid",
-        "too_many_requests", "internal", "unavailable", "server_timeout", "other",
+        "ok",
+        "transport",
+        "timeout",
+        "cancelled",
+        "decode",
+        "bad_request",
+        "unauthorized",
+        "forbidden",
+        "not_found",
+        "method_not_allowed",
+        "conflict",
+        "already_exists",
+        "expired",
+        "unsupported_media_type",
+        "invalid",
+        "too_many_requests",
+        "internal",
+        "unavailable",
+        "server_timeout",
+        "other",
     };
     if ((unsigned)code < sizeof(names) / sizeof(names[0]))
         return names[code];

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RV_MAX 128
+#define RV_MAX             128
 #define INITIAL_EVENTS_END "k8s.io/initial-events-end"
 
 enum inf_state {
@@ -17,7 +17,7 @@ enum inf_state {
     INF_LISTING = 1,   /* paged list in progress */
     INF_STREAMING = 2, /* streaming list: initial events not finished */
     INF_WATCHING = 3,
-    INF_WAITING = 4,   /* backoff before the next step */
+    INF_WAITING = 4, /* backoff before the next step */
 };
 
 enum inf_next {
@@ -83,24 +83,24 @@ static void set_rv(struct kube_informer *inf, const char *rv)
 
 static void setup_metrics(struct kube_informer *inf)
 {
-    struct cx_metric *ev = cx_counter("coxswain_informer_events_total",
-                                      "Watch events received by informers, by type.",
-                                      "resource,type");
-    struct cx_metric *rl = cx_counter("coxswain_informer_relists_total",
-                                      "Re-lists after the first sync (410 Expired, restarts).",
-                                      "resource");
+    struct cx_metric *ev =
+        cx_counter("coxswain_informer_events_total", "Watch events received by informers, by type.",
+                   "resource,type");
+    struct cx_metric *rl =
+        cx_counter("coxswain_informer_relists_total",
+                   "Re-lists after the first sync (410 Expired, restarts).", "resource");
     struct cx_metric *wr = cx_counter("coxswain_informer_watch_restarts_total",
                                       "Watches started after the first one.", "resource");
     struct cx_metric *le = cx_gauge("coxswain_informer_last_event_timestamp_seconds",
                                     "Wall time of the last watch event.", "resource");
-    struct cx_metric *ob = cx_gauge("coxswain_informer_objects", "Objects in the informer cache.",
-                                    "resource");
-    struct cx_metric *sy = cx_gauge("coxswain_informer_synced",
-                                    "1 once the informer's cache holds the server's state.",
-                                    "resource");
+    struct cx_metric *ob =
+        cx_gauge("coxswain_informer_objects", "Objects in the informer cache.", "resource");
+    struct cx_metric *sy =
+        cx_gauge("coxswain_informer_synced",
+                 "1 once the informer's cache holds the server's state.", "resource");
     for (int t = 0; t < KUBE_EV_COUNT; t++) {
-        static const char *const names[KUBE_EV_COUNT] = {"ADDED", "MODIFIED", "DELETED",
-                                                         "BOOKMARK", "ERROR"};
+        static const char *const names[KUBE_EV_COUNT] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK",
+                                                         "ERROR"};
         inf->m.events[t] = ev ? cx_metric_with(ev, inf->name, names[t]) : NULL;
     }
     inf->m.relists = rl ? cx_metric_with(rl, inf->name) : NULL;
@@ -157,8 +157,8 @@ struct kube_informer *kube_informer_new(struct kube_client *c, const struct kube
     inf->cache = kube_cache_new();
     inf->timer = evtimer_new(kube_client_base(c), on_timer, inf);
     if (!inf->name || !inf->api_version || !inf->cache || !inf->timer ||
-        (o->ns && *o->ns && !inf->ns) || (o->label_selector && *o->label_selector &&
-                                          !inf->label_selector) ||
+        (o->ns && *o->ns && !inf->ns) ||
+        (o->label_selector && *o->label_selector && !inf->label_selector) ||
         (o->field_selector && *o->field_selector && !inf->field_selector))
         goto fail;
     for (const char *const *l = o->label_indexes; l && *l; l++)

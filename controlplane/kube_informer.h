@@ -33,18 +33,18 @@ enum kube_streaming {
 
 struct kube_informer_opts {
     const struct kube_resource *res;
-    const char *ns;              /* NULL/"" : every namespace */
-    const char *label_selector;  /* passed through (the filter layer decides) */
+    const char *ns;             /* NULL/"" : every namespace */
+    const char *label_selector; /* passed through (the filter layer decides) */
     const char *field_selector;
-    const char *name;            /* metrics label; default res->plural */
-    long page_size;              /* list page, default 500; < 0: no paging */
-    int watch_timeout_s;         /* timeoutSeconds per watch, default 300 */
-    int64_t stall_ms;            /* no bytes for this long = stalled, default 90000 */
+    const char *name;    /* metrics label; default res->plural */
+    long page_size;      /* list page, default 500; < 0: no paging */
+    int watch_timeout_s; /* timeoutSeconds per watch, default 300 */
+    int64_t stall_ms;    /* no bytes for this long = stalled, default 90000 */
     enum kube_streaming streaming;
     const char *const *label_indexes; /* NULL-terminated label keys to index */
-    int64_t backoff_base_ms;     /* after failures, default 100 */
-    int64_t backoff_max_ms;      /* default 5000 */
-    int64_t request_timeout_ms;  /* per list page, default 60000 */
+    int64_t backoff_base_ms;          /* after failures, default 100 */
+    int64_t backoff_max_ms;           /* default 5000 */
+    int64_t request_timeout_ms;       /* per list page, default 60000 */
 };
 
 struct kube_informer_handlers {
@@ -56,16 +56,16 @@ struct kube_informer_handlers {
 };
 
 struct kube_informer_stats {
-    uint64_t events[KUBE_EV_COUNT]; /* watch events received, by type */
+    uint64_t events[KUBE_EV_COUNT];  /* watch events received, by type */
     uint64_t adds, updates, deletes; /* handler calls */
-    uint64_t lists;          /* list (or streaming list) passes started */
-    uint64_t relists;        /* of which after the first sync (410, restart) */
-    uint64_t pages;          /* list pages received */
-    uint64_t watch_restarts; /* watches started after the first */
-    uint64_t watch_errors;   /* watches that ended in an error */
-    uint64_t duplicates;     /* events dropped because the object had that RV */
+    uint64_t lists;                  /* list (or streaming list) passes started */
+    uint64_t relists;                /* of which after the first sync (410, restart) */
+    uint64_t pages;                  /* list pages received */
+    uint64_t watch_restarts;         /* watches started after the first */
+    uint64_t watch_errors;           /* watches that ended in an error */
+    uint64_t duplicates;             /* events dropped because the object had that RV */
     int64_t last_event_wall_ns;
-    int streaming_used;      /* the last initial sync was a streaming list */
+    int streaming_used; /* the last initial sync was a streaming list */
 };
 
 /* Creates an informer (not started). |o->res| must outlive it; strings are

@@ -41,14 +41,14 @@ enum kube_watch_status {
 };
 
 struct kube_watch_parser {
-    struct cx_buf line;       /* the unfinished line carried between chunks */
-    size_t max_event;         /* cap on one event, bytes */
+    struct cx_buf line; /* the unfinished line carried between chunks */
+    size_t max_event;   /* cap on one event, bytes */
     kube_watch_event_fn cb;
     void *user_data;
-    int status;               /* sticky: KUBE_WATCH_OK or the first failure */
-    uint64_t events;          /* events delivered */
-    uint64_t bytes;           /* bytes fed */
-    char error[160];          /* what went wrong, for logs (no payload bytes) */
+    int status;      /* sticky: KUBE_WATCH_OK or the first failure */
+    uint64_t events; /* events delivered */
+    uint64_t bytes;  /* bytes fed */
+    char error[160]; /* what went wrong, for logs (no payload bytes) */
 };
 
 /* Prepares |p|; |max_event| 0 means KUBE_WATCH_EVENT_MAX. */

@@ -428,6 +428,46 @@ def case_token_rotation(sim, inf):
     check_eq(st, 401, "old token refused")
 
 
+def case_tls():
+    """HTTPS with the kubeconfig's CA: verified and synced; the same server
+    with a CA that did not sign it: refused (verification is on)."""
+    with KubeSim(tls=True) as ks:
+        ks.create("namespaces", {"metadata": {"name": NS}})
+        for i in range(5):
+            st, _ = ks.create("configmaps", {"metadata": {"name": "t%d" % i}}, namespace=NS)
+            check(st in (200, 201), "create over TLS: %s" % st)
+        kc = open(ks.kubeconfig).read()
+        check("https://" in kc, "an https kubeconfig")
+        sim = Sim.__new__(Sim)
+        sim.ks, sim.conn, sim.kubeconfig = ks, None, ks.kubeconfig
+        inf = Informer(sim)
+        try:
+            inf.wait_synced()
+            check_eq(len(inf.dump()["objects"]), 5, "objects over TLS")
+        finally:
+            inf.close()
+        # A CA of our own making: the server's certificate does not verify.
+        bad_ca = os.path.join(ks.dir, "other-ca.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                        os.path.join(ks.dir, "other-ca.key"), "-out", bad_ca, "-days", "1",
+                        "-subj", "/CN=not-kubesim"], check=True, capture_output=True)
+        bad = os.path.join(ks.dir, "bad.kubeconfig")
+        with open(bad, "w") as f:
+            f.write("apiVersion: v1\nkind: Config\ncurrent-context: t\nclusters:\n- name: t\n"
+                    "  cluster:\n    server: https://127.0.0.1:%d\n"
+                    "    certificate-authority: %s\ncontexts:\n- name: t\n"
+                    "  context: {cluster: t, user: u}\nusers:\n- name: u\n  user: {}\n"
+                    % (ks.port, bad_ca))
+        sim.kubeconfig = bad
+        inf = Informer(sim)
+        try:
+            check(not inf.synced.wait(2.0 * SLOW), "synced against an unverified server")
+            d = inf.dump()
+            check(not d["synced"] and d["stats"]["lists"] >= 1, "kept trying: %s" % d["stats"])
+        finally:
+            inf.close()
+
+
 CASES = [
     ("watch dropped mid-stream resumes from the last RV", case_watch_dropped, False),
     ("compaction during churn: 410, re-list, diff", case_compaction, False),
@@ -453,6 +493,11 @@ def main():
             t.case(name, lambda: (_ for _ in ()).throw(SkipCase(missing)))
         else:
             t.case(name, with_sim(fn, state=state))
+    if missing:
+        t.case("TLS verified with the kubeconfig's CA", lambda: (_ for _ in ()).throw(
+            SkipCase(missing)))
+    else:
+        t.case("TLS verified with the kubeconfig's CA", case_tls)
     t.done()
 
 

@@ -100,7 +100,8 @@ __attribute__((unused)) static void on_conn_close(struct evhttp_connection *conn
             p->gone = 1;
 }
 
-__attribute__((unused)) static void copy_hdr(char *dst, size_t n, struct evkeyvalq *h, const char *k)
+__attribute__((unused)) static void copy_hdr(char *dst, size_t n, struct evkeyvalq *h,
+                                             const char *k)
 {
     const char *v = evhttp_find_header(h, k);
     snprintf(dst, n, "%s", v ? v : "");
@@ -168,7 +169,7 @@ __attribute__((unused)) static void on_request(struct evhttp_request *req, void 
     struct mock *m = arg;
     if (m->nreqs < MAX_REQS) {
         struct seen *sn = &m->reqs[m->nreqs];
-        static const char *const methods[] = {"GET", "POST", "HEAD", "PUT", "DELETE",
+        static const char *const methods[] = {"GET",     "POST",  "HEAD",    "PUT",  "DELETE",
                                               "OPTIONS", "TRACE", "CONNECT", "PATCH"};
         enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
         const char *mname = "?";
@@ -195,7 +196,8 @@ __attribute__((unused)) static void on_request(struct evhttp_request *req, void 
     m->nreqs++;
     static const struct step notfound = {
         .status = 404,
-        .body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"NotFound\",\"code\":404}"};
+        .body =
+            "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"NotFound\",\"code\":404}"};
     const struct step *s = m->next < m->nscript ? &m->script[m->next++] : &notfound;
     struct pending_reply *p = calloc(1, sizeof(*p));
     p->m = m;

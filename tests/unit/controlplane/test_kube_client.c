@@ -77,8 +77,10 @@ static void test_list_query_escaping(void)
 {
     struct fx f;
     fx_init(&f, &(struct kube_client_opts){0});
-    mock_push(&f.m, (struct step){.status = 200, .body = "{\"kind\":\"ConfigMapList\",\"items\":[]}"});
-    mock_push(&f.m, (struct step){.status = 200, .body = "{\"kind\":\"ConfigMapList\",\"items\":[]}"});
+    mock_push(&f.m,
+              (struct step){.status = 200, .body = "{\"kind\":\"ConfigMapList\",\"items\":[]}"});
+    mock_push(&f.m,
+              (struct step){.status = 200, .body = "{\"kind\":\"ConfigMapList\",\"items\":[]}"});
     struct outcome r = {0}, r2 = {0};
     struct kube_list_opts lo = {.label_selector = "app in (a,b),!legacy",
                                 .field_selector = "metadata.name=x",
@@ -127,7 +129,8 @@ static void test_429_retry_after_honoured(void)
 {
     struct fx f;
     fx_init(&f, &(struct kube_client_opts){.backoff_base_ms = 10});
-    mock_push(&f.m, (struct step){.status = 429, .body = "Too many requests, please try again later.",
+    mock_push(&f.m, (struct step){.status = 429,
+                                  .body = "Too many requests, please try again later.",
                                   .retry_after = "1"});
     mock_push(&f.m, (struct step){.status = 201, .body = CM_JSON});
     cJSON *obj = cx_json_parse(CM_JSON, strlen(CM_JSON));
@@ -307,15 +310,17 @@ static void test_delete_and_patch_bodies(void)
     struct fx f;
     fx_init(&f, &(struct kube_client_opts){.backoff_base_ms = 5});
     mock_push(&f.m, (struct step){.status = 500, .body = "x"});
-    mock_push(&f.m, (struct step){.status = 200, .body = "{\"kind\":\"Status\",\"status\":\"Success\"}"});
+    mock_push(&f.m,
+              (struct step){.status = 200, .body = "{\"kind\":\"Status\",\"status\":\"Success\"}"});
     struct outcome d = {0};
     REQUIRE(kube_delete(f.c, &CM, "ns1", "foo", "uid-1", "42", NULL, on_result, &d) != NULL);
     REQUIRE(run_until(f.base, &d.done, 5000));
     CHECK_INT_EQ(d.res.err.code, KUBE_OK);
     CHECK_INT_EQ(d.res.attempts, 2); /* preconditions make it idempotent */
     CHECK_STR_EQ(f.m.reqs[0].method, "DELETE");
-    CHECK_STR_EQ(f.m.reqs[0].body, "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\","
-                                   "\"preconditions\":{\"uid\":\"uid-1\",\"resourceVersion\":\"42\"}}");
+    CHECK_STR_EQ(f.m.reqs[0].body,
+                 "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\","
+                 "\"preconditions\":{\"uid\":\"uid-1\",\"resourceVersion\":\"42\"}}");
     cJSON_Delete(d.obj);
 
     const struct {
@@ -331,8 +336,8 @@ static void test_delete_and_patch_bodies(void)
          "[{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":\"5\"},"
          "{\"op\":\"replace\",\"path\":\"/data/k\",\"value\":\"v\"}]",
          "application/json-patch+json", 1, 1},
-        {KUBE_PATCH_STRATEGIC, "{\"data\":{\"k\":\"v\"}}",
-         "application/strategic-merge-patch+json", 0, 0},
+        {KUBE_PATCH_STRATEGIC, "{\"data\":{\"k\":\"v\"}}", "application/strategic-merge-patch+json",
+         0, 0},
         {KUBE_PATCH_MERGE, "{\"metadata\":{\"resourceVersion\":\"5\"},\"status\":{}}",
          "application/merge-patch+json", 1, 1},
     };
@@ -347,9 +352,10 @@ static void test_delete_and_patch_bodies(void)
         CHECK_STR_EQ(f.m.reqs[base].method, "PATCH");
         CHECK_STR_EQ(f.m.reqs[base].ctype, rows[i].ctype);
         CHECK_STR_EQ(f.m.reqs[base].body, rows[i].patch);
-        CHECK_STR_EQ(f.m.reqs[base].uri, rows[i].status
-                                             ? "/apis/coxswain.dev/v1/namespaces/apps/virtualservices/vs1/status"
-                                             : "/apis/coxswain.dev/v1/namespaces/apps/virtualservices/vs1");
+        CHECK_STR_EQ(f.m.reqs[base].uri,
+                     rows[i].status
+                         ? "/apis/coxswain.dev/v1/namespaces/apps/virtualservices/vs1/status"
+                         : "/apis/coxswain.dev/v1/namespaces/apps/virtualservices/vs1");
         CHECK_INT_EQ(p.res.attempts, rows[i].idem ? 2 : 1);
         CHECK_INT_EQ(p.res.err.code, rows[i].idem ? KUBE_OK : KUBE_E_SERVER_TIMEOUT);
         if (!rows[i].idem)
@@ -526,21 +532,27 @@ static void w_end(void *ud, const struct kube_error *err)
 
 static const struct kube_watch_handlers WH = {w_event, w_end};
 
-#define EV(t, rv) "{\"type\":\"" t "\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"" rv "\"}}}"
+#define EV(t, rv)                                                                                  \
+    "{\"type\":\"" t "\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"" rv "\"}" \
+                                                                                             "}}"
 
 static void test_watch_chunks_and_clean_end(void)
 {
     struct fx f;
     fx_init(&f, &(struct kube_client_opts){0});
     /* Events cut mid-line and several per chunk, CRLF in one. */
-    mock_push(&f.m, (struct step){.act = ACT_WATCH,
-                                  .chunks = {EV("ADDED", "11") "\n{\"type\":\"MODI",
-                                             "FIED\",\"object\":{\"metadata\":{\"resourceVersion\":\"12\"}}}\r\n",
-                                             EV("BOOKMARK", "15") "\n" EV("DELETED", "16") "\n"},
-                                  .chunk_ms = 20});
+    mock_push(&f.m,
+              (struct step){
+                  .act = ACT_WATCH,
+                  .chunks = {EV("ADDED", "11") "\n{\"type\":\"MODI",
+                             "FIED\",\"object\":{\"metadata\":{\"resourceVersion\":\"12\"}}}\r\n",
+                             EV("BOOKMARK", "15") "\n" EV("DELETED", "16") "\n"},
+                  .chunk_ms = 20});
     struct wrec w = {0};
-    struct kube_watch_opts o = {.resource_version = "10", .allow_bookmarks = 1,
-                                .timeout_seconds = 30, .label_selector = "a=b"};
+    struct kube_watch_opts o = {.resource_version = "10",
+                                .allow_bookmarks = 1,
+                                .timeout_seconds = 30,
+                                .label_selector = "a=b"};
     REQUIRE(kube_watch_start(f.c, &CM, "ns1", &o, &WH, &w) != NULL);
     REQUIRE(run_until(f.base, &w.ended, 5000));
     CHECK_INT_EQ(w.err.code, KUBE_OK);
@@ -563,23 +575,26 @@ static void test_watch_error_event_and_garbage(void)
 {
     struct fx f;
     fx_init(&f, &(struct kube_client_opts){0});
-    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1,
+    mock_push(&f.m, (struct step){.act = ACT_WATCH,
+                                  .hang = 1,
                                   .chunks = {EV("ADDED", "11") "\n",
                                              "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\","
                                              "\"apiVersion\":\"v1\",\"metadata\":{},\"status\":"
                                              "\"Failure\",\"message\":\"too old resource version: "
                                              "1 (5)\",\"reason\":\"Expired\",\"code\":410}}\n"}});
     struct wrec w = {0};
-    REQUIRE(kube_watch_start(f.c, &CM, NULL, &(struct kube_watch_opts){.resource_version = "1"}, &WH,
-                             &w) != NULL);
+    REQUIRE(kube_watch_start(f.c, &CM, NULL, &(struct kube_watch_opts){.resource_version = "1"},
+                             &WH, &w) != NULL);
     REQUIRE(run_until(f.base, &w.ended, 5000));
     CHECK_INT_EQ(w.n, 1); /* the ERROR is not an event */
     CHECK_INT_EQ(w.err.code, KUBE_E_EXPIRED);
     CHECK_STR_EQ(w.err.reason, "Expired");
     CHECK_STR_EQ(f.m.reqs[0].uri, "/api/v1/configmaps?watch=1&resourceVersion=1");
 
-    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1,
-                                  .chunks = {EV("ADDED", "11") "\n<html>oops</html>\n" EV("ADDED", "12") "\n"}});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH,
+                                  .hang = 1,
+                                  .chunks = {EV("ADDED", "11") "\n<html>oops</html>\n" EV(
+                                      "ADDED", "12") "\n"}});
     struct wrec g = {0};
     REQUIRE(kube_watch_start(f.c, &CM, NULL, NULL, &WH, &g) != NULL);
     REQUIRE(run_until(f.base, &g.ended, 5000));
@@ -606,8 +621,8 @@ static void test_watch_stall_and_stop(void)
     mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1, .chunks = {EV("ADDED", "11") "\n"}});
     struct wrec w = {0};
     int64_t t0 = cx_mono_ms();
-    REQUIRE(kube_watch_start(f.c, &CM, "ns1", &(struct kube_watch_opts){.stall_ms = 300}, &WH, &w) !=
-            NULL);
+    REQUIRE(kube_watch_start(f.c, &CM, "ns1", &(struct kube_watch_opts){.stall_ms = 300}, &WH,
+                             &w) != NULL);
     REQUIRE(run_until(f.base, &w.ended, 5000));
     CHECK_INT_EQ(w.n, 1);
     CHECK_INT_EQ(w.err.code, KUBE_E_TIMEOUT);
@@ -615,8 +630,10 @@ static void test_watch_stall_and_stop(void)
     CHECK_INT_LT(cx_mono_ms() - t0, 2500);
 
     /* Stop from inside on_event: nothing after, no on_end. */
-    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1,
-                                  .chunks = {EV("ADDED", "1") "\n" EV("ADDED", "2") "\n" EV("ADDED", "3") "\n"}});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH,
+                                  .hang = 1,
+                                  .chunks = {EV("ADDED", "1") "\n" EV("ADDED", "2") "\n" EV(
+                                      "ADDED", "3") "\n"}});
     struct wrec s = {.stop_at = 2};
     s.self = kube_watch_start(f.c, &CM, "ns1", NULL, &WH, &s);
     REQUIRE(s.self != NULL);
@@ -650,7 +667,9 @@ static void test_watch_large_event_across_many_chunks(void)
     /* ~300 KB event: arrives in many curl writes. */
     size_t big = 300000;
     char *ev = malloc(big + 200);
-    int n = snprintf(ev, 200, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"resourceVersion\":\"9\"},\"data\":{\"k\":\"");
+    int n = snprintf(ev, 200,
+                     "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"resourceVersion\":\"9\"},"
+                     "\"data\":{\"k\":\"");
     memset(ev + n, 'x', big);
     snprintf(ev + n + big, 200, "\"}}}\n");
     mock_push(&f.m, (struct step){.act = ACT_WATCH, .chunks = {ev}});

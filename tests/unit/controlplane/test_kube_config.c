@@ -206,8 +206,7 @@ static void test_in_cluster_and_files(void)
 }
 
 static const struct cxt_case cases[] = {
-    CXT(test_current_context),     CXT(test_named_context_with_data),
-    CXT(test_json_kubeconfig),     CXT(test_errors),
-    CXT(test_alias_bomb_bounded),  CXT(test_in_cluster_and_files),
+    CXT(test_current_context), CXT(test_named_context_with_data), CXT(test_json_kubeconfig),
+    CXT(test_errors),          CXT(test_alias_bomb_bounded),      CXT(test_in_cluster_and_files),
 };
 CXT_MAIN(cases)

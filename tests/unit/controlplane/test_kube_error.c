@@ -37,13 +37,20 @@ static void test_status_shapes(void)
         const char *reason;
         enum kube_err_code want;
     } rows[] = {
-        {404, "NotFound", KUBE_E_NOT_FOUND},     {410, "Expired", KUBE_E_EXPIRED},
-        {410, "Gone", KUBE_E_EXPIRED},           {422, "Invalid", KUBE_E_INVALID},
-        {401, "Unauthorized", KUBE_E_UNAUTHORIZED}, {403, "Forbidden", KUBE_E_FORBIDDEN},
-        {429, "TooManyRequests", KUBE_E_TOO_MANY}, {500, "InternalError", KUBE_E_INTERNAL},
-        {503, "ServiceUnavailable", KUBE_E_UNAVAILABLE}, {504, "Timeout", KUBE_E_SERVER_TIMEOUT},
-        {400, "BadRequest", KUBE_E_BAD_REQUEST}, {415, "UnsupportedMediaType", KUBE_E_UNSUPPORTED},
-        {405, "MethodNotAllowed", KUBE_E_METHOD}, {418, "Teapot", KUBE_E_OTHER},
+        {404, "NotFound", KUBE_E_NOT_FOUND},
+        {410, "Expired", KUBE_E_EXPIRED},
+        {410, "Gone", KUBE_E_EXPIRED},
+        {422, "Invalid", KUBE_E_INVALID},
+        {401, "Unauthorized", KUBE_E_UNAUTHORIZED},
+        {403, "Forbidden", KUBE_E_FORBIDDEN},
+        {429, "TooManyRequests", KUBE_E_TOO_MANY},
+        {500, "InternalError", KUBE_E_INTERNAL},
+        {503, "ServiceUnavailable", KUBE_E_UNAVAILABLE},
+        {504, "Timeout", KUBE_E_SERVER_TIMEOUT},
+        {400, "BadRequest", KUBE_E_BAD_REQUEST},
+        {415, "UnsupportedMediaType", KUBE_E_UNSUPPORTED},
+        {405, "MethodNotAllowed", KUBE_E_METHOD},
+        {418, "Teapot", KUBE_E_OTHER},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         char body[256];
@@ -190,8 +197,7 @@ static void test_retry_policy(void)
 }
 
 static const struct cxt_case cases[] = {
-    CXT(test_status_shapes),          CXT(test_plain_text_and_retry_after),
-    CXT(test_error_names),            CXT(test_backoff_growth_and_cap),
-    CXT(test_backoff_jitter_spread),  CXT(test_retry_policy),
+    CXT(test_status_shapes),          CXT(test_plain_text_and_retry_after), CXT(test_error_names),
+    CXT(test_backoff_growth_and_cap), CXT(test_backoff_jitter_spread),      CXT(test_retry_policy),
 };
 CXT_MAIN(cases)

@@ -14,18 +14,21 @@
 
 static const struct kube_resource CM = {"", "v1", "configmaps", "ConfigMap", 1};
 
-#define CMO(name, rv, val)                                                              \
+#define CMO(name, rv, val)                                                                \
     "{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"ns\",\"resourceVersion\":\"" rv \
     "\"},\"data\":{\"k\":\"" val "\"}}"
 #define EVT(type, obj) "{\"type\":\"" type "\",\"object\":" obj "}\n"
-#define BOOKMARK(rv) \
-    EVT("BOOKMARK", "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"" rv "\"}}")
-#define LIST(rv, cont, items)                                                              \
+#define BOOKMARK(rv)                                                                            \
+    EVT("BOOKMARK",                                                                             \
+        "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"" rv \
+        "\"}}")
+#define LIST(rv, cont, items)                                                                   \
     "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"" rv \
     "\",\"continue\":\"" cont "\"},\"items\":[" items "]}"
-#define EXPIRED                                                                                  \
-    EVT("ERROR", "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\"," \
-                 "\"message\":\"too old resource version\",\"reason\":\"Expired\",\"code\":410}")
+#define EXPIRED                                                                              \
+    EVT("ERROR",                                                                             \
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\"," \
+        "\"message\":\"too old resource version\",\"reason\":\"Expired\",\"code\":410}")
 
 /* The handler log: "+ns/a@1", "~ns/a@1>2", "-ns/b@5", "synced". */
 struct log {
@@ -101,24 +104,32 @@ static void test_list_watch_resume_relist(void)
      * 4: a watch resumed from the bookmark, then 410; 5: re-list (one
      * object changed, one gone, the rest identical); 6: a watch from the
      * re-list's RV that stays open. */
-    mock_push(&f.m, (struct step){.status = 200,
-                                  .body = LIST("10", "tok1", CMO("a", "1", "x") "," CMO("b", "2", "x"))});
+    mock_push(&f.m,
+              (struct step){.status = 200,
+                            .body = LIST("10", "tok1", CMO("a", "1", "x") "," CMO("b", "2", "x"))});
     mock_push(&f.m, (struct step){.status = 200, .body = LIST("10", "", CMO("c", "3", "x"))});
-    mock_push(&f.m, (struct step){.act = ACT_WATCH, .chunk_ms = 5,
-                                  .chunks = {EVT("MODIFIED", CMO("a", "11", "y"))
-                                                 EVT("ADDED", CMO("d", "12", "x")),
-                                             /* the same change again: dropped */
-                                             EVT("MODIFIED", CMO("a", "11", "y")),
-                                             BOOKMARK("15")}});
-    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1, .chunk_ms = 5,
+    mock_push(&f.m,
+              (struct step){.act = ACT_WATCH,
+                            .chunk_ms = 5,
+                            .chunks = {EVT("MODIFIED", CMO("a", "11", "y"))
+                                           EVT("ADDED", CMO("d", "12", "x")),
+                                       /* the same change again: dropped */
+                                       EVT("MODIFIED", CMO("a", "11", "y")), BOOKMARK("15")}});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH,
+                                  .hang = 1,
+                                  .chunk_ms = 5,
                                   .chunks = {EVT("DELETED", CMO("b", "16", "x")), EXPIRED}});
     mock_push(&f.m, (struct step){.status = 200,
-                                  .body = LIST("30", "", CMO("a", "11", "y") "," CMO("c", "20", "z")
-                                                             "," CMO("e", "21", "x"))});
+                                  .body = LIST("30", "",
+                                               CMO("a", "11", "y") "," CMO("c", "20", "z") "," CMO(
+                                                   "e", "21", "x"))});
     mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1});
     struct log l = {0};
-    struct kube_informer_opts o = {.res = &CM, .ns = "ns", .page_size = 2,
-                                   .label_selector = "app=x", .streaming = KUBE_STREAMING_OFF};
+    struct kube_informer_opts o = {.res = &CM,
+                                   .ns = "ns",
+                                   .page_size = 2,
+                                   .label_selector = "app=x",
+                                   .streaming = KUBE_STREAMING_OFF};
     struct kube_informer *inf = kube_informer_new(f.c, &o, &H, &l);
     REQUIRE(inf != NULL);
     REQUIRE_INT_EQ(kube_informer_start(inf), 0);
@@ -126,17 +137,18 @@ static void test_list_watch_resume_relist(void)
     REQUIRE(wait_reqs(&f, 6, 5000));
     settle(&f, 100);
     const char *want[] = {
-        "+ns/a@1", "+ns/b@2", "+ns/c@3", "synced", /* initial list */
-        "~ns/a@1>11", "+ns/d@12",                  /* watch 1 */
-        "-ns/b@16",                                /* watch 2 */
-        "-ns/d@12", "~ns/c@3>20", "+ns/e@21",      /* re-list diff: a unchanged */
+        "+ns/a@1",    "+ns/b@2",    "+ns/c@3",  "synced", /* initial list */
+        "~ns/a@1>11", "+ns/d@12",                         /* watch 1 */
+        "-ns/b@16",                                       /* watch 2 */
+        "-ns/d@12",   "~ns/c@3>20", "+ns/e@21",           /* re-list diff: a unchanged */
     };
     check_log(&l, want, 10);
     CHECK_STR_EQ(f.m.reqs[0].uri, "/api/v1/namespaces/ns/configmaps?labelSelector=app%3Dx&limit=2");
     CHECK_STR_EQ(f.m.reqs[1].uri,
                  "/api/v1/namespaces/ns/configmaps?labelSelector=app%3Dx&limit=2&continue=tok1");
-    CHECK_STR_EQ(f.m.reqs[2].uri, "/api/v1/namespaces/ns/configmaps?watch=1&labelSelector=app%3Dx"
-                                  "&resourceVersion=10&allowWatchBookmarks=true&timeoutSeconds=300");
+    CHECK_STR_EQ(f.m.reqs[2].uri,
+                 "/api/v1/namespaces/ns/configmaps?watch=1&labelSelector=app%3Dx"
+                 "&resourceVersion=10&allowWatchBookmarks=true&timeoutSeconds=300");
     CHECK_STR_CONTAINS(f.m.reqs[3].uri, "&resourceVersion=15&"); /* from the bookmark */
     CHECK_STR_EQ(f.m.reqs[4].uri, "/api/v1/namespaces/ns/configmaps?labelSelector=app%3Dx&limit=2");
     CHECK_STR_CONTAINS(f.m.reqs[5].uri, "&resourceVersion=30&");
@@ -164,11 +176,13 @@ static void test_relist_without_changes_emits_nothing(void)
 {
     struct fx f;
     fx_init(&f, &(struct kube_client_opts){0});
-    mock_push(&f.m, (struct step){.status = 200,
-                                  .body = LIST("10", "", CMO("a", "1", "x") "," CMO("b", "2", "x"))});
+    mock_push(&f.m,
+              (struct step){.status = 200,
+                            .body = LIST("10", "", CMO("a", "1", "x") "," CMO("b", "2", "x"))});
     mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1, .chunks = {EXPIRED}});
-    mock_push(&f.m, (struct step){.status = 200,
-                                  .body = LIST("99", "", CMO("b", "2", "x") "," CMO("a", "1", "x"))});
+    mock_push(&f.m,
+              (struct step){.status = 200,
+                            .body = LIST("99", "", CMO("b", "2", "x") "," CMO("a", "1", "x"))});
     mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1});
     struct log l = {0};
     struct kube_informer *inf = kube_informer_new(
@@ -191,17 +205,19 @@ static void test_garbage_and_errors_resume_without_relist(void)
     fx_init(&f, &(struct kube_client_opts){.backoff_base_ms = 5});
     mock_push(&f.m, (struct step){.status = 500, .body = "x"}); /* retried by the client */
     mock_push(&f.m, (struct step){.status = 200, .body = LIST("10", "", CMO("a", "1", "x"))});
-    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1,
-                                  .chunks = {EVT("MODIFIED", CMO("a", "11", "y")) "garbage\n"
-                                             EVT("MODIFIED", CMO("a", "12", "z"))}});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH,
+                                  .hang = 1,
+                                  .chunks = {EVT("MODIFIED", CMO("a", "11", "y")) "garbage\n" EVT(
+                                      "MODIFIED", CMO("a", "12", "z"))}});
     mock_push(&f.m, (struct step){.status = 503, .body = "busy"}); /* watch refused once */
-    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1,
+    mock_push(&f.m, (struct step){.act = ACT_WATCH,
+                                  .hang = 1,
                                   .chunks = {EVT("MODIFIED", CMO("a", "12", "z"))}});
     struct log l = {0};
     struct kube_informer *inf = kube_informer_new(
         f.c,
-        &(struct kube_informer_opts){.res = &CM, .ns = "ns", .streaming = KUBE_STREAMING_OFF,
-                                     .backoff_base_ms = 10},
+        &(struct kube_informer_opts){
+            .res = &CM, .ns = "ns", .streaming = KUBE_STREAMING_OFF, .backoff_base_ms = 10},
         &H, &l);
     kube_informer_start(inf);
     REQUIRE(wait_reqs(&f, 5, 5000));
@@ -223,14 +239,17 @@ static void test_streaming_list(void)
 {
     struct fx f;
     fx_init(&f, &(struct kube_client_opts){0});
-    mock_push(&f.m,
-              (struct step){.act = ACT_WATCH, .hang = 1, .chunk_ms = 5,
-                            .chunks = {EVT("ADDED", CMO("a", "5", "x")) EVT("ADDED", CMO("b", "6", "x")),
-                                       EVT("BOOKMARK", "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\","
-                                                       "\"metadata\":{\"resourceVersion\":\"9\","
-                                                       "\"annotations\":{\"k8s.io/initial-events-end\":"
-                                                       "\"true\"}}}"),
-                                       EVT("MODIFIED", CMO("a", "10", "y"))}});
+    mock_push(
+        &f.m,
+        (struct step){.act = ACT_WATCH,
+                      .hang = 1,
+                      .chunk_ms = 5,
+                      .chunks = {EVT("ADDED", CMO("a", "5", "x")) EVT("ADDED", CMO("b", "6", "x")),
+                                 EVT("BOOKMARK", "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\","
+                                                 "\"metadata\":{\"resourceVersion\":\"9\","
+                                                 "\"annotations\":{\"k8s.io/initial-events-end\":"
+                                                 "\"true\"}}}"),
+                                 EVT("MODIFIED", CMO("a", "10", "y"))}});
     struct log l = {0};
     struct kube_informer *inf =
         kube_informer_new(f.c, &(struct kube_informer_opts){.res = &CM, .ns = "ns"}, &H, &l);
@@ -239,9 +258,10 @@ static void test_streaming_list(void)
     settle(&f, 100);
     const char *want[] = {"+ns/a@5", "+ns/b@6", "synced", "~ns/a@5>10"};
     check_log(&l, want, 4);
-    CHECK_STR_EQ(f.m.reqs[0].uri, "/api/v1/namespaces/ns/configmaps?watch=1&allowWatchBookmarks=true"
-                                  "&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
-                                  "&timeoutSeconds=300");
+    CHECK_STR_EQ(f.m.reqs[0].uri,
+                 "/api/v1/namespaces/ns/configmaps?watch=1&allowWatchBookmarks=true"
+                 "&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+                 "&timeoutSeconds=300");
     CHECK_INT_EQ(f.m.nreqs, 1);
     struct kube_informer_stats st;
     kube_informer_stats(inf, &st);
@@ -288,15 +308,17 @@ static void test_expired_continue_token_restarts_list(void)
     struct fx f;
     fx_init(&f, &(struct kube_client_opts){0});
     mock_push(&f.m, (struct step){.status = 200, .body = LIST("10", "tok", CMO("a", "1", "x"))});
-    mock_push(&f.m, (struct step){.status = 410,
-                                  .body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":"
-                                          "\"Expired\",\"message\":\"continue expired\",\"code\":410}"});
+    mock_push(&f.m,
+              (struct step){.status = 410,
+                            .body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":"
+                                    "\"Expired\",\"message\":\"continue expired\",\"code\":410}"});
     mock_push(&f.m, (struct step){.status = 200, .body = LIST("30", "tok2", CMO("a", "21", "x"))});
     mock_push(&f.m, (struct step){.status = 200, .body = LIST("30", "", CMO("b", "22", "x"))});
     mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1});
     struct log l = {0};
     struct kube_informer *inf = kube_informer_new(
-        f.c, &(struct kube_informer_opts){.res = &CM, .page_size = 1, .streaming = KUBE_STREAMING_OFF},
+        f.c,
+        &(struct kube_informer_opts){.res = &CM, .page_size = 1, .streaming = KUBE_STREAMING_OFF},
         &H, &l);
     kube_informer_start(inf);
     REQUIRE(wait_reqs(&f, 5, 5000));
@@ -320,21 +342,21 @@ static void test_label_index_through_informer(void)
 {
     struct fx f;
     fx_init(&f, &(struct kube_client_opts){0});
-    mock_push(&f.m,
-              (struct step){.status = 200,
-                            .body = LIST("10", "",
-                                         "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\","
-                                         "\"resourceVersion\":\"1\",\"labels\":{\"app\":\"web\"}}},"
-                                         "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\","
-                                         "\"resourceVersion\":\"2\",\"labels\":{\"app\":\"db\"}}}")});
+    mock_push(&f.m, (struct step){
+                        .status = 200,
+                        .body = LIST("10", "",
+                                     "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\","
+                                     "\"resourceVersion\":\"1\",\"labels\":{\"app\":\"web\"}}},"
+                                     "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\","
+                                     "\"resourceVersion\":\"2\",\"labels\":{\"app\":\"db\"}}}")});
     mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1});
     struct log l = {0};
     const char *idx[] = {"app", NULL};
-    struct kube_informer *inf = kube_informer_new(
-        f.c,
-        &(struct kube_informer_opts){.res = &CM, .streaming = KUBE_STREAMING_OFF,
-                                     .label_indexes = idx},
-        &H, &l);
+    struct kube_informer *inf =
+        kube_informer_new(f.c,
+                          &(struct kube_informer_opts){
+                              .res = &CM, .streaming = KUBE_STREAMING_OFF, .label_indexes = idx},
+                          &H, &l);
     kube_informer_start(inf);
     REQUIRE(run_until(f.base, &l.synced, 5000));
     struct kube_obj *got = NULL;

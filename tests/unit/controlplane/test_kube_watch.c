@@ -219,7 +219,7 @@ static void test_garbage_line_fails_after_good_events(void)
             int rc = feed_chunks(d, len, chunk, &r, 0, &fin);
             CHECK_INT_EQ(rc, KUBE_WATCH_E_GARBAGE);
             CHECK_INT_EQ(fin, KUBE_WATCH_E_GARBAGE); /* sticky */
-            CHECK_INT_EQ(r.n, good[i]);               /* nothing after the garbage */
+            CHECK_INT_EQ(r.n, good[i]);              /* nothing after the garbage */
         }
         free(d);
     }
