@@ -24,6 +24,7 @@ PKGS=(
     # the YAML and JSON-schema libraries Helm uses) and Python's validator
     golang-go golang-github-masterminds-sprig-dev golang-github-ghodss-yaml-dev
     golang-gopkg-yaml.v2-dev golang-github-xeipuuv-gojsonschema-dev python3-jsonschema
+    jq  # docs/operations.md commands, run by tests/integration/helm
     # fuzzing and lint
     clang libclang-rt-14-dev cppcheck clang-format
 )

@@ -86,6 +86,34 @@ def case_ha_profile_is_the_ha_values_file():
                          d["--leader-elect-retry-period"])), rows["default"][1])
 
 
+def registered_metrics():
+    """Metric names the code registers (string literals passed to the
+    registry in the modules the daemon links)."""
+    names = set()
+    for mod in ("common", "filters", "election", "translator", "controlplane"):
+        d = os.path.join(TOP, mod)
+        for f in os.listdir(d) if os.path.isdir(d) else []:
+            if f.endswith(".c"):
+                with open(os.path.join(d, f), errors="replace") as fh:
+                    names |= set(re.findall(r'"((?:coxswain|leader_election)_[a-z_]+)"', fh.read()))
+    return names
+
+
+def case_metric_names_exist():
+    have = registered_metrics()
+    check(len(have) > 20, "found only %s" % sorted(have))
+    documented = set(re.findall(r"`((?:coxswain|leader_election)_[a-z_]+)", DOC))
+    check(len(documented) >= 15, sorted(documented))
+    r = h.render(sets={"metrics.prometheusRule.enabled": True})
+    exprs = " ".join(x["expr"] for x in r.all("PrometheusRule")[0]["spec"]["groups"][0]["rules"])
+    alerted = set(re.findall(r"\b((?:coxswain|leader_election)_[a-z_]+)", exprs))
+    check(len(alerted) >= 5, sorted(alerted))
+    unknown = (documented | alerted) - have
+    check(not unknown, "metrics no module registers: %s" % sorted(unknown))
+
+
+t.case("every metric in the guide and the alerts is registered by the daemon's code",
+       case_metric_names_exist)
 t.case("documented alerts = rendered PrometheusRule (expr, for, severity)",
        case_alerts_documented_as_rendered)
 t.case("every lease profile renders; its columns follow from its timings",
