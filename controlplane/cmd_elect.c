@@ -120,7 +120,8 @@ static void on_write_done(struct kube_result *r, void *arg)
          * through the guard like any other write. */
         el->writes_failed++;
         int64_t timeout_ns = 0;
-        if (election_guard_allow(election_guard_of(el->e), &timeout_ns, NULL)) {
+        uint64_t term = 0;
+        if (election_guard_allow(election_guard_of(el->e), &timeout_ns, &term)) {
             cJSON *cm = cJSON_CreateObject();
             cJSON_AddStringToObject(cm, "apiVersion", "v1");
             cJSON_AddStringToObject(cm, "kind", "ConfigMap");
@@ -133,6 +134,10 @@ static void on_write_done(struct kube_result *r, void *arg)
             el->write_call =
                 kube_create(el->kc, &election_res_configmaps, el->ns, cm, &o, on_write_done, el);
             cJSON_Delete(cm);
+            if (el->write_call && !election_guard_recheck(election_guard_of(el->e), term)) {
+                kube_call_cancel(el->write_call);
+                el->write_call = NULL;
+            }
             if (el->write_call)
                 return;
         }
@@ -164,8 +169,25 @@ static void write_now(struct elect *el)
     int64_t ms = timeout_ns / 1000000;
     struct kube_req_opts o = {
         .timeout_ms = ms < 1 ? 1 : ms, .deadline_ms = ms < 1 ? 1 : ms, .max_attempts = 1};
+    int64_t checked = cx_mono_ns();
     el->write_call = kube_patch(el->kc, &election_res_configmaps, el->ns, el->write_cm,
                                 KUBE_PATCH_MERGE, patch, 0, &o, on_write_done, el);
+    if (el->write_call && !election_guard_recheck(election_guard_of(el->e), term)) {
+        /* Paused (or stepped down) while queueing it: not sent yet, drop it. */
+        kube_call_cancel(el->write_call);
+        el->write_call = NULL;
+        el->writes_refused++;
+        cx_debug("elect",
+                 "test write seq=%" PRIu64 " cancelled: the guard closed while it was "
+                 "being queued (allowed at mono=%" PRId64 ")",
+                 el->seq, checked);
+        schedule_write(el);
+        return;
+    }
+    cx_debug("elect",
+             "test write seq=%" PRIu64 " term=%" PRIu64 " allowed at mono=%" PRId64 " with %" PRId64
+             " ms",
+             el->seq, term, checked, ms);
     if (!el->write_call) {
         el->writes_failed++;
         schedule_write(el);

@@ -71,6 +71,17 @@ bool election_guard_allow(struct election_guard *g, int64_t *timeout_ns, uint64_
     return election_guard_check(g, election_clock_ns(), timeout_ns, term);
 }
 
+bool election_guard_recheck(struct election_guard *g, uint64_t term)
+{
+    uint64_t t = 0;
+    int64_t now = election_clock_ns();
+    int64_t deadline = atomic_load(&g->deadline_ns);
+    if (deadline == 0 || deadline - now < g->margin_ns || deadline - now <= 0)
+        return false;
+    t = atomic_load(&g->term);
+    return t == term && atomic_load(&g->deadline_ns) != 0;
+}
+
 uint64_t election_guard_term(struct election_guard *g)
 {
     return atomic_load(&g->deadline_ns) != 0 ? atomic_load(&g->term) : 0;

@@ -46,6 +46,16 @@ int64_t election_clock_ns(void);
 /* election_guard_check() at election_clock_ns(). */
 bool election_guard_allow(struct election_guard *g, int64_t *timeout_ns, uint64_t *term);
 
+/* Right after a write has been queued (kube_patch() and friends return
+ * before libcurl sends anything: it sends on the next loop turn), the
+ * writer asks again: true if we still lead |term| with at least the margin
+ * left. False means cancel the call (kube_call_cancel) — it has not been
+ * sent. This closes the gap in which a process paused between the first
+ * check and the queueing would otherwise send a stale write when resumed;
+ * what remains is the time from here to libcurl's send in the next loop
+ * turn. Any thread. */
+bool election_guard_recheck(struct election_guard *g, uint64_t term);
+
 /* Current term if we lead (a writer compares it before and after a pass to
  * notice a lost and regained leadership); 0 when not leading. */
 uint64_t election_guard_term(struct election_guard *g);

@@ -301,7 +301,8 @@ class _Process:
             return ""
 
 
-def write_kubeconfig(path, port):
+def write_kubeconfig(path, port, token=None):
+    user = "{token: %s}" % token if token else "{}"
     with open(path, "w") as f:
         f.write("""apiVersion: v1
 kind: Config
@@ -318,8 +319,8 @@ contexts:
 current-context: kubesim
 users:
 - name: kubesim
-  user: {}
-""" % port)
+  user: %s
+""" % (port, user))
 
 
 class Elector(_Process):
@@ -395,8 +396,14 @@ say("exit")
 class PyElector(_Process):
     """The official Python client's elector (ConfigMap lock), polling."""
 
-    def __init__(self, ks, ident, lease=3, renew=2, retry=1, name="coxswain", kubeconfig=None):
+    def __init__(self, ks, ident, lease=3, renew=2, retry=1, name="coxswain", kubeconfig=None,
+                 token=None):
         self.name = ident
+        if token:
+            # A bearer token kubesim maps to a user: Python electors all send
+            # the same User-Agent, so this is how their requests are told apart.
+            kubeconfig = os.path.join(ks.dir, "kubeconfig-" + ident)
+            write_kubeconfig(kubeconfig, ks.port, token)
         script = os.path.join(ks.dir, "py_elector.py")
         if not os.path.exists(script):
             with open(script, "w") as f:
@@ -415,9 +422,25 @@ def lease_holder(ks, name="coxswain"):
     return obj.get("spec", {}).get("holderIdentity"), obj
 
 
-def user_of(ident, product="coxswain-election"):
-    """The kubesim user (its User-Agent) of a replica's elector or writer."""
-    return "%s/" % product, "replica/%s" % ident
+_VERSION = []
+
+
+def user_agent(ident, product="coxswain-election"):
+    """The User-Agent (kubesim's user under --allow-all) of a replica's
+    elector (coxswain-election) or test writer (coxswain-writer)."""
+    if not _VERSION:
+        out = subprocess.run([coxswain(), "version"], capture_output=True, text=True).stdout
+        _VERSION.append(out.split()[-1])
+    return "%s/%s (linux) replica/%s" % (product, _VERSION[0], ident)
+
+
+ALLOWED = re.compile(r"test write seq=(\d+) term=(\d+) allowed at mono=(\d+)")
+
+
+def writes_issued(elector):
+    """(mono, seq) of every guarded test write |elector| sent, from its debug
+    log (the time the guard said yes)."""
+    return [(int(m.group(3)), int(m.group(1))) for m in ALLOWED.finditer(elector.logtext())]
 
 
 def writes_by(audit, ident, product="coxswain-writer", resource="configmaps"):

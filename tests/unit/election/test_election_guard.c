@@ -53,6 +53,30 @@ static void test_zero_margin_still_refuses_at_deadline(void)
     CHECK(!election_guard_check(&g, MS(100), NULL, NULL));
 }
 
+/* The second look after queueing a write: same term and enough time left,
+ * on the election clock. */
+static void test_recheck(void)
+{
+    struct election_guard g;
+    election_guard_init(&g, MS(200));
+    CHECK(!election_guard_recheck(&g, 0));
+    int64_t now = election_clock_ns();
+    election_guard_publish(&g, 4, now + MS(5000), now, 0);
+    CHECK(election_guard_recheck(&g, 4));
+    CHECK(!election_guard_recheck(&g, 3)); /* a write of an earlier term */
+    election_guard_clear(&g);
+    CHECK(!election_guard_recheck(&g, 4));
+    election_guard_publish(&g, 5, now + MS(5000), now, 0);
+    CHECK(!election_guard_recheck(&g, 4)); /* lost and regained since: not ours */
+    CHECK(election_guard_recheck(&g, 5));
+    election_guard_publish(&g, 5, election_clock_ns() + MS(100), now, 0);
+    CHECK(!election_guard_recheck(&g, 5)); /* under the margin */
+    /* The election clock runs with CLOCK_MONOTONIC (and beyond it only
+     * across a suspend). */
+    int64_t a = election_clock_ns(), b = election_clock_ns();
+    CHECK_INT_LE(a, b);
+}
+
 static void test_healthz(void)
 {
     struct election_guard g;
@@ -136,6 +160,7 @@ static const struct cxt_case cases[] = {
     CXT(test_not_leader_refuses),
     CXT(test_margin_and_timeout),
     CXT(test_zero_margin_still_refuses_at_deadline),
+    CXT(test_recheck),
     CXT(test_healthz),
     CXT(test_concurrent_readers),
 };
