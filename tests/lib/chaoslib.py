@@ -684,6 +684,28 @@ class Writer(threading.Thread):
         self.running = False
 
 
+# ---- metrics --------------------------------------------------------------------------
+
+_SERIES = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)')
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def parse_metrics(text):
+    """{(name, ((label, value), ...)): float} of every sample (Prometheus text)."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = _SERIES.match(line)
+        if not m:
+            continue
+        try:
+            out[(m.group(1), tuple(sorted(_LABEL.findall(m.group(3) or ""))))] = float(m.group(4))
+        except ValueError:
+            pass
+    return out
+
+
 # ---- the audit log -------------------------------------------------------------------
 
 class AuditTail:

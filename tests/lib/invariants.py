@@ -491,15 +491,17 @@ def check_audit(audit, lock, history=None, guarded=None, lease_ns=15 * NS_PER_S,
 
 # ---- other invariants ---------------------------------------------------------------
 
-def rss_verdict(samples, warmup_s=10.0, min_life_s=30.0, rel=0.5, abs_kb=32 * 1024,
+def rss_verdict(samples, warmup_s=10.0, min_life_s=120.0, max_kb_per_min=256.0,
                 cap_kb=None):
     """samples: [(mono_ns, rss_kb)] of one process, in time order.
 
-    Returns (ok, detail). Not judged (ok) when the process lived less than
-    |min_life_s| after |warmup_s|. Growth = median RSS of the last third
-    minus median of the first third (after the warm-up); not ok when it
-    exceeds max(rel x first, abs_kb) -- a leak of a few KB per request shows
-    as a steady climb across the thirds -- or when any sample exceeds cap_kb.
+    Returns (ok, detail). Not ok when any sample exceeds |cap_kb|, or when
+    RSS still grows in the second half of the process's life (after
+    |warmup_s|): the least-squares slope of those samples above
+    |max_kb_per_min|. A process whose caches warm up and then stay flat
+    passes; a leak of a few KB per request keeps climbing and does not.
+    Growth is not judged (ok) for lives shorter than |min_life_s| after
+    the warm-up.
     """
     if not samples:
         return True, "no samples"
@@ -508,20 +510,18 @@ def rss_verdict(samples, warmup_s=10.0, min_life_s=30.0, rel=0.5, abs_kb=32 * 10
         return False, "RSS %d KB exceeds the cap %d KB" % (peak, cap_kb)
     t0 = samples[0][0]
     s = [(t, kb) for t, kb in samples if t - t0 >= warmup_s * NS_PER_S]
-    if len(s) < 6 or (s[-1][0] - s[0][0]) < min_life_s * NS_PER_S:
+    if len(s) < 10 or (s[-1][0] - s[0][0]) < min_life_s * NS_PER_S:
         return True, "lived too short to judge (peak %d KB)" % peak
-    n = len(s) // 3
-
-    def median(xs):
-        xs = sorted(xs)
-        return xs[len(xs) // 2]
-    first = median([kb for _, kb in s[:n]])
-    last = median([kb for _, kb in s[-n:]])
-    grow = last - first
-    limit = max(rel * first, abs_kb)
-    detail = "RSS %d KB -> %d KB (+%d KB, limit +%d KB, peak %d KB)" % (
-        first, last, grow, limit, peak)
-    return grow <= limit, detail
+    half = s[len(s) // 2:]
+    n = len(half)
+    mx = sum(t for t, _ in half) / n
+    my = sum(kb for _, kb in half) / n
+    var = sum((t - mx) ** 2 for t, _ in half)
+    slope = sum((t - mx) * (kb - my) for t, kb in half) / var if var else 0.0   # KB per ns
+    per_min = slope * 60 * NS_PER_S
+    detail = "RSS %d KB -> %d KB over %.0f s (peak %d KB); second half %+.0f KB/min (limit %.0f)" % (
+        s[0][1], s[-1][1], (s[-1][0] - s[0][0]) / 1e9, peak, per_min, max_kb_per_min)
+    return per_min <= max_kb_per_min, detail
 
 
 def statuses_converged(objects):

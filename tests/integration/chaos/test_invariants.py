@@ -276,13 +276,16 @@ def writers_and_predicates():
 
 
 def rss():
-    flat = [(i * S, 10000 + (i % 3) * 50) for i in range(120)]
+    # warm-up then flat (with noise): fine
+    flat = [(i * S, 10000 + min(i, 30) * 100 + (i % 3) * 50) for i in range(300)]
     ok, detail = rss_verdict(flat)
     check(ok, detail)
-    leak = [(i * S, 10000 + i * 600) for i in range(120)]     # +600 KB/s
+    # a leak of 10 KB/s (600 KB/min) keeps climbing: caught
+    leak = [(i * S, 10000 + i * 10 + (i % 3) * 50) for i in range(300)]
     ok, detail = rss_verdict(leak)
     check(not ok, "a steady climb must fail: " + detail)
-    short = [(i * S, 10000 + i * 6000) for i in range(20)]
+    check("+600 KB/min" in detail, detail)
+    short = [(i * S, 10000 + i * 6000) for i in range(60)]
     check(rss_verdict(short)[0], "too short to judge")
     check(not rss_verdict(flat, cap_kb=5000)[0], "over the cap")
 
