@@ -491,7 +491,7 @@ def check_audit(audit, lock, history=None, guarded=None, lease_ns=15 * NS_PER_S,
 
 # ---- other invariants ---------------------------------------------------------------
 
-def rss_verdict(samples, warmup_s=10.0, min_life_s=120.0, max_kb_per_min=256.0,
+def rss_verdict(samples, warmup_s=10.0, min_life_s=120.0, max_kb_per_min=32.0,
                 cap_kb=None):
     """samples: [(mono_ns, rss_kb)] of one process, in time order.
 
