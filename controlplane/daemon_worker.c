@@ -175,8 +175,8 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
                  "pass %llu (%s): %zu objects in %.1f ms (%zu parsed, %zu resources built, %zu "
                  "reused)",
                  (unsigned long long)res.pass, res.incremental ? "changes" : "full", res.objects,
-                 secs * 1e3, res.stats.parsed,
-                 res.stats.resources_built, res.stats.resources_reused);
+                 secs * 1e3, res.stats.parsed, res.stats.resources_built,
+                 res.stats.resources_reused);
         w->o.on_snapshot(w->o.user, snap, &res);
     } else {
         cx_series_inc(w->m.failed);

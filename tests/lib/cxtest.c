@@ -41,6 +41,16 @@ const char *cxt_data_path(const char *rel)
     return path;
 }
 
+int cxt_slowdown(void)
+{
+    const char *s = getenv("COXSWAIN_SANITIZE");
+    if (!s || !*s || strcmp(s, "0") == 0)
+        return 1;
+    if (strcmp(s, "valgrind") == 0)
+        return 25;
+    return 3;
+}
+
 char *cxt_read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");

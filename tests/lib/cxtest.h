@@ -44,6 +44,10 @@ void cxt_fail(const char *file, int line, int fatal, const char *fmt, ...)
 void cxt_skip(const char *reason);
 /* Path of a file under tests/data (CXT_DATA_DIR is set by the Makefile). */
 const char *cxt_data_path(const char *rel);
+/* How much slower than a plain build this run is: 1 normally, 3 under
+ * ASan+UBSan, 25 under valgrind (from COXSWAIN_SANITIZE). Timing bounds in
+ * tests are multiplied by it; timing is not what those runs check. */
+int cxt_slowdown(void);
 /* Reads a whole file; caller frees. NULL if unreadable. */
 char *cxt_read_file(const char *path, size_t *len);
 

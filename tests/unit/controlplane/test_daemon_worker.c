@@ -125,8 +125,9 @@ static void test_setup(void)
                              "\"spec\":{\"static\":{\"hosts\":[{\"address\":\"10.0.0.1\","
                              "\"port\":80}]}}}");
     add_vs(0);
-    struct daemon_worker_opts o = {
-        .debounce_ns = 150 * CX_NS_PER_MS, .make_view = make_view, .on_snapshot = on_snapshot};
+    struct daemon_worker_opts o = {.debounce_ns = 150 * CX_NS_PER_MS * cxt_slowdown(),
+                                   .make_view = make_view,
+                                   .on_snapshot = on_snapshot};
     char err[128];
     w = daemon_worker_new(base, &o, err, sizeof(err));
     REQUIRE(w != NULL);
@@ -149,7 +150,7 @@ static void test_enable_translates_at_once(void)
     daemon_worker_enable(w);
     CHECK_INT_EQ(views, 1); /* the view is taken synchronously */
     REQUIRE(run_until_snapshots(1, 5000));
-    CHECK_INT_LT(cx_mono_ns() - t0, 150 * CX_NS_PER_MS); /* no debounce wait */
+    CHECK_INT_LT(cx_mono_ns() - t0, 150 * CX_NS_PER_MS * cxt_slowdown()); /* no debounce wait */
     CHECK_INT_EQ(last_res.pass, 1);
     CHECK_INT_EQ(last_res.view_generation, store_generation(st));
     CHECK_INT_EQ(last_res.objects, 3);
@@ -176,15 +177,15 @@ static void test_pokes_in_one_window_make_one_pass(void)
     CHECK(daemon_worker_pending(w));
     REQUIRE(run_until_snapshots(2, 5000));
     int64_t took = cx_mono_ns() - t0;
-    CHECK_INT_GE(took, 140 * CX_NS_PER_MS); /* waited for the window */
-    run_ms(300);
+    CHECK_INT_GE(took, 140 * CX_NS_PER_MS * cxt_slowdown()); /* waited for the window */
+    run_ms(300 * cxt_slowdown());
     CHECK_INT_EQ(snapshots, 2);
     CHECK_INT_EQ(last_res.objects, 5);
     CHECK(last_res.incremental); /* the two new VirtualServices alone */
     CHECK_INT_EQ(last_res.stats.objects, 2);
     CHECK_INT_EQ(last->nreports, 5);
     CHECK_INT_EQ(last_res.view_generation, store_generation(st));
-    CHECK(last_res.queued_ns >= t0 && last_res.queued_ns <= t0 + 5 * CX_NS_PER_MS);
+    CHECK(last_res.queued_ns >= t0 && last_res.queued_ns <= t0 + 5 * CX_NS_PER_MS * cxt_slowdown());
     CHECK_INT_EQ(daemon_worker_passes(w), 2);
 }
 
@@ -197,7 +198,7 @@ static void test_pokes_during_a_pass_make_one_more(void)
     pokes_from_view = 1;
     daemon_worker_poke(w);
     REQUIRE(run_until_snapshots(before + 2, 20000));
-    run_ms(400);
+    run_ms(400 * cxt_slowdown());
     CHECK_INT_EQ(snapshots, before + 2);
     CHECK_INT_EQ(last_res.objects, 3002);
     CHECK_INT_EQ(last->nreports, 3002);
@@ -206,7 +207,8 @@ static void test_pokes_during_a_pass_make_one_more(void)
      * soon as it ended, without another window. */
     CHECK(poked_while_running);
     if (poked_while_running && before + 1 < 8)
-        CHECK_INT_LT(started_at[before + 1] - snapshot_at[before], 100 * CX_NS_PER_MS);
+        CHECK_INT_LT(started_at[before + 1] - snapshot_at[before],
+                     100 * CX_NS_PER_MS * cxt_slowdown());
 }
 
 static void test_teardown(void)
