@@ -34,7 +34,11 @@ collect() {
     local f
     for f in "$@"; do
         [ -e "$f" ] || continue
-        [ -n "$filter" ] && [[ "$f" != *"$filter"* ]] && continue
+        # match the filter against the path inside the checkout or build
+        # dir, not the absolute path (whose worktree name could match)
+        local rel=${f#"$BUILD"/}
+        rel=${rel#"$top"/}
+        [ -n "$filter" ] && [[ "$rel" != *"$filter"* ]] && continue
         printf '%s\t%s\n' "$kind" "$f"
     done
 }
