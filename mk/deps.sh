@@ -37,10 +37,13 @@ fi
 missing=()
 # dpkg-query prints one line per known package; unknown ones go to stderr.
 status=$(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' "${PKGS[@]}" 2>/dev/null || true)
+declare -A installed=()
+while read -r name state _; do
+    [ "$state" = ii ] && installed[$name]=1
+done <<<"$status"
 for p in "${PKGS[@]}"; do
-    if ! grep -qE "^${p} ii" <<<"$status"; then
-        missing+=("$p")
-    fi
+    # literal names (g++ is not a regular expression)
+    [ -n "${installed[$p]:-}" ] || missing+=("$p")
 done
 # kubectl is not a Debian package of this release line; the machines carry
 # it. Fall back to Debian's kubernetes-client only when no kubectl exists.

@@ -38,7 +38,7 @@ collect() {
         # dir, not the absolute path (whose worktree name could match)
         local rel=${f#"$BUILD"/}
         rel=${rel#"$top"/}
-        [ -n "$filter" ] && [[ "$rel" != *"$filter"* ]] && continue
+        [ -n "$filter" ] && [[ "/$rel" != *"$filter"* ]] && continue
         printf '%s\t%s\n' "$kind" "$f"
     done
 }
