@@ -41,6 +41,7 @@ struct elect {
     char *write_cm;
     int64_t write_interval;
     struct event *write_timer;
+    uint64_t write_term; /* the term the queued write was allowed in */
     struct kube_call *write_call;
     uint64_t seq;
     uint64_t writes_ok, writes_failed, writes_refused;
@@ -109,6 +110,14 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 
 static void schedule_write(struct elect *el);
 
+/* kube_req_opts.presend: the guard once more, right before the bytes leave
+ * (closes the gap between queueing and libcurl's send). */
+static int write_presend(void *arg)
+{
+    struct elect *el = arg;
+    return election_guard_recheck(election_guard_of(el->e), el->write_term) ? 0 : 1;
+}
+
 static void on_write_done(struct kube_result *r, void *arg)
 {
     struct elect *el = arg;
@@ -129,8 +138,12 @@ static void on_write_done(struct kube_result *r, void *arg)
             cJSON_AddStringToObject(md, "name", el->write_cm);
             cJSON_AddStringToObject(md, "namespace", el->ns);
             int64_t ms = timeout_ns / 1000000;
-            struct kube_req_opts o = {
-                .timeout_ms = ms < 1 ? 1 : ms, .deadline_ms = ms < 1 ? 1 : ms, .max_attempts = 1};
+            el->write_term = term;
+            struct kube_req_opts o = {.timeout_ms = ms < 1 ? 1 : ms,
+                                      .deadline_ms = ms < 1 ? 1 : ms,
+                                      .max_attempts = 1,
+                                      .presend = write_presend,
+                                      .presend_arg = el};
             el->write_call =
                 kube_create(el->kc, &election_res_configmaps, el->ns, cm, &o, on_write_done, el);
             cJSON_Delete(cm);
@@ -141,6 +154,8 @@ static void on_write_done(struct kube_result *r, void *arg)
             if (el->write_call)
                 return;
         }
+    } else if (r->err.code == KUBE_E_CANCELLED && strcmp(r->err.reason, "RefusedBeforeSend") == 0) {
+        el->writes_refused++; /* the last-moment guard check said no: never sent */
     } else {
         el->writes_failed++;
         cx_debug("elect", "test write failed: %s", r->err.message);
@@ -167,8 +182,12 @@ static void write_now(struct elect *el)
              "\",\"mono\":\"%" PRId64 "\"}}",
              el->identity, term, el->seq, cx_mono_ns());
     int64_t ms = timeout_ns / 1000000;
-    struct kube_req_opts o = {
-        .timeout_ms = ms < 1 ? 1 : ms, .deadline_ms = ms < 1 ? 1 : ms, .max_attempts = 1};
+    el->write_term = term;
+    struct kube_req_opts o = {.timeout_ms = ms < 1 ? 1 : ms,
+                              .deadline_ms = ms < 1 ? 1 : ms,
+                              .max_attempts = 1,
+                              .presend = write_presend,
+                              .presend_arg = el};
     int64_t checked = cx_mono_ns();
     el->write_call = kube_patch(el->kc, &election_res_configmaps, el->ns, el->write_cm,
                                 KUBE_PATCH_MERGE, patch, 0, &o, on_write_done, el);

@@ -27,6 +27,12 @@ static bool guard_election(void *arg, int64_t *timeout_ns, uint64_t *term)
     return election_guard_allow(election_guard_of(d->election), timeout_ns, term);
 }
 
+static bool guard_election_recheck(void *arg, uint64_t term)
+{
+    struct daemon *d = arg;
+    return election_guard_recheck(election_guard_of(d->election), term);
+}
+
 /* --leader-elect=false: this replica alone writes (one replica, or tests). */
 static bool guard_always(void *arg, int64_t *timeout_ns, uint64_t *term)
 {
@@ -36,6 +42,13 @@ static bool guard_always(void *arg, int64_t *timeout_ns, uint64_t *term)
     *timeout_ns = 30 * CX_NS_PER_S;
     *term = 1;
     return true;
+}
+
+static bool guard_always_recheck(void *arg, uint64_t term)
+{
+    struct daemon *d = arg;
+    (void)term;
+    return !d->stopping;
 }
 
 /* ---- leadership ----------------------------------------------------------------- */
@@ -365,6 +378,8 @@ static int setup(struct daemon *d, char *err, size_t errlen)
         return -1;
 
     struct daemon_guard guard = {.allow = d->ecfg.enabled ? guard_election : guard_always,
+                                 .recheck = d->ecfg.enabled ? guard_election_recheck
+                                                            : guard_always_recheck,
                                  .arg = d};
     struct status_writer_opts so = {
         .kc = d->kc,

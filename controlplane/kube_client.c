@@ -54,6 +54,9 @@ struct kube_call {
     struct cx_buf resp;
     struct event *retry_ev;
     int64_t sent_ns;
+    int (*presend)(void *arg);
+    void *presend_arg;
+    int presend_refused; /* the pre-send check aborted the last attempt */
     kube_result_fn cb;
     void *user_data;
 };
@@ -458,6 +461,23 @@ static void call_finish(struct kube_call *call, struct kube_result *res)
     res->object = NULL;
 }
 
+/* CURLOPT_PREREQFUNCTION: the connection is up and the request is about
+ * to be written. */
+static int call_prereq_cb(void *clientp, char *primary_ip, char *local_ip, int primary_port,
+                          int local_port)
+{
+    struct kube_call *call = clientp;
+    (void)primary_ip;
+    (void)local_ip;
+    (void)primary_port;
+    (void)local_port;
+    if (call->presend && call->presend(call->presend_arg) != 0) {
+        call->presend_refused = 1;
+        return CURL_PREREQFUNC_ABORT;
+    }
+    return CURL_PREREQFUNC_OK;
+}
+
 static int call_attempt(struct kube_call *call)
 {
     struct kube_client *c = call->c;
@@ -474,6 +494,11 @@ static int call_attempt(struct kube_call *call)
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, call_write_cb);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, call);
     curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, call->method);
+    if (call->presend) {
+        curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, call_prereq_cb);
+        curl_easy_setopt(e, CURLOPT_PREREQDATA, call);
+    }
+    call->presend_refused = 0;
     if (strcmp(call->method, "GET") == 0) {
         curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, NULL);
@@ -536,6 +561,14 @@ static void call_done(struct kube_call *call, CURLcode code)
     long http = 0;
     curl_easy_getinfo(call->easy, CURLINFO_RESPONSE_CODE, &http);
     res.http_status = (int)http;
+    if (code != CURLE_OK && call->presend_refused) {
+        /* nothing left: the request was never written */
+        kube_error_set(&res.err, KUBE_E_CANCELLED, "refused before send by the caller's check");
+        snprintf(res.err.reason, sizeof(res.err.reason), "RefusedBeforeSend");
+        res.err.maybe_applied = 0;
+        call_finish(call, &res);
+        return;
+    }
     if (code != CURLE_OK) {
         transfer_error(&res.err, call->easy, code, call->verb == KUBE_VERB_WRITE);
         if (code == CURLE_WRITE_ERROR)
@@ -605,6 +638,8 @@ struct kube_call *kube_request(struct kube_client *c, const struct kube_raw_req 
     call->user_data = user_data;
     call->verb = r->verb;
     call->idempotent = r->opts.idempotent;
+    call->presend = r->opts.presend;
+    call->presend_arg = r->opts.presend_arg;
     call->timeout_ms = def_i64(r->opts.timeout_ms, c->timeout_ms);
     call->max_attempts = r->opts.max_attempts > 0 ? r->opts.max_attempts : c->max_attempts;
     if (r->opts.deadline_ms > 0)

@@ -55,6 +55,15 @@ struct kube_req_opts {
     int64_t deadline_ms; /* whole call including retries and waits; 0: none */
     int max_attempts;
     int idempotent; /* the caller vouches that repeating this write is safe */
+    /* Called on the client's thread by libcurl once the connection is
+     * ready, immediately before each attempt's request bytes are sent (and
+     * never for an attempt that does not send). Non-zero aborts the call:
+     * it finishes with KUBE_E_CANCELLED, reason "RefusedBeforeSend",
+     * maybe_applied 0, and is not retried. Leader-only writers put the
+     * write guard here, so a writer paused after queueing (SIGSTOP, a
+     * stall) re-checks its leadership at the last moment a client can. */
+    int (*presend)(void *arg);
+    void *presend_arg;
 };
 
 /* The outcome of a call, valid during the callback only. On success

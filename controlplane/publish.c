@@ -41,6 +41,7 @@ int publish_name(const char *group, char *out, size_t n)
 struct pub_item {
     struct publish *p;
     struct kube_call *call;
+    struct daemon_guard_presend presend; /* the last-moment guard check */
     unsigned queued : 1;
     unsigned parked : 1;
     unsigned recheck : 1;
@@ -303,6 +304,12 @@ static void on_written(struct kube_result *r, void *arg)
         count(p, op, "conflict");
         p->st.conflicts++;
         park(p, it, PUB_CONFLICT_WAIT_NS);
+    } else if (r->err.code == KUBE_E_CANCELLED && strcmp(r->err.reason, "RefusedBeforeSend") == 0) {
+        /* the guard said no at the last moment: nothing was sent */
+        count(p, op, "refused");
+        p->st.refused++;
+        if (p->leading)
+            park(p, it, PUB_REFUSED_WAIT_NS);
     } else {
         count(p, op, "error");
         p->st.failures++;
@@ -380,7 +387,12 @@ static int reconcile(struct publish *p, struct pub_item *it, int64_t *wait_ns)
         return 1;
     }
     int64_t ms = daemon_guard_timeout_ms(timeout_ns);
-    struct kube_req_opts ro = {.timeout_ms = ms, .deadline_ms = ms, .max_attempts = 3};
+    it->presend = (struct daemon_guard_presend){.g = &p->o.guard, .term = term};
+    struct kube_req_opts ro = {.timeout_ms = ms,
+                               .deadline_ms = ms,
+                               .max_attempts = 3,
+                               .presend = daemon_guard_presend,
+                               .presend_arg = &it->presend};
     it->sending_rv_before = strdup(pub ? pub->rv : "");
     if (!it->sending_rv_before)
         goto fail;

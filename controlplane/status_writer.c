@@ -116,6 +116,7 @@ struct sw_item {
     int64_t due_ns;        /* parked until */
     int fails;             /* consecutive failures (retry backoff) */
     struct kube_call *call;
+    struct daemon_guard_presend presend; /* the last-moment guard check */
     int64_t sent_ns;
     cJSON *sending; /* the status being written */
     char *sent_rv;  /* the informer's resourceVersion when we wrote */
@@ -376,7 +377,11 @@ static void on_written(struct kube_result *r, void *arg)
     it->sending = NULL;
     char *sent_rv = it->sent_rv;
     it->sent_rv = NULL;
-    count_write(w, it->kind, result_name(r->err.code));
+    int refused =
+        r->err.code == KUBE_E_CANCELLED && strcmp(r->err.reason, "RefusedBeforeSend") == 0;
+    if (refused)
+        w->st.refused++;
+    count_write(w, it->kind, refused ? "refused" : result_name(r->err.code));
     switch (r->err.code) {
     case KUBE_OK: {
         w->st.writes_ok++;
@@ -457,7 +462,12 @@ static int send_write(struct status_writer *w, struct sw_item *it, cJSON *status
     if (!body)
         return -1;
     int64_t ms = daemon_guard_timeout_ms(timeout_ns);
-    struct kube_req_opts ro = {.timeout_ms = ms, .deadline_ms = ms, .max_attempts = 3};
+    it->presend = (struct daemon_guard_presend){.g = &w->o.guard, .term = term};
+    struct kube_req_opts ro = {.timeout_ms = ms,
+                               .deadline_ms = ms,
+                               .max_attempts = 3,
+                               .presend = daemon_guard_presend,
+                               .presend_arg = &it->presend};
     it->sent_rv = strdup(rv);
     it->sending = status;
     it->sent_ns = cx_mono_ns();

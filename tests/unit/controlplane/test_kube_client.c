@@ -125,6 +125,63 @@ static void test_conflict_is_typed_and_not_retried(void)
     fx_free(&f);
 }
 
+struct presend_state {
+    int calls;
+    int refuse_from; /* refuse from this call on (1-based); 0 = never */
+};
+
+static int presend_check(void *arg)
+{
+    struct presend_state *ps = arg;
+    ps->calls++;
+    return ps->refuse_from && ps->calls >= ps->refuse_from;
+}
+
+/* The pre-send hook runs right before each attempt's bytes leave; a refusal
+ * means nothing reaches the server and the call ends as not applied. */
+static void test_presend_hook(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){.backoff_base_ms = 10});
+    cJSON *obj = cx_json_parse(CM_JSON, strlen(CM_JSON));
+    /* refused at once: no request at all */
+    struct presend_state ps = {.refuse_from = 1};
+    struct kube_req_opts ro = {.presend = presend_check, .presend_arg = &ps};
+    struct outcome r = {0};
+    REQUIRE(kube_update(f.c, &CM, "ns1", obj, 0, &ro, on_result, &r) != NULL);
+    REQUIRE(run_until(f.base, &r.done, 5000));
+    CHECK_INT_EQ(r.res.err.code, KUBE_E_CANCELLED);
+    CHECK_STR_EQ(r.res.err.reason, "RefusedBeforeSend");
+    CHECK_INT_EQ(r.res.err.maybe_applied, 0);
+    CHECK_INT_EQ(r.res.attempts, 1);
+    CHECK_INT_EQ(ps.calls, 1);
+    CHECK_INT_EQ(f.m.nreqs, 0);
+    /* allowed, then a 503 and a retry: the hook runs again before the
+     * second attempt and refuses it, so the server saw exactly one PUT */
+    mock_push(&f.m, (struct step){.status = 503, .body = "{}", .retry_after = "0"});
+    struct presend_state ps2 = {.refuse_from = 2};
+    ro.presend_arg = &ps2;
+    struct outcome r2 = {0};
+    REQUIRE(kube_update(f.c, &CM, "ns1", obj, 0, &ro, on_result, &r2) != NULL);
+    REQUIRE(run_until(f.base, &r2.done, 5000));
+    CHECK_INT_EQ(ps2.calls, 2);
+    CHECK_INT_EQ(r2.res.err.code, KUBE_E_CANCELLED);
+    CHECK_INT_EQ(f.m.nreqs, 1);
+    /* allowed throughout: sent and answered normally */
+    mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
+    struct presend_state ps3 = {0};
+    ro.presend_arg = &ps3;
+    struct outcome r3 = {0};
+    REQUIRE(kube_update(f.c, &CM, "ns1", obj, 0, &ro, on_result, &r3) != NULL);
+    REQUIRE(run_until(f.base, &r3.done, 5000));
+    CHECK_INT_EQ(r3.res.err.code, KUBE_OK);
+    CHECK_INT_EQ(ps3.calls, 1);
+    CHECK_INT_EQ(f.m.nreqs, 2);
+    cJSON_Delete(r3.obj);
+    cJSON_Delete(obj);
+    fx_free(&f);
+}
+
 static void test_429_retry_after_honoured(void)
 {
     struct fx f;
@@ -534,7 +591,7 @@ static const struct kube_watch_handlers WH = {w_event, w_end};
 
 #define EV(t, rv)                                                                                  \
     "{\"type\":\"" t "\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"" rv "\"}" \
-                                                                                             "}}"
+    "}}"
 
 static void test_watch_chunks_and_clean_end(void)
 {
@@ -759,6 +816,7 @@ static const struct cxt_case cases[] = {
     CXT(test_list_query_escaping),
     CXT(test_conflict_is_typed_and_not_retried),
     CXT(test_429_retry_after_honoured),
+    CXT(test_presend_hook),
     CXT(test_500_reads_retried_blind_writes_not),
     CXT(test_timeout_outcome_unknown),
     CXT(test_deadline_bounds_retries),

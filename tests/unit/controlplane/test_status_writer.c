@@ -24,6 +24,8 @@ static struct status_writer *w;
 static int guard_open = 1;
 static int64_t guard_timeout_ns = 5 * CX_NS_PER_S;
 static uint64_t guard_term = 1;
+static int recheck_open = 1;
+static int rechecks;
 static int pending;
 static int nack_active;
 
@@ -35,6 +37,14 @@ static bool guard(void *arg, int64_t *timeout_ns, uint64_t *term)
     *timeout_ns = guard_timeout_ns;
     *term = guard_term;
     return true;
+}
+
+/* The last-moment check the client runs right before the bytes leave. */
+static bool guard_recheck(void *arg, uint64_t term)
+{
+    (void)arg;
+    rechecks++;
+    return recheck_open && term == guard_term;
 }
 
 static struct kube_obj *lookup(void *user, enum xlate_kind kind, const char *key)
@@ -147,7 +157,7 @@ static void new_writer(double qps, double burst)
         .kc = kc,
         .qps = qps,
         .burst = burst,
-        .guard = {.allow = guard},
+        .guard = {.allow = guard, .recheck = guard_recheck},
         .lookup = lookup,
         .gateway_conditions = gw_conditions,
         .translation_pending = translation_pending,
@@ -362,6 +372,42 @@ static void test_guard_refusal_holds_writes(void)
     nack_active = 0;
 }
 
+/* The guard said yes when the write was queued, but by the time the
+ * client was about to send it the leadership was gone (a pause between the
+ * two): nothing reaches the server; once leading again the write goes out. */
+static void test_last_moment_recheck_stops_the_write(void)
+{
+    REQUIRE(w != NULL);
+    recheck_open = 0;
+    rechecks = 0;
+    long seq = dt_audit_seq(&ks);
+    struct status_writer_stats before, st;
+    status_writer_stats(w, &before);
+    /* the previous case left XdsAccepted=False on the Gateway: clearing the
+     * NACK needs a write */
+    nack_active = 0;
+    status_writer_recheck_gateway(w, NS "/gw");
+    dt_run_for(base, 400);
+    status_writer_stats(w, &st);
+    CHECK_INT_GE(rechecks, 1);
+    CHECK(st.refused > before.refused);
+    CHECK_INT_EQ(dt_audit_count(&ks, NULL, NULL, "status", seq), 0);
+    recheck_open = 1;
+    REQUIRE(dt_run_until(base, idle, NULL, 10000));
+    CHECK_INT_EQ(dt_audit_count(&ks, "patch", "gateways", "status", seq), 1);
+    cJSON *g = dt_get(&ks, daemon_kind_resource(XLATE_KIND_GATEWAY), NS, "gw");
+    REQUIRE(g != NULL);
+    const cJSON *conds = cJSON_GetObjectItem(cx_json_path(g, "status", NULL), "conditions");
+    CHECK_STR_EQ(cx_json_str(cJSON_GetArrayItem(conds, 1), "status"), "True");
+    cJSON_Delete(g);
+    /* leave the Gateway as the previous case did (NACK shown, cleared in
+     * memory) for the next case */
+    nack_active = 1;
+    status_writer_recheck_gateway(w, NS "/gw");
+    REQUIRE(dt_run_until(base, idle, NULL, 10000));
+    nack_active = 0;
+}
+
 static void test_conflict_is_retried(void)
 {
     REQUIRE(w != NULL);
@@ -492,6 +538,7 @@ static const struct cxt_case cases[] = {
     CXT(test_changed_report_is_written_with_new_generation),
     CXT(test_someone_elses_status_edit_is_reverted),
     CXT(test_guard_refusal_holds_writes),
+    CXT(test_last_moment_recheck_stops_the_write),
     CXT(test_conflict_is_retried),
     CXT(test_write_timeout_is_bounded_by_the_guard),
     CXT(test_stop_cancels_in_flight_writes),
