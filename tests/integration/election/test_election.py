@@ -187,6 +187,38 @@ def run(t, ks):
                 check_eq(e["involvedObject"]["name"], "coxswain")
     t.case("SIGTERM the leader: release, handover under 200 ms, Events", graceful_handover)
 
+    # ---- preferredHolder: planned handover ---------------------------------
+    def preferred_handover():
+        old = leader_of(electors)
+        target = [e for e in electors if e is not old][0]
+        time.sleep(0.3)
+        sent = mono()
+        kubectl(ks, "patch", "lease", "coxswain", "--type=merge",
+                "-p", json.dumps({"spec": {"strategy": "OldestEmulationVersion",
+                                             "preferredHolder": target.name}}))
+        got = target.wait("started-leading", after=sent, timeout=5)
+        ms = (got["mono"] - sent) / MS
+        note("planned handover (preferredHolder=%s set -> it leads): %.0f ms", target.name, ms)
+        # The leader notices at its next renewal (every retry period) and
+        # releases; the preferred standby takes the released lock at once,
+        # long before the lease would have expired.
+        check(ms < (RETRY + 300 * MS * SLACK) / MS, "planned handover took %.0f ms" % ms)
+        ev = old.wait("stopped-leading", after=sent, timeout=3)
+        note("old leader stepped down: %s", ev.get("reason"))
+        time.sleep(1.5)  # no flapping back
+        check(old.alive(), "the old leader exited")
+        check(not old.leading(), "the old leader leads again")
+        check(target.leading(), "the preferred holder lost the lock")
+        check_eq(sum(1 for e in electors if e.leading()), 1, "leaders")
+        holder, obj = lease_holder(ks)
+        check_eq(holder, target.name, "Lease holder")
+        audit = ks.audit()
+        acq = acquired_at(audit, target.name, after=sent)
+        check(acq is not None, "no acquisition by %s in the audit log" % target.name)
+        no_overlap(audit, old.name, acq)
+        del obj
+    t.case("preferredHolder names a standby: planned handover, no overlap", preferred_handover)
+
     # ---- SIGSTOP longer than the lease -------------------------------------
     def paused_leader():
         old = leader_of(electors)
