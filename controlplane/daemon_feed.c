@@ -297,6 +297,7 @@ int daemon_feed_setup(struct daemon *d, char *err, size_t errlen)
             .label_selector = pd.label_selector,
             .field_selector = pd.field_selector,
             .name = di->name,
+            .trim = 1,
         };
         di->inf = kube_informer_new(d->kc, &o, &in_h, di);
         if (!di->inf) {
@@ -313,7 +314,8 @@ int daemon_feed_setup(struct daemon *d, char *err, size_t errlen)
         };
         d->ns_inf = (struct daemon_inf){.d = d, .role = DAEMON_INF_NAMESPACE};
         snprintf(d->ns_inf.name, sizeof(d->ns_inf.name), "namespaces");
-        struct kube_informer_opts o = {.res = &daemon_res_namespaces, .name = "namespaces"};
+        struct kube_informer_opts o = {
+            .res = &daemon_res_namespaces, .name = "namespaces", .trim = 1};
         d->ns_inf.inf = kube_informer_new(d->kc, &o, &ns_h, &d->ns_inf);
         if (!d->ns_inf.inf) {
             snprintf(err, errlen, "cannot create the namespaces informer");

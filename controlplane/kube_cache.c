@@ -44,6 +44,21 @@ struct kube_obj *kube_obj_new(cJSON *json)
     return o;
 }
 
+void kube_obj_trim(cJSON *json)
+{
+    cJSON *md = cJSON_GetObjectItemCaseSensitive(json, "metadata");
+    if (!cJSON_IsObject(md))
+        return;
+    cJSON_DeleteItemFromObjectCaseSensitive(md, "managedFields");
+    cJSON *ann = cJSON_GetObjectItemCaseSensitive(md, "annotations");
+    if (!cJSON_IsObject(ann))
+        return;
+    cJSON_DeleteItemFromObjectCaseSensitive(ann,
+                                            "kubectl.kubernetes.io/last-applied-configuration");
+    if (!ann->child)
+        cJSON_DeleteItemFromObjectCaseSensitive(md, "annotations");
+}
+
 struct kube_obj *kube_obj_ref(struct kube_obj *o)
 {
     if (o)

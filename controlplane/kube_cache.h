@@ -28,6 +28,10 @@ struct kube_obj {
  * reference. Returns NULL (json untouched) if it has no metadata.name or
  * memory ran out. */
 struct kube_obj *kube_obj_new(cJSON *json);
+/* Removes metadata.managedFields and the kubectl last-applied-configuration
+ * annotation from |json| (before kube_obj_new; objects are immutable after).
+ * Drops metadata.annotations when that leaves it empty. */
+void kube_obj_trim(cJSON *json);
 struct kube_obj *kube_obj_ref(struct kube_obj *o);
 /* Drops a reference; the last one frees the object. NULL is ignored. */
 void kube_obj_unref(struct kube_obj *o);

@@ -45,6 +45,7 @@ struct kube_informer {
     int64_t request_timeout_ms;
     enum kube_streaming streaming;
     int streaming_refused; /* AUTO and the server said no */
+    int trim;              /* kube_informer_opts.trim */
     struct kube_informer_handlers h;
     void *user_data;
 
@@ -149,6 +150,7 @@ struct kube_informer *kube_informer_new(struct kube_client *c, const struct kube
     inf->stall_ms = o->stall_ms > 0 ? o->stall_ms : 90000;
     inf->request_timeout_ms = o->request_timeout_ms > 0 ? o->request_timeout_ms : 60000;
     inf->streaming = o->streaming;
+    inf->trim = o->trim;
     inf->backoff.base_ms = o->backoff_base_ms > 0 ? o->backoff_base_ms : 100;
     inf->backoff.max_ms = o->backoff_max_ms > 0 ? o->backoff_max_ms : 5000;
     if (h)
@@ -301,6 +303,8 @@ static void apply_delete(struct kube_informer *inf, const char *key, struct kube
  * cached object both so consumers see one shape. */
 static void fill_type(struct kube_informer *inf, cJSON *obj)
 {
+    if (inf->trim)
+        kube_obj_trim(obj);
     if (!cJSON_GetObjectItemCaseSensitive(obj, "kind"))
         cJSON_AddStringToObject(obj, "kind", inf->res->kind ? inf->res->kind : "");
     if (!cJSON_GetObjectItemCaseSensitive(obj, "apiVersion"))

@@ -45,6 +45,12 @@ struct kube_informer_opts {
     int64_t backoff_base_ms;          /* after failures, default 100 */
     int64_t backoff_max_ms;           /* default 5000 */
     int64_t request_timeout_ms;       /* per list page, default 60000 */
+    /* Drop the API server's bookkeeping from every object on arrival:
+     * metadata.managedFields and the kubectl.kubernetes.io/last-applied-
+     * configuration annotation (a second copy of the whole object when it
+     * was created with kubectl apply). Neither is input; together they are
+     * often most of an object's bytes. Off: the cache mirrors the server. */
+    int trim;
 };
 
 struct kube_informer_handlers {

@@ -372,6 +372,74 @@ static void test_label_index_through_informer(void)
     fx_free(&f);
 }
 
+/* An object as kubectl apply leaves it on a real API server. */
+#define APPLIED(name, rv, extra_ann)                                                              \
+    "{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"ns\",\"resourceVersion\":\"" rv         \
+    "\",\"managedFields\":[{\"manager\":\"kubectl-client-side-apply\",\"operation\":\"Update\","  \
+    "\"fieldsV1\":{\"f:data\":{\"f:k\":{}}}}],\"annotations\":{" extra_ann                        \
+    "\"kubectl.kubernetes.io/last-applied-configuration\":\"{\\\"data\\\":{\\\"k\\\":\\\"v\\\"}}" \
+    "\"}},\"data\":{\"k\":\"v\"}}"
+
+static const cJSON *ann_of(struct kube_informer *inf, const char *key)
+{
+    struct kube_obj *o = kube_cache_get(kube_informer_cache(inf), key);
+    return o ? cx_json_path(o->json, "metadata", "annotations", NULL) : NULL;
+}
+
+static void run_trim(int trim)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){0});
+    mock_push(&f.m, (struct step){.status = 200,
+                                  .body = LIST("10", "",
+                                               APPLIED("a", "1", "\"team\":\"edge\",") "," APPLIED(
+                                                   "b", "2", ""))});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH,
+                                  .hang = 1,
+                                  .chunk_ms = 5,
+                                  .chunks = {EVT("ADDED", APPLIED("c", "11", ""))}});
+    struct log l = {0};
+    struct kube_informer *inf = kube_informer_new(
+        f.c,
+        &(struct kube_informer_opts){.res = &CM, .streaming = KUBE_STREAMING_OFF, .trim = trim}, &H,
+        &l);
+    kube_informer_start(inf);
+    REQUIRE(run_until(f.base, &l.synced, 5000));
+    int64_t end = cx_mono_ms() + 5000;
+    while (!kube_cache_get(kube_informer_cache(inf), "ns/c") && cx_mono_ms() < end)
+        settle(&f, 20);
+    const char *keys[] = {"ns/a", "ns/b", "ns/c"};
+    for (int i = 0; i < 3; i++) {
+        struct kube_obj *o = kube_cache_get(kube_informer_cache(inf), keys[i]);
+        REQUIRE(o != NULL);
+        const cJSON *mf = cx_json_path(o->json, "metadata", "managedFields", NULL);
+        const cJSON *ann = ann_of(inf, keys[i]);
+        const cJSON *la = ann ? cJSON_GetObjectItemCaseSensitive(
+                                    ann, "kubectl.kubernetes.io/last-applied-configuration")
+                              : NULL;
+        CHECK_INT_EQ(mf != NULL, !trim);
+        CHECK_INT_EQ(la != NULL, !trim);
+        /* what is input stays */
+        CHECK_STR_EQ(cx_json_path_str(o->json, "data", "k", NULL), "v");
+        CHECK_STR_EQ(o->rv, i == 0 ? "1" : i == 1 ? "2" : "11");
+    }
+    /* other annotations are kept; an annotations map left empty goes */
+    CHECK_STR_EQ(cx_json_str(ann_of(inf, "ns/a"), "team"), "edge");
+    CHECK_INT_EQ(ann_of(inf, "ns/b") != NULL, !trim);
+    kube_informer_free(inf);
+    fx_free(&f);
+}
+
+static void test_trim_drops_bookkeeping(void)
+{
+    run_trim(1);
+}
+
+static void test_no_trim_mirrors_the_server(void)
+{
+    run_trim(0);
+}
+
 static const struct cxt_case cases[] = {
     CXT(test_list_watch_resume_relist),
     CXT(test_relist_without_changes_emits_nothing),
@@ -380,5 +448,7 @@ static const struct cxt_case cases[] = {
     CXT(test_streaming_refused_falls_back),
     CXT(test_expired_continue_token_restarts_list),
     CXT(test_label_index_through_informer),
+    CXT(test_trim_drops_bookkeeping),
+    CXT(test_no_trim_mirrors_the_server),
 };
 CXT_MAIN(cases)
