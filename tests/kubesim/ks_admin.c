@@ -337,6 +337,7 @@ void ks_admin_wake(struct ks_server *s, void (*cont)(struct ks_req *))
     struct ks_req *r;
     TAILQ_FOREACH(r, &s->parked, park_link)
     {
+        /* cppcheck-suppress uninitvar ; every parked request has park_free set by ks_park */
         if (r->park_free == (void (*)(struct ks_req *))cont && !ks_fault_partitioned(s, r->user))
             event_active(r->park_ev, EV_TIMEOUT, 0);
     }
@@ -364,6 +365,7 @@ void ks_admin_on_commit(struct ks_server *s)
     TAILQ_FOREACH(r, &s->parked, park_link)
     {
         struct ks_park_info *pi = r->park_data;
+        /* cppcheck-suppress uninitvar ; set by ks_park for every parked request */
         if (r->park_free == (void (*)(struct ks_req *))too_new_cont && pi && s->rv >= pi->want)
             event_active(r->park_ev, EV_TIMEOUT, 0);
     }

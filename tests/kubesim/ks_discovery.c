@@ -178,8 +178,10 @@ static void openapi_v3(struct ks_req *r, const char *gvpath)
         }
         rc |= cx_buf_puts(&b, "}}");
     } else {
-        const char *gv = strncmp(gvpath, "api/", 4) == 0 ? gvpath + 4 : gvpath + 5;
+        /* "api/v1" or "apis/<group>/<version>"; anything else finds nothing */
         bool core = strncmp(gvpath, "api/", 4) == 0;
+        size_t skip = core ? 4 : strncmp(gvpath, "apis/", 5) == 0 ? 5 : strlen(gvpath);
+        const char *gv = &gvpath[skip];
         bool found = false;
         rc |= cx_buf_puts(&b, "{\"openapi\":\"3.0.0\",\"info\":{\"title\":\"Kubernetes\","
                               "\"version\":\"v1.32.0\"},\"paths\":{");
