@@ -123,8 +123,20 @@ int cx_json_canonical(const cJSON *v, struct cx_buf *b)
         double d = v->valuedouble;
         if (!isfinite(d))
             return cx_buf_puts(b, "null");
-        if (d == floor(d) && fabs(d) < 1e15)
-            return cx_buf_printf(b, "%lld", (long long)d);
+        if (d == floor(d) && fabs(d) < 1e15) {
+            /* integers, by hand: printf is most of the cost otherwise */
+            char tmp[24];
+            size_t i = sizeof(tmp);
+            long long x = (long long)d;
+            unsigned long long u = x < 0 ? 0ULL - (unsigned long long)x : (unsigned long long)x;
+            do {
+                tmp[--i] = (char)('0' + u % 10);
+                u /= 10;
+            } while (u);
+            if (x < 0)
+                tmp[--i] = '-';
+            return cx_buf_append(b, tmp + i, sizeof(tmp) - i);
+        }
         return cx_buf_printf(b, "%.17g", d);
     }
     case cJSON_Array: {
@@ -147,7 +159,18 @@ int cx_json_canonical(const cJSON *v, struct cx_buf *b)
         size_t i = 0;
         for (const cJSON *c = v->child; c; c = c->next)
             kids[i++] = c;
-        qsort(kids, n, sizeof(*kids), key_cmp);
+        if (n <= 32) {
+            /* insertion sort: objects are small and usually sorted already */
+            for (size_t a = 1; a < n; a++) {
+                const cJSON *k = kids[a];
+                size_t j = a;
+                for (; j > 0 && strcmp(kids[j - 1]->string, k->string) > 0; j--)
+                    kids[j] = kids[j - 1];
+                kids[j] = k;
+            }
+        } else {
+            qsort(kids, n, sizeof(*kids), key_cmp);
+        }
         int rc = cx_buf_append(b, "{", 1);
         for (i = 0; i < n && rc == 0; i++) {
             if (i)

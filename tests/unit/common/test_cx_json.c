@@ -2,6 +2,7 @@
 #include "cx_json.h"
 #include "cxtest.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 static char *canon(const char *json)
@@ -35,6 +36,27 @@ static void test_canonical_numbers_and_strings(void)
     char *a = canon("[1, -2, 1.5, 1e3, 12345678901234, \"q\\\"\\n\\u0001\\u00e9\"]");
     CHECK_STR_EQ(a, "[1,-2,1.5,1000,12345678901234,\"q\\\"\\n\\u0001\xc3\xa9\"]");
     free(a);
+    a = canon("[0, -0, 10, -999999999999999, 999999999999999, 1e15, -7.0]");
+    CHECK_STR_EQ(a, "[0,0,10,-999999999999999,999999999999999,1000000000000000,-7]");
+    free(a);
+    /* objects above and below the insertion-sort size sort alike */
+    for (int n = 5; n <= 45; n += 40) {
+        char in[1024], want[1024];
+        size_t il = 0, wl = 0;
+        il += (size_t)snprintf(in + il, sizeof(in) - il, "{");
+        wl += (size_t)snprintf(want + wl, sizeof(want) - wl, "{");
+        for (int i = n - 1; i >= 0; i--)
+            il += (size_t)snprintf(in + il, sizeof(in) - il, "%s\"k%02d\":%d", i < n - 1 ? "," : "",
+                                   i, i);
+        for (int i = 0; i < n; i++)
+            wl += (size_t)snprintf(want + wl, sizeof(want) - wl, "%s\"k%02d\":%d", i ? "," : "", i,
+                                   i);
+        snprintf(in + il, sizeof(in) - il, "}");
+        snprintf(want + wl, sizeof(want) - wl, "}");
+        a = canon(in);
+        CHECK_STR_EQ(a, want);
+        free(a);
+    }
     /* array order is significant */
     char *x = canon("[1,2]"), *y = canon("[2,1]");
     CHECK(strcmp(x, y) != 0);
