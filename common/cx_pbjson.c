@@ -14,7 +14,10 @@
 #include "envoy/config/route/v3/route.pb-c.h"
 #include "envoy/config/route/v3/route_components.pb-c.h"
 #include "envoy/extensions/filters/http/router/v3/router.pb-c.h"
+#include "envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.pb-c.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb-c.h"
+#include "envoy/extensions/transport_sockets/tls/v3/common.pb-c.h"
+#include "envoy/extensions/transport_sockets/tls/v3/tls.pb-c.h"
 #include "envoy/service/discovery/v3/discovery.pb-c.h"
 #include "envoy/type/matcher/v3/regex.pb-c.h"
 #include "envoy/type/matcher/v3/string.pb-c.h"
@@ -42,6 +45,7 @@ static const ProtobufCMessageDescriptor *const known_types[] = {
     &envoy__config__core__v3__locality__descriptor,
     &envoy__config__core__v3__node__descriptor,
     &envoy__config__core__v3__transport_socket__descriptor,
+    &envoy__config__core__v3__data_source__descriptor,
     &envoy__config__core__v3__config_source__descriptor,
     &envoy__config__core__v3__aggregated_config_source__descriptor,
     &envoy__config__core__v3__self_config_source__descriptor,
@@ -54,6 +58,7 @@ static const ProtobufCMessageDescriptor *const known_types[] = {
     &envoy__config__listener__v3__filter__descriptor,
     &envoy__config__listener__v3__filter_chain__descriptor,
     &envoy__config__listener__v3__filter_chain_match__descriptor,
+    &envoy__config__listener__v3__listener_filter__descriptor,
     &envoy__config__route__v3__route_configuration__descriptor,
     &envoy__config__route__v3__virtual_host__descriptor,
     &envoy__config__route__v3__route__descriptor,
@@ -67,9 +72,17 @@ static const ProtobufCMessageDescriptor *const known_types[] = {
     &envoy__config__route__v3__direct_response_action__descriptor,
     &envoy__config__route__v3__non_forwarding_action__descriptor,
     &envoy__extensions__filters__http__router__v3__router__descriptor,
+    &envoy__extensions__filters__listener__tls_inspector__v3__tls_inspector__descriptor,
     &envoy__extensions__filters__network__http_connection_manager__v3__http_connection_manager__descriptor,
     &envoy__extensions__filters__network__http_connection_manager__v3__rds__descriptor,
     &envoy__extensions__filters__network__http_connection_manager__v3__http_filter__descriptor,
+    &envoy__extensions__transport_sockets__tls__v3__upstream_tls_context__descriptor,
+    &envoy__extensions__transport_sockets__tls__v3__downstream_tls_context__descriptor,
+    &envoy__extensions__transport_sockets__tls__v3__common_tls_context__descriptor,
+    &envoy__extensions__transport_sockets__tls__v3__tls_parameters__descriptor,
+    &envoy__extensions__transport_sockets__tls__v3__tls_certificate__descriptor,
+    &envoy__extensions__transport_sockets__tls__v3__certificate_validation_context__descriptor,
+    &envoy__extensions__transport_sockets__tls__v3__subject_alt_name_matcher__descriptor,
     &envoy__service__discovery__v3__discovery_request__descriptor,
     &envoy__service__discovery__v3__discovery_response__descriptor,
     &envoy__service__discovery__v3__control_plane__descriptor,
@@ -94,6 +107,23 @@ static const ProtobufCMessageDescriptor *const known_types[] = {
     &google__protobuf__bytes_value__descriptor,
     &google__rpc__status__descriptor,
 };
+
+/* Fields Envoy annotates (udpa.annotations.sensitive) among those we compile. */
+static const struct {
+    const char *msg, *field;
+} sensitive_fields[] = {
+    {"envoy.extensions.transport_sockets.tls.v3.TlsCertificate", "private_key"},
+    {"envoy.extensions.transport_sockets.tls.v3.TlsCertificate", "password"},
+};
+
+int cx_pbjson_sensitive(const char *msg_full_name, const char *field)
+{
+    for (size_t i = 0; i < sizeof(sensitive_fields) / sizeof(sensitive_fields[0]); i++)
+        if (strcmp(sensitive_fields[i].msg, msg_full_name) == 0 &&
+            strcmp(sensitive_fields[i].field, field) == 0)
+            return 1;
+    return 0;
+}
 
 const ProtobufCMessageDescriptor *cx_pbjson_find_type(const char *type_url)
 {
@@ -129,7 +159,8 @@ void cx_pbjson_json_name(const char *proto_name, char *out, size_t outlen)
 struct w {
     struct cx_buf *b;
     unsigned flags;
-    int rc; /* first error, sticky */
+    int rc;     /* first error, sticky */
+    int redact; /* > 0 inside a sensitive field: strings and bytes are hidden */
 };
 
 static void put(struct w *w, const char *s, size_t n)
@@ -404,11 +435,14 @@ static void render_single(struct w *w, const ProtobufCFieldDescriptor *f, const 
         render_enum(w, f->descriptor, *(const int *)p);
         break;
     case PROTOBUF_C_TYPE_STRING:
-        str(w, *(char *const *)p);
+        str(w, w->redact ? CX_PBJSON_REDACTED : *(char *const *)p);
         break;
     case PROTOBUF_C_TYPE_BYTES: {
         const ProtobufCBinaryData *bd = p;
-        base64(w, bd->data, bd->len);
+        if (w->redact)
+            str(w, CX_PBJSON_REDACTED);
+        else
+            base64(w, bd->data, bd->len);
         break;
     }
     case PROTOBUF_C_TYPE_MESSAGE: {
@@ -590,58 +624,69 @@ out:
     free(keys);
 }
 
+static void render_field(struct w *w, const ProtobufCMessage *m, const ProtobufCFieldDescriptor *f,
+                         int *first, int depth)
+{
+    const char *base = (const char *)m;
+    const void *p = base + f->offset;
+    const char *name = f->name;
+    char jname[128];
+    if (!(w->flags & CX_PBJSON_PROTO_NAMES)) {
+        cx_pbjson_json_name(f->name, jname, sizeof(jname));
+        name = jname;
+    }
+    if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+        size_t n = *(const size_t *)(base + f->quantifier_offset);
+        if (n == 0)
+            return;
+        const char *arr = *(char *const *)p;
+        member(w, first, depth, name);
+        if (is_map_field(f)) {
+            render_map(w, f, n, (ProtobufCMessage *const *)arr, depth + 1);
+            return;
+        }
+        size_t es = elem_size(f->type);
+        int efirst = 1;
+        put(w, "[", 1);
+        for (size_t k = 0; k < n; k++) {
+            if (!efirst)
+                put(w, ",", 1);
+            efirst = 0;
+            newline(w, depth + 2);
+            render_single(w, f, arr + k * es, depth + 2);
+        }
+        close_(w, efirst, depth + 1, ']');
+        return;
+    }
+    if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
+        if (*(const uint32_t *)(base + f->quantifier_offset) != f->id)
+            return;
+    } else if (f->label == PROTOBUF_C_LABEL_OPTIONAL && f->quantifier_offset &&
+               f->type != PROTOBUF_C_TYPE_MESSAGE && f->type != PROTOBUF_C_TYPE_STRING) {
+        if (!*(const protobuf_c_boolean *)(base + f->quantifier_offset))
+            return;
+    } else if (f->label == PROTOBUF_C_LABEL_OPTIONAL) {
+        if ((f->type == PROTOBUF_C_TYPE_MESSAGE || f->type == PROTOBUF_C_TYPE_STRING) &&
+            !*(void *const *)p)
+            return;
+    } else if (is_default(f, p)) {
+        return;
+    }
+    member(w, first, depth, name);
+    render_single(w, f, p, depth + 1);
+}
+
 static void render_fields(struct w *w, const ProtobufCMessage *m, int *first, int depth)
 {
     const ProtobufCMessageDescriptor *d = m->descriptor;
-    const char *base = (const char *)m;
-    char jname[128];
     for (unsigned i = 0; i < d->n_fields && w->rc == 0; i++) {
         const ProtobufCFieldDescriptor *f = &d->fields[i];
-        const void *p = base + f->offset;
-        const char *name = f->name;
-        if (!(w->flags & CX_PBJSON_PROTO_NAMES)) {
-            cx_pbjson_json_name(f->name, jname, sizeof(jname));
-            name = jname;
-        }
-        if (f->label == PROTOBUF_C_LABEL_REPEATED) {
-            size_t n = *(const size_t *)(base + f->quantifier_offset);
-            if (n == 0)
-                continue;
-            const char *arr = *(char *const *)p;
-            member(w, first, depth, name);
-            if (is_map_field(f)) {
-                render_map(w, f, n, (ProtobufCMessage *const *)arr, depth + 1);
-                continue;
-            }
-            size_t es = elem_size(f->type);
-            int efirst = 1;
-            put(w, "[", 1);
-            for (size_t k = 0; k < n; k++) {
-                if (!efirst)
-                    put(w, ",", 1);
-                efirst = 0;
-                newline(w, depth + 2);
-                render_single(w, f, arr + k * es, depth + 2);
-            }
-            close_(w, efirst, depth + 1, ']');
-            continue;
-        }
-        if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
-            if (*(const uint32_t *)(base + f->quantifier_offset) != f->id)
-                continue;
-        } else if (f->label == PROTOBUF_C_LABEL_OPTIONAL && f->quantifier_offset &&
-                   f->type != PROTOBUF_C_TYPE_MESSAGE && f->type != PROTOBUF_C_TYPE_STRING) {
-            if (!*(const protobuf_c_boolean *)(base + f->quantifier_offset))
-                continue;
-        } else if (f->label == PROTOBUF_C_LABEL_OPTIONAL) {
-            if ((f->type == PROTOBUF_C_TYPE_MESSAGE || f->type == PROTOBUF_C_TYPE_STRING) &&
-                !*(void *const *)p)
-                continue;
-        } else if (is_default(f, p)) {
-            continue;
-        }
-        member(w, first, depth, name);
-        render_single(w, f, p, depth + 1);
+        /* a sensitive field: its strings and bytes, however deep (an Any
+         * inside included), are hidden */
+        int hide = !(w->flags & CX_PBJSON_SHOW_SECRETS) && cx_pbjson_sensitive(d->name, f->name);
+        w->redact += hide;
+        render_field(w, m, f, first, depth);
+        w->redact -= hide;
     }
 }
 

@@ -10,6 +10,13 @@
  * {}). Any payloads are decoded by looking their type URL up in the table of
  * every message coxswain compiles (api/proto and the well-known types).
  *
+ * Secrets stay secret: fields Envoy marks (udpa.annotations.sensitive) — a
+ * TlsCertificate's private_key and password — are rendered with every string
+ * and bytes value inside replaced by "[redacted]" (as Envoy's own config dump
+ * does), unless CX_PBJSON_SHOW_SECRETS is given. Every JSON surface (REST
+ * xDS, /debug/snapshot, ProxySnapshots, `coxswain translate`) goes through
+ * here, so none of them shows a private key by default.
+ *
  * Output is deterministic: fields in field-number order, map entries sorted by
  * key, floating point in its shortest round-trip form. Fields holding their
  * proto3 default are left out, except oneof members, which are always shown
@@ -28,9 +35,17 @@
 #include <stdint.h>
 
 enum cx_pbjson_flags {
-    CX_PBJSON_PRETTY = 1 << 0,      /* newlines and two-space indents */
-    CX_PBJSON_PROTO_NAMES = 1 << 1, /* snake_case field names as in the .proto */
+    CX_PBJSON_PRETTY = 1 << 0,       /* newlines and two-space indents */
+    CX_PBJSON_PROTO_NAMES = 1 << 1,  /* snake_case field names as in the .proto */
+    CX_PBJSON_SHOW_SECRETS = 1 << 2, /* do not redact sensitive fields (private keys) */
 };
+
+/* What a redacted string or bytes value reads as. */
+#define CX_PBJSON_REDACTED "[redacted]"
+
+/* 1 if field |field| of message |msg_full_name| holds secrets (rendered
+ * redacted unless CX_PBJSON_SHOW_SECRETS). */
+int cx_pbjson_sensitive(const char *msg_full_name, const char *field);
 
 /* With CX_PBJSON_PRETTY: indent as if the message sat |n| levels deep in an
  * enclosing document (OR it into the flags). */

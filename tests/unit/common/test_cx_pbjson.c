@@ -6,12 +6,14 @@
 #include "envoy/config/route/v3/route.pb-c.h"
 #include "envoy/extensions/filters/http/router/v3/router.pb-c.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb-c.h"
+#include "envoy/extensions/transport_sockets/tls/v3/tls.pb-c.h"
 #include "google/protobuf/struct.pb-c.h"
 #include "google/protobuf/timestamp.pb-c.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static char *render(const ProtobufCMessage *m, unsigned flags, int *rc)
 {
@@ -405,6 +407,82 @@ static void test_output_is_valid_json_and_capped(void)
     cx_buf_free(&b);
 }
 
+/* Private keys (TlsCertificate.private_key, .password) are redacted however
+ * deep they sit (here inside an Any inside a TransportSocket), as inline
+ * bytes or inline string; the certificate chain is not; the flag shows
+ * them. */
+static void test_sensitive_fields_redacted(void)
+{
+    typedef Envoy__Extensions__TransportSockets__Tls__V3__DownstreamTlsContext Dtc;
+    typedef Envoy__Extensions__TransportSockets__Tls__V3__CommonTlsContext Ctc;
+    typedef Envoy__Extensions__TransportSockets__Tls__V3__TlsCertificate Cert;
+    Dtc dtc = ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__DOWNSTREAM_TLS_CONTEXT__INIT;
+    Ctc ctc = ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__COMMON_TLS_CONTEXT__INIT;
+    Cert c1 = ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__TLS_CERTIFICATE__INIT;
+    Cert c2 = ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__TLS_CERTIFICATE__INIT;
+    Envoy__Config__Core__V3__DataSource chain = ENVOY__CONFIG__CORE__V3__DATA_SOURCE__INIT;
+    Envoy__Config__Core__V3__DataSource k1 = ENVOY__CONFIG__CORE__V3__DATA_SOURCE__INIT;
+    Envoy__Config__Core__V3__DataSource k2 = ENVOY__CONFIG__CORE__V3__DATA_SOURCE__INIT;
+    Envoy__Config__Core__V3__DataSource pw = ENVOY__CONFIG__CORE__V3__DATA_SOURCE__INIT;
+    chain.specifier_case = ENVOY__CONFIG__CORE__V3__DATA_SOURCE__SPECIFIER_INLINE_STRING;
+    chain.inline_string = "CHAIN";
+    k1.specifier_case = ENVOY__CONFIG__CORE__V3__DATA_SOURCE__SPECIFIER_INLINE_BYTES;
+    k1.inline_bytes.data = (uint8_t *)"KEYBYTES";
+    k1.inline_bytes.len = 8;
+    k2.specifier_case = ENVOY__CONFIG__CORE__V3__DATA_SOURCE__SPECIFIER_INLINE_STRING;
+    k2.inline_string = "KEYSTRING";
+    pw.specifier_case = ENVOY__CONFIG__CORE__V3__DATA_SOURCE__SPECIFIER_INLINE_STRING;
+    pw.inline_string = "PASSWORD";
+    c1.certificate_chain = &chain;
+    c1.private_key = &k1;
+    c2.private_key = &k2;
+    c2.password = &pw;
+    Cert *certs[] = {&c1, &c2};
+    ctc.tls_certificates = certs;
+    ctc.n_tls_certificates = 2;
+    char *alpn[] = {"h2"};
+    ctc.alpn_protocols = alpn;
+    ctc.n_alpn_protocols = 1;
+    dtc.common_tls_context = &ctc;
+    size_t n = protobuf_c_message_get_packed_size(&dtc.base);
+    uint8_t *bytes = malloc(n);
+    protobuf_c_message_pack(&dtc.base, bytes);
+    Google__Protobuf__Any any = GOOGLE__PROTOBUF__ANY__INIT;
+    any.type_url = "type.googleapis.com/"
+                   "envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext";
+    any.value.data = bytes;
+    any.value.len = n;
+    Envoy__Config__Core__V3__TransportSocket ts = ENVOY__CONFIG__CORE__V3__TRANSPORT_SOCKET__INIT;
+    ts.name = "envoy.transport_sockets.tls";
+    ts.config_type_case = ENVOY__CONFIG__CORE__V3__TRANSPORT_SOCKET__CONFIG_TYPE_TYPED_CONFIG;
+    ts.typed_config = &any;
+    CHECK_JSON(&ts, 0,
+               "{\"name\":\"envoy.transport_sockets.tls\",\"typedConfig\":{\"@type\":\"type."
+               "googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext\","
+               "\"commonTlsContext\":{\"tlsCertificates\":[{\"certificateChain\":{"
+               "\"inlineString\":\"CHAIN\"},\"privateKey\":{\"inlineBytes\":\"[redacted]\"}},"
+               "{\"privateKey\":{\"inlineString\":\"[redacted]\"},\"password\":{"
+               "\"inlineString\":\"[redacted]\"}}],\"alpnProtocols\":[\"h2\"]}}}");
+    /* snake_case names too (REST xDS) */
+    int rc;
+    char *s = render(&ts.base, CX_PBJSON_PROTO_NAMES, &rc);
+    CHECK_INT_EQ(rc, 0);
+    CHECK(s && strstr(s, "\"private_key\":{\"inline_bytes\":\"[redacted]\"}"));
+    CHECK(s && !strstr(s, "S0VZQllURVM") && !strstr(s, "KEYSTRING") && !strstr(s, "PASSWORD"));
+    free(s);
+    /* asked for: shown (base64 of KEYBYTES is S0VZQllURVM=) */
+    s = render(&ts.base, CX_PBJSON_SHOW_SECRETS, &rc);
+    CHECK_INT_EQ(rc, 0);
+    CHECK(s && strstr(s, "\"privateKey\":{\"inlineBytes\":\"S0VZQllURVM=\"}"));
+    CHECK(s && strstr(s, "KEYSTRING") && strstr(s, "PASSWORD") && !strstr(s, "[redacted]"));
+    free(s);
+    CHECK(cx_pbjson_sensitive("envoy.extensions.transport_sockets.tls.v3.TlsCertificate",
+                              "private_key"));
+    CHECK(!cx_pbjson_sensitive("envoy.extensions.transport_sockets.tls.v3.TlsCertificate",
+                               "certificate_chain"));
+    free(bytes);
+}
+
 static const struct cxt_case cases[] = {
     CXT(test_cluster_fields_enums_and_duration),
     CXT(test_durations),
@@ -415,5 +493,6 @@ static const struct cxt_case cases[] = {
     CXT(test_numbers_and_bytes),
     CXT(test_json_name),
     CXT(test_output_is_valid_json_and_capped),
+    CXT(test_sensitive_fields_redacted),
 };
 CXT_MAIN(cases)
