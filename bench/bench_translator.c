@@ -244,7 +244,7 @@ static int run_size(size_t n, int incremental, int fd)
         size_t heap0 = mallinfo2().uordblks;
         unsigned long long a0 = allocs();
         int64_t t0 = cx_mono_ns(), c1 = cpu_ns();
-        if (xlate_run(ctx, &(struct xlate_input){w.in, w.nobj}, &snap, NULL) != 0)
+        if (xlate_run(ctx, &(struct xlate_input){w.in, w.nobj, 0}, &snap, NULL) != 0)
             return 1;
         full[r] = (double)(cx_mono_ns() - t0) / 1e6;
         full_cpu[r] = (double)(cpu_ns() - c1) / 1e6;
@@ -281,7 +281,7 @@ static int run_size(size_t n, int incremental, int fd)
             struct xlate_snapshot *next = NULL;
             unsigned long long a0 = allocs();
             int64_t t0 = cx_mono_ns();
-            if (xlate_run(ctx, &(struct xlate_input){w.in, w.nobj}, &next, &st) != 0)
+            if (xlate_run(ctx, &(struct xlate_input){w.in, w.nobj, 0}, &next, &st) != 0)
                 return 1;
             inc[r] = (double)(cx_mono_ns() - t0) / 1e6;
             inc_allocs = allocs() - a0;
@@ -360,7 +360,7 @@ static int run_size(size_t n, int incremental, int fd)
                 .kind = XLATE_KIND_ENDPOINT_SLICE, .obj = obj, .digest = xlate_digest(obj)};
             struct xlate_snapshot *next = NULL;
             int64_t t0 = cx_mono_ns();
-            if (xlate_run(ctx, &(struct xlate_input){w.in, w.nobj}, &next, &st) != 0)
+            if (xlate_run(ctx, &(struct xlate_input){w.in, w.nobj, 0}, &next, &st) != 0)
                 return 1;
             eps[r] = (double)(cx_mono_ns() - t0) / 1e6;
             xlate_snapshot_unref(snap);
@@ -370,7 +370,7 @@ static int run_size(size_t n, int incremental, int fd)
         for (int r = 0; r < ROUNDS; r++) {
             struct xlate_snapshot *next = NULL;
             int64_t t0 = cx_mono_ns();
-            if (xlate_run(ctx, &(struct xlate_input){w.in, w.nobj}, &next, &st) != 0)
+            if (xlate_run(ctx, &(struct xlate_input){w.in, w.nobj, 0}, &next, &st) != 0)
                 return 1;
             none[r] = (double)(cx_mono_ns() - t0) / 1e6;
             xlate_snapshot_unref(snap);
@@ -485,7 +485,7 @@ int main(int argc, char **argv)
             struct xlate_ctx *ctx = xlate_ctx_new();
             struct xlate_snapshot *snap = NULL;
             int64_t c0 = cpu_ns();
-            if (xlate_run(ctx, &(struct xlate_input){w.in, w.nobj}, &snap, NULL) != 0)
+            if (xlate_run(ctx, &(struct xlate_input){w.in, w.nobj, 0}, &snap, NULL) != 0)
                 return 1;
             fprintf(stderr, "full 10k: cpu %.1f ms\n", (double)(cpu_ns() - c0) / 1e6);
             xlate_snapshot_unref(snap);

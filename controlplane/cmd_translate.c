@@ -4,8 +4,14 @@
  * expanded) or a directory searched for *.yaml, *.yml and *.json. Prints the
  * reports and the xDS snapshot as JSON on stdout; exits 1 if any object is
  * Rejected, 2 on usage or read errors, 0 otherwise.
+ *
+ * Private keys (from kubernetes.io/tls Secrets) are printed as
+ * "[redacted]" unless --show-secrets asks for them. Certificates are judged
+ * at the current time, or at --now (RFC 3339) for reproducible output.
  */
 #include "cx_buf.h"
+#include "cx_pbjson.h"
+#include "cx_time.h"
 #include "cx_yaml.h"
 #include "xlate.h"
 #include "xlate_render.h"
@@ -158,10 +164,13 @@ static int load_path(struct objs *o, const char *path, int depth)
 static void usage(FILE *out)
 {
     fprintf(out, "usage: coxswain translate -f PATH [-f PATH...] [--reports-only]\n"
+                 "                          [--show-secrets] [--now RFC3339]\n"
                  "\n"
-                 "Translates Gateways, VirtualServices, RouteTables, Upstreams, Services and\n"
-                 "EndpointSlices from manifests (YAML or JSON files, or directories of them)\n"
-                 "and prints {\"reports\": [...], \"snapshot\": {...}} as JSON.\n"
+                 "Translates Gateways, VirtualServices, RouteTables, Upstreams, Services,\n"
+                 "EndpointSlices, Secrets and ConfigMaps from manifests (YAML or JSON files, or\n"
+                 "directories of them) and prints {\"reports\": [...], \"snapshot\": {...}}\n"
+                 "as JSON. Private keys are shown as \"[redacted]\" unless --show-secrets;\n"
+                 "certificates are judged valid or expired now, or at --now.\n"
                  "Exit status: 0 all accepted (warnings allowed), 1 something was Rejected,\n"
                  "2 usage or read error.\n");
 }
@@ -169,7 +178,8 @@ static void usage(FILE *out)
 int cmd_translate(int argc, char **argv)
 {
     struct objs o = {.docs = cJSON_CreateArray()};
-    int status = 2, reports_only = 0, npaths = 0;
+    int status = 2, reports_only = 0, npaths = 0, show_secrets = 0;
+    int64_t now_ns = cx_wall_ns();
     struct xlate_ctx *ctx = NULL;
     struct xlate_snapshot *snap = NULL;
     struct xlate_object *in = NULL;
@@ -184,6 +194,15 @@ int cmd_translate(int argc, char **argv)
             goto done;
         } else if (strcmp(argv[i], "--reports-only") == 0) {
             reports_only = 1;
+        } else if (strcmp(argv[i], "--show-secrets") == 0) {
+            show_secrets = 1;
+        } else if ((strcmp(argv[i], "--now") == 0 && i + 1 < argc) ||
+                   strncmp(argv[i], "--now=", 6) == 0) {
+            const char *v = argv[i][5] == '=' ? argv[i] + 6 : argv[++i];
+            if (cx_time_parse_rfc3339(v, &now_ns) != 0) {
+                fprintf(stderr, "translate: --now: \"%s\" is not an RFC 3339 time\n", v);
+                goto done;
+            }
         } else if ((strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--filename") == 0) &&
                    i + 1 < argc) {
             if (load_path(&o, argv[++i], 0) != 0)
@@ -221,7 +240,7 @@ int cmd_translate(int argc, char **argv)
         }
         in[used++] = (struct xlate_object){.kind = k, .obj = d};
     }
-    struct xlate_input input = {.objects = in, .n = used};
+    struct xlate_input input = {.objects = in, .n = used, .now = now_ns / CX_NS_PER_S};
     if (xlate_run(ctx, &input, &snap, NULL) != 0) {
         fprintf(stderr, "translate: out of memory\n");
         goto done;
@@ -230,7 +249,7 @@ int cmd_translate(int argc, char **argv)
     rc |= xlate_render_reports(snap, 1, &out);
     if (!reports_only) {
         rc |= cx_buf_puts(&out, ",\n  \"snapshot\": ");
-        int r = xlate_render_groups(snap, 1, &out);
+        int r = xlate_render_groups_flags(snap, 1, show_secrets ? CX_PBJSON_SHOW_SECRETS : 0, &out);
         rc |= r;
     }
     rc |= cx_buf_puts(&out, "\n}\n");

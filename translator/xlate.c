@@ -10,6 +10,7 @@
 #include "cx_hash.h"
 #include "cx_json.h"
 #include "filter_selector.h"
+#include "xlate_tls.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -227,12 +228,18 @@ uint64_t xlate_digest(const cJSON *obj)
             keys[nk++] = c->string;
     }
     qsort(keys, nk, sizeof(keys[0]), name_cmp);
+    /* Secrets and ConfigMaps: the translator reads an annotation of theirs
+     * (XLATE_ALLOW_REFS_ANNOTATION), so annotations count */
+    enum xlate_kind kind = xlate_kind_of(obj);
+    int with_annotations = kind == XLATE_KIND_SECRET || kind == XLATE_KIND_CONFIG_MAP;
     for (size_t i = 0; i < nk; i++) {
         if (strcmp(keys[i], "metadata") == 0) {
             static const char *const keep[] = {"creationTimestamp", "generation", "labels", "name",
                                                "namespace",         "uid",        NULL};
             const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
             rc |= cx_buf_puts(&b, "metadata{");
+            if (with_annotations)
+                rc |= canon_member(&b, md, "annotations");
             for (const char *const *k = keep; *k; k++)
                 rc |= canon_member(&b, md, *k);
             rc |= cx_buf_puts(&b, "}");
@@ -264,6 +271,7 @@ static void entry_free(struct xl_entry *e)
         xl_res_clear(&e->res[m]);
     free(e->res);
     xl_up_memo_free(e->up);
+    xl_gw_tls_free(e->gtls);
     free(e->contrib.items);
     free(e->rep_msg);
     free(e);
@@ -314,6 +322,10 @@ static void gw_memo_free(struct xl_gw_memo *m)
     for (int t = 0; t < XDS_TYPE_COUNT; t++)
         set_free(&m->sets[t]);
     free(m->touched.items);
+    free_map_vals(&m->uncovered);
+    for (size_t i = 0; i < m->ncert_notes; i++)
+        free(m->cert_notes[i]);
+    free(m->cert_notes);
     free(m);
 }
 
@@ -325,6 +337,12 @@ static int gw_memo_drop(struct xlate_ctx *ctx, struct xl_gw_memo *m)
         return 0;
     for (size_t i = 0; i < m->nsel && rc == 0; i++)
         rc = usage_changed(ctx, m->sel[i]);
+    const struct xl_map_slot *u;
+    for (size_t i = 0; rc == 0 && xl_map_next(&m->uncovered, &i, &u);) {
+        struct xl_entry *v = xl_find_key(ctx, XLATE_KIND_VIRTUAL_SERVICE, u->key);
+        if (v)
+            rc = xl_rep_dirty(ctx, v);
+    }
     const struct xl_map_slot *s;
     for (size_t i = 0; rc == 0 && xl_map_next(&m->upcount, &i, &s);)
         rc = xl_rep_dirty(ctx, ((struct xl_ucount *)s->val)->up);
@@ -381,6 +399,7 @@ static void ctx_clear(struct xlate_ctx *ctx)
     free_list_map(&ctx->slices_by_svc);
     free_list_map(&ctx->svc_ups);
     free_list_map(&ctx->rt_by_ns);
+    free_list_map(&ctx->ref_ups);
     free_deps(&ctx->deps);
     xlate_report_block_unref(ctx->reports);
     ctx->reports = NULL;
@@ -399,6 +418,7 @@ void xlate_ctx_free(struct xlate_ctx *ctx)
     free(ctx->rep_list.items);
     free_map_vals(&ctx->changed_deps);
     free_map_vals(&ctx->dirty_services);
+    free_map_vals(&ctx->dirty_refs);
     free(ctx);
 }
 
@@ -453,6 +473,16 @@ static int mark_service(struct xlate_ctx *ctx, const char *ns, const char *name)
     if (n < 0 || (size_t)n >= sizeof(buf))
         return 0;
     return mark_key(&ctx->dirty_services, buf);
+}
+
+/* Records that Secret ('S') or ConfigMap ('C') |key| changed this pass. */
+static int mark_ref(struct xlate_ctx *ctx, char c, const char *key)
+{
+    char buf[600];
+    int n = snprintf(buf, sizeof(buf), "%c/%s", c, key);
+    if (n < 0 || (size_t)n >= sizeof(buf))
+        return 0;
+    return mark_key(&ctx->dirty_refs, buf);
 }
 
 static int touch(struct xlate_ctx *ctx, struct xl_entry_list *l, struct xl_entry *e)
@@ -543,11 +573,30 @@ static int index_entry(struct xlate_ctx *ctx, struct xl_entry *e, int add)
                 free(e->up->svc_key);
                 e->up->svc_key = NULL;
             }
+            for (int i = 0; e->up && i < 2; i++)
+                if (e->up->ref_keys[i]) {
+                    index_del(&ctx->ref_ups, e->up->ref_keys[i], e);
+                    free(e->up->ref_keys[i]);
+                    e->up->ref_keys[i] = NULL;
+                }
             return 0;
         }
         if (!e->up && !(e->up = calloc(1, sizeof(*e->up))))
             return -1;
-        if (e->parse_state == XLATE_REJECTED || !e->obj.u.up.is_kube)
+        if (e->parse_state == XLATE_REJECTED)
+            return 0;
+        /* the Secret and ConfigMap of spec.tls: their changes refresh it */
+        const struct xl_upstream_tls *t = &e->obj.u.up.tls;
+        const struct xl_obj_ref *refs[2] = {t->has_ca ? &t->ca : NULL,
+                                            t->has_client_cert ? &t->client_cert : NULL};
+        for (int i = 0; i < 2; i++) {
+            if (!refs[i])
+                continue;
+            snprintf(key, sizeof(key), "%c/%s/%s", i ? 'S' : 'C', refs[i]->ns, refs[i]->name);
+            if (!(e->up->ref_keys[i] = strdup(key)) || index_add(&ctx->ref_ups, key, e) != 0)
+                return -1;
+        }
+        if (!e->obj.u.up.is_kube)
             return 0;
         snprintf(key, sizeof(key), "%s/%s", e->obj.u.up.kube_ns, e->obj.u.up.kube_service);
         if (!(e->up->svc_key = strdup(key)))
@@ -575,6 +624,12 @@ static int note_change(struct xlate_ctx *ctx, struct xl_entry *e)
     case XLATE_KIND_ENDPOINT_SLICE:
         if (e->obj.u.eps.service)
             rc |= mark_service(ctx, e->obj.meta.ns, e->obj.u.eps.service);
+        break;
+    case XLATE_KIND_SECRET:
+        rc |= mark_ref(ctx, 'S', e->key);
+        break;
+    case XLATE_KIND_CONFIG_MAP:
+        rc |= mark_ref(ctx, 'C', e->key);
         break;
     default:
         break;
@@ -625,6 +680,8 @@ static int reparse(struct xlate_ctx *ctx, struct xl_entry *e, const cJSON *obj, 
         ctx->arena_hint[e->kind] = want;
     e->label_hash = labels_hash(&e->obj.meta);
     e->changed = ctx->pass;
+    if (e->kind == XLATE_KIND_SECRET)
+        e->cert_phase = (int)xl_tls_phase(&e->obj.u.secret.cert, ctx->now);
     ctx->stats.parsed++;
     if (e->kind == XLATE_KIND_VIRTUAL_SERVICE) {
         uint64_t h = xl_fnv_str(CX_FNV64_INIT, e->obj.meta.creation);
@@ -850,7 +907,7 @@ static int refresh_upstream(struct xlate_ctx *ctx, struct xl_entry *e)
     int rc = e->deleted ? 0 : xl_upstream_refresh(ctx, e);
     if (rc < 0)
         return -1;
-    int exists = !e->deleted, valid = exists && e->parse_state != XLATE_REJECTED;
+    int exists = !e->deleted, valid = exists && xl_upstream_usable(e);
     if (exists != e->up_exists || valid != e->up_valid) {
         /* what routes read: whether it is there and usable */
         if (mark_dep(ctx, 'U', e->key) != 0)
@@ -878,6 +935,36 @@ static int upstreams(struct xlate_ctx *ctx)
             if (refresh_upstream(ctx, l->items[k]) != 0)
                 return -1;
     }
+    for (size_t i = 0; xl_map_next(&ctx->dirty_refs, &i, &s);) {
+        struct xl_entry_list *l = xl_map_get(&ctx->ref_ups, s->key, s->klen);
+        for (size_t k = 0; l && k < l->n; k++)
+            if (refresh_upstream(ctx, l->items[k]) != 0)
+                return -1;
+    }
+    return 0;
+}
+
+/* Time: a Secret whose certificate crossed a validity boundary since the
+ * previous pass's time counts as changed for its referrers' reports (its
+ * bytes did not change, so no resource is rebuilt). Also finds the next
+ * boundary (snapshot recheck_at). */
+static int time_scan(struct xlate_ctx *ctx)
+{
+    int64_t next = 0;
+    for (size_t i = 0; i < ctx->nlist[XLATE_KIND_SECRET]; i++) {
+        struct xl_entry *e = ctx->list[XLATE_KIND_SECRET][i];
+        const struct xl_secret *sec = &e->obj.u.secret;
+        if (sec->state != XL_SECRET_OK)
+            continue;
+        int phase = (int)xl_tls_phase(&sec->cert, ctx->now);
+        if (phase != e->cert_phase && e->changed != ctx->pass && mark_ref(ctx, 'S', e->key) != 0)
+            return -1;
+        e->cert_phase = phase;
+        int64_t t = xl_tls_next_change(&sec->cert, ctx->now);
+        if (t && (!next || t < next))
+            next = t;
+    }
+    ctx->recheck_at = next;
     return 0;
 }
 
@@ -1340,13 +1427,19 @@ static int build_lds(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_m
     char sp[300];
     stat_prefix(sp, sizeof(sp), gwe->key);
     if (m->mode == XLATE_MODE_ENVOY) {
-        if (m->listener && !gw_changed)
+        const struct xl_gw_tls *t = gwe->gtls;
+        /* a TLS listener also follows its certificates and the served
+         * domains (SNI) */
+        if (m->listener && !gw_changed && (!t || (!m->lds_dirty && m->lds_tls_digest == t->digest)))
             return 0;
         uint8_t *bytes = NULL;
         size_t len = 0;
-        if (xl_encode_listener_envoy(gwe->key, g->bind_address, g->bind_port, gwe->key, sp, &bytes,
-                                     &len) != 0)
+        if (t ? xl_gw_tls_listener(ctx, gwe, m, sp, &bytes, &len) != 0
+              : xl_encode_listener_envoy(gwe->key, g->bind_address, g->bind_port, gwe->key, sp,
+                                         &bytes, &len) != 0)
             return -1;
+        m->lds_dirty = 0;
+        m->lds_tls_digest = t ? t->digest : 0;
         struct xds_resource *r = xds_resource_new(XDS_LISTENER, gwe->key, bytes, len);
         if (!r)
             return -1;
@@ -1516,7 +1609,7 @@ static int build_gateway(struct xlate_ctx *ctx, struct xl_entry *gwe)
     /* Upstreams whose Cluster or ClusterLoadAssignment was rebuilt */
     for (size_t i = 0; i < ctx->up_touched.n; i++) {
         struct xl_entry *up = ctx->up_touched.items[i];
-        if (up->deleted || up->parse_state == XLATE_REJECTED || !up->up->cla || !ucount_get(m, up))
+        if (up->deleted || !xl_upstream_usable(up) || !up->up->cla || !ucount_get(m, up))
             continue;
         if (xl_upstream_cluster(ctx, up, m->mode) != 0 ||
             set_put(m, XDS_CLUSTER, up->up->cluster[m->mode]) != 0 ||
@@ -1568,8 +1661,8 @@ static int copy_set(struct xds_resource_set *dst, const struct xds_resource_set 
 
 static int pass(struct xlate_ctx *ctx, struct xlate_snapshot **out)
 {
-    if (commit_candidates(ctx) != 0 || fix_lists(ctx) != 0 || upstreams(ctx) != 0 ||
-        invalidate(ctx) != 0)
+    if (commit_candidates(ctx) != 0 || fix_lists(ctx) != 0 || time_scan(ctx) != 0 ||
+        upstreams(ctx) != 0 || invalidate(ctx) != 0)
         return -1;
     /* VirtualServices deleted this pass leave every Gateway */
     for (size_t i = 0; i < ctx->changed.n; i++) {
@@ -1592,7 +1685,9 @@ static int pass(struct xlate_ctx *ctx, struct xlate_snapshot **out)
         struct xl_entry *gwe = ctx->list[XLATE_KIND_GATEWAY][i];
         if (xl_rep_dirty(ctx, gwe) != 0)
             goto fail;
-        if (gwe->parse_state == XLATE_REJECTED) {
+        if (xl_gw_tls_resolve(ctx, gwe) != 0)
+            goto fail;
+        if (gwe->parse_state == XLATE_REJECTED || (gwe->gtls && gwe->gtls->fatal)) {
             if (gw_memo_drop(ctx, xl_map_del(&ctx->gw_memo, gwe->key, gwe->keylen)) != 0)
                 goto fail;
             continue;
@@ -1612,6 +1707,7 @@ static int pass(struct xlate_ctx *ctx, struct xlate_snapshot **out)
     if (snap->ngroups > 1)
         qsort(snap->groups, snap->ngroups, sizeof(*snap->groups), group_cmp);
     xlate_snapshot_seal(snap);
+    snap->recheck_at = ctx->recheck_at;
     if (xl_reports_build(ctx, snap) != 0)
         goto fail;
     *out = snap;
@@ -1634,6 +1730,7 @@ static void pass_end(struct xlate_ctx *ctx)
     ctx->reports_changed = 0;
     free_map_vals(&ctx->changed_deps);
     free_map_vals(&ctx->dirty_services);
+    free_map_vals(&ctx->dirty_refs);
 }
 
 static int begin(struct xlate_ctx *ctx, struct xlate_snapshot **out)
@@ -1667,6 +1764,7 @@ int xlate_run(struct xlate_ctx *ctx, const struct xlate_input *in, struct xlate_
 {
     begin(ctx, out);
     ctx->broken = 0;
+    ctx->now = in->now;
     ctx->stats.objects = in->n;
     int rc = 0;
     for (size_t i = 0; i < in->n && rc == 0; i++)
@@ -1681,7 +1779,14 @@ int xlate_run(struct xlate_ctx *ctx, const struct xlate_input *in, struct xlate_
 int xlate_run_changes(struct xlate_ctx *ctx, const struct xlate_change *changes, size_t n,
                       struct xlate_snapshot **out, struct xlate_stats *stats)
 {
+    return xlate_run_changes_at(ctx, changes, n, ctx->now, out, stats);
+}
+
+int xlate_run_changes_at(struct xlate_ctx *ctx, const struct xlate_change *changes, size_t n,
+                         int64_t now, struct xlate_snapshot **out, struct xlate_stats *stats)
+{
     begin(ctx, out);
+    ctx->now = now;
     if (ctx->broken) {
         /* no complete view since a failed pass: the caller must send one */
         if (stats)

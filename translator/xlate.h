@@ -29,9 +29,9 @@
  *
  * Node groups: one per accepted Gateway, named "namespace/name". Envoy mode:
  * Listener "namespace/name" (socket, HCM with RDS "namespace/name", router
- * last). Proxyless mode: one API Listener per exact virtual-host domain.
- * Clusters and ClusterLoadAssignments are named "namespace/name" of the
- * Upstream.
+ * last; with spec.tls one filter chain per certificate, chosen by SNI). Proxyless mode: one API
+ * Listener per exact virtual-host domain. Clusters and ClusterLoadAssignments are named
+ * "namespace/name" of the Upstream.
  */
 #ifndef XLATE_H
 #define XLATE_H
@@ -65,9 +65,17 @@ __attribute__((warn_unused_result)) int xlate_run_changes(struct xlate_ctx *ctx,
                                                           size_t n, struct xlate_snapshot **out,
                                                           struct xlate_stats *stats);
 
+/* The same, at evaluation time |now| (see struct xlate_input); plain
+ * xlate_run_changes keeps the previous pass's time. */
+__attribute__((warn_unused_result)) int
+xlate_run_changes_at(struct xlate_ctx *ctx, const struct xlate_change *changes, size_t n,
+                     int64_t now, struct xlate_snapshot **out, struct xlate_stats *stats);
+
 /* The digest the translator computes when an input carries none: FNV-1a 64
- * of the canonical JSON of apiVersion, kind, metadata (without
- * resourceVersion, managedFields and annotations) and spec. Never 0. */
+ * of the canonical JSON of every top-level member but status, metadata
+ * reduced to creationTimestamp, generation, labels, name, namespace, uid
+ * (and annotations for Secrets and ConfigMaps, where coxswain reads one).
+ * Never 0. */
 uint64_t xlate_digest(const cJSON *obj);
 
 /* Kind helpers (also in xlate_api.h). */

@@ -4,6 +4,9 @@
 #include "cx_time.h"
 #include "filter_selector.h"
 #include "xlate_re2.h"
+#include "xlate_tls.h"
+
+#include <openssl/crypto.h>
 
 #include <arpa/inet.h>
 #include <math.h>
@@ -41,6 +44,14 @@ static const char *const reason_names[XL_R_COUNT] = {
     [XL_R_UNSUPPORTED] = "UnsupportedByProxyless",
     [XL_R_REGEX_SIZE] = "RegexProgramSize",
     [XL_R_UNKNOWN_KIND] = "UnknownKind",
+    [XL_R_SECRET_NOT_FOUND] = "SecretNotFound",
+    [XL_R_CONFIG_MAP_NOT_FOUND] = "ConfigMapNotFound",
+    [XL_R_REF_NOT_PERMITTED] = "RefNotPermitted",
+    [XL_R_INVALID_CERTIFICATE] = "InvalidCertificate",
+    [XL_R_CERT_EXPIRED] = "CertificateExpired",
+    [XL_R_CERT_NOT_YET_VALID] = "CertificateNotYetValid",
+    [XL_R_DOMAIN_NOT_COVERED] = "DomainNotCovered",
+    [XL_R_CERT_UNUSED] = "CertificateUnused",
 };
 
 const char *xl_reason_name(enum xl_reason r)
@@ -57,6 +68,8 @@ static const struct {
     [XLATE_KIND_UPSTREAM] = {XLATE_GROUP_VERSION, "Upstream"},
     [XLATE_KIND_SERVICE] = {"v1", "Service"},
     [XLATE_KIND_ENDPOINT_SLICE] = {"discovery.k8s.io/v1", "EndpointSlice"},
+    [XLATE_KIND_SECRET] = {"v1", "Secret"},
+    [XLATE_KIND_CONFIG_MAP] = {"v1", "ConfigMap"},
 };
 
 enum xlate_kind xlate_kind_of(const cJSON *obj)
@@ -938,6 +951,273 @@ static void parse_routes(struct pctx *p, const cJSON *spec, struct xl_route **ou
     }
 }
 
+/* ---- TLS ------------------------------------------------------------------ */
+
+/* A ConfigMap data key (Kubernetes: [-._a-zA-Z0-9]+, at most 253). */
+static int cm_key_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 253)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+              (s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '.' || s[i] == '_'))
+            return 0;
+    return strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
+}
+
+/* {name, namespace} of a Secret, or {name, namespace, key} of a ConfigMap
+ * (|default_key| non-NULL). The namespace defaults to the object's own. */
+static void parse_obj_ref(struct pctx *p, const cJSON *v, struct xl_obj_ref *ref,
+                          const char *default_key)
+{
+    static const char *const sallowed[] = {"name", "namespace", NULL};
+    static const char *const callowed[] = {"name", "namespace", "key", NULL};
+    check_fields(p, v, default_key ? callowed : sallowed);
+    if (get_str(p, v, "name", 1, &ref->name) == 1 && !dns_subdomain(ref->name)) {
+        size_t o = push(p, ".name");
+        REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid object name", ref->name);
+        pop(p, o);
+    }
+    if (get_str(p, v, "namespace", 0, &ref->ns) == 1 && !dns_label(ref->ns)) {
+        size_t o = push(p, ".namespace");
+        REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid namespace name", ref->ns);
+        pop(p, o);
+    }
+    if (!ref->ns)
+        ref->ns = p->o->meta.ns;
+    if (!default_key)
+        return;
+    if (get_str(p, v, "key", 0, &ref->key) == 1 && !cm_key_ok(ref->key)) {
+        size_t o = push(p, ".key");
+        REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid ConfigMap key", ref->key);
+        pop(p, o);
+    }
+    if (!ref->key)
+        ref->key = (char *)default_key;
+}
+
+static void parse_tls_version(struct pctx *p, const cJSON *v, const char *key,
+                              enum xl_tls_version *out)
+{
+    static const char *const names[] = {"TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3"};
+    const cJSON *x = get(v, key);
+    if (!x)
+        return;
+    size_t o = push(p, ".%s", key);
+    int found = -1;
+    if (cJSON_IsString(x))
+        for (int i = 0; i < 4; i++)
+            if (strcmp(x->valuestring, names[i]) == 0)
+                found = i;
+    if (found < 0 && cJSON_IsNumber(x))
+        REJECT(p, XL_R_INVALID_SPEC,
+               "must be one of TLSv1.0, TLSv1.1, TLSv1.2, TLSv1.3; got the number %g",
+               x->valuedouble);
+    else if (found < 0)
+        REJECT(p, XL_R_INVALID_SPEC,
+               "must be one of TLSv1.0, TLSv1.1, TLSv1.2, TLSv1.3; got %s%s%s",
+               cJSON_IsString(x) ? "\"" : "", cJSON_IsString(x) ? x->valuestring : jtype(x),
+               cJSON_IsString(x) ? "\"" : "");
+    else
+        *out = (enum xl_tls_version)(XL_TLS_1_0 + found);
+    pop(p, o);
+}
+
+static void parse_tls_versions(struct pctx *p, const cJSON *v, enum xl_tls_version *min,
+                               enum xl_tls_version *max)
+{
+    parse_tls_version(p, v, "minVersion", min);
+    parse_tls_version(p, v, "maxVersion", max);
+    if (*min && *max && *min > *max)
+        REJECT(p, XL_R_INVALID_SPEC, "minVersion is above maxVersion");
+}
+
+static void parse_gateway_tls(struct pctx *p, const cJSON *v, struct xl_gateway_tls *t)
+{
+    static const char *const allowed[] = {"certificates",  "minVersion",       "maxVersion",
+                                          "alpnProtocols", "clientValidation", NULL};
+    check_fields(p, v, allowed);
+    t->enabled = 1;
+    const cJSON *certs = get_arr(p, v, "certificates", 1, XLATE_MAX_CERTIFICATES);
+    if (certs) {
+        t->certs = alloc(p, (size_t)cJSON_GetArraySize(certs) * sizeof(*t->certs));
+        if (!t->certs)
+            return;
+        size_t i = 0;
+        const cJSON *c;
+        cJSON_ArrayForEach(c, certs)
+        {
+            size_t o = push(p, ".certificates[%zu]", i++);
+            if (!cJSON_IsObject(c)) {
+                REJECT(p, XL_R_INVALID_SPEC, "must be an object, got %s", jtype(c));
+                pop(p, o);
+                continue;
+            }
+            static const char *const callowed[] = {"secretRef", NULL};
+            check_fields(p, c, callowed);
+            const cJSON *ref = get_obj(p, c, "secretRef", 1);
+            struct xl_obj_ref *r = &t->certs[t->ncerts];
+            size_t o2 = push(p, ".secretRef");
+            if (ref) {
+                parse_obj_ref(p, ref, r, NULL);
+                int dupl = -1;
+                for (size_t k = 0; k < t->ncerts && r->name; k++)
+                    if (t->certs[k].name && strcmp(t->certs[k].name, r->name) == 0 &&
+                        strcmp(t->certs[k].ns, r->ns) == 0)
+                        dupl = (int)k;
+                if (dupl >= 0)
+                    REJECT(p, XL_R_INVALID_SPEC,
+                           "Secret %s/%s is listed twice (see certificates[%d])", r->ns, r->name,
+                           dupl);
+                else if (r->name)
+                    t->ncerts++;
+            }
+            pop(p, o2);
+            pop(p, o);
+        }
+    }
+    t->min_version = XL_TLS_AUTO;
+    t->max_version = XL_TLS_AUTO;
+    parse_tls_versions(p, v, &t->min_version, &t->max_version);
+    const cJSON *alpn = get_arr(p, v, "alpnProtocols", 0, 2);
+    if (alpn) {
+        t->alpn = alloc(p, 2 * sizeof(char *));
+        if (!t->alpn)
+            return;
+        size_t i = 0;
+        const cJSON *a;
+        cJSON_ArrayForEach(a, alpn)
+        {
+            size_t o = push(p, ".alpnProtocols[%zu]", i++);
+            if (!cJSON_IsString(a) ||
+                (strcmp(a->valuestring, "h2") != 0 && strcmp(a->valuestring, "http/1.1") != 0))
+                REJECT(p, XL_R_INVALID_SPEC, "must be \"h2\" or \"http/1.1\"");
+            else if (t->nalpn == 1 && strcmp(t->alpn[0], a->valuestring) == 0)
+                REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is listed twice", a->valuestring);
+            else
+                t->alpn[t->nalpn++] = dup(p, a->valuestring);
+            pop(p, o);
+        }
+    } else {
+        static char *const dflt[] = {"h2", "http/1.1"};
+        t->alpn = (char **)dflt;
+        t->nalpn = 2;
+    }
+    const cJSON *cv = get_obj(p, v, "clientValidation", 0);
+    if (cv) {
+        size_t o = push(p, ".clientValidation");
+        static const char *const vallowed[] = {"caConfigMapRef", "optional", NULL};
+        check_fields(p, cv, vallowed);
+        const cJSON *ref = get_obj(p, cv, "caConfigMapRef", 1);
+        if (ref) {
+            size_t o2 = push(p, ".caConfigMapRef");
+            parse_obj_ref(p, ref, &t->client_ca, "ca.crt");
+            t->has_client_ca = t->client_ca.name != NULL;
+            pop(p, o2);
+        }
+        get_bool(p, cv, "optional", &t->client_cert_optional);
+        pop(p, o);
+    }
+}
+
+/* A host name for SNI: DNS labels, no port, no wildcard. */
+static int sni_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 253)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '.'))
+            return 0;
+    }
+    return s[0] != '.' && s[n - 1] != '.' && !strstr(s, "..");
+}
+
+static void parse_upstream_tls(struct pctx *p, const cJSON *v, struct xl_upstream_tls *t)
+{
+    static const char *const allowed[] = {"sni",
+                                          "caConfigMapRef",
+                                          "insecureSkipVerify",
+                                          "subjectAltNames",
+                                          "clientCertificate",
+                                          "minVersion",
+                                          "maxVersion",
+                                          NULL};
+    check_fields(p, v, allowed);
+    t->enabled = 1;
+    if (get_str(p, v, "sni", 0, &t->sni) == 1 && !sni_ok(t->sni)) {
+        size_t o = push(p, ".sni");
+        REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a host name (no port, no wildcard)", t->sni);
+        pop(p, o);
+    }
+    const cJSON *ca = get_obj(p, v, "caConfigMapRef", 0);
+    if (ca) {
+        size_t o = push(p, ".caConfigMapRef");
+        parse_obj_ref(p, ca, &t->ca, "ca.crt");
+        t->has_ca = t->ca.name != NULL;
+        pop(p, o);
+    }
+    get_bool(p, v, "insecureSkipVerify", &t->insecure_skip_verify);
+    if (ca && t->insecure_skip_verify)
+        REJECT(p, XL_R_INVALID_SPEC,
+               "caConfigMapRef and insecureSkipVerify are mutually exclusive");
+    else if (!ca && !t->insecure_skip_verify)
+        REJECT(p, XL_R_INVALID_SPEC,
+               "set caConfigMapRef to verify the backend's certificate, or insecureSkipVerify: "
+               "true to connect without verifying it");
+    const cJSON *sans = get_arr(p, v, "subjectAltNames", 0, XLATE_MAX_SANS);
+    if (sans) {
+        size_t n = (size_t)cJSON_GetArraySize(sans);
+        t->sans = alloc(p, (n ? n : 1) * sizeof(char *));
+        if (!t->sans)
+            return;
+        size_t i = 0;
+        const cJSON *a;
+        cJSON_ArrayForEach(a, sans)
+        {
+            size_t o = push(p, ".subjectAltNames[%zu]", i++);
+            if (!cJSON_IsString(a) || !a->valuestring[0] || has_ctl(a->valuestring))
+                REJECT(p, XL_R_INVALID_SPEC, "must be a non-empty string");
+            else
+                t->sans[t->nsans++] = dup(p, a->valuestring);
+            pop(p, o);
+        }
+        if (t->insecure_skip_verify) {
+            size_t o = push(p, ".subjectAltNames");
+            REJECT(p, XL_R_INVALID_SPEC, "cannot be checked with insecureSkipVerify");
+            pop(p, o);
+        }
+    } else if (t->sni) {
+        t->sans = alloc(p, sizeof(char *));
+        if (!t->sans)
+            return;
+        t->sans[0] = t->sni;
+        t->nsans = 1;
+    } else if (ca) {
+        WARN(p, XL_R_INVALID_SPEC,
+             "neither sni nor subjectAltNames is set: any certificate the CA signed is accepted, "
+             "whatever name it carries");
+    }
+    const cJSON *cc = get_obj(p, v, "clientCertificate", 0);
+    if (cc) {
+        size_t o = push(p, ".clientCertificate");
+        static const char *const callowed[] = {"secretRef", NULL};
+        check_fields(p, cc, callowed);
+        const cJSON *ref = get_obj(p, cc, "secretRef", 1);
+        if (ref) {
+            size_t o2 = push(p, ".secretRef");
+            parse_obj_ref(p, ref, &t->client_cert, NULL);
+            t->has_client_cert = t->client_cert.name != NULL;
+            pop(p, o2);
+        }
+        pop(p, o);
+    }
+    parse_tls_versions(p, v, &t->min_version, &t->max_version);
+}
+
 /* ---- kinds -------------------------------------------------------------- */
 
 static int str_cmp(const void *a, const void *b)
@@ -950,7 +1230,7 @@ static void parse_gateway(struct pctx *p, const cJSON *spec)
     struct xl_gateway *g = &p->o->u.gw;
     static const char *const allowed[] = {
         "mode", "bindAddress", "bindPort", "virtualServiceSelector", "virtualServiceNamespaces",
-        NULL};
+        "tls",  NULL};
     check_fields(p, spec, allowed);
     char *mode = NULL;
     g->mode = XLATE_MODE_ENVOY;
@@ -1016,6 +1296,16 @@ static void parse_gateway(struct pctx *p, const cJSON *spec)
             g->n_vs_namespaces = 1;
         }
     }
+    const cJSON *tls = get_obj(p, spec, "tls", 0);
+    if (tls) {
+        size_t o = push(p, ".tls");
+        parse_gateway_tls(p, tls, &g->tls);
+        if (g->mode == XLATE_MODE_PROXYLESS)
+            WARN(p, XL_R_UNSUPPORTED,
+                 "ignored in proxyless mode: gRPC clients take their TLS settings from the "
+                 "certificate providers of their xDS bootstrap, so these are not applied");
+        pop(p, o);
+    }
 }
 
 static void parse_virtual_service(struct pctx *p, const cJSON *spec)
@@ -1058,7 +1348,8 @@ static void parse_virtual_service(struct pctx *p, const cJSON *spec)
 static void parse_upstream(struct pctx *p, const cJSON *spec)
 {
     struct xl_upstream *u = &p->o->u.up;
-    static const char *const allowed[] = {"kube", "static", "lbPolicy", "connectTimeout", NULL};
+    static const char *const allowed[] = {"kube",           "static", "lbPolicy",
+                                          "connectTimeout", "tls",    NULL};
     check_fields(p, spec, allowed);
     const cJSON *kube = get(spec, "kube"), *st = get(spec, "static");
     if (kube && st) {
@@ -1175,6 +1466,12 @@ static void parse_upstream(struct pctx *p, const cJSON *spec)
             pop(p, o);
         }
     }
+    const cJSON *tls = get_obj(p, spec, "tls", 0);
+    if (tls) {
+        size_t o = push(p, ".tls");
+        parse_upstream_tls(p, tls, &u->tls);
+        pop(p, o);
+    }
 }
 
 /* Core kinds: lenient (they passed the API server's validation); entries we
@@ -1249,11 +1546,150 @@ static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
     }
 }
 
+/* metadata.annotations[|key|] as a string, or NULL. */
+static const char *annotation(const cJSON *obj, const char *key)
+{
+    const cJSON *v = member(member(member(obj, "metadata"), "annotations"), key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* A Secret's value |key|: stringData (written by people, merged into data
+ * by the API server) wins over data (base64). Returns 1 when found and
+ * decoded, 0 when absent, -1 with |why| set when unusable. */
+static int secret_value(struct pctx *p, const cJSON *obj, const char *key, uint8_t **out,
+                        size_t *len, char *why, size_t whylen)
+{
+    const cJSON *sv = member(member(obj, "stringData"), key);
+    const cJSON *dv = member(member(obj, "data"), key);
+    if (cJSON_IsString(sv)) {
+        size_t n = strlen(sv->valuestring);
+        if (n > XL_TLS_MAX_PEM) {
+            snprintf(why, whylen, "stringData.%s is larger than %u bytes", key, XL_TLS_MAX_PEM);
+            return -1;
+        }
+        *out = alloc(p, n + 1);
+        if (!*out)
+            return -1;
+        memcpy(*out, sv->valuestring, n);
+        *len = n;
+        return 1;
+    }
+    if (!dv || cJSON_IsNull(dv))
+        return 0;
+    if (!cJSON_IsString(dv)) {
+        snprintf(why, whylen, "data.%s must be a base64 string, got %s", key, jtype(dv));
+        return -1;
+    }
+    size_t n = strlen(dv->valuestring);
+    if (n / 4 * 3 > XL_TLS_MAX_PEM) {
+        snprintf(why, whylen, "data.%s is larger than %u bytes", key, XL_TLS_MAX_PEM);
+        return -1;
+    }
+    *out = alloc(p, n / 4 * 3 + 1);
+    if (!*out)
+        return -1;
+    long d = xl_b64_decode(dv->valuestring, n, *out);
+    if (d < 0) {
+        snprintf(why, whylen, "data.%s is not valid base64", key);
+        return -1;
+    }
+    *len = (size_t)d;
+    return 1;
+}
+
+/* Secrets are core objects: nothing is refused here (the API server
+ * validated them); what makes one unusable as a certificate is recorded
+ * for the objects that reference it to report. */
+static void parse_secret(struct pctx *p, const cJSON *obj)
+{
+    struct xl_secret *s = &p->o->u.secret;
+    const char *type = cx_json_str(obj, "type");
+    const char *allow = annotation(obj, XLATE_ALLOW_REFS_ANNOTATION);
+    s->type = dup(p, type && *type ? type : "Opaque");
+    s->allow_from = allow ? dup(p, allow) : NULL;
+    char why[300] = "";
+    if (strcmp(s->type, "kubernetes.io/tls") != 0) {
+        snprintf(why, sizeof(why), "its type is %.100s, not kubernetes.io/tls", s->type);
+        s->state = XL_SECRET_WRONG_TYPE;
+        s->problem = dup(p, why);
+        return;
+    }
+    int rc = secret_value(p, obj, "tls.crt", &s->crt, &s->crtlen, why, sizeof(why));
+    if (rc >= 0 && secret_value(p, obj, "tls.key", &s->key, &s->keylen, why, sizeof(why)) < 0)
+        rc = -1;
+    if (p->oom)
+        return;
+    if (rc < 0) {
+        s->state = XL_SECRET_BAD_PEM;
+    } else if (!s->crt || !s->crtlen || !s->key || !s->keylen) {
+        int no_crt = !s->crt || !s->crtlen, no_key = !s->key || !s->keylen;
+        snprintf(why, sizeof(why), "%s",
+                 no_crt && no_key ? "tls.crt and tls.key are missing or empty"
+                 : no_crt         ? "tls.crt is missing or empty"
+                                  : "tls.key is missing or empty");
+        s->state = XL_SECRET_MISSING;
+    } else {
+        if (xl_tls_check_pair(p->a, s) != 0)
+            p->oom = 1;
+        return;
+    }
+    s->problem = dup(p, why);
+}
+
+static void parse_config_map(struct pctx *p, const cJSON *obj)
+{
+    struct xl_config_map *c = &p->o->u.cm;
+    const char *allow = annotation(obj, XLATE_ALLOW_REFS_ANNOTATION);
+    c->allow_from = allow ? dup(p, allow) : NULL;
+    const cJSON *data = member(obj, "data");
+    size_t n = 0;
+    const cJSON *d;
+    cJSON_ArrayForEach(d, data)
+    {
+        if (cJSON_IsString(d) && d->string)
+            n++;
+    }
+    if (!n)
+        return;
+    c->data = alloc(p, n * sizeof(*c->data));
+    if (!c->data)
+        return;
+    cJSON_ArrayForEach(d, data)
+    {
+        if (cJSON_IsString(d) && d->string) {
+            c->data[c->ndata].key = dup(p, d->string);
+            c->data[c->ndata].value = dup(p, d->valuestring);
+            c->ndata++;
+        }
+    }
+    qsort(c->data, c->ndata, sizeof(*c->data), label_cmp);
+}
+
+const char *xl_config_map_get(const struct xl_config_map *c, const char *key)
+{
+    size_t lo = 0, hi = c->ndata;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int r = strcmp(c->data[mid].key, key);
+        if (r == 0)
+            return c->data[mid].value;
+        if (r < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
 void xl_object_release(struct xl_object *o)
 {
     struct xl_route *routes = NULL;
     size_t n = 0;
-    if (o->kind == XLATE_KIND_GATEWAY) {
+    if (o->kind == XLATE_KIND_SECRET && o->u.secret.key) {
+        /* the arena is reused or freed: leave no key bytes behind */
+        OPENSSL_cleanse(o->u.secret.key, o->u.secret.keylen);
+        o->u.secret.key = NULL;
+    } else if (o->kind == XLATE_KIND_GATEWAY) {
         filter_selector_free(o->u.gw.vs_selector);
         o->u.gw.vs_selector = NULL;
     } else if (o->kind == XLATE_KIND_VIRTUAL_SERVICE) {
@@ -1284,6 +1720,17 @@ int xl_api_parse(enum xlate_kind kind, const cJSON *obj, struct xl_arena *a, str
     if (kind == XLATE_KIND_ENDPOINT_SLICE) {
         parse_endpoint_slice(&p, obj);
         return p.oom ? -1 : 0;
+    }
+    if (kind == XLATE_KIND_SECRET || kind == XLATE_KIND_CONFIG_MAP) {
+        if (kind == XLATE_KIND_SECRET)
+            parse_secret(&p, obj);
+        else
+            parse_config_map(&p, obj);
+        if (p.oom) {
+            xl_object_release(out);
+            return -1;
+        }
+        return 0;
     }
     if (kind < 0 || kind >= XLATE_KIND_COUNT) {
         REJECT(&p, XL_R_UNKNOWN_KIND, "apiVersion %s, kind %s is not a kind coxswain reads",

@@ -49,6 +49,9 @@ const char *xl_meta_label(const struct xl_meta *m, const char *key);
  * "prefix*", optional :port), else -1 and a message in |msg|. */
 int xl_domain_valid(const char *s, char *msg, size_t msglen);
 
+/* Value of data key |key| of a ConfigMap (binary search), or NULL. */
+const char *xl_config_map_get(const struct xl_config_map *c, const char *key);
+
 /* 1 if |s| is an IPv4 or IPv6 literal. */
 int xl_is_ip(const char *s);
 

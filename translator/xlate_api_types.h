@@ -25,14 +25,20 @@ struct filter_selector;
 
 /* Limits on what one object may hold: far above real use, and a bound on
  * the work a hostile or mistaken object can cause. */
-#define XLATE_MAX_DOMAINS    256
-#define XLATE_MAX_ROUTES     1024
-#define XLATE_MAX_HEADERS    32
-#define XLATE_MAX_WEIGHTED   64
-#define XLATE_MAX_HOSTS      1024
-#define XLATE_MAX_NAMESPACES 256
-#define XLATE_MAX_ERRORS     16 /* errors kept per object (the rest counted) */
-#define XLATE_MAX_DELEGATION 8  /* RouteTable nesting depth */
+#define XLATE_MAX_DOMAINS      256
+#define XLATE_MAX_ROUTES       1024
+#define XLATE_MAX_HEADERS      32
+#define XLATE_MAX_WEIGHTED     64
+#define XLATE_MAX_HOSTS        1024
+#define XLATE_MAX_NAMESPACES   256
+#define XLATE_MAX_ERRORS       16 /* errors kept per object (the rest counted) */
+#define XLATE_MAX_DELEGATION   8  /* RouteTable nesting depth */
+#define XLATE_MAX_CERTIFICATES 64 /* Gateway spec.tls.certificates */
+#define XLATE_MAX_SANS         64 /* Upstream spec.tls.subjectAltNames */
+
+/* Annotation on a Secret or ConfigMap that lets objects of other namespaces
+ * reference it: a comma-separated list of namespaces, or "*". */
+#define XLATE_ALLOW_REFS_ANNOTATION "coxswain.dev/allow-references-from"
 
 /* Why an object (or a part of it) is refused: the report's reason. */
 enum xl_reason {
@@ -61,6 +67,14 @@ enum xl_reason {
     XL_R_UNSUPPORTED,           /* UnsupportedByProxyless: ignored by gRPC clients */
     XL_R_REGEX_SIZE,            /* RegexProgramSize: may exceed Envoy's limit */
     XL_R_UNKNOWN_KIND,          /* UnknownKind */
+    XL_R_SECRET_NOT_FOUND,      /* SecretNotFound */
+    XL_R_CONFIG_MAP_NOT_FOUND,  /* ConfigMapNotFound */
+    XL_R_REF_NOT_PERMITTED,     /* RefNotPermitted: another namespace's object, not shared */
+    XL_R_INVALID_CERTIFICATE,   /* InvalidCertificate: wrong type, missing keys, bad PEM... */
+    XL_R_CERT_EXPIRED,          /* CertificateExpired */
+    XL_R_CERT_NOT_YET_VALID,    /* CertificateNotYetValid */
+    XL_R_DOMAIN_NOT_COVERED,    /* DomainNotCovered: no certificate names the domain */
+    XL_R_CERT_UNUSED,           /* CertificateUnused: covers no served domain */
     XL_R_COUNT,
 };
 
@@ -157,6 +171,46 @@ struct xl_route {
     char *prefix_rewrite;
 };
 
+/* A TLS protocol version; the numbers are Envoy's TlsParameters.TlsProtocol. */
+enum xl_tls_version {
+    XL_TLS_AUTO = 0,
+    XL_TLS_1_0 = 1,
+    XL_TLS_1_1 = 2,
+    XL_TLS_1_2 = 3,
+    XL_TLS_1_3 = 4,
+};
+
+/* A reference to a Secret or a ConfigMap (and its key). */
+struct xl_obj_ref {
+    char *ns, *name;
+    char *key; /* ConfigMaps: the data key ("ca.crt" by default) */
+};
+
+struct xl_gateway_tls {
+    int enabled;              /* spec.tls present */
+    struct xl_obj_ref *certs; /* Secrets of type kubernetes.io/tls, in spec order */
+    size_t ncerts;
+    enum xl_tls_version min_version, max_version;
+    char **alpn; /* default h2, http/1.1 */
+    size_t nalpn;
+    int has_client_ca;
+    struct xl_obj_ref client_ca; /* ConfigMap holding the client CA bundle */
+    int client_cert_optional;    /* verify when presented, do not require */
+};
+
+struct xl_upstream_tls {
+    int enabled;
+    char *sni; /* or NULL */
+    int has_ca;
+    struct xl_obj_ref ca; /* ConfigMap holding the CA bundle */
+    int insecure_skip_verify;
+    char **sans; /* subjectAltNames the server must present (default: sni) */
+    size_t nsans;
+    int has_client_cert;
+    struct xl_obj_ref client_cert; /* Secret, for mTLS to the backend */
+    enum xl_tls_version min_version, max_version;
+};
+
 struct xl_gateway {
     enum xlate_gateway_mode mode;
     char *bind_address;
@@ -165,6 +219,7 @@ struct xl_gateway {
     char **vs_namespaces;                /* sorted; empty: the Gateway's own */
     size_t n_vs_namespaces;
     int all_namespaces; /* "*" */
+    struct xl_gateway_tls tls;
 };
 
 struct xl_virtual_service {
@@ -202,6 +257,7 @@ struct xl_upstream {
     enum xl_lb_policy lb;
     int64_t connect_timeout_ns;
     int has_connect_timeout;
+    struct xl_upstream_tls tls;
 };
 
 struct xl_service_port {
@@ -230,6 +286,43 @@ struct xl_endpoint_slice {
     size_t nendpoints;
 };
 
+/* What the leaf certificate of a chain says (xlate_tls.c). */
+struct xl_cert_info {
+    size_t nchain; /* certificates in the PEM chain */
+    char **dns;    /* DNS subjectAltNames, lower case */
+    size_t ndns;
+    char *cn;                      /* subject commonName, lower case, or NULL */
+    int64_t not_before, not_after; /* Unix seconds */
+};
+
+enum xl_secret_state {
+    XL_SECRET_OK = 0,
+    XL_SECRET_WRONG_TYPE = 1,
+    XL_SECRET_MISSING = 2, /* tls.crt or tls.key missing or empty */
+    XL_SECRET_BAD_PEM = 3, /* not base64, no certificate, unreadable key */
+    XL_SECRET_KEY_MISMATCH = 4,
+};
+
+/* A Secret (core/v1): what a TLS certificate needs. */
+struct xl_secret {
+    char *type;
+    enum xl_secret_state state;
+    char *problem; /* why it is unusable, no field path ("tls.key is missing or empty") */
+    uint8_t *crt;  /* tls.crt, decoded (PEM) */
+    size_t crtlen;
+    uint8_t *key; /* tls.key, decoded (PEM); wiped when the object is released */
+    size_t keylen;
+    struct xl_cert_info cert; /* when the chain parsed */
+    char *allow_from;         /* XLATE_ALLOW_REFS_ANNOTATION, or NULL */
+};
+
+/* A ConfigMap (core/v1): its string data. */
+struct xl_config_map {
+    struct xl_label *data; /* key -> value, sorted by key */
+    size_t ndata;
+    char *allow_from; /* XLATE_ALLOW_REFS_ANNOTATION, or NULL */
+};
+
 /* One parsed input object. */
 struct xl_object {
     enum xlate_kind kind;
@@ -242,6 +335,8 @@ struct xl_object {
         struct xl_upstream up;
         struct xl_service svc;
         struct xl_endpoint_slice eps;
+        struct xl_secret secret;
+        struct xl_config_map cm;
     } u;
 };
 

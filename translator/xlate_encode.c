@@ -7,6 +7,8 @@
 #include "envoy/config/listener/v3/listener.pb-c.h"
 #include "envoy/config/route/v3/route.pb-c.h"
 #include "envoy/extensions/filters/http/router/v3/router.pb-c.h"
+#include "envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.pb-c.h"
+#include "envoy/extensions/transport_sockets/tls/v3/tls.pb-c.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb-c.h"
 
 #include <stdlib.h>
@@ -42,6 +44,20 @@ typedef Envoy__Config__Endpoint__V3__LocalityLbEndpoints LocalityLbEndpoints;
 typedef Envoy__Config__Endpoint__V3__LbEndpoint LbEndpoint;
 typedef Envoy__Config__Endpoint__V3__Endpoint Endpoint;
 typedef Envoy__Config__Core__V3__Locality Locality;
+typedef Envoy__Config__Core__V3__DataSource DataSource;
+typedef Envoy__Config__Core__V3__TransportSocket TransportSocket;
+typedef Envoy__Config__Listener__V3__FilterChainMatch FilterChainMatch;
+typedef Envoy__Config__Listener__V3__ListenerFilter ListenerFilter;
+typedef Envoy__Extensions__Filters__Listener__TlsInspector__V3__TlsInspector TlsInspector;
+typedef Envoy__Extensions__TransportSockets__Tls__V3__DownstreamTlsContext DownstreamTlsContext;
+typedef Envoy__Extensions__TransportSockets__Tls__V3__UpstreamTlsContext UpstreamTlsContext;
+typedef Envoy__Extensions__TransportSockets__Tls__V3__CommonTlsContext CommonTlsContext;
+typedef Envoy__Extensions__TransportSockets__Tls__V3__TlsParameters TlsParameters;
+typedef Envoy__Extensions__TransportSockets__Tls__V3__TlsCertificate TlsCertificate;
+typedef Envoy__Extensions__TransportSockets__Tls__V3__CertificateValidationContext
+    CertificateValidationContext;
+typedef Envoy__Extensions__TransportSockets__Tls__V3__SubjectAltNameMatcher SubjectAltNameMatcher;
+typedef Envoy__Type__Matcher__V3__StringMatcher StringMatcher;
 
 /* A message of type T in the arena, initialised from its INIT macro. */
 #define NEW(a, T, INIT) ((T *)new_msg((a), sizeof(T), &(T)INIT))
@@ -356,6 +372,36 @@ static Hcm *hcm(struct xl_arena *a, const char *rc_name, const char *stat_prefix
     return h;
 }
 
+/* The network filter every envoy-mode filter chain holds: the HCM. */
+static Filter **hcm_filters(struct xl_arena *a, const char *rc_name, const char *stat_prefix)
+{
+    Filter *f = NEW(a, Filter, ENVOY__CONFIG__LISTENER__V3__FILTER__INIT);
+    Filter **fs = xl_alloc(a, sizeof(*fs));
+    Hcm *h = hcm(a, rc_name, stat_prefix);
+    if (!f || !fs || !h)
+        return NULL;
+    f->name = XL_HCM_FILTER_NAME;
+    f->config_type_case = ENVOY__CONFIG__LISTENER__V3__FILTER__CONFIG_TYPE_TYPED_CONFIG;
+    if (!(f->typed_config = any_of(a, XL_TYPE_URL_HCM, &h->base)))
+        return NULL;
+    fs[0] = f;
+    return fs;
+}
+
+static Address *socket_address(struct xl_arena *a, const char *address, uint32_t port)
+{
+    Address *addr = NEW(a, Address, ENVOY__CONFIG__CORE__V3__ADDRESS__INIT);
+    SocketAddress *sa = NEW(a, SocketAddress, ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__INIT);
+    if (!addr || !sa)
+        return NULL;
+    sa->address = (char *)address;
+    sa->port_specifier_case = ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PORT_SPECIFIER_PORT_VALUE;
+    sa->port_value = port;
+    addr->address_case = ENVOY__CONFIG__CORE__V3__ADDRESS__ADDRESS_SOCKET_ADDRESS;
+    addr->socket_address = sa;
+    return addr;
+}
+
 int xl_encode_listener_envoy(const char *name, const char *address, uint32_t port,
                              const char *rc_name, const char *stat_prefix, uint8_t **out,
                              size_t *len)
@@ -363,25 +409,12 @@ int xl_encode_listener_envoy(const char *name, const char *address, uint32_t por
     struct xl_arena a = {0};
     int rc = -1;
     Listener l = ENVOY__CONFIG__LISTENER__V3__LISTENER__INIT;
-    Address *addr = NEW(&a, Address, ENVOY__CONFIG__CORE__V3__ADDRESS__INIT);
-    SocketAddress *sa = NEW(&a, SocketAddress, ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__INIT);
+    Address *addr = socket_address(&a, address, port);
     FilterChain *fc = NEW(&a, FilterChain, ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN__INIT);
-    Filter *f = NEW(&a, Filter, ENVOY__CONFIG__LISTENER__V3__FILTER__INIT);
     FilterChain **fcs = xl_alloc(&a, sizeof(*fcs));
-    Filter **fs = xl_alloc(&a, sizeof(*fs));
-    Hcm *h = hcm(&a, rc_name, stat_prefix);
-    if (!addr || !sa || !fc || !f || !fcs || !fs || !h)
+    Filter **fs = hcm_filters(&a, rc_name, stat_prefix);
+    if (!addr || !fc || !fcs || !fs)
         goto out;
-    sa->address = (char *)address;
-    sa->port_specifier_case = ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PORT_SPECIFIER_PORT_VALUE;
-    sa->port_value = port;
-    addr->address_case = ENVOY__CONFIG__CORE__V3__ADDRESS__ADDRESS_SOCKET_ADDRESS;
-    addr->socket_address = sa;
-    f->name = XL_HCM_FILTER_NAME;
-    f->config_type_case = ENVOY__CONFIG__LISTENER__V3__FILTER__CONFIG_TYPE_TYPED_CONFIG;
-    if (!(f->typed_config = any_of(&a, XL_TYPE_URL_HCM, &h->base)))
-        goto out;
-    fs[0] = f;
     fc->filters = fs;
     fc->n_filters = 1;
     fcs[0] = fc;
@@ -389,6 +422,170 @@ int xl_encode_listener_envoy(const char *name, const char *address, uint32_t por
     l.address = addr;
     l.filter_chains = fcs;
     l.n_filter_chains = 1;
+    rc = pack(&l.base, out, len);
+out:
+    xl_arena_free(&a);
+    return rc;
+}
+
+/* ---- TLS ------------------------------------------------------------------ */
+
+/* PEM as a DataSource: inline_string while it is plain ASCII text (readable
+ * in JSON), else inline_bytes. |secret|: always inline_bytes (private keys;
+ * the JSON renderers redact them anyway). */
+static DataSource *data_source(struct xl_arena *a, const uint8_t *p, size_t n, int secret)
+{
+    DataSource *d = NEW(a, DataSource, ENVOY__CONFIG__CORE__V3__DATA_SOURCE__INIT);
+    if (!d)
+        return NULL;
+    int text = !secret;
+    for (size_t i = 0; i < n && text; i++)
+        if (p[i] > 0x7e || (p[i] < 0x20 && p[i] != '\n' && p[i] != '\r' && p[i] != '\t'))
+            text = 0;
+    if (text) {
+        d->specifier_case = ENVOY__CONFIG__CORE__V3__DATA_SOURCE__SPECIFIER_INLINE_STRING;
+        if (!(d->inline_string = xl_strndup(a, (const char *)p, n)))
+            return NULL;
+    } else {
+        d->specifier_case = ENVOY__CONFIG__CORE__V3__DATA_SOURCE__SPECIFIER_INLINE_BYTES;
+        d->inline_bytes.data = (uint8_t *)p;
+        d->inline_bytes.len = n;
+    }
+    return d;
+}
+
+static TlsCertificate *tls_certificate(struct xl_arena *a, const struct xl_tls_cert *c)
+{
+    TlsCertificate *t = NEW(a, TlsCertificate,
+                            ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__TLS_CERTIFICATE__INIT);
+    if (!t || !(t->certificate_chain = data_source(a, c->chain, c->chainlen, 0)) ||
+        !(t->private_key = data_source(a, c->key, c->keylen, 1)))
+        return NULL;
+    return t;
+}
+
+/* Sets |ctc|'s tls_params when a version is given. Returns 0 or -1. */
+static int tls_params(struct xl_arena *a, CommonTlsContext *ctc, enum xl_tls_version min,
+                      enum xl_tls_version max)
+{
+    if (min == XL_TLS_AUTO && max == XL_TLS_AUTO)
+        return 0;
+    TlsParameters *p =
+        NEW(a, TlsParameters, ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__TLS_PARAMETERS__INIT);
+    if (!p)
+        return -1;
+    /* the numbers are Envoy's TlsProtocol values */
+    p->tls_minimum_protocol_version =
+        (Envoy__Extensions__TransportSockets__Tls__V3__TlsParameters__TlsProtocol)min;
+    p->tls_maximum_protocol_version =
+        (Envoy__Extensions__TransportSockets__Tls__V3__TlsParameters__TlsProtocol)max;
+    ctc->tls_params = p;
+    return 0;
+}
+
+static TransportSocket *tls_socket(struct xl_arena *a, const char *type_url,
+                                   const ProtobufCMessage *ctx)
+{
+    TransportSocket *ts = NEW(a, TransportSocket, ENVOY__CONFIG__CORE__V3__TRANSPORT_SOCKET__INIT);
+    if (!ts)
+        return NULL;
+    ts->name = XL_TLS_SOCKET_NAME;
+    ts->config_type_case = ENVOY__CONFIG__CORE__V3__TRANSPORT_SOCKET__CONFIG_TYPE_TYPED_CONFIG;
+    if (!(ts->typed_config = any_of(a, type_url, ctx)))
+        return NULL;
+    return ts;
+}
+
+static FilterChain *tls_chain(struct xl_arena *a, const struct xl_downstream_tls *tls,
+                              const struct xl_tls_chain *c, Filter **fs)
+{
+    FilterChain *fc = NEW(a, FilterChain, ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN__INIT);
+    DownstreamTlsContext *dtc =
+        NEW(a, DownstreamTlsContext,
+            ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__DOWNSTREAM_TLS_CONTEXT__INIT);
+    CommonTlsContext *ctc =
+        NEW(a, CommonTlsContext,
+            ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__COMMON_TLS_CONTEXT__INIT);
+    TlsCertificate **certs = xl_alloc(a, sizeof(*certs));
+    if (!fc || !dtc || !ctc || !certs || !(certs[0] = tls_certificate(a, &c->cert)) ||
+        tls_params(a, ctc, tls->min_version, tls->max_version) != 0)
+        return NULL;
+    ctc->tls_certificates = certs;
+    ctc->n_tls_certificates = 1;
+    ctc->alpn_protocols = (char **)tls->alpn;
+    ctc->n_alpn_protocols = tls->nalpn;
+    if (tls->client_ca) {
+        CertificateValidationContext *vc = NEW(
+            a, CertificateValidationContext,
+            ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__CERTIFICATE_VALIDATION_CONTEXT__INIT);
+        if (!vc || !(vc->trusted_ca =
+                         data_source(a, (const uint8_t *)tls->client_ca, tls->client_ca_len, 0)))
+            return NULL;
+        ctc->validation_context_type_case =
+            ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__COMMON_TLS_CONTEXT__VALIDATION_CONTEXT_TYPE_VALIDATION_CONTEXT;
+        ctc->validation_context = vc;
+        if (tls->require_client_cert) {
+            dtc->require_client_certificate =
+                NEW(a, Google__Protobuf__BoolValue, GOOGLE__PROTOBUF__BOOL_VALUE__INIT);
+            if (!dtc->require_client_certificate)
+                return NULL;
+            dtc->require_client_certificate->value = 1;
+        }
+    }
+    dtc->common_tls_context = ctc;
+    if (!(fc->transport_socket = tls_socket(a, XL_TYPE_URL_DOWNSTREAM_TLS, &dtc->base)))
+        return NULL;
+    if (c->nserver_names) {
+        FilterChainMatch *m =
+            NEW(a, FilterChainMatch, ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN_MATCH__INIT);
+        if (!m)
+            return NULL;
+        m->server_names = (char **)c->server_names;
+        m->n_server_names = c->nserver_names;
+        fc->filter_chain_match = m;
+    }
+    fc->name = (char *)c->name;
+    fc->filters = fs;
+    fc->n_filters = 1;
+    return fc;
+}
+
+int xl_encode_listener_envoy_tls(const char *name, const char *address, uint32_t port,
+                                 const char *rc_name, const char *stat_prefix,
+                                 const struct xl_downstream_tls *tls,
+                                 const struct xl_tls_chain *chains, size_t nchains,
+                                 const struct xl_tls_chain *dflt, uint8_t **out, size_t *len)
+{
+    struct xl_arena a = {0};
+    int rc = -1;
+    Listener l = ENVOY__CONFIG__LISTENER__V3__LISTENER__INIT;
+    Address *addr = socket_address(&a, address, port);
+    Filter **fs = hcm_filters(&a, rc_name, stat_prefix);
+    FilterChain **fcs = xl_alloc(&a, (nchains ? nchains : 1) * sizeof(*fcs));
+    ListenerFilter *lf =
+        NEW(&a, ListenerFilter, ENVOY__CONFIG__LISTENER__V3__LISTENER_FILTER__INIT);
+    ListenerFilter **lfs = xl_alloc(&a, sizeof(*lfs));
+    TlsInspector ti = ENVOY__EXTENSIONS__FILTERS__LISTENER__TLS_INSPECTOR__V3__TLS_INSPECTOR__INIT;
+    if (!addr || !fs || !fcs || !lf || !lfs)
+        goto out;
+    /* SNI is read from the ClientHello by the TLS inspector: without it no
+     * server_names match */
+    lf->name = XL_TLS_INSPECTOR_NAME;
+    lf->config_type_case = ENVOY__CONFIG__LISTENER__V3__LISTENER_FILTER__CONFIG_TYPE_TYPED_CONFIG;
+    if (!(lf->typed_config = any_of(&a, XL_TYPE_URL_TLS_INSPECTOR, &ti.base)))
+        goto out;
+    lfs[0] = lf;
+    for (size_t i = 0; i < nchains; i++)
+        if (!(fcs[i] = tls_chain(&a, tls, &chains[i], fs)))
+            goto out;
+    if (dflt && !(l.default_filter_chain = tls_chain(&a, tls, dflt, fs)))
+        goto out;
+    l.name = (char *)name;
+    l.address = addr;
+    l.filter_chains = fcs;
+    l.n_filter_chains = nchains;
+    l.listener_filters = lfs;
+    l.n_listener_filters = 1;
     rc = pack(&l.base, out, len);
 out:
     xl_arena_free(&a);
@@ -415,6 +612,69 @@ out:
 
 int xl_encode_cluster(const char *name, enum xl_lb_policy lb, int64_t connect_timeout_ns,
                       int has_connect_timeout, uint8_t **out, size_t *len)
+{
+    return xl_encode_cluster_tls(name, lb, connect_timeout_ns, has_connect_timeout, NULL, out, len);
+}
+
+static TransportSocket *upstream_tls(struct xl_arena *a, const struct xl_upstream_tls_enc *t)
+{
+    UpstreamTlsContext *utc =
+        NEW(a, UpstreamTlsContext,
+            ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__UPSTREAM_TLS_CONTEXT__INIT);
+    CommonTlsContext *ctc =
+        NEW(a, CommonTlsContext,
+            ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__COMMON_TLS_CONTEXT__INIT);
+    if (!utc || !ctc || tls_params(a, ctc, t->min_version, t->max_version) != 0)
+        return NULL;
+    if (t->client) {
+        TlsCertificate **certs = xl_alloc(a, sizeof(*certs));
+        if (!certs || !(certs[0] = tls_certificate(a, t->client)))
+            return NULL;
+        ctc->tls_certificates = certs;
+        ctc->n_tls_certificates = 1;
+    }
+    if (t->ca) {
+        CertificateValidationContext *vc = NEW(
+            a, CertificateValidationContext,
+            ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__CERTIFICATE_VALIDATION_CONTEXT__INIT);
+        if (!vc || !(vc->trusted_ca = data_source(a, (const uint8_t *)t->ca, t->calen, 0)))
+            return NULL;
+        if (t->nsans) {
+            vc->match_typed_subject_alt_names =
+                xl_alloc(a, t->nsans * sizeof(*vc->match_typed_subject_alt_names));
+            if (!vc->match_typed_subject_alt_names)
+                return NULL;
+            for (size_t i = 0; i < t->nsans; i++) {
+                SubjectAltNameMatcher *m = NEW(
+                    a, SubjectAltNameMatcher,
+                    ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__SUBJECT_ALT_NAME_MATCHER__INIT);
+                StringMatcher *sm =
+                    NEW(a, StringMatcher, ENVOY__TYPE__MATCHER__V3__STRING_MATCHER__INIT);
+                if (!m || !sm)
+                    return NULL;
+                sm->match_pattern_case =
+                    ENVOY__TYPE__MATCHER__V3__STRING_MATCHER__MATCH_PATTERN_EXACT;
+                sm->exact = t->sans[i];
+                m->san_type =
+                    ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__SUBJECT_ALT_NAME_MATCHER__SAN_TYPE__DNS;
+                m->matcher = sm;
+                vc->match_typed_subject_alt_names[i] = m;
+            }
+            vc->n_match_typed_subject_alt_names = t->nsans;
+        }
+        ctc->validation_context_type_case =
+            ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__COMMON_TLS_CONTEXT__VALIDATION_CONTEXT_TYPE_VALIDATION_CONTEXT;
+        ctc->validation_context = vc;
+    }
+    utc->common_tls_context = ctc;
+    if (t->sni)
+        utc->sni = (char *)t->sni;
+    return tls_socket(a, XL_TYPE_URL_UPSTREAM_TLS, &utc->base);
+}
+
+int xl_encode_cluster_tls(const char *name, enum xl_lb_policy lb, int64_t connect_timeout_ns,
+                          int has_connect_timeout, const struct xl_upstream_tls_enc *tls,
+                          uint8_t **out, size_t *len)
 {
     struct xl_arena a = {0};
     int rc = -1;
@@ -443,6 +703,8 @@ int xl_encode_cluster(const char *name, enum xl_lb_policy lb, int64_t connect_ti
         break;
     }
     if (has_connect_timeout && !(c.connect_timeout = duration(&a, connect_timeout_ns)))
+        goto out;
+    if (tls && !(c.transport_socket = upstream_tls(&a, tls)))
         goto out;
     rc = pack(&c.base, out, len);
 out:

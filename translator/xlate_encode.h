@@ -28,7 +28,15 @@
 #define XL_TYPE_URL_HCM                                                                \
     "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3." \
     "HttpConnectionManager"
-#define XL_TYPE_URL_ROUTER "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
+#define XL_TYPE_URL_ROUTER    "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
+#define XL_TLS_SOCKET_NAME    "envoy.transport_sockets.tls"
+#define XL_TLS_INSPECTOR_NAME "envoy.filters.listener.tls_inspector"
+#define XL_TYPE_URL_DOWNSTREAM_TLS \
+    "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext"
+#define XL_TYPE_URL_UPSTREAM_TLS \
+    "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
+#define XL_TYPE_URL_TLS_INSPECTOR \
+    "type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector"
 
 struct xl_cluster_weight {
     const char *cluster;
@@ -78,6 +86,44 @@ __attribute__((warn_unused_result)) int
 xl_encode_listener_envoy(const char *name, const char *address, uint32_t port, const char *rc_name,
                          const char *stat_prefix, uint8_t **out, size_t *len);
 
+/* A certificate and its private key (PEM), for a TLS context. */
+struct xl_tls_cert {
+    const uint8_t *chain;
+    size_t chainlen;
+    const uint8_t *key;
+    size_t keylen;
+};
+
+/* One filter chain of a TLS listener: |cert| for the clients asking (SNI)
+ * for one of |server_names|. */
+struct xl_tls_chain {
+    const char *name; /* the filter chain's name: the Secret, "namespace/name" */
+    char *const *server_names;
+    size_t nserver_names;
+    struct xl_tls_cert cert;
+};
+
+/* What every filter chain of a TLS listener shares. */
+struct xl_downstream_tls {
+    enum xl_tls_version min_version, max_version; /* XL_TLS_AUTO: Envoy's default */
+    char *const *alpn;
+    size_t nalpn;
+    const char *client_ca; /* PEM bundle verifying client certificates, or NULL */
+    size_t client_ca_len;
+    int require_client_cert;
+};
+
+/* Envoy mode with TLS: like xl_encode_listener_envoy, plus the TLS
+ * inspector listener filter, one filter chain per entry of |chains|
+ * (filter_chain_match.server_names, a DownstreamTlsContext transport
+ * socket, the same HttpConnectionManager) and |dflt| as the
+ * default_filter_chain (clients without SNI, or asking for a name no chain
+ * lists). */
+__attribute__((warn_unused_result)) int xl_encode_listener_envoy_tls(
+    const char *name, const char *address, uint32_t port, const char *rc_name,
+    const char *stat_prefix, const struct xl_downstream_tls *tls, const struct xl_tls_chain *chains,
+    size_t nchains, const struct xl_tls_chain *dflt, uint8_t **out, size_t *len);
+
 /* Proxyless mode: an API Listener named |name| (the gRPC target) whose
  * api_listener is an HttpConnectionManager using RDS (ADS) for |rc_name|. */
 __attribute__((warn_unused_result)) int xl_encode_listener_api(const char *name,
@@ -90,6 +136,23 @@ __attribute__((warn_unused_result)) int xl_encode_cluster(const char *name, enum
                                                           int64_t connect_timeout_ns,
                                                           int has_connect_timeout, uint8_t **out,
                                                           size_t *len);
+
+/* TLS to a cluster's endpoints (an UpstreamTlsContext transport socket). */
+struct xl_upstream_tls_enc {
+    const char *sni; /* or NULL */
+    const char *ca;  /* PEM bundle verifying the server, or NULL (no verification) */
+    size_t calen;
+    char *const *sans; /* DNS names the server certificate must carry (any of) */
+    size_t nsans;
+    const struct xl_tls_cert *client; /* for mTLS, or NULL */
+    enum xl_tls_version min_version, max_version;
+};
+
+/* xl_encode_cluster with a TLS transport socket when |tls| is not NULL. */
+__attribute__((warn_unused_result)) int
+xl_encode_cluster_tls(const char *name, enum xl_lb_policy lb, int64_t connect_timeout_ns,
+                      int has_connect_timeout, const struct xl_upstream_tls_enc *tls, uint8_t **out,
+                      size_t *len);
 
 struct xl_lb_endpoint {
     const char *address; /* IP literal */

@@ -67,6 +67,14 @@ struct xl_vs_res {
 };
 
 struct xl_up_memo {
+    /* spec.tls resolved against its ConfigMap and Secret (every refresh) */
+    int tls_bad;      /* a reference is unusable: the Upstream is rejected */
+    uint64_t tls_key; /* Upstream digest + TLS material: what clusters are built from */
+    const struct xl_entry *tls_ca_cm, *tls_cert; /* the ConfigMap and Secret used, or NULL */
+    const char *tls_ca_pem;                      /* borrowed from the ConfigMap's parse */
+    struct xl_errors tls_errors;                 /* SecretNotFound, CertificateExpired... */
+    struct xl_arena tls_arena;                   /* their messages */
+    char *ref_keys[2];  /* registered in ctx->ref_ups ("S/ns/name", "C/ns/name") */
     uint64_t ep_digest; /* Upstream + Service + EndpointSlices */
     struct xds_resource *cla;
     size_t nendpoints;
@@ -75,6 +83,23 @@ struct xl_up_memo {
     uint64_t cluster_digest[XL_MODES];
     struct xds_resource *cluster[XL_MODES];
     char *svc_key; /* registered in ctx->svc_ups under this key (malloc) */
+};
+
+/* A Gateway's spec.tls resolved against the Secrets and ConfigMap it names
+ * (envoy mode; recomputed every pass, xlate_tlsref.c). */
+struct xl_gw_tls {
+    int fatal;               /* nothing usable: the Gateway is rejected */
+    struct xl_entry **certs; /* the usable certificates' Secrets, in spec order */
+    size_t *cert_index;      /* their index in spec.tls.certificates */
+    size_t ncerts;
+    const char *client_ca;   /* PEM, borrowed from the ConfigMap, or NULL */
+    uint64_t digest;         /* what the listener reads of them */
+    struct xl_errors errors; /* for the Gateway's report */
+    struct xl_arena arena;   /* this pass's: errors and arrays */
+    /* the client CA's last check (OpenSSL), redone when the ConfigMap changes */
+    uint64_t ca_checked; /* ConfigMap digest + key hash; 0: none */
+    int ca_ok;
+    char ca_msg[300];
 };
 
 /* One input object. */
@@ -106,6 +131,8 @@ struct xl_entry {
     struct xl_up_memo *up;
     struct xl_entry_list contrib; /* RouteTable: VirtualServices with problems about it */
     int up_exists, up_valid;      /* Upstream: what dependants saw last */
+    struct xl_gw_tls *gtls;       /* Gateway with spec.tls (envoy mode), else NULL */
+    int cert_phase;               /* Secret: enum xl_cert_phase at the last pass's time */
     /* report memo */
     enum xlate_state rep_state;
     const char *rep_reason;
@@ -159,6 +186,11 @@ struct xl_gw_memo {
     struct xds_resource_set sets[XDS_TYPE_COUNT]; /* sorted by name; refs held */
     size_t cap[XDS_TYPE_COUNT];
     struct xl_entry_list touched; /* this pass: selected VirtualServices to patch */
+    /* TLS listener (envoy mode with spec.tls) */
+    uint64_t lds_tls_digest; /* the xl_gw_tls digest the listener was built from */
+    struct xl_map uncovered; /* VirtualService key -> DomainNotCovered message (malloc) */
+    char **cert_notes;       /* CertificateUnused messages for the Gateway (malloc) */
+    size_t ncert_notes;
 };
 
 struct xl_dep_item {
@@ -183,9 +215,10 @@ struct xlate_ctx {
     struct xl_map slices_by_svc;           /* "ns/svc" -> struct xl_entry_list (slices) */
     struct xl_map svc_ups;                 /* "ns/svc" -> struct xl_entry_list (Upstreams) */
     struct xl_map rt_by_ns;                /* namespace -> struct xl_entry_list (RTs) */
-    struct xl_map deps;                    /* dependency key -> struct xl_dep_list */
-    struct xl_map gw_memo;                 /* Gateway key -> struct xl_gw_memo */
-    struct xlate_report_block *reports;    /* last pass's, shared when unchanged */
+    struct xl_map ref_ups;              /* "S/ns/name", "C/ns/name" -> xl_entry_list (Upstreams) */
+    struct xl_map deps;                 /* dependency key -> struct xl_dep_list */
+    struct xl_map gw_memo;              /* Gateway key -> struct xl_gw_memo */
+    struct xlate_report_block *reports; /* last pass's, shared when unchanged */
     uint32_t res_serial;
     size_t arena_hint[XLATE_KIND_COUNT]; /* bytes the last parse of the kind used */
     /* this pass */
@@ -197,6 +230,10 @@ struct xlate_ctx {
     struct xl_entry_list rep_list;   /* entries whose report is recomputed */
     struct xl_map changed_deps;      /* dependency keys that changed (key -> malloc key) */
     struct xl_map dirty_services;    /* Service keys whose endpoints changed */
+    struct xl_map dirty_refs;        /* "S/ns/name", "C/ns/name" that changed (or crossed a
+                                      * validity boundary) */
+    int64_t now, prev_now;           /* evaluation time (struct xlate_input) */
+    int64_t recheck_at;              /* the next validity boundary after now, or 0 */
     int reports_changed;
     struct xlate_stats stats;
 };
@@ -215,6 +252,27 @@ int xl_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e);
 /* Ensures e->up->cluster[mode] is current. Returns 0 or -1. */
 int xl_upstream_cluster(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_mode mode);
 void xl_up_memo_free(struct xl_up_memo *m);
+
+/* 1 if Upstream |up| can be routed to: parsed fine and its TLS references
+ * usable. */
+static inline int xl_upstream_usable(const struct xl_entry *up)
+{
+    return up->parse_state != XLATE_REJECTED && !(up->up && up->up->tls_bad);
+}
+
+/* xlate_tlsref.c: resolves |gwe|'s spec.tls (envoy mode) into gwe->gtls for
+ * this pass. Returns 0 or -1 (memory). */
+int xl_gw_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *gwe);
+void xl_gw_tls_free(struct xl_gw_tls *t);
+/* Encodes |gwe|'s TLS listener from the memo's accepted virtual hosts:
+ * assigns every served host name to the certificate covering it best,
+ * records the VirtualServices' uncovered domains and the unused
+ * certificates in the memo. Returns 0 or -1. */
+int xl_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
+                       const char *stat_prefix, uint8_t **out, size_t *len);
+/* Resolves an Upstream's spec.tls into e->up (tls_bad, tls_key, errors).
+ * Returns 0 or -1. */
+int xl_up_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *e);
 
 /* xlate_report.c: recomputes the reports of ctx->rep_list (and every
  * Gateway's) and gives |snap| its report block (shared with the previous

@@ -30,6 +30,12 @@ static int kv_str(struct cx_buf *b, int depth, const char *k, const char *v, int
 
 int xlate_render_groups(const struct xlate_snapshot *s, int depth, struct cx_buf *out)
 {
+    return xlate_render_groups_flags(s, depth, 0, out);
+}
+
+int xlate_render_groups_flags(const struct xlate_snapshot *s, int depth, unsigned flags,
+                              struct cx_buf *out)
+{
     int rc = cx_buf_puts(out, "{");
     rc |= kv_str(out, depth + 1, "version", s->version, 0);
     rc |= indent(out, depth + 1);
@@ -55,9 +61,9 @@ int xlate_render_groups(const struct xlate_snapshot *s, int depth, struct cx_buf
                 rc |= indent(out, depth + 5);
                 if (rc)
                     break;
-                int r = cx_pbjson_render_any(xds_type_url((enum xds_type)t), set->items[i]->bytes,
-                                             set->items[i]->len,
-                                             CX_PBJSON_PRETTY | CX_PBJSON_INDENT(depth + 5), out);
+                int r = cx_pbjson_render_any(
+                    xds_type_url((enum xds_type)t), set->items[i]->bytes, set->items[i]->len,
+                    flags | CX_PBJSON_PRETTY | CX_PBJSON_INDENT(depth + 5), out);
                 if (r == CX_PBJSON_EDECODE)
                     return -2;
                 rc |= r;

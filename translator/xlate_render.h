@@ -2,7 +2,7 @@
  * xlate_render: a snapshot as JSON, for people and for golden files
  * (`coxswain translate`, tests/data/translator/). Resources are shown as
  * proto3 JSON Any values ("@type" first), exactly as a REST-JSON xDS client
- * would see them. Deterministic: the same snapshot always gives the same
+ * would see them, private keys redacted. Deterministic: the same snapshot always gives the same
  * bytes. Pure; thread-safe.
  */
 #ifndef XLATE_RENDER_H
@@ -17,6 +17,12 @@
  * -2 (a resource did not decode: a bug). */
 __attribute__((warn_unused_result)) int xlate_render_groups(const struct xlate_snapshot *s,
                                                             int depth, struct cx_buf *out);
+
+/* The same with extra cx_pbjson flags: CX_PBJSON_SHOW_SECRETS shows private
+ * keys, which every other rendering replaces with "[redacted]". */
+__attribute__((warn_unused_result)) int xlate_render_groups_flags(const struct xlate_snapshot *s,
+                                                                  int depth, unsigned flags,
+                                                                  struct cx_buf *out);
 
 /* Appends the reports as a JSON array of {kind, namespace, name, state,
  * reason, message}. Returns 0 or -1. */

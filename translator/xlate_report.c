@@ -141,6 +141,10 @@ static int report_gateway(struct xlate_ctx *ctx, struct xl_entry *e)
     char dbuf[700], ok[400];
     add_errors(&l, &e->obj.errors);
     dup_problem(&l, e, dbuf, sizeof(dbuf));
+    if (e->gtls)
+        add_errors(&l, &e->gtls->errors);
+    for (size_t i = 0; m && i < m->ncert_notes; i++)
+        add(&l, XLATE_WARNING, XL_R_CERT_UNUSED, m->cert_notes[i]);
     ok[0] = '\0';
     if (m) {
         size_t conflicts = m->conflicts.n;
@@ -192,6 +196,9 @@ static int report_virtual_service(struct xlate_ctx *ctx, struct xl_entry *e)
                 const char *c = xl_map_get(&memos[i]->conflicts, e->key, e->keylen);
                 if (c)
                     add(&l, XLATE_REJECTED, XL_R_DOMAIN_CONFLICT, c);
+                const char *u = xl_map_get(&memos[i]->uncovered, e->key, e->keylen);
+                if (u)
+                    add(&l, XLATE_WARNING, XL_R_DOMAIN_NOT_COVERED, u);
             }
             size_t o =
                 (size_t)snprintf(ok, sizeof(ok), "served by Gateway%s ", nuses == 1 ? "" : "s");
@@ -248,8 +255,14 @@ static int report_upstream(struct xlate_ctx *ctx, struct xl_entry *e)
     add_errors(&l, &e->obj.errors);
     dup_problem(&l, e, dbuf, sizeof(dbuf));
     ok[0] = '\0';
-    if (e->parse_state != XLATE_REJECTED && e->up) {
+    if (e->parse_state != XLATE_REJECTED && e->up)
+        add_errors(&l, &e->up->tls_errors);
+    if (e->parse_state != XLATE_REJECTED && e->up && !e->up->tls_bad) {
         add_errors(&l, &e->up->ep_errors);
+        if ((modes & (1 << XLATE_MODE_PROXYLESS)) && u->tls.enabled)
+            add(&l, XLATE_WARNING, XL_R_UNSUPPORTED,
+                "spec.tls: not applied for proxyless Gateways: gRPC clients take their TLS "
+                "settings from the certificate providers of their xDS bootstrap");
         if ((modes & (1 << XLATE_MODE_PROXYLESS)) &&
             (u->lb == XL_LB_LEAST_REQUEST || u->lb == XL_LB_RANDOM)) {
             snprintf(lbbuf, sizeof(lbbuf),

@@ -191,7 +191,7 @@ static struct xl_entry *lookup_upstream(struct rctx *rc, struct xl_entry *owner,
             "%s: Upstream %s/%s not found; route left out", path, ref->ns, ref->name);
         return NULL;
     }
-    if (up->parse_state == XLATE_REJECTED) {
+    if (!xl_upstream_usable(up)) {
         msg(rc, owner, XLATE_WARNING, XL_R_UPSTREAM_REJECTED,
             "%s: Upstream %s/%s is rejected; route left out", path, ref->ns, ref->name);
         return NULL;

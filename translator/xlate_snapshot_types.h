@@ -95,6 +95,10 @@ struct xlate_snapshot {
      * freeing each report: consecutive snapshots share one block while no
      * report changes. */
     struct xlate_report_block *report_block;
+    /* Unix seconds at which the reports may change with time alone (a
+     * certificate becomes valid or expires); 0: never. The daemon
+     * translates again then. */
+    int64_t recheck_at;
 };
 
 /* Reports shared by consecutive snapshots (refcounted; see

@@ -1,8 +1,8 @@
 /*
  * xlate_types: the translator's public types — what the daemon hands in
- * (a view of its store: objects as cJSON with their change digests) and the
- * statistics a pass reports. The output types are in xlate_snapshot_types.h.
- * Functions are in xlate.h.
+ * (a view of its store: objects as cJSON with their change digests, and the
+ * evaluation time) and the statistics a pass reports. The output types are in
+ * xlate_snapshot_types.h. Functions are in xlate.h.
  */
 #ifndef XLATE_TYPES_H
 #define XLATE_TYPES_H
@@ -19,7 +19,9 @@ enum xlate_kind {
     XLATE_KIND_UPSTREAM = 3,
     XLATE_KIND_SERVICE = 4,        /* core/v1 */
     XLATE_KIND_ENDPOINT_SLICE = 5, /* discovery.k8s.io/v1 */
-    XLATE_KIND_COUNT = 6,
+    XLATE_KIND_SECRET = 6,         /* core/v1, type kubernetes.io/tls: certificates */
+    XLATE_KIND_CONFIG_MAP = 7,     /* core/v1: CA bundles */
+    XLATE_KIND_COUNT = 8,
 };
 
 /* One object of the daemon's store. Borrowed for the duration of one
@@ -37,6 +39,12 @@ struct xlate_object {
 struct xlate_input {
     const struct xlate_object *objects; /* any order: output never depends on it */
     size_t n;
+    /* The evaluation time, Unix seconds: certificates are judged valid,
+     * expired or not yet valid at this instant. It only ever changes
+     * reports (Warnings), never xDS bytes or versions, so replicas whose
+     * clocks differ still serve identical snapshots. 0: validity periods
+     * are not checked. The translator reads no clock. */
+    int64_t now;
 };
 
 /* One change since the previous pass (xlate_run_changes): an object added

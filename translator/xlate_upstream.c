@@ -21,7 +21,10 @@ void xl_up_memo_free(struct xl_up_memo *m)
     for (int i = 0; i < XL_MODES; i++)
         xds_resource_unref(m->cluster[i]);
     xl_arena_free(&m->ep_arena);
+    xl_arena_free(&m->tls_arena);
     free(m->svc_key);
+    free(m->ref_keys[0]);
+    free(m->ref_keys[1]);
     free(m);
 }
 
@@ -182,12 +185,32 @@ static int encode_cluster(struct xlate_ctx *ctx, struct xl_entry *e, int mode)
         lb = XL_LB_ROUND_ROBIN;
     uint8_t *bytes = NULL;
     size_t len = 0;
-    if (xl_encode_cluster(e->key, lb, u->connect_timeout_ns, u->has_connect_timeout, &bytes,
-                          &len) != 0)
+    /* TLS to the endpoints: envoy mode only (gRPC clients take theirs from
+     * certificate providers; the report warns) */
+    const struct xl_upstream_tls *t = &u->tls;
+    struct xl_tls_cert client = {0};
+    struct xl_upstream_tls_enc tls = {0};
+    if (t->enabled && mode == XLATE_MODE_ENVOY) {
+        tls.sni = t->sni;
+        tls.ca = m->tls_ca_pem;
+        tls.calen = m->tls_ca_pem ? strlen(m->tls_ca_pem) : 0;
+        tls.sans = t->nsans ? t->sans : NULL;
+        tls.nsans = t->nsans;
+        tls.min_version = t->min_version;
+        tls.max_version = t->max_version;
+        if (m->tls_cert) {
+            const struct xl_secret *sec = &m->tls_cert->obj.u.secret;
+            client = (struct xl_tls_cert){sec->crt, sec->crtlen, sec->key, sec->keylen};
+            tls.client = &client;
+        }
+    }
+    if (xl_encode_cluster_tls(e->key, lb, u->connect_timeout_ns, u->has_connect_timeout,
+                              t->enabled && mode == XLATE_MODE_ENVOY ? &tls : NULL, &bytes,
+                              &len) != 0)
         return -1;
     int rc = swap_resource(ctx, &m->cluster[mode], XDS_CLUSTER, e->key, bytes, len);
     if (rc >= 0)
-        m->cluster_digest[mode] = e->digest;
+        m->cluster_digest[mode] = m->tls_key;
     return rc;
 }
 
@@ -196,7 +219,9 @@ int xl_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e)
     struct xl_up_memo *m = e->up;
     int changed = 0;
     const struct xl_upstream *u = &e->obj.u.up;
-    if (e->parse_state == XLATE_REJECTED) {
+    if (xl_up_tls_resolve(ctx, e) != 0)
+        return -1;
+    if (!xl_upstream_usable(e)) {
         changed = m->cla != NULL || m->cluster[0] || m->cluster[1];
         xds_resource_unref(m->cla);
         m->cla = NULL;
@@ -210,9 +235,9 @@ int xl_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e)
         m->nendpoints = 0;
         return changed;
     }
-    /* clusters already built follow the Upstream's spec */
+    /* clusters already built follow the Upstream's spec and TLS material */
     for (int mode = 0; mode < XL_MODES; mode++) {
-        if (!m->cluster[mode] || m->cluster_digest[mode] == e->digest)
+        if (!m->cluster[mode] || m->cluster_digest[mode] == m->tls_key)
             continue;
         int rc = encode_cluster(ctx, e, mode);
         if (rc < 0)
@@ -254,7 +279,7 @@ int xl_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e)
 int xl_upstream_cluster(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_mode mode)
 {
     struct xl_up_memo *m = e->up;
-    if (m->cluster[mode] && m->cluster_digest[mode] == e->digest)
+    if (m->cluster[mode] && m->cluster_digest[mode] == m->tls_key)
         return 0;
     return encode_cluster(ctx, e, mode) < 0 ? -1 : 0;
 }

@@ -51,6 +51,90 @@ REF = {
     "description": "An Upstream by name; namespace defaults to the object's own.",
 }
 
+SECRET_REF = {
+    "type": "object",
+    "required": ["name"],
+    "properties": {"name": NAME, "namespace": NAMESPACE},
+    "description": "A Secret of type kubernetes.io/tls (tls.crt, tls.key); namespace defaults "
+                   "to the object's own. Another namespace's Secret must allow it with the "
+                   "annotation coxswain.dev/allow-references-from.",
+}
+
+CONFIGMAP_REF = {
+    "type": "object",
+    "required": ["name"],
+    "properties": {
+        "name": NAME, "namespace": NAMESPACE,
+        "key": {"type": "string", "minLength": 1, "maxLength": 253,
+                "pattern": r"^[-._a-zA-Z0-9]+$", "default": "ca.crt",
+                "description": "The data key holding the PEM CA bundle."},
+    },
+    "description": "A ConfigMap holding a PEM CA bundle; namespace defaults to the object's own "
+                   "(another namespace's must allow it with the annotation "
+                   "coxswain.dev/allow-references-from).",
+}
+
+TLS_VERSION = {"type": "string", "enum": ["TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3"]}
+
+GATEWAY_TLS = {
+    "type": "object",
+    "required": ["certificates"],
+    "description": "HTTPS (envoy mode): one filter chain per certificate, chosen by SNI for the "
+                   "served domains it covers; the first usable certificate also serves clients "
+                   "without SNI. Ignored, with a Warning, in proxyless mode.",
+    "properties": {
+        "certificates": {
+            "type": "array", "minItems": 1, "maxItems": 64,
+            "items": {"type": "object", "required": ["secretRef"],
+                      "properties": {"secretRef": SECRET_REF}},
+        },
+        "minVersion": dict(TLS_VERSION, description="Lowest TLS version accepted "
+                                                    "(default TLSv1.2)."),
+        "maxVersion": dict(TLS_VERSION, description="Highest TLS version (default: Envoy's, "
+                                                    "TLSv1.3)."),
+        "alpnProtocols": {"type": "array", "minItems": 1, "maxItems": 2,
+                          "items": {"type": "string", "enum": ["h2", "http/1.1"]},
+                          "description": "ALPN offered to clients (default [h2, http/1.1])."},
+        "clientValidation": {
+            "type": "object",
+            "required": ["caConfigMapRef"],
+            "description": "Verify client certificates (mTLS) with this CA bundle.",
+            "properties": {
+                "caConfigMapRef": CONFIGMAP_REF,
+                "optional": {"type": "boolean", "default": False,
+                             "description": "Verify a certificate when one is presented, "
+                                            "do not require one."},
+            },
+        },
+    },
+}
+
+UPSTREAM_TLS = {
+    "type": "object",
+    "description": "TLS to the endpoints (envoy mode; proxyless Gateways get a Warning). Set "
+                   "caConfigMapRef, or insecureSkipVerify: true.",
+    "properties": {
+        "sni": {"type": "string", "minLength": 1, "maxLength": 253,
+                "description": "Server name sent to the backend; also the name its certificate "
+                               "must carry unless subjectAltNames is set."},
+        "caConfigMapRef": CONFIGMAP_REF,
+        "insecureSkipVerify": {"type": "boolean",
+                               "description": "Encrypt without verifying the backend's "
+                                              "certificate."},
+        "subjectAltNames": {"type": "array", "minItems": 1, "maxItems": 64,
+                            "items": {"type": "string", "minLength": 1},
+                            "description": "DNS names the backend's certificate may carry "
+                                           "(any of them; default: sni)."},
+        "clientCertificate": {
+            "type": "object", "required": ["secretRef"],
+            "description": "A client certificate to present (mTLS to the backend).",
+            "properties": {"secretRef": SECRET_REF},
+        },
+        "minVersion": TLS_VERSION,
+        "maxVersion": TLS_VERSION,
+    },
+}
+
 HEADER = {
     "type": "object",
     "required": ["name"],
@@ -171,6 +255,7 @@ SPECS = {
                     "description": "Namespaces whose VirtualServices it serves; \"*\" for all. "
                                    "Default: its own namespace.",
                 },
+                "tls": GATEWAY_TLS,
             },
         },
         "columns": [("Mode", "string", ".spec.mode")],
@@ -236,6 +321,7 @@ SPECS = {
                 "lbPolicy": {"type": "string", "default": "RoundRobin",
                              "enum": ["RoundRobin", "LeastRequest", "RingHash", "Random"]},
                 "connectTimeout": DURATION,
+                "tls": UPSTREAM_TLS,
             },
             "oneOf": [{"required": ["kube"]}, {"required": ["static"]}],
         },

@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     {
         objs[i++] = (struct xlate_object){.kind = XLATE_KIND_UNKNOWN, .obj = o};
     }
-    struct xlate_input in = {objs, n};
+    struct xlate_input in = {objs, n, 0};
     struct xlate_ctx *a = xlate_ctx_new(), *b = xlate_ctx_new();
     struct xlate_snapshot *s1 = NULL, *s2 = NULL, *s3 = NULL;
     if (xlate_run(a, &in, &s1, NULL) == 0 && xlate_run(a, &in, &s2, NULL) == 0 &&

@@ -74,7 +74,7 @@ static const char *obj_ns(const cJSON *o)
 }
 
 /* Fresh full translation of |objs| rendered. */
-static char *fresh(cJSON **objs, size_t n)
+static char *fresh(cJSON **objs, size_t n, int64_t now)
 {
     struct xlate_object *in = calloc(n ? n : 1, sizeof(*in));
     for (size_t i = 0; i < n; i++)
@@ -82,7 +82,7 @@ static char *fresh(cJSON **objs, size_t n)
     struct xlate_ctx *ctx = xlate_ctx_new();
     struct xlate_snapshot *s = NULL;
     char *r = NULL;
-    if (xlate_run(ctx, &(struct xlate_input){in, n}, &s, NULL) == 0)
+    if (xlate_run(ctx, &(struct xlate_input){in, n, now}, &s, NULL) == 0)
         r = render(s);
     xlate_snapshot_unref(s);
     xlate_ctx_free(ctx);
@@ -97,6 +97,48 @@ static uint64_t rnd(void)
     rng ^= rng >> 7;
     rng ^= rng << 17;
     return rng;
+}
+
+/* Test material (tests/data/tls), base64 or as it is; kept for the run. */
+static const char *b64_file(const char *rel)
+{
+    static struct {
+        const char *rel;
+        char *val;
+    } cache[8];
+    for (int i = 0; i < 8; i++) {
+        if (cache[i].rel && strcmp(cache[i].rel, rel) == 0)
+            return cache[i].val;
+        if (!cache[i].rel) {
+            size_t len;
+            unsigned char *d = (unsigned char *)cxt_read_file(cxt_data_path(rel), &len);
+            static const char t[] =
+                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+            char *out = calloc(1, 4 * (len / 3 + 2));
+            size_t o = 0;
+            for (size_t k = 0; d && k < len; k += 3) {
+                uint32_t v = (uint32_t)d[k] << 16 | (k + 1 < len ? (uint32_t)d[k + 1] << 8 : 0) |
+                             (k + 2 < len ? d[k + 2] : 0);
+                out[o++] = t[v >> 18 & 63];
+                out[o++] = t[v >> 12 & 63];
+                out[o++] = k + 1 < len ? t[v >> 6 & 63] : '=';
+                out[o++] = k + 2 < len ? t[v & 63] : '=';
+            }
+            free(d);
+            cache[i].rel = rel;
+            cache[i].val = out;
+            return out;
+        }
+    }
+    return "";
+}
+
+static const char *pem_file(const char *rel)
+{
+    static char *chain;
+    if (!chain)
+        chain = cxt_read_file(cxt_data_path(rel), NULL);
+    return chain ? chain : "";
 }
 
 /* A variant of |o| (same kind and name) with a mutation that matters:
@@ -163,9 +205,41 @@ static cJSON *mutate(const cJSON *o, int how)
                 cJSON_DeleteItemFromObject(m, "prefix");
                 cJSON_AddStringToObject(m, "prefix", how & 4 ? "/elsewhere" : "/a/b");
             }
+        } else if (kind && strcmp(kind, "Gateway") == 0 && spec &&
+                   cJSON_GetObjectItem(spec, "tls") && (how & 8)) {
+            /* TLS: the certificate list turns around (the default changes) */
+            cJSON *certs = cx_json_path(spec, "tls", "certificates", NULL);
+            cJSON *first = cJSON_DetachItemFromArray(certs, 0);
+            if (first)
+                cJSON_AddItemToArray(certs, first);
         } else if (kind && strcmp(kind, "Gateway") == 0 && spec) {
             cJSON_DeleteItemFromObject(spec, "bindPort");
             cJSON_AddNumberToObject(spec, "bindPort", how & 4 ? 9090 : 8080);
+        } else if (kind && strcmp(kind, "Secret") == 0) {
+            /* rotated to another valid pair, or broken (a key that does
+             * not match) */
+            cJSON *data = cJSON_GetObjectItem(c, "data");
+            if (!data)
+                data = cJSON_AddObjectToObject(c, "data");
+            cJSON_DeleteItemFromObject(data, "tls.crt");
+            cJSON_DeleteItemFromObject(data, "tls.key");
+            cJSON_DeleteItemFromObject(c, "stringData");
+            cJSON_AddStringToObject(data, "tls.crt",
+                                    how & 4 ? b64_file("tls/www-rotated.crt")
+                                            : b64_file("tls/expired.crt"));
+            cJSON_AddStringToObject(data, "tls.key",
+                                    how & 4 ? b64_file("tls/www-rotated.key")
+                                            : b64_file("tls/other.key"));
+        } else if (kind && strcmp(kind, "ConfigMap") == 0) {
+            cJSON *data = cJSON_GetObjectItem(c, "data");
+            cJSON *first = data ? data->child : NULL;
+            if (first && first->string) {
+                char *k = strdup(first->string);
+                cJSON_DeleteItemFromObject(data, k);
+                cJSON_AddStringToObject(data, k,
+                                        how & 4 ? "not a bundle" : pem_file("tls/chain.crt"));
+                free(k);
+            }
         } else if (spec) {
             cJSON_AddStringToObject(spec, "x-unknown", "field");
         }
@@ -224,7 +298,11 @@ static void walk(const char *case_name, int steps)
                 fprintf(stderr, "# step %d: %s %s %s\n", step, ch[j].obj ? "upsert" : "delete",
                         ch[j].obj ? cx_json_str(ch[j].obj, "kind") : "?",
                         ch[j].obj ? obj_name(ch[j].obj) : ch[j].name);
-        REQUIRE_INT_EQ(xlate_run_changes(inc, ch, nch, &s1, NULL), 0);
+        /* the evaluation time moves too: certificates expire and become
+         * valid (2000, 2025, 2300) */
+        static const int64_t nows[] = {946684800 + 86400, 1735689600, 10413792000};
+        int64_t now = nows[(step / 3) % 3];
+        REQUIRE_INT_EQ(xlate_run_changes_at(inc, ch, nch, now, &s1, NULL), 0);
         cJSON **live = calloc(n, sizeof(*live));
         size_t nl = 0;
         for (size_t i = 0; i < n; i++)
@@ -233,8 +311,8 @@ static void walk(const char *case_name, int steps)
         struct xlate_object *in = calloc(nl ? nl : 1, sizeof(*in));
         for (size_t i = 0; i < nl; i++)
             in[i] = (struct xlate_object){.kind = XLATE_KIND_UNKNOWN, .obj = live[i]};
-        REQUIRE_INT_EQ(xlate_run(view, &(struct xlate_input){in, nl}, &s2, NULL), 0);
-        char *want = fresh(live, nl);
+        REQUIRE_INT_EQ(xlate_run(view, &(struct xlate_input){in, nl, now}, &s2, NULL), 0);
+        char *want = fresh(live, nl, now);
         char *got1 = render(s1), *got2 = render(s2);
         REQUIRE(want && got1 && got2);
         if (strcmp(want, got1) != 0 || strcmp(want, got2) != 0) {
@@ -310,6 +388,14 @@ static void test_incremental_equals_fresh(void)
         "upstream_missing",
         "upstream_rejected",
         "weighted_totals",
+        "tls_sni_two_certs",
+        "tls_client_validation",
+        "tls_upstream_ca_sni",
+        "tls_upstream_mtls",
+        "tls_reject_missing_refs",
+        "tls_validity",
+        "tls_cross_namespace",
+        "tls_reject_bad_ca",
     };
     int steps = getenv("COXSWAIN_SANITIZE") && strcmp(getenv("COXSWAIN_SANITIZE"), "0") ? 25 : 60;
     if (getenv("XLATE_WALK_STEPS"))
@@ -372,7 +458,7 @@ static void test_work_follows_the_change(void)
     struct xlate_ctx *ctx = xlate_ctx_new();
     struct xlate_snapshot *s1 = NULL, *s2 = NULL, *s3 = NULL;
     struct xlate_stats st;
-    REQUIRE_INT_EQ(xlate_run(ctx, &(struct xlate_input){w.in, w.n}, &s1, &st), 0);
+    REQUIRE_INT_EQ(xlate_run(ctx, &(struct xlate_input){w.in, w.n, 0}, &s1, &st), 0);
     CHECK_INT_EQ(st.parsed, 8);
     CHECK_INT_EQ(st.vhosts_built, 2);
 
@@ -463,7 +549,7 @@ static void test_changes_need_a_full_view_first_after_failure(void)
     struct xlate_snapshot *a = NULL, *b = NULL;
     REQUIRE_INT_EQ(xlate_run_changes(ctx, ch, w.n, &a, NULL), 0);
     struct xlate_ctx *c2 = xlate_ctx_new();
-    REQUIRE_INT_EQ(xlate_run(c2, &(struct xlate_input){w.in, w.n}, &b, NULL), 0);
+    REQUIRE_INT_EQ(xlate_run(c2, &(struct xlate_input){w.in, w.n, 0}, &b, NULL), 0);
     CHECK_STR_EQ(a->version, b->version);
     /* deleting something that does not exist is a no-op */
     struct xlate_snapshot *c = NULL;

@@ -5,6 +5,9 @@
  * (shuffled input order, fresh context: identical bytes and versions) and
  * that a second pass over the same input reuses every resource.
  *
+ * Every case is translated at the same evaluation time, GOLDEN_NOW
+ * (2025-01-01T00:00:00Z): certificate validity Warnings are reproducible.
+ *
  * COXSWAIN_GOLDEN_UPDATE=1 rewrites the expected files (review the diff!).
  */
 #include "cx_buf.h"
@@ -18,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#define GOLDEN_NOW INT64_C(1735689600)
 
 struct loaded {
     cJSON *docs;
@@ -128,7 +133,7 @@ static int run_case(const char *dir)
     struct xlate_snapshot *s1 = NULL, *s2 = NULL;
     struct xlate_stats st;
     REQUIRE(ctx);
-    REQUIRE_INT_EQ(xlate_run(ctx, &(struct xlate_input){l.objs, l.n}, &s1, &st), 0);
+    REQUIRE_INT_EQ(xlate_run(ctx, &(struct xlate_input){l.objs, l.n, GOLDEN_NOW}, &s1, &st), 0);
     char *groups = render_groups(s1);
     char *reports = render_reports(s1);
     REQUIRE(groups && reports);
@@ -136,7 +141,7 @@ static int run_case(const char *dir)
     compare(dir, "reports.json", reports);
 
     /* the same input again: nothing is rebuilt, every resource is shared */
-    REQUIRE_INT_EQ(xlate_run(ctx, &(struct xlate_input){l.objs, l.n}, &s2, &st), 0);
+    REQUIRE_INT_EQ(xlate_run(ctx, &(struct xlate_input){l.objs, l.n, GOLDEN_NOW}, &s2, &st), 0);
     CHECK_INT_EQ(st.parsed, 0);
     CHECK_INT_EQ(st.vhosts_built, 0);
     CHECK_INT_EQ(st.resources_built, 0);
@@ -160,7 +165,7 @@ static int run_case(const char *dir)
         }
         struct xlate_ctx *c2 = xlate_ctx_new();
         struct xlate_snapshot *s3 = NULL;
-        REQUIRE_INT_EQ(xlate_run(c2, &(struct xlate_input){l.objs, l.n}, &s3, NULL), 0);
+        REQUIRE_INT_EQ(xlate_run(c2, &(struct xlate_input){l.objs, l.n, GOLDEN_NOW}, &s3, NULL), 0);
         char *g3 = render_groups(s3);
         char *r3 = render_reports(s3);
         CHECK_STR_EQ(s3->version, s1->version);

@@ -1,0 +1,488 @@
+/*
+ * TLS references: a Gateway's and an Upstream's spec.tls resolved against
+ * the Secrets and ConfigMaps they name (found, shared with the referrer's
+ * namespace, usable, valid at the pass's time), and a Gateway's TLS
+ * listener: every host name its accepted VirtualServices serve goes to the
+ * certificate that covers it best (an exact name before a wildcard, then
+ * spec order), one filter chain per certificate, the first usable
+ * certificate as the default chain.
+ *
+ * What is wrong is reported with the field path of the referrer:
+ * "spec.tls.certificates[1].secretRef: Secret default/www has no tls.key".
+ * The evaluation time only changes Warnings, never bytes.
+ */
+#include "xlate_internal.h"
+
+#include "cx_buf.h"
+#include "cx_hash.h"
+#include "xlate_tls.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int add_err(struct xl_errors *e, struct xl_arena *a, enum xlate_state st, enum xl_reason r,
+                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int add_err(struct xl_errors *e, struct xl_arena *a, enum xlate_state st, enum xl_reason r,
+                   const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    return xl_errors_add(e, a, st, r, "%s", buf);
+}
+
+/* Why Secret |ref| cannot serve as a certificate for an object of
+ * namespace |from|: 0 and *out set when it can, else the reason with a
+ * message in |why|. */
+static enum xl_reason secret_usable(struct xlate_ctx *ctx, const char *from,
+                                    const struct xl_obj_ref *ref, struct xl_entry **out, char *why,
+                                    size_t n)
+{
+    struct xl_entry *se = xl_find(ctx, XLATE_KIND_SECRET, ref->ns, ref->name);
+    *out = NULL;
+    if (!se) {
+        snprintf(why, n, "Secret %s/%s not found", ref->ns, ref->name);
+        return XL_R_SECRET_NOT_FOUND;
+    }
+    const struct xl_secret *s = &se->obj.u.secret;
+    if (!xl_tls_ref_allowed(from, ref->ns, s->allow_from)) {
+        snprintf(why, n,
+                 "Secret %s/%s is in another namespace and does not allow references from "
+                 "namespace %s (annotation " XLATE_ALLOW_REFS_ANNOTATION ")",
+                 ref->ns, ref->name, from);
+        return XL_R_REF_NOT_PERMITTED;
+    }
+    if (s->state != XL_SECRET_OK) {
+        snprintf(why, n, "Secret %s/%s: %s", ref->ns, ref->name,
+                 s->problem ? s->problem : "unusable");
+        return XL_R_INVALID_CERTIFICATE;
+    }
+    *out = se;
+    return XL_R_NONE;
+}
+
+/* The same for the CA bundle in ConfigMap |ref| (key ref->key); *pem set
+ * when usable. |cache|/|cache_ok|/|cache_msg| remember the last OpenSSL
+ * check (keyed by the ConfigMap's digest and the key). */
+static enum xl_reason ca_usable(struct xlate_ctx *ctx, const char *from,
+                                const struct xl_obj_ref *ref, struct xl_entry **out,
+                                const char **pem, uint64_t *cache, int *cache_ok, char *cache_msg,
+                                size_t cache_len, char *why, size_t n)
+{
+    struct xl_entry *ce = xl_find(ctx, XLATE_KIND_CONFIG_MAP, ref->ns, ref->name);
+    *out = NULL;
+    *pem = NULL;
+    if (!ce) {
+        snprintf(why, n, "ConfigMap %s/%s not found", ref->ns, ref->name);
+        return XL_R_CONFIG_MAP_NOT_FOUND;
+    }
+    const struct xl_config_map *c = &ce->obj.u.cm;
+    if (!xl_tls_ref_allowed(from, ref->ns, c->allow_from)) {
+        snprintf(why, n,
+                 "ConfigMap %s/%s is in another namespace and does not allow references from "
+                 "namespace %s (annotation " XLATE_ALLOW_REFS_ANNOTATION ")",
+                 ref->ns, ref->name, from);
+        return XL_R_REF_NOT_PERMITTED;
+    }
+    const char *v = xl_config_map_get(c, ref->key);
+    if (!v) {
+        snprintf(why, n, "ConfigMap %s/%s has no key %s", ref->ns, ref->name, ref->key);
+        return XL_R_INVALID_CERTIFICATE;
+    }
+    uint64_t k = xl_fnv_str(xl_fnv(CX_FNV64_INIT, &ce->digest, sizeof(ce->digest)), ref->key);
+    k = k ? k : 1;
+    if (!cache || *cache != k) {
+        char msg[300];
+        int ok = xl_tls_check_ca(v, strlen(v), msg, sizeof(msg)) > 0;
+        if (cache) {
+            *cache = k;
+            *cache_ok = ok;
+            snprintf(cache_msg, cache_len, "%s", ok ? "" : msg);
+        } else if (!ok) {
+            snprintf(why, n, "ConfigMap %s/%s: %s %s", ref->ns, ref->name, ref->key, msg);
+            return XL_R_INVALID_CERTIFICATE;
+        }
+    }
+    if (cache && !*cache_ok) {
+        snprintf(why, n, "ConfigMap %s/%s: %s %s", ref->ns, ref->name, ref->key, cache_msg);
+        return XL_R_INVALID_CERTIFICATE;
+    }
+    *out = ce;
+    *pem = v;
+    return XL_R_NONE;
+}
+
+/* A Warning when the certificate of Secret |se| is outside its validity
+ * period at |now|. Returns 0 or -1. */
+static int validity(struct xl_errors *e, struct xl_arena *a, const char *path,
+                    const struct xl_entry *se, int64_t now, int client)
+{
+    /* a Gateway serves its certificate to clients; an Upstream presents its
+     * client certificate to backends */
+    const char *used = client ? "presented" : "served";
+    const char *peers = client ? "backends" : "clients";
+    const struct xl_cert_info *c = &se->obj.u.secret.cert;
+    char t[40];
+    switch (xl_tls_phase(c, now)) {
+    case XL_CERT_EXPIRED:
+        xl_tls_time_str(c->not_after, t, sizeof(t));
+        return add_err(e, a, XLATE_WARNING, XL_R_CERT_EXPIRED,
+                       "%s: the certificate of Secret %s expired at %s; it is still %s and %s "
+                       "refuse it: renew it",
+                       path, se->key, t, used, peers);
+    case XL_CERT_NOT_YET_VALID:
+        xl_tls_time_str(c->not_before, t, sizeof(t));
+        return add_err(e, a, XLATE_WARNING, XL_R_CERT_NOT_YET_VALID,
+                       "%s: the certificate of Secret %s is not valid before %s; it is %s and "
+                       "%s refuse it until then",
+                       path, se->key, t, used, peers);
+    case XL_CERT_VALID:
+        break;
+    }
+    return 0;
+}
+
+/* ---- Gateways ---------------------------------------------------------------------- */
+
+void xl_gw_tls_free(struct xl_gw_tls *t)
+{
+    if (!t)
+        return;
+    xl_arena_free(&t->arena);
+    free(t);
+}
+
+int xl_gw_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *gwe)
+{
+    const struct xl_gateway *g = &gwe->obj.u.gw;
+    const struct xl_gateway_tls *tls = &g->tls;
+    if (gwe->parse_state == XLATE_REJECTED || g->mode != XLATE_MODE_ENVOY || !tls->enabled) {
+        xl_gw_tls_free(gwe->gtls);
+        gwe->gtls = NULL;
+        return 0;
+    }
+    struct xl_gw_tls *t = gwe->gtls;
+    if (!t && !(t = gwe->gtls = calloc(1, sizeof(*t))))
+        return -1;
+    xl_arena_free(&t->arena);
+    memset(&t->errors, 0, sizeof(t->errors));
+    t->fatal = 0;
+    t->ncerts = 0;
+    t->client_ca = NULL;
+    size_t n = tls->ncerts;
+    struct xl_arena *a = &t->arena;
+    t->certs = xl_alloc(a, (n ? n : 1) * sizeof(*t->certs));
+    t->cert_index = xl_alloc(a, (n ? n : 1) * sizeof(*t->cert_index));
+    char(*why)[600] = xl_alloc(a, (n ? n : 1) * sizeof(*why));
+    enum xl_reason *rs = xl_alloc(a, (n ? n : 1) * sizeof(*rs));
+    if (!t->certs || !t->cert_index || !why || !rs)
+        return -1;
+    uint64_t d = CX_FNV64_INIT;
+    const char *from = gwe->obj.meta.ns;
+    for (size_t i = 0; i < n; i++) {
+        struct xl_entry *se;
+        rs[i] = secret_usable(ctx, from, &tls->certs[i], &se, why[i], sizeof(why[i]));
+        if (rs[i] != XL_R_NONE)
+            continue;
+        t->certs[t->ncerts] = se;
+        t->cert_index[t->ncerts++] = i;
+        d = xl_fnv(d, &se->digest, sizeof(se->digest));
+        d = xl_fnv(d, &i, sizeof(i));
+    }
+    t->fatal = t->ncerts == 0;
+    int rc = 0;
+    for (size_t i = 0, u = 0; i < n && rc == 0; i++) {
+        char path[64];
+        snprintf(path, sizeof(path), "spec.tls.certificates[%zu]", i);
+        if (u < t->ncerts && t->cert_index[u] == i) {
+            rc = validity(&t->errors, a, path, t->certs[u++], ctx->now, 0);
+            continue;
+        }
+        rc = add_err(&t->errors, a, XLATE_WARNING, rs[i], "%s.secretRef: %s; certificate left out",
+                     path, why[i]);
+    }
+    /* nothing to serve: rejected, for the reason of the first certificate */
+    if (rc == 0 && t->fatal)
+        rc = add_err(&t->errors, a, XLATE_REJECTED, n ? rs[0] : XL_R_INVALID_SPEC,
+                     "spec.tls: no certificate is usable, so the Gateway is not served");
+    if (rc == 0 && tls->has_client_ca) {
+        struct xl_entry *ce;
+        const char *pem;
+        char cwhy[600];
+        enum xl_reason r = ca_usable(ctx, from, &tls->client_ca, &ce, &pem, &t->ca_checked,
+                                     &t->ca_ok, t->ca_msg, sizeof(t->ca_msg), cwhy, sizeof(cwhy));
+        if (r != XL_R_NONE) {
+            rc = add_err(&t->errors, a, XLATE_REJECTED, r,
+                         "spec.tls.clientValidation.caConfigMapRef: %s; client certificates "
+                         "cannot be verified, so the Gateway is not served",
+                         cwhy);
+            t->fatal = 1;
+        } else {
+            t->client_ca = pem;
+            d = xl_fnv(d, &ce->digest, sizeof(ce->digest));
+            d = xl_fnv_str(d, tls->client_ca.key);
+        }
+    }
+    t->digest = d;
+    return rc;
+}
+
+/* ---- the TLS listener ------------------------------------------------------------------ */
+
+struct assign {
+    size_t cert; /* index into gtls->certs */
+    char *host;
+};
+
+static int assign_cmp(const void *a, const void *b)
+{
+    const struct assign *x = a, *y = b;
+    if (x->cert != y->cert)
+        return x->cert < y->cert ? -1 : 1;
+    return strcmp(x->host, y->host);
+}
+
+/* The host an SNI would carry for virtual-host domain |d| (lower case, port
+ * stripped) into |out|; 0 when no SNI can name it ("*", "example.*", IP
+ * literals). */
+static int sni_host(const char *d, char *out, size_t n)
+{
+    size_t l = strlen(d);
+    if (d[0] == '[' || l + 1 > n)
+        return 0;
+    const char *colon = strrchr(d, ':');
+    if (colon) {
+        int digits = colon[1] != '\0';
+        for (const char *c = colon + 1; *c; c++)
+            digits &= *c >= '0' && *c <= '9';
+        if (digits)
+            l = (size_t)(colon - d);
+    }
+    for (size_t i = 0; i < l; i++)
+        out[i] = (d[i] >= 'A' && d[i] <= 'Z') ? (char)(d[i] - 'A' + 'a') : d[i];
+    out[l] = '\0';
+    if (l == 0 || out[l - 1] == '*' || strcmp(out, "*") == 0 || xl_is_ip(out))
+        return 0;
+    return 1;
+}
+
+static void free_notes(struct xl_gw_memo *m)
+{
+    for (size_t i = 0; i < m->ncert_notes; i++)
+        free(m->cert_notes[i]);
+    free(m->cert_notes);
+    m->cert_notes = NULL;
+    m->ncert_notes = 0;
+}
+
+static int dirty_keys(struct xlate_ctx *ctx, const struct xl_map *m)
+{
+    const struct xl_map_slot *s;
+    for (size_t i = 0; xl_map_next(m, &i, &s);) {
+        struct xl_entry *v = xl_find_key(ctx, XLATE_KIND_VIRTUAL_SERVICE, s->key);
+        if (v && xl_rep_dirty(ctx, v) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int xl_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
+                       const char *stat_prefix, uint8_t **out, size_t *len)
+{
+    const struct xl_gateway *g = &gwe->obj.u.gw;
+    const struct xl_gw_tls *t = gwe->gtls;
+    struct xl_arena a = {0};
+    struct xl_map seen = {0}, fresh = {0};
+    struct cx_buf msg;
+    cx_buf_init(&msg, 8192);
+    int rc = -1;
+    size_t total = 0;
+    for (size_t i = 0; i < m->nacc; i++)
+        total += m->acc[i].vs->obj.u.vs.ndomains;
+    struct assign *as = xl_alloc(&a, (total ? total : 1) * sizeof(*as));
+    struct xl_tls_chain *chains = xl_alloc(&a, (t->ncerts ? t->ncerts : 1) * sizeof(*chains));
+    int *used = xl_alloc(&a, (t->ncerts ? t->ncerts : 1) * sizeof(*used));
+    char **notes = calloc(t->ncerts ? t->ncerts : 1, sizeof(*notes));
+    size_t nas = 0, nchains = 0, nnotes = 0;
+    if (!as || !chains || !used || !notes)
+        goto out;
+    const char *dflt_key = t->certs[0]->key;
+    for (size_t i = 0; i < m->nacc; i++) {
+        const struct xl_entry *vs = m->acc[i].vs;
+        const struct xl_virtual_service *v = &vs->obj.u.vs;
+        msg.len = 0;
+        for (size_t k = 0; k < v->ndomains; k++) {
+            char host[300];
+            if (!sni_host(v->domains[k], host, sizeof(host)) || xl_map_gets(&seen, host))
+                continue;
+            size_t best = 0;
+            int score = 0;
+            for (size_t j = 0; j < t->ncerts && score < 2; j++) {
+                int sc = xl_tls_cert_covers(&t->certs[j]->obj.u.secret.cert, host);
+                if (sc > score) {
+                    score = sc;
+                    best = j;
+                }
+            }
+            if (!score) {
+                if (cx_buf_printf(&msg,
+                                  "%sspec.domains[%zu]: \"%s\" is not covered by any certificate "
+                                  "of Gateway %s; TLS clients asking for it get the default "
+                                  "certificate (Secret %s) and refuse it",
+                                  msg.len ? "; " : "", k, v->domains[k], gwe->key, dflt_key) != 0 &&
+                    msg.len == 0)
+                    goto out;
+                continue;
+            }
+            char *h = xl_strdup(&a, host);
+            if (!h || xl_map_put(&seen, h, strlen(h), h) != 0)
+                goto out;
+            as[nas++] = (struct assign){best, h};
+            used[best] = 1;
+        }
+        if (msg.len) {
+            char *c = strndup(msg.data, msg.len);
+            if (!c || xl_map_put(&fresh, vs->key, vs->keylen, c) != 0) {
+                free(c);
+                goto out;
+            }
+        }
+    }
+    qsort(as, nas, sizeof(*as), assign_cmp);
+    for (size_t i = 0; i < nas;) {
+        size_t j = i;
+        while (j < nas && as[j].cert == as[i].cert)
+            j++;
+        char **names = xl_alloc(&a, (j - i) * sizeof(*names));
+        if (!names)
+            goto out;
+        for (size_t k = i; k < j; k++)
+            names[k - i] = as[k].host;
+        const struct xl_secret *s = &t->certs[as[i].cert]->obj.u.secret;
+        chains[nchains++] = (struct xl_tls_chain){
+            .name = t->certs[as[i].cert]->key,
+            .server_names = names,
+            .nserver_names = j - i,
+            .cert = {s->crt, s->crtlen, s->key, s->keylen},
+        };
+        i = j;
+    }
+    for (size_t j = 1; j < t->ncerts; j++) {
+        if (used[j])
+            continue;
+        char names[300], buf[700];
+        xl_tls_names_str(&t->certs[j]->obj.u.secret.cert, names, sizeof(names));
+        snprintf(buf, sizeof(buf),
+                 "spec.tls.certificates[%zu]: Secret %s covers none of the served domains (it "
+                 "names %s); not used",
+                 t->cert_index[j], t->certs[j]->key, names);
+        if (!(notes[nnotes++] = strdup(buf)))
+            goto out;
+    }
+    const struct xl_secret *s0 = &t->certs[0]->obj.u.secret;
+    struct xl_tls_chain dflt = {
+        .name = "default",
+        .cert = {s0->crt, s0->crtlen, s0->key, s0->keylen},
+    };
+    struct xl_downstream_tls dt = {
+        /* explicit, so Envoy's own default may change without us noticing */
+        .min_version = g->tls.min_version ? g->tls.min_version : XL_TLS_1_2,
+        .max_version = g->tls.max_version,
+        .alpn = g->tls.alpn,
+        .nalpn = g->tls.nalpn,
+        .client_ca = t->client_ca,
+        .client_ca_len = t->client_ca ? strlen(t->client_ca) : 0,
+        .require_client_cert = t->client_ca && !g->tls.client_cert_optional,
+    };
+    if (xl_encode_listener_envoy_tls(gwe->key, g->bind_address, g->bind_port, gwe->key, stat_prefix,
+                                     &dt, chains, nchains, &dflt, out, len) != 0)
+        goto out;
+    /* the VirtualServices whose coverage messages come or go */
+    if (dirty_keys(ctx, &m->uncovered) != 0 || dirty_keys(ctx, &fresh) != 0)
+        goto out;
+    const struct xl_map_slot *sl;
+    for (size_t i = 0; xl_map_next(&m->uncovered, &i, &sl);)
+        free(sl->val);
+    xl_map_free(&m->uncovered);
+    m->uncovered = fresh;
+    memset(&fresh, 0, sizeof(fresh));
+    free_notes(m);
+    m->cert_notes = notes;
+    m->ncert_notes = nnotes;
+    notes = NULL;
+    rc = 0;
+out:
+    if (notes) {
+        for (size_t i = 0; i < nnotes; i++)
+            free(notes[i]);
+        free(notes);
+    }
+    const struct xl_map_slot *fs;
+    for (size_t i = 0; xl_map_next(&fresh, &i, &fs);)
+        free(fs->val);
+    xl_map_free(&fresh);
+    xl_map_free(&seen);
+    xl_arena_free(&a);
+    cx_buf_free(&msg);
+    return rc;
+}
+
+/* ---- Upstreams ---------------------------------------------------------------------------- */
+
+int xl_up_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *e)
+{
+    struct xl_up_memo *m = e->up;
+    const struct xl_upstream_tls *tls = &e->obj.u.up.tls;
+    xl_arena_free(&m->tls_arena);
+    memset(&m->tls_errors, 0, sizeof(m->tls_errors));
+    m->tls_bad = 0;
+    m->tls_ca_cm = m->tls_cert = NULL;
+    m->tls_ca_pem = NULL;
+    uint64_t k = xl_fnv(CX_FNV64_INIT, &e->digest, sizeof(e->digest));
+    m->tls_key = k;
+    if (!tls->enabled || e->parse_state == XLATE_REJECTED)
+        return 0;
+    const char *from = e->obj.meta.ns;
+    char why[600];
+    int rc = 0;
+    if (tls->has_ca) {
+        struct xl_entry *ce;
+        const char *pem;
+        enum xl_reason r =
+            ca_usable(ctx, from, &tls->ca, &ce, &pem, NULL, NULL, NULL, 0, why, sizeof(why));
+        if (r != XL_R_NONE) {
+            rc = add_err(&m->tls_errors, &m->tls_arena, XLATE_REJECTED, r,
+                         "spec.tls.caConfigMapRef: %s; the backend's certificate cannot be "
+                         "verified, so the Upstream is not used",
+                         why);
+            m->tls_bad = 1;
+        } else {
+            m->tls_ca_cm = ce;
+            m->tls_ca_pem = pem;
+            k = xl_fnv(k, &ce->digest, sizeof(ce->digest));
+            k = xl_fnv_str(k, tls->ca.key);
+        }
+    }
+    if (rc == 0 && tls->has_client_cert) {
+        struct xl_entry *se;
+        enum xl_reason r = secret_usable(ctx, from, &tls->client_cert, &se, why, sizeof(why));
+        if (r != XL_R_NONE) {
+            rc = add_err(&m->tls_errors, &m->tls_arena, XLATE_REJECTED, r,
+                         "spec.tls.clientCertificate.secretRef: %s; the Upstream has no client "
+                         "certificate to present, so it is not used",
+                         why);
+            m->tls_bad = 1;
+        } else {
+            m->tls_cert = se;
+            k = xl_fnv(k, &se->digest, sizeof(se->digest));
+            rc = validity(&m->tls_errors, &m->tls_arena, "spec.tls.clientCertificate", se, ctx->now,
+                          1);
+        }
+    }
+    m->tls_key = k;
+    return rc;
+}
