@@ -122,6 +122,35 @@ static struct store_view *make_view(void *user)
     return store_view_new(d->store);
 }
 
+/* A certificate became valid or expired: translate again, at the new
+ * time (the reports change; no byte does). */
+static void on_recheck(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct daemon *d = arg;
+    cx_info("daemon", "a certificate's validity period starts or ends now: translating again");
+    daemon_worker_poke(d->worker);
+}
+
+/* Arms the recheck timer for |at| (Unix seconds; 0: none), at most a day
+ * ahead (re-armed after every pass). */
+static void arm_recheck(struct daemon *d, int64_t at)
+{
+    if (!d->recheck_timer)
+        return;
+    evtimer_del(d->recheck_timer);
+    if (at <= 0)
+        return;
+    int64_t delay = at - cx_wall_ns() / CX_NS_PER_S + 1;
+    if (delay < 1)
+        delay = 1;
+    if (delay > 86400)
+        delay = 86400;
+    struct timeval tv = {.tv_sec = (time_t)delay};
+    evtimer_add(d->recheck_timer, &tv);
+}
+
 static void on_snapshot(void *user, struct xlate_snapshot *snap,
                         const struct daemon_worker_result *res)
 {
@@ -133,6 +162,7 @@ static void on_snapshot(void *user, struct xlate_snapshot *snap,
     status_writer_set_snapshot(d->sw, snap);
     publish_set_snapshot(d->pub, snap);
     daemon_admin_note_snapshot(d);
+    arm_recheck(d, snap->recheck_at);
     int changed = !old || strcmp(old->version, snap->version) != 0;
     if (!d->first_snapshot_ns) {
         d->first_snapshot_ns = cx_mono_ns();
@@ -417,9 +447,10 @@ static int setup(struct daemon *d, char *err, size_t errlen)
     d->sig_int = evsignal_new(d->base, SIGINT, on_signal, d);
     d->grace_timer = evtimer_new(d->base, on_grace, d);
     d->nack_timer = event_new(d->base, -1, EV_PERSIST, on_nack_timer, d);
+    d->recheck_timer = evtimer_new(d->base, on_recheck, d);
     struct timeval ntv = {.tv_sec = DAEMON_NACK_RECHECK_MS / 1000,
                           .tv_usec = (DAEMON_NACK_RECHECK_MS % 1000) * 1000};
-    if (!d->sig_term || !d->sig_int || !d->grace_timer || !d->nack_timer ||
+    if (!d->sig_term || !d->sig_int || !d->grace_timer || !d->nack_timer || !d->recheck_timer ||
         event_add(d->sig_term, NULL) != 0 || event_add(d->sig_int, NULL) != 0 ||
         event_add(d->nack_timer, &ntv) != 0) {
         snprintf(err, errlen, "out of memory");
@@ -475,6 +506,8 @@ static void teardown(struct daemon *d)
         event_free(d->grace_timer);
     if (d->nack_timer)
         event_free(d->nack_timer);
+    if (d->recheck_timer)
+        event_free(d->recheck_timer);
     for (size_t i = 0; i < d->ngw_series; i++)
         free(d->gw_series[i].gateway);
     free(d->gw_series);

@@ -78,9 +78,15 @@ int daemon_config_init(struct daemon_config *c)
     F(.name = "label-selector", .type = CX_FLAG_STRING, .target = &c->label_selector,
       .help = "label selector for every coxswain.dev kind (Gateway, VirtualService, RouteTable, "
               "Upstream) without its own --<kind>-label-selector");
-    /* The translator's inputs (Secrets and ConfigMaps join with TLS). */
-    static const char *const kinds[] = {"Gateway", "VirtualService", "RouteTable", "Upstream",
-                                        "Service", "EndpointSlice",  NULL};
+    F(.name = "tls-inputs", .type = CX_FLAG_BOOL, .target = &c->tls_inputs, .def = "true",
+      .env = "COXSWAIN_TLS_INPUTS",
+      .help = "watch Secrets (type kubernetes.io/tls) and ConfigMaps in the watched namespaces "
+              "and keep those that Gateways and Upstreams name in spec.tls; false: read "
+              "neither (no RBAC needed for them; TLS references then report not found)");
+    /* The translator's inputs. */
+    static const char *const kinds[] = {"Gateway",  "VirtualService", "RouteTable",
+                                        "Upstream", "Service",        "EndpointSlice",
+                                        "Secret",   "ConfigMap",      NULL};
     size_t m = filter_flags_table(&c->ff, kinds, c->table + n, DAEMON_FLAGS_MAX - n);
     if (!m)
         return -1;
@@ -135,7 +141,8 @@ void daemon_config_usage(const struct daemon_config *c, FILE *out)
         out, "coxswain run",
         "Runs one replica of the control plane: watches the Kubernetes API, translates\n"
         "Gateways, VirtualServices, RouteTables, Upstreams, Services and EndpointSlices\n"
-        "into xDS and serves it to proxies. With --leader-elect (the default) replicas\n"
+        "(and the TLS Secrets and CA ConfigMaps they name) into xDS and serves it to\n"
+        "proxies. With --leader-elect (the default) replicas\n"
         "elect a leader; only the leader writes statuses and ProxySnapshots, every\n"
         "replica serves xDS. Environment: POD_NAME (identity), POD_NAMESPACE.",
         c->table, c->nflags);
@@ -199,6 +206,22 @@ int daemon_config_filter(const struct daemon_config *c, const struct election_co
                 return -1;
             }
         }
+    }
+    /* Secrets: only kubernetes.io/tls ever leaves the API server (pushed
+     * down, and re-checked by the filter) */
+    const char *sf = NULL;
+    for (size_t k = 0; k < c->ff.nkinds; k++)
+        if (strcasecmp(c->ff.kinds[k].kind, "Secret") == 0)
+            sf = c->ff.kinds[k].values[3];
+    char fs[1024];
+    if (sf && *sf && strstr(sf, DAEMON_SECRET_TYPE_SELECTOR))
+        snprintf(fs, sizeof(fs), "%s", sf);
+    else
+        snprintf(fs, sizeof(fs), "%s%s" DAEMON_SECRET_TYPE_SELECTOR, sf ? sf : "",
+                 sf && *sf ? "," : "");
+    if (filter_set_field_selector(f, "Secret", fs, &fe) != FILTER_OK) {
+        snprintf(err, errlen, "--secret-field-selector: %s", fe.msg);
+        return -1;
     }
     if (ec->enabled &&
         filter_add_lock(f, ec->lock == ELECTION_LOCK_CONFIGMAPS ? "ConfigMap" : "Lease", ec->ns,

@@ -16,6 +16,9 @@
 
 #define DAEMON_FLAGS_MAX (40 + FILTER_FLAGS_MAX + ELECTION_FLAGS_MAX)
 
+/* Always part of the Secrets' field selector. */
+#define DAEMON_SECRET_TYPE_SELECTOR "type=kubernetes.io/tls"
+
 struct daemon_config {
     char *config_file;
     char *kubeconfig;
@@ -40,6 +43,7 @@ struct daemon_config {
      * --label-selector applies to the coxswain.dev kinds without their own. */
     char *namespace_selector;
     char *label_selector;
+    int tls_inputs; /* watch Secrets and ConfigMaps (spec.tls references) */
     struct filter_flags ff;
     struct election_flags ef;
     struct cx_flag table[DAEMON_FLAGS_MAX];

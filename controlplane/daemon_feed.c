@@ -5,6 +5,11 @@
  * objects also tell the status writer (level-triggered), whatever the
  * verdict. Namespace label changes re-run the decisions of the objects of
  * that namespace; ProxySnapshot events go to the publisher.
+ *
+ * Secrets and ConfigMaps are kept only while a stored Gateway or Upstream
+ * names them (daemon_refs; the filters drop the rest as "unreferenced"):
+ * when a reference appears the informer cache's copy is fed again (and
+ * stored), when the last one goes it is fed again (and deleted).
  */
 #include "cx_json.h"
 #include "cx_log.h"
@@ -16,8 +21,14 @@
 #include <string.h>
 
 static const char *const input_kinds[XLATE_KIND_COUNT] = {
-    "Gateway", "VirtualService", "RouteTable", "Upstream", "Service", "EndpointSlice",
+    "Gateway", "VirtualService", "RouteTable", "Upstream",
+    "Service", "EndpointSlice",  "Secret",     "ConfigMap",
 };
+
+static int tls_kind(enum xlate_kind k)
+{
+    return k == XLATE_KIND_SECRET || k == XLATE_KIND_CONFIG_MAP;
+}
 
 /* ---- lookups ---------------------------------------------------------------------- */
 
@@ -67,6 +78,41 @@ static const cJSON *ns_labels(void *user, const char *ns, int *known)
 
 /* ---- input events ---------------------------------------------------------------- */
 
+static int referenced(void *user, const char *kind, const char *ns, const char *name)
+{
+    struct daemon *d = user;
+    enum xlate_kind k = strcmp(kind, "Secret") == 0 ? XLATE_KIND_SECRET : XLATE_KIND_CONFIG_MAP;
+    return name && daemon_refs_has(d->refs, k, ns, name);
+}
+
+static void feed(struct daemon *d, enum xlate_kind kind, enum filter_event_type type,
+                 struct kube_obj *obj);
+
+/* A Secret or ConfigMap became referenced (or stopped being): decide its
+ * cached copy again. */
+static void ref_changed(void *user, enum xlate_kind kind, const char *key, int now_referenced)
+{
+    struct daemon *d = user;
+    struct kube_obj *o = daemon_lookup(d, kind, key);
+    if (cx_log_enabled(CX_LOG_DEBUG))
+        cx_debug("refs", "%s %s %s%s", input_kinds[kind], key,
+                 now_referenced ? "referenced" : "no longer referenced",
+                 o ? "" : " (not in the informer cache)");
+    if (o)
+        feed(d, kind, FILTER_EV_MODIFIED, o);
+}
+
+/* The references of Gateway/Upstream |key| are now those of |json| (NULL:
+ * it left the store). */
+static void track_refs(struct daemon *d, enum xlate_kind kind, const char *key, const cJSON *json)
+{
+    if (kind != XLATE_KIND_GATEWAY && kind != XLATE_KIND_UPSTREAM)
+        return;
+    if (daemon_refs_set(d->refs, kind, key, json, ref_changed, d) != 0)
+        cx_error("refs", "out of memory tracking the TLS references of %s %s", input_kinds[kind],
+                 key);
+}
+
 static void feed(struct daemon *d, enum xlate_kind kind, enum filter_event_type type,
                  struct kube_obj *obj)
 {
@@ -79,6 +125,8 @@ static void feed(struct daemon *d, enum xlate_kind kind, enum filter_event_type 
         .old_digest = st ? &st->digest : NULL,
         .ns_labels = d->ns_selector ? ns_labels : NULL,
         .ns_user_data = d,
+        .referenced = tls_kind(kind) ? referenced : NULL,
+        .ref_user_data = d,
     };
     struct filter_decision dec;
     if (filter_decide(d->filter, &ev, &dec) != FILTER_OK) {
@@ -99,10 +147,12 @@ static void feed(struct daemon *d, enum xlate_kind kind, enum filter_event_type 
             break;
         }
         daemon_worker_poke(d->worker);
+        track_refs(d, kind, obj->key, obj->json);
         break;
     case FILTER_STORE_DELETE:
         if (store_remove(d->store, kind, obj->key))
             daemon_worker_poke(d->worker);
+        track_refs(d, kind, obj->key, NULL);
         break;
     case FILTER_STORE_NONE:
         break;
@@ -261,7 +311,13 @@ int daemon_feed_setup(struct daemon *d, char *err, size_t errlen)
 {
     /* Which informers: one per kind, or one per watched namespace when a
      * namespace list is set (RBAC may grant only those namespaces). */
+    if (!(d->refs = daemon_refs_new())) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     for (int k = 0; k < XLATE_KIND_COUNT; k++) {
+        if (tls_kind((enum xlate_kind)k) && !d->cfg->tls_inputs)
+            continue;
         struct filter_pushdown pd;
         if (filter_pushdown(d->filter, input_kinds[k], &pd) != FILTER_OK) {
             snprintf(err, errlen, "out of memory");
@@ -377,4 +433,6 @@ void daemon_feed_free(struct daemon *d)
     d->ns_inf.inf = NULL;
     kube_informer_free(d->snap_inf.inf);
     d->snap_inf.inf = NULL;
+    daemon_refs_free(d->refs);
+    d->refs = NULL;
 }

@@ -8,6 +8,7 @@
 
 #include "admin.h"
 #include "daemon_config.h"
+#include "daemon_refs.h"
 #include "daemon_worker.h"
 #include "election.h"
 #include "filter.h"
@@ -52,6 +53,7 @@ struct daemon {
     struct filter *filter;
     int ns_selector; /* some kind uses a namespace selector */
     struct store *store;
+    struct daemon_refs *refs; /* Secrets and ConfigMaps the stored objects name */
 
     struct daemon_inf *inputs; /* input informers */
     size_t ninputs, inputs_synced;
@@ -79,6 +81,7 @@ struct daemon {
     int writers_started;
 
     struct event *sig_term, *sig_int, *grace_timer, *nack_timer;
+    struct event *recheck_timer; /* a certificate's validity boundary: translate again */
     int stopping;
     int election_done;
     int xds_done;

@@ -9,6 +9,8 @@ static const struct kube_resource resources[XLATE_KIND_COUNT] = {
     [XLATE_KIND_UPSTREAM] = {DAEMON_GROUP, "v1", "upstreams", "Upstream", 1},
     [XLATE_KIND_SERVICE] = {"", "v1", "services", "Service", 1},
     [XLATE_KIND_ENDPOINT_SLICE] = {"discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", 1},
+    [XLATE_KIND_SECRET] = {"", "v1", "secrets", "Secret", 1},
+    [XLATE_KIND_CONFIG_MAP] = {"", "v1", "configmaps", "ConfigMap", 1},
 };
 
 const struct kube_resource daemon_res_proxysnapshots = {DAEMON_GROUP, "v1", "proxysnapshots",

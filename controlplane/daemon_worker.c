@@ -78,13 +78,20 @@ static void *thread_main(void *arg)
             ctx = xlate_ctx_new();
             have_world = 0;
         }
+        /* The evaluation time of certificates (whole seconds): it can only
+         * change reports, never xDS bytes, so replicas whose clocks differ
+         * still serve identical snapshots. */
+        int64_t now = cx_wall_ns() / CX_NS_PER_S;
         if (ctx && have_world && view->changes_complete) {
             /* The cheap path: the previous pass's world plus what changed. */
-            ok = xlate_run_changes(ctx, view->changes, view->nchanges, &snap, &res.stats) == 0;
+            int rc = xlate_run_changes_at(ctx, view->changes, view->nchanges, now, &snap,
+                                          &res.stats);
+            ok = rc == 0;
             res.incremental = ok;
         }
         if (ctx && !ok) {
             struct xlate_input in = store_view_input(view);
+            in.now = now;
             ok = xlate_run(ctx, &in, &snap, &res.stats) == 0;
         }
         have_world = ok;

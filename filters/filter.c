@@ -69,6 +69,7 @@ static const char *const reason_names[FILTER_REASON_COUNT] = {
     [FILTER_R_INSIGNIFICANT] = "insignificant",
     [FILTER_R_NOT_STORED] = "not-stored",
     [FILTER_R_MALFORMED] = "malformed",
+    [FILTER_R_UNREFERENCED] = "unreferenced",
 };
 
 const char *filter_reason_name(enum filter_reason r)
@@ -516,6 +517,16 @@ int filter_decide(struct filter *f, const struct filter_event *ev, struct filter
     struct fkind *k = kind_get(f, kind);
     enum filter_reason why = FILTER_R_ADDED;
     int in = scope_check(f, k, kind, ev->obj, ev->ns_labels, ev->ns_user_data, &why);
+    /* kinds watched for their referrers (Secrets, ConfigMaps): in scope
+     * only while something in the store names them */
+    if (in && ev->referenced) {
+        const cJSON *md = cJSON_GetObjectItemCaseSensitive(ev->obj, "metadata");
+        const char *ns = cx_json_str(md, "namespace");
+        if (!ev->referenced(ev->ref_user_data, kind, ns ? ns : "", cx_json_str(md, "name"))) {
+            in = 0;
+            why = FILTER_R_UNREFERENCED;
+        }
+    }
 
     if (ev->type == FILTER_EV_DELETED) {
         if (why == FILTER_R_MALFORMED)

@@ -155,6 +155,13 @@ struct filter_event {
     /* Namespace labels, needed only with a namespace selector. */
     filter_ns_labels_fn ns_labels;
     void *ns_user_data;
+    /* Kinds read only where something refers to them (Secrets and
+     * ConfigMaps the daemon keeps for Gateways and Upstreams): returns 1 if
+     * |ns|/|name| is referenced. An in-scope object that is not is dropped
+     * ("unreferenced"), or deleted from the store if it is there
+     * ("stopped-matching"). NULL: every object is wanted. */
+    int (*referenced)(void *user_data, const char *kind, const char *ns, const char *name);
+    void *ref_user_data;
 };
 
 /* Decides |ev| and counts the verdict. Returns FILTER_OK (|out| filled) or
@@ -164,7 +171,8 @@ filter_decide(struct filter *f, const struct filter_event *ev, struct filter_dec
 
 /* 1 if |obj| is in |kind|'s scope, else 0 and the drop reason in *why
  * (malformed, excluded-lock, ignored-label, out-of-scope-namespace,
- * selector-mismatch, field-selector-mismatch). Counts nothing. */
+ * selector-mismatch, field-selector-mismatch). Counts nothing; references
+ * are not checked. */
 int filter_scope_check(struct filter *f, const char *kind, const cJSON *obj,
                        filter_ns_labels_fn ns_labels, void *ns_user_data, enum filter_reason *why);
 /* 1 if namespace |ns| with labels |ns_labels| is in |kind|'s scope. When a

@@ -86,7 +86,8 @@ enum filter_reason {
     FILTER_R_INSIGNIFICANT = 10,         /* digest unchanged */
     FILTER_R_NOT_STORED = 11,            /* delete of an object the store lacks */
     FILTER_R_MALFORMED = 12,             /* no metadata.name, or not an object */
-    FILTER_REASON_COUNT = 13,
+    FILTER_R_UNREFERENCED = 13,          /* a Secret/ConfigMap nothing stored refers to */
+    FILTER_REASON_COUNT = 14,
 };
 
 /* What the store must do with the event's object. */

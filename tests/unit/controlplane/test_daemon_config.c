@@ -232,11 +232,50 @@ static void test_invalid(void)
     daemon_config_free(&c);
 }
 
+/* Secrets: type=kubernetes.io/tls is always pushed down (and checked), with
+ * or after the operator's own field selector; --tls-inputs defaults on. */
+static void test_secret_type_pushed_down(void)
+{
+    char err[256];
+    struct election_config ec;
+    struct filter_pushdown pd;
+    char *a1[] = {"run"};
+    REQUIRE_INT_EQ(parse(a1, 1, err, sizeof(err)), 0);
+    CHECK_INT_EQ(c.tls_inputs, 1);
+    REQUIRE_INT_EQ(daemon_config_election(&c, "ns", "id_00000000", &ec, err, sizeof(err)), 0);
+    struct filter *f = filter_new();
+    REQUIRE_INT_EQ(daemon_config_filter(&c, &ec, f, err, sizeof(err)), 0);
+    REQUIRE_INT_EQ(filter_pushdown(f, "Secret", &pd), FILTER_OK);
+    CHECK_STR_EQ(pd.field_selector, "type=kubernetes.io/tls");
+    REQUIRE_INT_EQ(filter_pushdown(f, "ConfigMap", &pd), FILTER_OK);
+    CHECK_STR_EQ(pd.field_selector, "");
+    filter_free(f);
+    char *a2[] = {"run", "--secret-field-selector=metadata.name!=skip", "--tls-inputs=false"};
+    REQUIRE_INT_EQ(parse(a2, 3, err, sizeof(err)), 0);
+    CHECK_INT_EQ(c.tls_inputs, 0);
+    REQUIRE_INT_EQ(daemon_config_election(&c, "ns", "id_00000000", &ec, err, sizeof(err)), 0);
+    f = filter_new();
+    REQUIRE_INT_EQ(daemon_config_filter(&c, &ec, f, err, sizeof(err)), 0);
+    REQUIRE_INT_EQ(filter_pushdown(f, "Secret", &pd), FILTER_OK);
+    CHECK_STR_CONTAINS(pd.field_selector, "metadata.name!=skip");
+    CHECK_STR_CONTAINS(pd.field_selector, "type=kubernetes.io/tls");
+    filter_free(f);
+    char *a3[] = {"run", "--secret-field-selector=spec.x=1"};
+    REQUIRE_INT_EQ(parse(a3, 2, err, sizeof(err)), 0);
+    REQUIRE_INT_EQ(daemon_config_election(&c, "ns", "id_00000000", &ec, err, sizeof(err)), 0);
+    f = filter_new();
+    CHECK_INT_EQ(daemon_config_filter(&c, &ec, f, err, sizeof(err)), -1);
+    CHECK_STR_CONTAINS(err, "--secret-field-selector");
+    filter_free(f);
+    daemon_config_free(&c);
+}
+
 static const struct cxt_case cases[] = {
     CXT(test_defaults),
     CXT(test_help_lists_every_flag_with_defaults),
     CXT(test_helm_chart_arguments),
     CXT(test_config_file_and_env),
     CXT(test_invalid),
+    CXT(test_secret_type_pushed_down),
 };
 CXT_MAIN(cases)

@@ -572,6 +572,75 @@ static void test_names(void)
     CHECK_STR_EQ(filter_verdict_name(FILTER_DROP), "drop");
 }
 
+/* Secrets and ConfigMaps are in scope only while referenced: the lock is
+ * excluded before that question is asked, unreferenced objects are dropped,
+ * a stored one that loses its last reference is deleted. */
+static int refs_state; /* 1: "ca" and "www" are referenced */
+
+static int is_referenced(void *user, const char *kind, const char *ns, const char *name)
+{
+    (void)user;
+    (void)ns;
+    return refs_state &&
+           (strcmp(kind, "ConfigMap") == 0 ? strcmp(name, "ca") == 0 : strcmp(name, "www") == 0);
+}
+
+static struct filter_decision decide_ref(struct filter *f, enum filter_event_type t,
+                                         const char *kind, const cJSON *o, const cJSON *old)
+{
+    struct filter_event ev = {.type = t,
+                              .kind = kind,
+                              .obj = o,
+                              .old = old,
+                              .referenced = is_referenced,
+                              .ref_user_data = NULL};
+    struct filter_decision d;
+    if (filter_decide(f, &ev, &d) != FILTER_OK)
+        d.reason = FILTER_REASON_COUNT;
+    return d;
+}
+
+static void test_referenced_only(void)
+{
+    struct filter *f = filter_new();
+    REQUIRE(f);
+    REQUIRE_INT_EQ(filter_add_lock(f, "ConfigMap", "sys", "ca"), FILTER_OK);
+    cJSON *ca = obj("ConfigMap", "app", "ca", NULL, "{\"data\":{\"ca.crt\":\"x\"}}");
+    cJSON *lock = obj("ConfigMap", "sys", "ca", NULL, NULL);
+    cJSON *other = obj("ConfigMap", "app", "other", NULL, NULL);
+    cJSON *www = obj("Secret", "app", "www", NULL, "{\"type\":\"kubernetes.io/tls\"}");
+    refs_state = 0;
+    CHECK_DECISION(decide_ref(f, FILTER_EV_ADDED, "ConfigMap", ca, NULL), FILTER_DROP,
+                   FILTER_R_UNREFERENCED, FILTER_STORE_NONE);
+    CHECK_DECISION(decide_ref(f, FILTER_EV_ADDED, "Secret", www, NULL), FILTER_DROP,
+                   FILTER_R_UNREFERENCED, FILTER_STORE_NONE);
+    refs_state = 1;
+    /* the lock is excluded as the lock, even with the name of a reference */
+    CHECK_DECISION(decide_ref(f, FILTER_EV_MODIFIED, "ConfigMap", lock, NULL), FILTER_DROP,
+                   FILTER_R_EXCLUDED_LOCK, FILTER_STORE_NONE);
+    CHECK_DECISION(decide_ref(f, FILTER_EV_MODIFIED, "ConfigMap", ca, NULL), FILTER_PASS,
+                   FILTER_R_STARTED_MATCHING, FILTER_STORE_ADD);
+    CHECK_DECISION(decide_ref(f, FILTER_EV_MODIFIED, "ConfigMap", other, NULL), FILTER_DROP,
+                   FILTER_R_UNREFERENCED, FILTER_STORE_NONE);
+    CHECK_DECISION(decide_ref(f, FILTER_EV_ADDED, "Secret", www, NULL), FILTER_PASS, FILTER_R_ADDED,
+                   FILTER_STORE_ADD);
+    /* the last reference goes: the stored copy is deleted */
+    refs_state = 0;
+    CHECK_DECISION(decide_ref(f, FILTER_EV_MODIFIED, "ConfigMap", ca, ca), FILTER_PASS,
+                   FILTER_R_STOPPED_MATCHING, FILTER_STORE_DELETE);
+    /* a deletion of a stored object is a deletion, referenced or not */
+    CHECK_DECISION(decide_ref(f, FILTER_EV_DELETED, "Secret", www, www), FILTER_PASS,
+                   FILTER_R_DELETED, FILTER_STORE_DELETE);
+    CHECK_INT_EQ(filter_count(f, "ConfigMap", FILTER_R_UNREFERENCED), 2);
+    CHECK_INT_EQ(filter_count(f, "Secret", FILTER_R_UNREFERENCED), 1);
+    CHECK_STR_EQ(filter_reason_name(FILTER_R_UNREFERENCED), "unreferenced");
+    cJSON_Delete(ca);
+    cJSON_Delete(lock);
+    cJSON_Delete(other);
+    cJSON_Delete(www);
+    filter_free(f);
+}
+
 static const struct cxt_case cases[] = {
     CXT(test_add_modify_delete_cycle),
     CXT(test_lock_exclusion),
@@ -583,5 +652,6 @@ static const struct cxt_case cases[] = {
     CXT(test_pushdown),
     CXT(test_flags_and_config_file),
     CXT(test_names),
+    CXT(test_referenced_only),
 };
 CXT_MAIN(cases)
