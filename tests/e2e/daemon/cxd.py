@@ -98,6 +98,8 @@ def obj_path(kind, ns, name=None, sub=None):
         p = "/api/v1/namespaces/%s/services" % ns
     elif kind == "EndpointSlice":
         p = "/apis/discovery.k8s.io/v1/namespaces/%s/endpointslices" % ns
+    elif kind in ("Secret", "ConfigMap"):
+        p = "/api/v1/namespaces/%s/%s" % (ns, kind.lower() + "s")
     elif kind == "Namespace":
         return "/api/v1/namespaces" + ("/" + name if name else "")
     else:

@@ -1,10 +1,16 @@
 """End to end: three replicas with the ConfigMap lock (client-go's legacy
 lock, renewed every 2 s by changing an annotation) in steady state.
 
+The lock's namespace is also a namespace whose ConfigMaps the translator
+reads (TLS, issue 12): an Upstream's CA bundle lives next to the lock. The
+informers therefore see every renewal, and only the filter layer keeps them
+out (excluded-lock).
+
 For SOAK_SECONDS (60 s in `make test`, 10 s under COXSWAIN_SANITIZE; set
 SOAK_SECONDS=300 for the issue's five minutes) after the replicas settled:
 - 0 translations on every replica, and the filters never let an event of the
-  lock (or anything else) through;
+  lock (or anything else) through; each replica saw the renewals and dropped
+  them as excluded-lock, with the CA ConfigMap stored beside them;
 - 0 status or ProxySnapshot writes;
 - lock writes only by the leader, one per retry period (within tolerance);
 - standbys make no API requests at all (they hold their watches open).
@@ -37,6 +43,22 @@ def setup():
     for i in range(20):
         api.create(cxd.virtual_service(NS, "vs%d" % i, ["vs%d.test" % i],
                                        [cxd.route("/", "up")]))
+    # a CA bundle in the lock's namespace, read by an Upstream of NS
+    with open(os.path.join(cxd.TOP, "tests", "data", "tls", "ca.crt")) as f:
+        ca = f.read()
+    st, out = api.create({"apiVersion": "v1", "kind": "ConfigMap",
+                          "metadata": {"namespace": "coxswain-system", "name": "backend-ca",
+                                       "annotations": {
+                                           "coxswain.dev/allow-references-from": NS}},
+                          "data": {"ca.crt": ca}})
+    check_eq(st, 201, str(out))
+    api.create({"apiVersion": "coxswain.dev/v1", "kind": "Upstream",
+                "metadata": {"namespace": NS, "name": "secure"},
+                "spec": {"static": {"hosts": [{"address": "10.0.0.2", "port": 443}]},
+                         "tls": {"sni": "backend.internal",
+                                 "caConfigMapRef": {"name": "backend-ca",
+                                                    "namespace": "coxswain-system"}}}})
+    api.create(cxd.virtual_service(NS, "secure", ["secure.test"], [cxd.route("/", "secure")]))
     # The lock lives in a namespace the replicas also watch for inputs (one
     # informer per watched namespace).
     reps = [cxd.Replica(ks, "r%d" % i, lock="configmaps", lease="15s", renew="10s",
@@ -73,10 +95,22 @@ def steady_state():
             sum(v for (n, l), v in before[name].items()
                 if n == "coxswain_filter_events_total" and ("verdict", "pass") in l)
 
+    def lock_drops(name):
+        key = ("coxswain_filter_events_total",
+               (("kind", "ConfigMap"), ("reason", "excluded-lock"), ("verdict", "drop")))
+        return after[name].get(key, 0) - before[name].get(key, 0)
+
+    expect_renewals = SOAK / RETRY
     for r in reps:
         check_eq(delta(r.name, "coxswain_translations_total"), 0, "%s translations" % r.name)
         check_eq(passed(r.name), 0, "%s events passed by the filters" % r.name)
         check_eq(delta(r.name, "coxswain_status_writes_total"), 0, "%s status writes" % r.name)
+        # the renewals reached the ConfigMap informer and the filter dropped them
+        check(lock_drops(r.name) >= expect_renewals * 0.8,
+              "%s: %d lock renewals dropped as excluded-lock, expected about %.0f" %
+              (r.name, lock_drops(r.name), expect_renewals))
+        check_eq(r.metric("coxswain_store_objects", kind="ConfigMap"), 1,
+                 "%s: the CA ConfigMap beside the lock is stored" % r.name)
     writes = [a for a in audit if a["verb"] in ("create", "update", "patch", "delete")]
     lock_writes = [a for a in writes if a["resource"] == "configmaps" and a["name"] == "coxswain"]
     other = [a for a in writes if a not in lock_writes and a["resource"] != "events"]
@@ -107,10 +141,10 @@ def steady_state():
                   "%s started %d watches" % (r.name, watches.get(r.name, 0)))
     ev = [a for a in audit if a["resource"] == "events"]
     print("# steady state %.0f s (ConfigMap lock, retry %.0f s): translations 0/0/0, status "
-          "writes 0, lock writes %d by %s (mean gap %.2f s), standby requests %s (+ watches %s), "
-          "events %d" %
+          "writes 0, lock writes %d by %s (mean gap %.2f s), lock events dropped as excluded-lock "
+          "%s, standby requests %s (+ watches %s), events %d" %
           (secs, RETRY, len(lock_writes), leader.name,
-           sum(gaps) / len(gaps) if gaps else 0.0,
+           sum(gaps) / len(gaps) if gaps else 0.0, [int(lock_drops(r.name)) for r in reps],
            [per_user.get(r.name, 0) for r in reps if r is not leader],
            [watches.get(r.name, 0) for r in reps if r is not leader], len(ev)))
 
