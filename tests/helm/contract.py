@@ -6,7 +6,8 @@ test_chart_least_privilege.py checks this table against every request the
 daemon makes (informers list+watch or stream, never get; statuses are merge
 patches; ProxySnapshots are created, updated, deleted and watched; the lock
 is read, watched, polled, created and updated by name; Events are created;
-Secrets and ConfigMaps are never read)."""
+Secrets and ConfigMaps are listed and watched, for spec.tls, where the
+inputs are, unless tlsInputs.enabled is false)."""
 import os
 import re
 import subprocess
@@ -21,7 +22,7 @@ DAEMON_FLAGS = {
     "--leader-elect", "--leader-elect-lease-duration", "--leader-elect-renew-deadline",
     "--leader-elect-retry-period", "--leader-elect-resource-lock",
     "--leader-elect-resource-name", "--leader-elect-resource-namespace",
-    "--log-format", "--log-level",
+    "--log-format", "--log-level", "--tls-inputs",
 }
 
 INPUT_KINDS = ["gateways", "virtualservices", "routetables", "upstreams"]
@@ -41,7 +42,7 @@ def daemon_help_flags(build):
 
 
 def expected_permissions(release_ns, lock_name, lock="leases", watch_namespaces=(),
-                         namespace_selector=False, leader_elect=True):
+                         namespace_selector=False, leader_elect=True, tls_inputs=True):
     """The permission atoms coxswain needs, as a set of tuples
     (scope, apiGroup, resource, resourceName or "", verb) where scope is
     "cluster" or a namespace. Nothing more, nothing less."""
@@ -55,6 +56,9 @@ def expected_permissions(release_ns, lock_name, lock="leases", watch_namespaces=
         for g, r in (("", "services"), ("discovery.k8s.io", "endpointslices")):
             for v in ("list", "watch"):
                 want.add((scope, g, r, "", v))
+        for r in ("secrets", "configmaps") if tls_inputs else ():
+            for v in ("list", "watch"):
+                want.add((scope, "", r, "", v))
     if namespace_selector:
         for v in ("list", "watch"):
             want.add(("cluster", "", "namespaces", "", v))

@@ -418,12 +418,14 @@ def case_rbac_refuses_what_is_not_needed():
             ("team-a", "", "services", "probe", "get"),
             ("default", "coxswain.dev", "gateways", "", "list"),
             ("default", "coxswain.dev", "gateways/status", "probe", "update"),
-            # Secrets and ConfigMaps: never read, anywhere
+            # Secrets and ConfigMaps: listed and watched (spec.tls) only in
+            # the watched namespaces, never read one by one, never written
             ("default", "", "secrets", "", "list"),
-            ("team-a", "", "secrets", "", "list"),
+            ("default", "", "configmaps", "", "watch"),
             ("team-a", "", "secrets", "probe", "get"),
-            ("team-a", "", "secrets", "", "watch"),
-            ("team-a", "", "configmaps", "", "list"),
+            ("team-a", "", "secrets", "probe", "update"),
+            ("team-a", "", "secrets", "", "create"),
+            ("team-a", "", "configmaps", "probe", "get"),
             ("team-a", "", "configmaps", "probe", "update"),
             ("team-a", "", "services", "probe", "patch"),
             ("team-a", "discovery.k8s.io", "endpointslices", "probe", "delete"),

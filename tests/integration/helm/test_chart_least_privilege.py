@@ -476,6 +476,7 @@ def run_removals():
 SYMPTOM = {
     "gateways": "statuses written", "gateways/status": "statuses written",
     "services": "statuses written", "endpointslices": "statuses written",
+    "secrets": "statuses written",
     "namespaces": "statuses written",
     "leases": "leader elected", "configmaps": "leader elected",
     "proxysnapshots": "snapshots published", "events": "election event",

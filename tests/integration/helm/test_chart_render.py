@@ -243,6 +243,23 @@ def case_rbac_single_replica_without_election():
     check("--leader-elect-lease-duration" not in r.args())
 
 
+def case_rbac_tls_inputs():
+    # on by default: Secrets and ConfigMaps, list + watch, no get, in the
+    # inputs' scope (one rule)
+    rules = [rule for role in D.all("ClusterRole") for rule in role["rules"]
+             if "secrets" in rule["resources"]]
+    check_eq(len(rules), 1)
+    check_eq(rules[0]["resources"], ["secrets", "configmaps"])
+    check_eq(rules[0]["verbs"], ["list", "watch"])
+    check("--tls-inputs" not in D.args(), "the daemon's default (true) is not repeated")
+    # off: no such permission, and the daemon does not watch them
+    r = h.render(sets={"tlsInputs.enabled": False})
+    check_rbac(r, lock_name="coxswain", tls_inputs=False)
+    check_eq(r.args()["--tls-inputs"], "false")
+    check(not any("secrets" in rule["resources"] for role in r.all("ClusterRole")
+                  for rule in role["rules"]), "no Secret access without tlsInputs")
+
+
 def case_rbac_and_serviceaccount_optional():
     r = h.render(sets={"rbac.create": False, "serviceAccount.create": False,
                        "serviceAccount.name": "gw-controller"})
@@ -365,6 +382,7 @@ CASES = [
     ("RBAC watchNamespaces: RoleBindings only in those namespaces", case_rbac_exact_watch_namespaces),
     ("RBAC configmaps lock + namespace selector: exact", case_rbac_exact_configmap_lock_and_selectors),
     ("RBAC single replica without election: no lock access", case_rbac_single_replica_without_election),
+    ("RBAC tlsInputs: Secrets/ConfigMaps list+watch, none when disabled", case_rbac_tls_inputs),
     ("rbac.create / serviceAccount.create off; custom SA name", case_rbac_and_serviceaccount_optional),
     ("names, lock name and image follow release and overrides", case_names_and_image),
     ("HA values: 5 replicas, tuned lease, hard spread, PDB 3", case_ha_values),
