@@ -13,6 +13,8 @@
  */
 #include "cx_json.h"
 #include "cx_log.h"
+#include "cx_metrics.h"
+#include "xlate_tls.h"
 #include "daemon_internal.h"
 #include "daemon_kinds.h"
 
@@ -113,6 +115,26 @@ static void track_refs(struct daemon *d, enum xlate_kind kind, const char *key, 
                  key);
 }
 
+/* coxswain_tls_certificate_expiry_timestamp_seconds{secret}: the notAfter
+ * of a stored (so referenced) Secret's certificate, for alerts before the
+ * reports' CertificateExpired; hidden when it leaves the store. */
+static void note_certificate(struct daemon *d, struct kube_obj *obj, int stored)
+{
+    if (!d->m.cert_expiry)
+        return;
+    struct cx_series *s = cx_metric_with(d->m.cert_expiry, obj->key);
+    const char *crt = stored ? cx_json_path_str(obj->json, "data", "tls.crt", NULL) : NULL;
+    size_t n = crt ? strlen(crt) : 0;
+    uint8_t *pem = n ? malloc(n / 4 * 3 + 1) : NULL;
+    long len = pem ? xl_b64_decode(crt, n, pem) : -1;
+    int64_t not_after = 0;
+    if (len > 0 && xl_tls_pem_not_after(pem, (size_t)len, &not_after) == 0)
+        cx_series_set(s, (double)not_after);
+    else if (s)
+        cx_series_hide(s);
+    free(pem);
+}
+
 static void feed(struct daemon *d, enum xlate_kind kind, enum filter_event_type type,
                  struct kube_obj *obj)
 {
@@ -148,11 +170,15 @@ static void feed(struct daemon *d, enum xlate_kind kind, enum filter_event_type 
         }
         daemon_worker_poke(d->worker);
         track_refs(d, kind, obj->key, obj->json);
+        if (kind == XLATE_KIND_SECRET)
+            note_certificate(d, obj, 1);
         break;
     case FILTER_STORE_DELETE:
         if (store_remove(d->store, kind, obj->key))
             daemon_worker_poke(d->worker);
         track_refs(d, kind, obj->key, NULL);
+        if (kind == XLATE_KIND_SECRET)
+            note_certificate(d, obj, 0);
         break;
     case FILTER_STORE_NONE:
         break;
@@ -315,6 +341,10 @@ int daemon_feed_setup(struct daemon *d, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    d->m.cert_expiry = cx_gauge("coxswain_tls_certificate_expiry_timestamp_seconds",
+                                "notAfter (Unix seconds) of the certificate in each TLS Secret a "
+                                "Gateway or Upstream uses.",
+                                "secret");
     for (int k = 0; k < XLATE_KIND_COUNT; k++) {
         if (tls_kind((enum xlate_kind)k) && !d->cfg->tls_inputs)
             continue;

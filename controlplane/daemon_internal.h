@@ -97,6 +97,7 @@ struct daemon {
         struct cx_series *leader;        /* coxswain_leader */
         struct cx_series *ready;
         struct cx_series *change_latency_hist;
+        struct cx_metric *cert_expiry; /* {secret}: notAfter of stored TLS Secrets */
     } m;
     /* gateway -> its coxswain_snapshot_version_info series, to hide on change */
     struct {

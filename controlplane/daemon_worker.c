@@ -84,8 +84,8 @@ static void *thread_main(void *arg)
         int64_t now = cx_wall_ns() / CX_NS_PER_S;
         if (ctx && have_world && view->changes_complete) {
             /* The cheap path: the previous pass's world plus what changed. */
-            int rc = xlate_run_changes_at(ctx, view->changes, view->nchanges, now, &snap,
-                                          &res.stats);
+            int rc =
+                xlate_run_changes_at(ctx, view->changes, view->nchanges, now, &snap, &res.stats);
             ok = rc == 0;
             res.incremental = ok;
         }

@@ -287,6 +287,23 @@ size_t xl_tls_check_ca(const char *pem, size_t len, char *msg, size_t msglen)
     return n;
 }
 
+int xl_tls_pem_not_after(const uint8_t *pem, size_t len, int64_t *out)
+{
+    if (len > XL_TLS_MAX_PEM)
+        return -1;
+    BIO *b = BIO_new_mem_buf(pem, (int)len);
+    X509 *x = b ? PEM_read_bio_X509(b, NULL, no_password, NULL) : NULL;
+    int rc = -1;
+    if (x) {
+        *out = asn1_time(X509_get0_notAfter(x));
+        rc = 0;
+    }
+    X509_free(x);
+    BIO_free(b);
+    ERR_clear_error();
+    return rc;
+}
+
 /* ---- names -------------------------------------------------------------------------- */
 
 int xl_tls_name_covers(const char *name, const char *host)

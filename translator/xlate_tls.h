@@ -67,6 +67,10 @@ void xl_tls_time_str(int64_t t, char *buf, size_t n);
  * *.example.com" (at most |n| bytes, "..." when cut). */
 void xl_tls_names_str(const struct xl_cert_info *c, char *buf, size_t n);
 
+/* The notAfter (Unix seconds) of the first certificate of PEM chain |pem|,
+ * into *out. Returns 0, or -1 when no certificate parses. */
+int xl_tls_pem_not_after(const uint8_t *pem, size_t len, int64_t *out);
+
 /* 1 if an object of namespace |from| may use an object of namespace |to|
  * whose XLATE_ALLOW_REFS_ANNOTATION is |allow| (may be NULL): the same
  * namespace, or listed, or "*". */

@@ -184,6 +184,12 @@ def case_served_everywhere():
         # only the two referenced Secrets and the one ConfigMap are stored
         check_eq(r.metric("coxswain_store_objects", kind="Secret"), 2, r.name)
         check_eq(r.metric("coxswain_store_objects", kind="ConfigMap"), 1, r.name)
+        # notAfter of the certificates in use (2124-01-01), for alerts
+        for s in ("www", "client"):
+            check_eq(r.metric("coxswain_tls_certificate_expiry_timestamp_seconds",
+                              secret="%s/%s" % (NS, s)), 4859740800.0, "%s %s" % (r.name, s))
+        check_eq(r.metric("coxswain_tls_certificate_expiry_timestamp_seconds",
+                          secret="%s/spare" % NS), 0, "unreferenced: no series")
     docs = [r.debug("snapshot") for r in reps]
     check(docs[0] == docs[1] == docs[2], "identical /debug/snapshot on every replica")
     # over ADS (a standby): the real keys, for Envoy
@@ -268,9 +274,14 @@ def case_reference_brings_it_in():
     check_eq(doc["resources"][0]["default_filter_chain"]["transport_socket"]["typed_config"][
         "common_tls_context"]["tls_certificates"][0]["certificate_chain"]["inline_string"],
         read("shop.crt").decode())
+    check_eq(reps[2].metric("coxswain_tls_certificate_expiry_timestamp_seconds",
+                            secret="%s/spare" % NS), 4859740800.0)
     check_eq(api.delete("Gateway", NS, "gw2")[0], 200)
     cxd.wait_for(lambda: all(r.metric("coxswain_store_objects", kind="Secret") == 2
                              for r in reps), 10, what="Secret spare out of every store")
+    for r in reps:
+        check_eq(r.metric("coxswain_tls_certificate_expiry_timestamp_seconds",
+                          secret="%s/spare" % NS), 0, "%s: its series hidden" % r.name)
 
 
 # ---- redaction ------------------------------------------------------------------------

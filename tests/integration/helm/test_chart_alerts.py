@@ -2,8 +2,9 @@
 is valid for Prometheus (`promtool check rules`) and fires exactly when it
 should (`promtool test rules` on synthetic series): no leader or two leaders
 for a minute, all replicas down, a replica missing, NACKs, an inconsistent
-standby, failing status writes, failing renewals — and not on a short
-blip or on retried conflicts."""
+standby, failing status writes, failing renewals, a certificate about to
+expire — and not on a short blip, on retried conflicts, or on a
+certificate with a month left."""
 import os
 import subprocess
 import sys
@@ -50,7 +51,7 @@ def case_check_rules():
             yaml.safe_dump(rules(), f)
         p = promtool("check", "rules", path)
         check_eq(p.returncode, 0, p.stdout + p.stderr)
-        check("SUCCESS: 7 rules found" in p.stdout, p.stdout)
+        check("SUCCESS: 8 rules found" in p.stdout, p.stdout)
 
 
 def leader_series(values):
@@ -194,6 +195,27 @@ def case_nacks_snapshot_and_status_failures():
     ]}])
 
 
+def case_certificate_expiring():
+    # promtool's clock starts at 0: a certificate expiring 7 days in fires
+    # after an hour, one with 30 days left never does
+    run_tests([{"interval": "5m", "input_series": [
+        {"series": 'coxswain_tls_certificate_expiry_timestamp_seconds{%s,pod="p0",'
+                   'secret="edge/www"}' % SEL, "values": "604800x30"},
+        {"series": 'coxswain_tls_certificate_expiry_timestamp_seconds{%s,pod="p1",'
+                   'secret="edge/www"}' % SEL, "values": "604800x30"},
+        {"series": 'coxswain_tls_certificate_expiry_timestamp_seconds{%s,pod="p0",'
+                   'secret="edge/shop"}' % SEL, "values": "2592000x30"},
+    ], "alert_rule_test": [
+        {"eval_time": "30m", "alertname": "CoxswainCertificateExpiringSoon", "exp_alerts": []},
+        {"eval_time": "2h", "alertname": "CoxswainCertificateExpiringSoon", "exp_alerts": [{
+            "exp_labels": {"severity": "warning", "secret": "edge/www"},
+            "exp_annotations": {
+                "summary": "the certificate of Secret edge/www expires in 6d 22h 0m 0s",
+                "description": rule("CoxswainCertificateExpiringSoon")["annotations"][
+                    "description"]}}]},
+    ]}])
+
+
 def case_alerts_follow_release():
     r = h.render(name="edge", namespace="gw-system",
                  sets={"metrics.prometheusRule.enabled": True,
@@ -217,5 +239,7 @@ t.case("a 45 s failover does not page", case_short_handover_is_quiet)
 t.case("CoxswainDown and CoxswainReplicasMissing", case_down_and_missing_replicas)
 t.case("NACKs, inconsistent standby, status write and renew failures fire",
        case_nacks_snapshot_and_status_failures)
+t.case("a certificate expiring within 14 days fires, one with 30 days left does not",
+       case_certificate_expiring)
 t.case("selectors and the lock name follow the release", case_alerts_follow_release)
 t.done()
