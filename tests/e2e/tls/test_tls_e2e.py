@@ -11,6 +11,11 @@
 - Only referenced Secrets and ConfigMaps reach the translator: changes to
   others cost no translation (filter reason "unreferenced"); a reference
   that appears later brings the Secret in, and its removal takes it out.
+- Only the watched namespaces, only kubernetes.io/tls: a TLS Secret
+  elsewhere, even one that allows the reference, and an Opaque Secret, even
+  named by a Gateway, are never read (the Gateway reports them not found),
+  and changes to Secrets and ConfigMaps there never reach the
+  replicas (no out-of-scope-namespace drop, ordered before a barrier event).
 - Redaction: the test private keys (PEM lines, the whole PEM, its base64 as
   stored in Secrets, JSON-escaped) appear on no output surface: the logs of
   every replica (debug level), /debug/snapshot, /debug/config,
@@ -284,6 +289,58 @@ def case_reference_brings_it_in():
                           secret="%s/spare" % NS), 0, "%s: its series hidden" % r.name)
 
 
+def case_watched_namespaces_only():
+    def drops(r, kind, reason):
+        return r.metric("coxswain_filter_events_total", kind=kind, reason=reason)
+
+    before = {r.name: {k: drops(r, k, "unreferenced") for k in ("Secret", "ConfigMap")}
+              for r in reps}
+    cxd.namespace(api, "elsewhere")
+    shared = secret("shared", "shop.crt", "shop.key", ns="elsewhere")
+    shared["metadata"]["annotations"] = {"coxswain.dev/allow-references-from": NS}
+    check_eq(api.create(shared)[0], 201, "Secret elsewhere/shared")
+    check_eq(api.create(configmap("ca", {"ca.crt": read("ca.crt").decode()}, ns="elsewhere"))[0],
+             201, "ConfigMap elsewhere/ca")
+    gw3 = tls_gateway("gw3", [], port=9444)
+    gw3["spec"]["tls"]["certificates"] = [{"secretRef": {"name": "shared",
+                                                         "namespace": "elsewhere"}},
+                                          {"secretRef": {"name": "opaque"}}]
+    check_eq(api.create(gw3)[0], 201, "Gateway gw3")
+    try:
+        def accepted_condition():
+            st, o = api.get("Gateway", NS, "gw3")
+            for c in (o.get("status") or {}).get("conditions", []) if st == 200 else []:
+                if c["type"] == "Accepted" and c["reason"] != "Pending":
+                    return dict(c, state=o["status"]["state"])
+            return None
+        # even allowed, a Secret outside the watched namespaces is never
+        # read; nor is an Opaque one, even named (the field selector)
+        c = cxd.wait_for(accepted_condition, 10, what="gw3's Accepted condition")
+        check_eq((c["state"], c["reason"]), ("Rejected", "SecretNotFound"), str(c))
+        check("Secret elsewhere/shared not found" in c["message"] and
+              "Secret %s/opaque not found" % NS in c["message"], c["message"])
+        # Changes there, then in a watched namespace (a barrier: had the
+        # replicas watched the whole cluster, one stream per kind would have
+        # brought the first before the second, and the filters would have
+        # dropped it as out-of-scope-namespace).
+        check_eq(api.patch("Secret", "elsewhere", "shared",
+                           {"metadata": {"labels": {"n": "1"}}})[0], 200)
+        check_eq(api.patch("ConfigMap", "elsewhere", "ca", {"data": {"x": "1"}})[0], 200)
+        check_eq(api.patch("Secret", NS, "spare", {"metadata": {"labels": {"n": "b"}}})[0], 200)
+        check_eq(api.patch("ConfigMap", NS, "unrelated", {"data": {"x": "b"}})[0], 200)
+        cxd.wait_for(lambda: all(drops(r, k, "unreferenced") > before[r.name][k]
+                                 for r in reps for k in ("Secret", "ConfigMap")), 10,
+                     what="the barrier events on every replica")
+        for r in reps:
+            for k in ("Secret", "ConfigMap"):
+                check_eq(drops(r, k, "out-of-scope-namespace"), 0,
+                         "%s: no %s from outside the watched namespaces" % (r.name, k))
+            check_eq(r.metric("coxswain_store_objects", kind="Secret"), 2,
+                     "%s: not stored" % r.name)
+    finally:
+        check_eq(api.delete("Gateway", NS, "gw3")[0], 200)
+
+
 # ---- redaction ------------------------------------------------------------------------
 
 def key_forms(name):
@@ -369,6 +426,8 @@ try:
     t.case("unreferenced Secrets and ConfigMaps: zero translations", case_unreferenced_cost_nothing)
     t.case("a new reference brings a Secret into the store, its removal takes it out",
            case_reference_brings_it_in)
+    t.case("Secrets and ConfigMaps read only in the watched namespaces",
+           case_watched_namespaces_only)
     t.case("redaction: no private key on any output surface", case_redaction)
 finally:
     for r in reps:
