@@ -388,8 +388,14 @@ int main(void)
     evthread_use_pthreads();
     int N = 50000;
     const char *env = getenv("KUBESIM_BENCH_N");
-    if (env && atoi(env) > 0)
-        N = atoi(env);
+    if (env) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (*env && !*end && v > 0 && v <= 10000000)
+            N = (int)v;
+        else
+            fprintf(stderr, "bench_kubesim: ignoring KUBESIM_BENCH_N=%s (want 1..10000000)\n", env);
+    }
     struct cx_kubesim ks;
     const char *args[] = {"--log-level", "warn", NULL};
     if (cx_kubesim_start(&ks, args) != 0) {
