@@ -120,6 +120,11 @@ def validate_plot(bench, p):
     for k in ("logx", "logy"):
         if k in p and not isinstance(p[k], bool):
             raise BadInput("%s/%s: %s must be true or false" % (bench, pname, k))
+    for k in ("xtics", "ytics"):
+        for t in p.get(k, []):
+            if not (isinstance(t, list) and len(t) == 2 and _num(t[0]) and isinstance(t[1], str)):
+                raise BadInput("%s/%s: %s entries are [position, \"label\"], got %r" % (
+                    bench, pname, k, t))
 
 
 def previous_results(path):
@@ -165,6 +170,51 @@ def derived_plots(b):
             out.append({"name": "scaling", "title": "Translation time against N",
                         "xlabel": "VirtualServices", "ylabel": "ms", "logx": True,
                         "logy": True, "style": "linespoints", "series": series})
+    elif name == "election":
+        def row(case, lock="leases"):
+            for r in rows:
+                if str(r.get("case", "")).startswith(case) and r.get("lock", lock) == lock:
+                    return r
+            return None
+        cases = [("graceful handover", "graceful handover"), ("crash failover", "crash failover")]
+        found = [(label, row(prefix)) for label, prefix in cases]
+        found = [(label, r) for label, r in found if r and _num(r.get("p50_ms"))]
+        if found:
+            series = []
+            for j, (lab, key) in enumerate((("coxswain p50", "p50_ms"),
+                                            ("coxswain p99", "p99_ms"),
+                                            ("Python client p50", "baseline_p50_ms"),
+                                            ("Python client p99", "baseline_p99_ms"))):
+                pts = [[i + 1 + (j - 1.5) * 0.18, r[key]] for i, (_, r) in enumerate(found)
+                       if _num(r.get(key))]
+                if pts:
+                    series.append({"label": lab, "points": pts})
+            out.append({"name": "failover", "title": "Handover and crash failover, coxswain vs "
+                        "the Python client's elector (Lease lock)",
+                        "ylabel": "ms from the signal to the new leader", "logy": True,
+                        "style": "boxes", "boxwidth": 0.16,
+                        "xtics": [[i + 1, label] for i, (label, _) in enumerate(found)],
+                        "series": series})
+    elif name == "takeover":
+        timed = [r for r in rows if _num(r.get("leader_s")) and _num(r.get("reconciled_s"))]
+        if timed:
+            ytics, lead, rest = [], [], []
+            for i, r in enumerate(reversed(timed)):
+                y = i + 1
+                label = str(r.get("case", ""))
+                if _num(r.get("objects")):
+                    label += ", %dk objects" % round(r["objects"] / 1000)
+                ytics.append([y, label])
+                lead.append([0, r["leader_s"], y])
+                rest.append([r["leader_s"], r["reconciled_s"], y])
+            out.append({"name": "timeline", "title": "Failover timelines: from the leader's "
+                        "death to every status reconciled",
+                        "xlabel": "seconds after kill -9 / SIGTERM", "style": "intervals",
+                        "ytics": ytics,
+                        "series": [{"label": "until the new leader holds the lease",
+                                    "points": lead},
+                                   {"label": "until every status is reconciled",
+                                    "points": rest}]})
     elif name == "xds":
         p50 = sorted([r["streams"], r["p50_ms"]] for r in rows
                      if _num(r.get("streams")) and _num(r.get("p50_ms")))
@@ -185,8 +235,8 @@ def gp_str(s):
     return '"%s"' % str(s).replace("\\", "\\\\").replace('"', '\\"')
 
 
-TERMINALS = {"svg": "svg size 760,420 dynamic font 'sans,11' background '#ffffff'",
-             "png": "pngcairo size 760,420 font 'sans,10' background '#ffffff'"}
+TERMINALS = {"svg": "svg size 800,440 dynamic font 'sans,11' background '#ffffff'",
+             "png": "pngcairo size 800,440 font 'sans,10' background '#ffffff'"}
 
 
 def render_plot(bench, p, outdir, tmp, fmt_="svg"):
@@ -199,7 +249,11 @@ def render_plot(bench, p, outdir, tmp, fmt_="svg"):
              "set title %s" % gp_str(p.get("title", "")),
              "set xlabel %s" % gp_str(p.get("xlabel", "")),
              "set ylabel %s" % gp_str(p.get("ylabel", "")),
-             "set key outside right top", "set grid", "set border 3", "set tics nomirror"]
+             "set grid", "set border 3", "set tics nomirror"]
+    if max(len(x["label"]) for x in p["series"]) > 16 or p.get("ytics"):
+        lines.append("set key outside top center vertical Left reverse")
+    else:
+        lines.append("set key outside right top")
     if p.get("logx"):
         lines.append("set logscale x")
     if p.get("logy"):
@@ -219,12 +273,22 @@ def render_plot(bench, p, outdir, tmp, fmt_="svg"):
         else:
             use = "using 1:2 with %s lw 2 pt 7 lc %d" % (style, i + 1)
         plots.append("%s %s title %s" % (gp_str(data), use, gp_str(s["label"])))
+    def tics(pairs):
+        return ", ".join("%s %r" % (gp_str(label), float(pos)) for pos, label in pairs)
+    if p.get("xtics"):
+        lines.append("set xtics (%s)" % tics(p["xtics"]))
+    if p.get("ytics"):
+        lines.append("set ytics (%s)" % tics(p["ytics"]))
     if style == "intervals":
-        labels = ", ".join("%s %g" % (gp_str(s["label"]), s["points"][0][2])
-                           for s in p["series"] if s["points"])
-        lines += ["set ytics (%s)" % labels, "set key off", "set offsets 0, 0, 0.5, 0.5"]
+        if not p.get("ytics"):
+            # one series per row: its label names the row
+            lines += ["set ytics (%s)" % tics([[s["points"][0][2], s["label"]]
+                                               for s in p["series"] if s["points"]]),
+                      "set key off"]
+        lines.append("set offsets 0, 0, 0.5, 0.5")
     if style == "boxes":
-        lines.append("set boxwidth 0.8 relative")
+        lines += ["set boxwidth %s absolute" % repr(float(p.get("boxwidth", 0.8))),
+                  "set offsets 0.5, 0.5, 0, 0"]
     if not plots:
         raise RuntimeError("no points")
     lines.append("plot " + ", \\\n     ".join(plots))

@@ -41,10 +41,15 @@
 #                         {"label": "baseline: parse", "points": [...]}]}]
 #
 # A point is [x, y]; with style "intervals" it is [x_from, x_to, y]: a bar
-# from x_from to x_to at height y, one label per series on the y axis --
-# timelines (who led when, when a fault was active, failover rounds).
+# from x_from to x_to at height y -- timelines (who led when, when a fault
+# was active, the phases of a failover). Optional: "xtics"/"ytics", lists
+# of [position, "label"] (categories: bars of a "boxes" plot, the rows of a
+# timeline; without ytics an intervals plot labels each row by its series),
+# "boxwidth" (boxes, in x units, default 0.8).
 # Benchmarks that print no plots get the ones report.py derives from their
-# rows (translator: time against N; xds: latency against streams).
+# rows (translator: time against N; xds: latency against streams;
+# election: handover and failover against the Python elector; takeover:
+# failover timelines).
 #
 # Environment: BENCH=substring (only matching benchmarks; the other
 # sections keep their last results), BENCH_TIMEOUT (seconds per benchmark,

@@ -117,11 +117,15 @@ def malformed_and_failed():
         check_eq(r.returncode, 0, r.stderr)
         bad_plot = dict(PLOTTED, plots=[{"name": "x", "style": "pie",
                                          "series": [{"label": "s", "points": [[1, 2]]}]}])
+        bad_tics = dict(PLOTTED, benchmark="kubesim",
+                        plots=[{"name": "z", "xtics": [[1]], "series": [
+                            {"label": "s", "points": [[1, 2]]}]}])
         bad_point = dict(PLOTTED, benchmark="xds",
                          plots=[{"name": "y", "series": [{"label": "s", "points": [[1]]}]}])
         failed = {"benchmark": "translator", "failed": "timed out after 5 s",
                   "log_tail": "bench_translator: 10000 VirtualServices...\n"}
-        files = [write(os.path.join(tmp, "p.json"), bad_plot),
+        files = [write(os.path.join(tmp, "t.json"), bad_tics),
+                 write(os.path.join(tmp, "p.json"), bad_plot),
                  write(os.path.join(tmp, "q.json"), bad_point),
                  write(os.path.join(tmp, "f.json"), failed),
                  write(os.path.join(tmp, "g.json"), "not json")]
@@ -130,12 +134,58 @@ def malformed_and_failed():
         check("style 'pie' is not one of" in r.stderr, r.stderr)
         check("a point must be 2 numbers" in r.stderr, r.stderr)
         check("g.json" in r.stderr, r.stderr)
+        check("xtics entries are [position, \"label\"]" in r.stderr, r.stderr)
         tr = section(md, "Translator: fake")
         check("**Failed in the run of" in tr and "timed out after 5 s" in tr, tr)
         check("The numbers below are from the last good run." in tr, tr)
         check("| full, 10k VirtualServices |" in tr, "last good rows kept")
         check("bench_translator: 10000" in tr, "log tail shown")
         check("Election" not in md, "a malformed benchmark must not be published")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+ELECTION = {"benchmark": "election", "title": "Election rows", "rows": [
+    {"case": "graceful handover (SIGTERM -> new leader)", "lock": "leases", "p50_ms": 6.8,
+     "p99_ms": 13.5, "baseline_p50_ms": 2807.6, "baseline_p99_ms": 3356.8},
+    {"case": "crash failover (kill -9 -> new leader)", "lock": "leases", "p50_ms": 2516.2,
+     "p99_ms": 2983.2, "baseline_p50_ms": 2672.3, "baseline_p99_ms": 3120.9},
+    {"case": "crash failover (kill -9 -> new leader)", "lock": "configmaps", "p50_ms": 1.0}]}
+TAKEOVER = {"benchmark": "takeover", "title": "Takeover rows", "rows": [
+    {"case": "warm standby, kill -9", "objects": 10101, "leader_s": 2.71,
+     "reconciled_s": 2.95},
+    {"case": "cold standby, kill -9", "objects": 10101, "leader_s": 3.05,
+     "reconciled_s": 3.35}]}
+
+
+def derived_plots():
+    sys.path.insert(0, os.path.join(TOP, "bench"))
+    import report as rep
+    el = rep.derived_plots(ELECTION)
+    check_eq([p["name"] for p in el], ["failover"])
+    pts = {s["label"]: s["points"] for s in el[0]["series"]}
+    check_eq(sorted(pts), ["Python client p50", "Python client p99", "coxswain p50",
+                           "coxswain p99"])
+    check_eq([y for _, y in pts["coxswain p50"]], [6.8, 2516.2], "Lease rows only")
+    check_eq(el[0]["xtics"], [[1, "graceful handover"], [2, "crash failover"]])
+    tk = rep.derived_plots(TAKEOVER)
+    check_eq(tk[0]["ytics"], [[1, "cold standby, kill -9, 10k objects"],
+                              [2, "warm standby, kill -9, 10k objects"]])
+    check_eq(tk[0]["series"][0]["points"], [[0, 3.05, 1], [0, 2.71, 2]])
+    check_eq(tk[0]["series"][1]["points"], [[3.05, 3.35, 1], [2.71, 2.95, 2]])
+    for p in el + tk:
+        rep.validate_plot("x", p)
+    tmp = tempfile.mkdtemp(prefix="bench-report-")
+    try:
+        os.makedirs(os.path.join(tmp, "doc"))
+        r, _ = report(tmp, [write(os.path.join(tmp, "e.json"), ELECTION),
+                            write(os.path.join(tmp, "k.json"), TAKEOVER)])
+        check_eq(r.returncode, 0, r.stderr)
+        check_eq(sorted(os.listdir(os.path.join(tmp, "doc", "plots"))),
+                 ["election-failover.svg", "takeover-timeline.svg"])
+        with open(os.path.join(tmp, "doc", "plots", "takeover-timeline.svg")) as f:
+            svg = f.read()
+        check("warm standby, kill -9, 10k objects" in svg, "row labels in the timeline")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -237,6 +287,7 @@ def main():
     t.case("report.py: tables, same-run ratios, own and derived plots, glance", tables_ratios_plots)
     t.case("report.py: malformed plot data refused, a failed run keeps the last good numbers",
            malformed_and_failed)
+    t.case("report.py: plots derived from the election and takeover rows", derived_plots)
     t.case("report.py: earlier results kept; README block replaced, nothing else",
            earlier_results_kept_and_readme)
     t.case("run.sh: order, timeouts, failures reported, the rest still runs", run_sh)
