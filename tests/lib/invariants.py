@@ -56,7 +56,9 @@ record), which the caller collects by watching the lock. A lock write whose
 resourceVersion the history lacks is attributed to its writer (an elector
 only ever writes itself as holder, or "" when releasing); such writes are
 counted as `inferred` and never produce a violation on their own, so a gap
-in the history can hide a release but never invent a violation.
+in the history can hide a release but never invent a violation (a takeover
+right after an inferred write of the holder is not called premature: that
+write may have been the release).
 
 Writers are identified from the audit line's `user`: by default the text
 after "replica/" in a User-Agent ("coxswain/0.1 (linux) replica/r1"), else
@@ -176,7 +178,8 @@ class Term:
         self.guarded_writes = 0
         self.end_ns = None
         self.end_reason = None          # taken-over, released, expired, deleted, open
-        self.inferred = inferred
+        self.inferred = inferred        # its first lock write's holder was inferred
+        self.last_inferred = inferred   # its latest one's: it may have been a release
 
     @property
     def expires_ns(self):
@@ -325,8 +328,12 @@ class LeadershipChecker:
             cur.write_times.append(t)
             cur.duration_ns = dur
             cur.lock_writes += 1
+            cur.last_inferred = inferred
             return
-        if cur is not None and t < cur.expires_ns and not (inferred or cur.inferred or foreign):
+        # A takeover right after an unseen lock write of the holder proves
+        # nothing: that write may have been its release.
+        if cur is not None and t < cur.expires_ns and not (inferred or cur.last_inferred or
+                                                           foreign):
             self._violate("premature-takeover", t,
                           "%s took the lock from %s %.3f s before that lease expired" % (
                               holder, cur.holder, (cur.expires_ns - t) / 1e9), a)

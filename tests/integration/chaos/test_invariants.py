@@ -232,6 +232,25 @@ def gaps_in_history_invent_nothing():
     log.write(2.4 * S, "a")
     c = check_audit(log.audit, LOCK, empty, GUARDED, 3 * S)
     check_eq(kinds(c), ["write-outside-term"])
+    # Only the release was missed (the observer's watch was down just then):
+    # the term's start was seen, its last write was not, and the takeover
+    # right after is no premature one.
+    log = Log()
+    log.lease(0, "a")
+    log.renewals("a", 0.5 * S, 2 * S)
+    log.lease(2.1 * S, "a", holder="", record=False)   # release, unseen
+    log.lease(2.101 * S, "b")
+    log.write(2.3 * S, "b")
+    c = log.check()
+    check_eq(kinds(c), [])
+    check_eq([t.holder for t in c.terms], ["a", "b"])
+    # the same takeover after a renewal that was seen is premature
+    log = Log()
+    log.lease(0, "a")
+    log.renewals("a", 0.5 * S, 2 * S)
+    log.lease(2.1 * S, "a")
+    log.lease(2.101 * S, "b")
+    check_eq(kinds(log.check()), ["premature-takeover"])
 
 
 def foreign_and_configmap_lock():
