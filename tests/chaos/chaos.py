@@ -39,6 +39,9 @@ REPLICA_FAULTS = ("kill", "term", "stop", "partition")
 IDENT = re.compile(r"^(r\d+)-(\d+)$")
 TEST_CM = "coxswain-elect-test"
 SURVIVOR = "r0"
+# The checker's verdicts on leadership (safety); the rest are the driver's.
+LEADERSHIP_KINDS = ("write-outside-term", "write-after-expiry", "sent-outside-term",
+                    "guard-breach", "premature-takeover", "foreign-lock-write")
 
 
 def writer_of(user):
@@ -670,7 +673,7 @@ class Chaos:
         fin = LeadershipChecker(*self.checker_args[0], **self.checker_args[1])
         fin.feed(AuditTail(self.cluster.audit_path).read())
         fin.finish()
-        if self.canary_caught:
+        if self.canary_rv:   # caught or not, canary() has reported it
             canary = [v for v in fin.violations if v.entry and
                       v.entry.get("resourceVersion") == self.canary_rv and
                       v.entry.get("user") == self.canary_user]
@@ -749,6 +752,7 @@ class Chaos:
             "violation_list": violations[:50],
             "fault_timeline": self.timeline,
             "started_ns": self.started,
+            "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
 
 
@@ -834,20 +838,30 @@ def bench_json(s):
                                  for k, v in sorted(s["rss_series"].items())]})
     rows = [{"case": "fault episodes: " + k, "count": v} for k, v in sorted(s["faults"].items())]
     ld = s["leadership"]
+    safety = sum(v for k, v in s["violations"].items() if k in LEADERSHIP_KINDS)
+    other = {k: v for k, v in s["violations"].items() if k not in LEADERSHIP_KINDS}
     rows += [{"case": "leadership terms", "count": ld["terms"]},
              {"case": "longest leaderless gap (ms)", "count": ld["max_leaderless_ms"]},
              {"case": "guarded writes", "count": s["writes"]["guarded"]},
              {"case": "VirtualService changes", "count": s["writes"]["virtualservice_changes"]},
-             {"case": "violations", "count": s["violations_total"]}]
+             {"case": "leadership (safety) violations", "count": safety},
+             {"case": "other violations%s" % (
+                 " (%s)" % ", ".join("%s %d" % kv for kv in sorted(other.items()))
+                 if other else ""), "count": sum(other.values())}]
+    surv = [v["detail"] for k, v in sorted(s["rss"].items()) if k in s.get("rss_series", {})]
     glance = [{"metric": "safety violations under faults",
                "value": "%d in %d s: %d faults, %d leadership terms, %d guarded writes" % (
-                   s["violations_total"], s["seconds"], s["faults_total"], ld["terms"],
+                   safety, s["seconds"], s["faults_total"], ld["terms"],
                    s["writes"]["guarded"]),
                "baseline": "checker proven live by a rogue write" if s["canary"] else ""},
               {"metric": "slowest failover (crash, pause, partition)",
                "value": "%.0f ms" % ld["max_failover_ms"],
-               "baseline": "lease %s" % s["timings"]["lease"]}]
-    return {"benchmark": "chaos", "glance": glance,
+               "baseline": "lease %s" % s["timings"]["lease"]},
+              {"metric": "other invariants (exits, convergence, RSS)",
+               "value": ("violated: " + ", ".join("%s %d" % kv for kv in sorted(other.items()))
+                         if other else "all held"),
+               "baseline": surv[0] if surv else ""}]
+    return {"benchmark": "chaos", "glance": glance, "measured": s.get("finished_utc"),
             "title": "Chaos: %d s of faults on %d replicas (%s)" % (
                 s["seconds"], s["replicas"], "coxswain " + s["mode"]),
             "notes": "make chaos, seed %d; lease %s, renew deadline %s, retry %s. Invariants "

@@ -21,8 +21,7 @@ from tap import Tap, check, check_eq  # noqa: E402
 
 SAN = chaoslib.sanitized()
 SECONDS = int(os.environ.get("CHAOS_TEST_SECONDS", "15" if SAN else "60"))
-LEADERSHIP_KINDS = ("write-outside-term", "write-after-expiry", "sent-outside-term",
-                    "guard-breach", "premature-takeover", "foreign-lock-write")
+LEADERSHIP_KINDS = chaos.LEADERSHIP_KINDS
 
 
 def main():
