@@ -436,7 +436,7 @@ def markdown(doc, results_path, plot_dir, md_path, plot_errors):
                          m.get("load_at_start", "?")), ""]
     if doc.get("suite_wall_s") is not None:
         lines += ["Last `make bench`: %s, %d benchmarks ran in %.0f s." % (
-            doc["date"], doc.get("suite_ran", 0), doc["suite_wall_s"]), ""]
+            doc.get("suite_date", doc["date"]), doc.get("suite_ran", 0), doc["suite_wall_s"]), ""]
     lines += ["## At a glance", "", glance_table(doc, ""), ""]
     for name in bench_order(doc["benchmarks"]):
         b = doc["benchmarks"][name]
@@ -509,6 +509,10 @@ def main(argv=None):
         doc["benchmarks"][name] = b
     if old.get("suite_wall_s") is not None and a.wall_s is None:
         doc["suite_wall_s"], doc["suite_ran"] = old["suite_wall_s"], old.get("suite_ran", 0)
+        doc["suite_date"] = old.get("suite_date", old.get("date"))
+        # a partial run (BENCH=...) or a report alone: the machine line
+        # stays the whole run's (its load average at the start)
+        doc["machine"] = old.get("machine") or doc["machine"]
     ran = 0
     for path in a.files:
         try:
@@ -530,7 +534,7 @@ def main(argv=None):
         b["measured"] = b.get("measured") or now
         doc["benchmarks"][name] = b
     if a.wall_s is not None:
-        doc["suite_wall_s"], doc["suite_ran"] = a.wall_s, ran
+        doc["suite_wall_s"], doc["suite_ran"], doc["suite_date"] = a.wall_s, ran, now
     # Plots: the benchmark's own, else derived from its rows.
     plot_errors = {}
     have_gnuplot = shutil.which("gnuplot") is not None
