@@ -253,6 +253,15 @@ static int values_equal(const struct cx_series *s, const char *const *values)
     return 1;
 }
 
+static void series_free(struct cx_metric *m, struct cx_series *s)
+{
+    for (size_t i = 0; s->values && i < m->nlabels; i++)
+        free(s->values[i]);
+    free(s->values);
+    free(s->buckets);
+    free(s);
+}
+
 static struct cx_series *series_find(struct cx_metric *m, const char *const *values, int create)
 {
     uint64_t h = values_hash(m, values);
@@ -277,11 +286,7 @@ static struct cx_series *series_find(struct cx_metric *m, const char *const *val
         ok = s->values[i] != NULL;
     }
     if (!ok) {
-        for (size_t i = 0; s->values && i < m->nlabels; i++)
-            free(s->values[i]);
-        free(s->values);
-        free(s->buckets);
-        free(s);
+        series_free(m, s);
         s = NULL;
         goto out;
     }
@@ -370,6 +375,23 @@ void cx_series_hide(struct cx_series *s)
 {
     if (s)
         atomic_store(&s->hidden, 1);
+}
+
+void cx_series_remove(struct cx_series *s)
+{
+    if (!s)
+        return;
+    struct cx_metric *m = s->family;
+    pthread_mutex_lock(&m->mu);
+    struct cx_series **pp = &m->table[s->hash % SERIES_BUCKETS];
+    while (*pp && *pp != s)
+        pp = &(*pp)->next;
+    if (*pp) {
+        *pp = s->next;
+        m->nseries--;
+    }
+    pthread_mutex_unlock(&m->mu);
+    series_free(m, s);
 }
 
 void cx_metric_inc(struct cx_metric *m, ...)

@@ -64,6 +64,13 @@ double cx_series_sum(const struct cx_series *s);       /* histogram sum */
  * pointer stays valid; using it again (set/add/with) makes it visible. */
 void cx_series_hide(struct cx_series *s);
 
+/* Removes a series from its family and frees it: for series whose label
+ * values keep changing (a snapshot version), which hiding would keep
+ * forever. The caller must hold the only pointer to |s|: no other thread
+ * may use it now or later (a later cx_metric_with() for the same values
+ * creates a fresh series). NULL is ignored. */
+void cx_series_remove(struct cx_series *s);
+
 /* Convenience for cold paths: look up + update in one call; label values
  * follow as in cx_metric_with. */
 void cx_metric_inc(struct cx_metric *m, ...);

@@ -230,8 +230,8 @@ int daemon_admin_setup(struct daemon *d, char *err, size_t errlen)
 void daemon_admin_note_snapshot(struct daemon *d)
 {
     const struct xlate_snapshot *s = d->snap;
-    if (d->m.snap_series)
-        cx_series_hide(d->m.snap_series);
+    /* versions keep changing: the old version's series goes for good */
+    cx_series_remove(d->m.snap_series);
     d->m.snap_series = cx_metric_with(d->m.snap_version, s->version);
     if (d->m.snap_series)
         cx_series_set(d->m.snap_series, 1);
@@ -246,7 +246,7 @@ void daemon_admin_note_snapshot(struct daemon *d)
         if (g)
             publish_group_version(g, v);
         if (!g || strcmp(v, d->gw_series[i].version) != 0) {
-            cx_series_hide(d->gw_series[i].s);
+            cx_series_remove(d->gw_series[i].s);
             free(d->gw_series[i].gateway);
             d->gw_series[i] = d->gw_series[--d->ngw_series];
             i--;

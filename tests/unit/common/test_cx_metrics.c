@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static char *render(void)
@@ -73,6 +74,36 @@ static void test_level_escape_hide(void)
     out = render();
     CHECK_STR_CONTAINS(out, "t_level{name=\"zzz\"} 7\n");
     free(out);
+}
+
+/* A series per changing value (a snapshot version): removed ones leave the
+ * exposition and the family, and give their memory back (ASan/valgrind
+ * see any leak). */
+static void test_remove_changing_series(void)
+{
+    struct cx_metric *g = cx_gauge("t_version_info", "Current version.", "version");
+    REQUIRE(g != NULL);
+    struct cx_series *cur = NULL;
+    char v[32];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(v, sizeof(v), "v%04d", i);
+        cx_series_remove(cur);
+        cur = cx_metric_with(g, v);
+        REQUIRE(cur != NULL);
+        cx_series_set(cur, 1);
+    }
+    char *out = render();
+    CHECK_STR_CONTAINS(out, "t_version_info{version=\"v0999\"} 1\n");
+    CHECK(strstr(out, "v0998") == NULL);
+    CHECK(strstr(out, "v0000") == NULL);
+    free(out);
+    CHECK(cx_metric_total(g) == 1);
+    /* the same values again: a fresh series at zero */
+    cx_series_remove(cur);
+    CHECK(cx_metric_get(g, "v0999") == 0);
+    cur = cx_metric_with(g, "v0999");
+    CHECK(cx_series_value(cur) == 0);
+    cx_series_remove(NULL);
 }
 
 static void test_histogram(void)
@@ -174,8 +205,9 @@ static void test_promtool(void)
 }
 
 static const struct cxt_case cases[] = {
-    CXT(test_counter_labels), CXT(test_invalid_names), CXT(test_level_escape_hide),
-    CXT(test_histogram),      CXT(test_level_func),    CXT(test_threads),
-    CXT(test_promtool),
+    CXT(test_counter_labels),    CXT(test_invalid_names),
+    CXT(test_level_escape_hide), CXT(test_histogram),
+    CXT(test_level_func),        CXT(test_threads),
+    CXT(test_promtool),          CXT(test_remove_changing_series),
 };
 CXT_MAIN(cases)
