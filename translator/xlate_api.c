@@ -288,28 +288,46 @@ static const cJSON *get(const cJSON *obj, const char *key)
     return (v && !cJSON_IsNull(v)) ? v : NULL;
 }
 
-/* Reads a string member. Returns 1 if present and a string, 0 if absent (an
- * error when |required|), -1 on a type error (reported). */
-static int get_str(struct pctx *p, const cJSON *obj, const char *key, int required, char **out)
+/* Reports a problem with member |key| of the current path. */
+#define REJECT_AT(p, key, r, ...)            \
+    do {                                     \
+        size_t o_ = push((p), ".%s", (key)); \
+        REJECT((p), (r), __VA_ARGS__);       \
+        pop((p), o_);                        \
+    } while (0)
+
+/* Reads a string member without copying it (borrowed from the JSON).
+ * Returns 1 if present and a string, 0 if absent (an error when
+ * |required|), -1 on a type error (reported). The path is only built for
+ * a report: fields are read far more often than they are wrong. */
+static int get_str_ref(struct pctx *p, const cJSON *obj, const char *key, int required,
+                       const char **out)
 {
     const cJSON *v = get(obj, key);
-    size_t o = push(p, ".%s", key);
-    int rc;
     if (!v) {
         if (required)
-            REJECT(p, XL_R_INVALID_SPEC, "required");
-        rc = 0;
-    } else if (!cJSON_IsString(v)) {
-        REJECT(p, XL_R_INVALID_SPEC, "must be a string, got %s", jtype(v));
-        rc = -1;
-    } else if (required && !v->valuestring[0]) {
-        REJECT(p, XL_R_INVALID_SPEC, "must not be empty");
-        rc = -1;
-    } else {
-        *out = dup(p, v->valuestring);
-        rc = 1;
+            REJECT_AT(p, key, XL_R_INVALID_SPEC, "required");
+        return 0;
     }
-    pop(p, o);
+    if (!cJSON_IsString(v)) {
+        REJECT_AT(p, key, XL_R_INVALID_SPEC, "must be a string, got %s", jtype(v));
+        return -1;
+    }
+    if (required && !v->valuestring[0]) {
+        REJECT_AT(p, key, XL_R_INVALID_SPEC, "must not be empty");
+        return -1;
+    }
+    *out = v->valuestring;
+    return 1;
+}
+
+/* Reads a string member into the arena; returns like get_str_ref. */
+static int get_str(struct pctx *p, const cJSON *obj, const char *key, int required, char **out)
+{
+    const char *s = NULL;
+    int rc = get_str_ref(p, obj, key, required, &s);
+    if (rc == 1)
+        *out = dup(p, s);
     return rc;
 }
 
@@ -333,43 +351,39 @@ static int get_uint(struct pctx *p, const cJSON *obj, const char *key, int requi
                     uint64_t hi, enum xl_reason range_reason, uint64_t *out)
 {
     const cJSON *v = get(obj, key);
-    size_t o = push(p, ".%s", key);
-    int rc = -1;
     if (!v) {
         if (required)
-            REJECT(p, XL_R_INVALID_SPEC, "required");
-        rc = 0;
-    } else if (!cJSON_IsNumber(v)) {
-        REJECT(p, XL_R_INVALID_SPEC, "must be an integer, got %s", jtype(v));
+            REJECT_AT(p, key, XL_R_INVALID_SPEC, "required");
+        return 0;
+    }
+    if (!cJSON_IsNumber(v)) {
+        REJECT_AT(p, key, XL_R_INVALID_SPEC, "must be an integer, got %s", jtype(v));
     } else if (v->valuedouble != floor(v->valuedouble) || isinf(v->valuedouble)) {
-        REJECT(p, XL_R_INVALID_SPEC, "must be an integer, got %g", v->valuedouble);
+        REJECT_AT(p, key, XL_R_INVALID_SPEC, "must be an integer, got %g", v->valuedouble);
     } else if (v->valuedouble < (double)lo || v->valuedouble > (double)hi) {
-        REJECT(p, range_reason, "must be between %llu and %llu, got %.0f", (unsigned long long)lo,
-               (unsigned long long)hi, v->valuedouble);
+        REJECT_AT(p, key, range_reason, "must be between %llu and %llu, got %.0f",
+                  (unsigned long long)lo, (unsigned long long)hi, v->valuedouble);
     } else {
         *out = (uint64_t)v->valuedouble;
-        rc = 1;
+        return 1;
     }
-    pop(p, o);
-    return rc;
+    return -1;
 }
 
 static int get_duration(struct pctx *p, const cJSON *obj, const char *key, int64_t *out)
 {
-    char *s = NULL;
-    int rc = get_str(p, obj, key, 0, &s);
+    const char *s = NULL;
+    int rc = get_str_ref(p, obj, key, 0, &s);
     if (rc != 1)
         return rc;
     char err[200];
-    size_t o = push(p, ".%s", key);
     if (cx_duration_parse(s, out, err, sizeof(err)) != 0) {
-        REJECT(p, XL_R_INVALID_SPEC, "%s", err);
+        REJECT_AT(p, key, XL_R_INVALID_SPEC, "%s", err);
         rc = -1;
     } else if (*out > INT64_C(315576000) * CX_NS_PER_S) { /* ten years */
-        REJECT(p, XL_R_INVALID_SPEC, "duration \"%s\" is too long", s);
+        REJECT_AT(p, key, XL_R_INVALID_SPEC, "duration \"%s\" is too long", s);
         rc = -1;
     }
-    pop(p, o);
     return rc;
 }
 
@@ -399,23 +413,25 @@ static const cJSON *get_arr(struct pctx *p, const cJSON *obj, const char *key, i
                             int max)
 {
     const cJSON *v = get(obj, key);
-    size_t o = push(p, ".%s", key);
-    const cJSON *r = NULL;
     if (!v) {
         if (required)
-            REJECT(p, XL_R_INVALID_SPEC, "required");
-    } else if (!cJSON_IsArray(v)) {
-        REJECT(p, XL_R_INVALID_SPEC, "must be an array, got %s", jtype(v));
-    } else if (required && cJSON_GetArraySize(v) == 0) {
-        REJECT(p, XL_R_INVALID_SPEC, "must not be empty");
-    } else if (cJSON_GetArraySize(v) > max) {
-        REJECT(p, XL_R_INVALID_SPEC, "at most %d items allowed, got %d", max,
-               cJSON_GetArraySize(v));
-    } else {
-        r = v;
+            REJECT_AT(p, key, XL_R_INVALID_SPEC, "required");
+        return NULL;
     }
-    pop(p, o);
-    return r;
+    if (!cJSON_IsArray(v)) {
+        REJECT_AT(p, key, XL_R_INVALID_SPEC, "must be an array, got %s", jtype(v));
+        return NULL;
+    }
+    int n = cJSON_GetArraySize(v);
+    if (required && n == 0) {
+        REJECT_AT(p, key, XL_R_INVALID_SPEC, "must not be empty");
+        return NULL;
+    }
+    if (n > max) {
+        REJECT_AT(p, key, XL_R_INVALID_SPEC, "at most %d items allowed, got %d", max, n);
+        return NULL;
+    }
+    return v;
 }
 
 /* ---- shared checks ---------------------------------------------------------- */
