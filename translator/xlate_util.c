@@ -21,12 +21,12 @@ struct xl_chunk {
     _Alignas(16) unsigned char data[];
 };
 
-void *xl_alloc(struct xl_arena *a, size_t n)
+/* |n| bytes at the next multiple of |align| (a power of two) in the head
+ * chunk, or in a new one; not zeroed. */
+static unsigned char *arena_get(struct xl_arena *a, size_t n, size_t align)
 {
-    n = (n + 15) & ~(size_t)15;
-    if (n == 0)
-        n = 16;
-    if (!a->head || a->used + n > a->head->size) {
+    size_t at = a->head ? (a->used + align - 1) & ~(align - 1) : 0;
+    if (!a->head || at + n > a->head->size) {
         size_t size = a->total ? a->total : a->hint ? a->hint : XL_CHUNK_MIN;
         if (size < XL_CHUNK_SMALLEST)
             size = XL_CHUNK_SMALLEST;
@@ -42,19 +42,30 @@ void *xl_alloc(struct xl_arena *a, size_t n)
         a->head = c;
         a->used = 0;
         a->total += size;
+        at = 0;
     }
-    void *p = a->head->data + a->used;
-    a->used += n;
-    a->live += n;
-    memset(p, 0, n);
+    unsigned char *p = a->head->data + at;
+    a->live += at + n - a->used;
+    a->used = at + n;
     return p;
 }
 
+void *xl_alloc(struct xl_arena *a, size_t n)
+{
+    unsigned char *p = arena_get(a, n ? n : 1, 16);
+    if (p)
+        memset(p, 0, n);
+    return p;
+}
+
+/* Strings are packed byte after byte: no alignment, no zeroing. */
 char *xl_strndup(struct xl_arena *a, const char *s, size_t n)
 {
-    char *p = xl_alloc(a, n + 1);
-    if (p)
+    char *p = (char *)arena_get(a, n + 1, 1);
+    if (p) {
         memcpy(p, s, n);
+        p[n] = '\0';
+    }
     return p;
 }
 
@@ -71,7 +82,7 @@ char *xl_printf(struct xl_arena *a, const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         return NULL;
-    char *p = xl_alloc(a, (size_t)n + 1);
+    char *p = (char *)arena_get(a, (size_t)n + 1, 1);
     if (!p)
         return NULL;
     va_start(ap, fmt);

@@ -27,6 +27,7 @@ struct xl_arena {
 /* Zeroed memory, 16-byte aligned, valid until xl_arena_free. NULL when memory
  * ran out. */
 void *xl_alloc(struct xl_arena *a, size_t n);
+/* Copies of strings, packed without alignment. */
 char *xl_strdup(struct xl_arena *a, const char *s);
 char *xl_strndup(struct xl_arena *a, const char *s, size_t n);
 __attribute__((format(printf, 2, 3))) char *xl_printf(struct xl_arena *a, const char *fmt, ...);
