@@ -673,9 +673,9 @@ static int reparse(struct xlate_ctx *ctx, struct xl_entry *e, const cJSON *obj, 
         return -1;
     }
     e->parse_state = xl_errors_state(&e->obj.errors);
-    /* objects of a kind differ a little (longer names...): a quarter of
-     * headroom keeps most of them in one chunk */
-    size_t want = (e->arena.live + e->arena.live / 4 + 63) & ~(size_t)63;
+    /* the largest of the kind so far: objects of a kind are alike, and one
+     * that needs a little more gets a small second chunk */
+    size_t want = (e->arena.live + 15) & ~(size_t)15;
     if (want > ctx->arena_hint[e->kind])
         ctx->arena_hint[e->kind] = want;
     e->label_hash = labels_hash(&e->obj.meta);

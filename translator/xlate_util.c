@@ -9,8 +9,8 @@
 
 /* ---- arena ---------------------------------------------------------------- */
 
-/* Small first chunk (most objects parse into well under 1 KiB), doubling
- * after: a parsed Service costs one small allocation, a big
+/* Small first chunk (most objects parse into well under 1 KiB), growing by
+ * half after: a parsed Service costs one small allocation, a big
  * VirtualService a few. */
 #define XL_CHUNK_MIN      512
 #define XL_CHUNK_SMALLEST 64
@@ -27,7 +27,9 @@ static unsigned char *arena_get(struct xl_arena *a, size_t n, size_t align)
 {
     size_t at = a->head ? (a->used + align - 1) & ~(align - 1) : 0;
     if (!a->head || at + n > a->head->size) {
-        size_t size = a->total ? a->total : a->hint ? a->hint : XL_CHUNK_MIN;
+        /* growing by half: an arena sized by its hint that needs a little
+         * more wastes little */
+        size_t size = a->total ? a->total / 2 : a->hint ? a->hint : XL_CHUNK_MIN;
         if (size < XL_CHUNK_SMALLEST)
             size = XL_CHUNK_SMALLEST;
         if (size > 1 << 20)
