@@ -48,13 +48,32 @@ static void add_errors(struct plist *l, const struct xl_errors *e)
     l->dropped += e->dropped;
 }
 
-/* Sets the entry's report from |l| (or |ok_msg| when empty); flags the
- * pass's reports as changed when it differs from the previous one. */
+/* Stores report (|st|, |rname|, |msg|) on the entry; flags the pass's
+ * reports as changed when it differs from the previous one. The message is
+ * kept at its exact size (a report per object adds up). */
+static int store(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_state st, const char *rname,
+                 const char *msg, size_t len)
+{
+    if (e->rep_msg && e->rep_state == st && e->rep_reason == rname &&
+        strncmp(e->rep_msg, msg, len) == 0 && e->rep_msg[len] == '\0')
+        return 0;
+    char *m = malloc(len + 1);
+    if (!m)
+        return -1;
+    memcpy(m, msg, len);
+    m[len] = '\0';
+    free(e->rep_msg);
+    e->rep_msg = m;
+    e->rep_state = st;
+    e->rep_reason = rname;
+    ctx->reports_changed = 1;
+    return 0;
+}
+
+/* Sets the entry's report from |l| (or |ok_msg| when empty). */
 static int finish(struct xlate_ctx *ctx, struct xl_entry *e, const struct plist *l,
                   const char *ok_msg)
 {
-    struct cx_buf b;
-    cx_buf_init(&b, XL_REPORT_MSG_MAX);
     enum xlate_state st = XLATE_ACCEPTED;
     enum xl_reason reason = XL_R_NONE;
     for (size_t i = 0; i < l->n; i++)
@@ -62,10 +81,14 @@ static int finish(struct xlate_ctx *ctx, struct xl_entry *e, const struct plist 
             st = l->items[i].state;
             reason = l->items[i].reason;
         }
-    if (l->n == 0) {
-        if (cx_buf_puts(&b, ok_msg) != 0)
-            goto oom;
-    }
+    const char *rname = xl_reason_name(reason);
+    /* most objects have no problem, or one */
+    if (l->n == 0)
+        return store(ctx, e, st, rname, ok_msg, strlen(ok_msg));
+    if (l->n == 1 && !l->dropped && strlen(l->items[0].text) < XL_REPORT_MSG_MAX)
+        return store(ctx, e, st, rname, l->items[0].text, strlen(l->items[0].text));
+    struct cx_buf b;
+    cx_buf_init(&b, XL_REPORT_MSG_MAX);
     for (size_t i = 0; i < l->n; i++) {
         if (cx_buf_printf(&b, "%s%s", i ? "; " : "", l->items[i].text) != 0) {
             /* too long: end with a count of what is left out */
@@ -83,20 +106,9 @@ static int finish(struct xlate_ctx *ctx, struct xl_entry *e, const struct plist 
             cx_buf_printf(&b, "; and %zu more problems", l->dropped) != 0)
             goto oom;
     }
-    const char *rname = xl_reason_name(reason);
-    if (e->rep_msg && e->rep_state == st && e->rep_reason == rname && b.data &&
-        strcmp(e->rep_msg, b.data) == 0) {
-        cx_buf_free(&b);
-        return 0;
-    }
-    free(e->rep_msg);
-    e->rep_msg = cx_buf_steal(&b, NULL);
-    if (!e->rep_msg)
-        goto oom;
-    e->rep_state = st;
-    e->rep_reason = rname;
-    ctx->reports_changed = 1;
-    return 0;
+    int rc = store(ctx, e, st, rname, b.data ? b.data : "", b.len);
+    cx_buf_free(&b);
+    return rc;
 oom:
     cx_buf_free(&b);
     return -1;
