@@ -60,8 +60,6 @@ struct xl_vs_res {
     size_t nroutes;        /* routes in the virtual host */
     struct xl_entry **ups; /* Upstreams referenced by kept routes, in order */
     size_t nups;
-    char **deps; /* keys looked up ("U/ns/name", "R/ns/name", "N/ns") */
-    size_t ndeps;
     struct xl_msg *msgs;
     size_t nmsgs;
 };

@@ -37,8 +37,9 @@ struct rctx {
     struct rvec routes;
     struct xl_entry *chain[XLATE_MAX_DELEGATION + 1]; /* RouteTables being expanded */
     size_t depth;
-    size_t capmsgs, capups, capdeps;
+    size_t capmsgs, capups;
     int oom;
+    struct xl_arena scratch; /* what only the encoding reads: header lists, weights */
     /* a cycle found below: unwind to this RouteTable, dropping its routes */
     struct xl_entry *cycle_at;
 };
@@ -48,7 +49,6 @@ void xl_res_clear(struct xl_vs_res *r)
     free(r->vh);
     xl_arena_free(&r->arena);
     free(r->ups);
-    free(r->deps);
     free(r->msgs);
     size_t hint = r->arena.hint;
     memset(r, 0, sizeof(*r));
@@ -89,7 +89,11 @@ static void msg(struct rctx *rc, struct xl_entry *target, enum xlate_state st, e
         (struct xl_msg){.target = target, .state = st, .reason = r, .text = t};
 }
 
-/* Records dependency "<c>/<a>[/<b>]" (deduplicated). */
+static int register_dep(struct xlate_ctx *ctx, const char *key, size_t klen, struct xl_entry *e,
+                        int mode, uint32_t serial);
+
+/* Records dependency "<c>/<a>[/<b>]" of this resolution in ctx->deps
+ * (once: a resolution's registrations are the last of their lists). */
 static void dep(struct rctx *rc, char c, const char *a, const char *b)
 {
     char buf[600];
@@ -107,26 +111,8 @@ static void dep(struct rctx *rc, char c, const char *a, const char *b)
         n += bl;
     }
     buf[n] = '\0';
-    struct xl_vs_res *res = rc->res;
-    for (size_t i = 0; i < res->ndeps; i++)
-        if (res->deps[i][0] == c && strcmp(res->deps[i], buf) == 0)
-            return;
-    if (res->ndeps == rc->capdeps) {
-        size_t cap = rc->capdeps ? rc->capdeps * 2 : 4;
-        char **d = realloc(res->deps, cap * sizeof(*d));
-        if (!d) {
-            rc->oom = 1;
-            return;
-        }
-        res->deps = d;
-        rc->capdeps = cap;
-    }
-    char *t = xl_strndup(&res->arena, buf, n);
-    if (!t) {
+    if (register_dep(rc->ctx, buf, n, rc->vs, rc->mode, rc->res->serial) != 0)
         rc->oom = 1;
-        return;
-    }
-    res->deps[res->ndeps++] = t;
 }
 
 static void use_upstream(struct rctx *rc, struct xl_entry *up)
@@ -280,7 +266,7 @@ static int expand_table(struct rctx *rc, struct xl_entry *owner, const char *pat
     }
     /* headers: the delegating route's come first */
     size_t nh = in->headers.n + parent->match.nheaders;
-    const struct xl_header **h = nh ? xl_alloc(&rc->res->arena, nh * sizeof(*h)) : NULL;
+    const struct xl_header **h = nh ? xl_alloc(&rc->scratch, nh * sizeof(*h)) : NULL;
     if (nh && !h) {
         rc->oom = 1;
         return -1;
@@ -377,7 +363,7 @@ static void expand_routes(struct rctx *rc, struct xl_entry *owner, const struct 
             use_upstream(rc, up);
             cluster = up->key;
         } else {
-            wc = xl_alloc(&rc->res->arena, r->nweighted * sizeof(*wc));
+            wc = xl_alloc(&rc->scratch, r->nweighted * sizeof(*wc));
             if (!wc) {
                 rc->oom = 1;
                 return;
@@ -441,7 +427,7 @@ static void expand_routes(struct rctx *rc, struct xl_entry *owner, const struct 
         out->case_sensitive = r->match.case_sensitive && (in->prefix ? in->case_sensitive : 1);
         if (in->headers.n || r->match.nheaders) {
             size_t nh = in->headers.n + r->match.nheaders;
-            const struct xl_header **h = xl_alloc(&rc->res->arena, nh * sizeof(*h));
+            const struct xl_header **h = xl_alloc(&rc->scratch, nh * sizeof(*h));
             if (!h) {
                 rc->oom = 1;
                 return;
@@ -471,25 +457,27 @@ static void expand_routes(struct rctx *rc, struct xl_entry *owner, const struct 
 }
 
 /* Records that VirtualService |e| (mode |mode|, resolution |serial|) read
- * dependency |key|. */
-static int register_dep(struct xlate_ctx *ctx, const char *key, struct xl_entry *e, int mode,
-                        uint32_t serial)
+ * dependency |key|; a second read by the same resolution adds nothing. */
+static int register_dep(struct xlate_ctx *ctx, const char *key, size_t klen, struct xl_entry *e,
+                        int mode, uint32_t serial)
 {
-    struct xl_dep_list *l = xl_map_gets(&ctx->deps, key);
+    struct xl_dep_list *l = xl_map_get(&ctx->deps, key, klen);
     if (!l) {
-        size_t n = strlen(key);
-        l = calloc(1, sizeof(*l) + n + 1);
+        l = calloc(1, sizeof(*l) + klen + 1);
         if (!l)
             return -1;
         char *k = (char *)(l + 1);
-        memcpy(k, key, n + 1);
-        if (xl_map_put(&ctx->deps, k, n, l) != 0) {
+        memcpy(k, key, klen + 1);
+        if (xl_map_put(&ctx->deps, k, klen, l) != 0) {
             free(l);
             return -1;
         }
     }
+    if (l->n && l->items[l->n - 1].serial == serial)
+        return 0;
     if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 4;
+        /* most keys are read by one VirtualService */
+        size_t cap = l->cap ? l->cap * 2 : 1;
         struct xl_dep_item *it = realloc(l->items, cap * sizeof(*it));
         if (!it)
             return -1;
@@ -537,6 +525,8 @@ int xl_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_
 {
     struct xl_vs_res *res = &e->res[mode];
     xl_res_drop(ctx, e, mode);
+    /* the serial first: dependencies are registered under it as they are read */
+    res->serial = ++ctx->res_serial;
     struct rctx rc = {.ctx = ctx, .vs = e, .mode = mode, .res = res};
     const struct xl_virtual_service *vs = &e->obj.u.vs;
     struct inherit top = {.case_sensitive = 1};
@@ -562,16 +552,12 @@ int xl_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_
         ctx->stats.vhosts_built++;
     }
     res->valid = 1;
-    res->serial = ++ctx->res_serial;
     int served = res->nroutes > 0;
     uint64_t ck = xl_fnv(e->claim_hash, &served, sizeof(served));
     if (ck != e->claim_key[mode]) {
         e->claim_key[mode] = ck;
         e->claim_changed[mode] = ctx->pass;
     }
-    for (size_t i = 0; i < res->ndeps; i++)
-        if (register_dep(ctx, res->deps[i], e, mode, res->serial) != 0)
-            goto out;
     for (size_t i = 0; i < res->nmsgs; i++) {
         struct xl_entry *t = res->msgs[i].target;
         if (t == e)
@@ -585,6 +571,7 @@ int xl_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_
     rcode = 0;
 out:
     free(rc.routes.items);
+    xl_arena_free(&rc.scratch);
     if (rcode != 0)
         xl_res_drop(ctx, e, mode);
     return rcode;
