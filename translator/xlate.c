@@ -258,7 +258,21 @@ uint64_t xlate_digest(const cJSON *obj)
 
 struct xlate_ctx *xlate_ctx_new(void)
 {
-    return calloc(1, sizeof(struct xlate_ctx));
+    struct xlate_ctx *ctx = calloc(1, sizeof(struct xlate_ctx));
+    if (ctx && !(ctx->sha = cx_sha256_ctx_new())) {
+        free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+struct xds_resource *xl_resource_new(struct xlate_ctx *ctx, enum xds_type type, const char *name,
+                                     uint8_t *bytes, size_t len)
+{
+    char ver[XDS_VERSION_LEN + 1];
+    cx_sha256_hex_with(ctx->sha, bytes ? (const void *)bytes : (const void *)"", len, ver,
+                       XDS_VERSION_LEN);
+    return xds_resource_new_versioned(type, name, bytes, len, ver);
 }
 
 static void entry_free(struct xl_entry *e)
@@ -419,6 +433,7 @@ void xlate_ctx_free(struct xlate_ctx *ctx)
     free_map_vals(&ctx->changed_deps);
     free_map_vals(&ctx->dirty_services);
     free_map_vals(&ctx->dirty_refs);
+    cx_sha256_ctx_free(ctx->sha);
     free(ctx);
 }
 
@@ -1150,7 +1165,7 @@ static void set_del(struct xl_gw_memo *m, int t, const char *name, const struct 
 
 /* The set's version, exactly as xds_resource_set_seal computes it (sha256
  * of "name\nversion\n" per item), without printf. */
-static int set_version(struct xds_resource_set *s)
+static int set_version(struct xlate_ctx *ctx, struct xds_resource_set *s)
 {
     size_t total = 0;
     for (size_t i = 0; i < s->n; i++) {
@@ -1172,7 +1187,7 @@ static int set_version(struct xds_resource_set *s)
         o += vl;
         buf[o++] = '\n';
     }
-    cx_sha256_hex(o ? buf : "", o, s->version, XDS_VERSION_LEN);
+    cx_sha256_hex_with(ctx->sha, o ? buf : "", o, s->version, XDS_VERSION_LEN);
     free(buf);
     return 0;
 }
@@ -1386,7 +1401,7 @@ static int build_rc(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_me
     hin[klen] = '\n';
     for (size_t i = 0; i < m->nacc; i++)
         memcpy(hin + klen + 1 + i * 16, m->acc[i].hash, 16);
-    cx_sha256(hin, hl, hbuf);
+    cx_sha256_with(ctx->sha, hin, hl, hbuf);
     free(hin);
     if (m->rc && memcmp(hbuf, m->rc_hash, sizeof(m->rc_hash)) == 0) {
         ctx->stats.resources_reused++;
@@ -1440,7 +1455,7 @@ static int build_lds(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_m
             return -1;
         m->lds_dirty = 0;
         m->lds_tls_digest = t ? t->digest : 0;
-        struct xds_resource *r = xds_resource_new(XDS_LISTENER, gwe->key, bytes, len);
+        struct xds_resource *r = xl_resource_new(ctx, XDS_LISTENER, gwe->key, bytes, len);
         if (!r)
             return -1;
         ctx->stats.resources_built++;
@@ -1472,7 +1487,7 @@ static int build_lds(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_m
                 size_t len = 0;
                 al = calloc(1, sizeof(*al) + dl + 1);
                 if (!al || xl_encode_listener_api(d, gwe->key, sp, &bytes, &len) != 0 ||
-                    !(al->r = xds_resource_new(XDS_LISTENER, d, bytes, len))) {
+                    !(al->r = xl_resource_new(ctx, XDS_LISTENER, d, bytes, len))) {
                     free(al);
                     rc = -1;
                     break;
@@ -1624,7 +1639,7 @@ static int build_gateway(struct xlate_ctx *ctx, struct xl_entry *gwe)
     for (int t = 0; t < XDS_TYPE_COUNT; t++) {
         if (!m->set_dirty[t] && m->sets[t].version[0])
             continue;
-        if (set_version(&m->sets[t]) != 0)
+        if (set_version(ctx, &m->sets[t]) != 0)
             return -1;
         m->set_dirty[t] = 0;
     }

@@ -34,6 +34,8 @@
 #include "xlate_encode.h"
 #include "xlate_util.h"
 
+#include "cx_hash.h"
+
 #define XL_MODES 2
 
 struct xl_entry_list {
@@ -234,6 +236,7 @@ struct xlate_ctx {
     int64_t recheck_at;              /* the next validity boundary after now, or 0 */
     int reports_changed;
     struct xlate_stats stats;
+    struct cx_sha256_ctx *sha; /* resource versions and virtual-host hashes */
 };
 
 /* xlate_resolve.c: (re)computes e->res[mode] for a VirtualService entry and
@@ -291,6 +294,10 @@ int xl_entry_cmp(const struct xl_entry *x, const struct xl_entry *y);
 /* Index of |vs| in the memo's selection or accepted list, or -1. */
 long xl_gw_find_sel(const struct xl_gw_memo *m, const struct xl_entry *vs);
 long xl_gw_find_acc(const struct xl_gw_memo *m, const struct xl_entry *vs);
+/* xds_resource_new with the context's SHA-256 (same version). Takes
+ * ownership of |bytes|. */
+struct xds_resource *xl_resource_new(struct xlate_ctx *ctx, enum xds_type type, const char *name,
+                                     uint8_t *bytes, size_t len);
 uint64_t xl_fnv(uint64_t h, const void *p, size_t n);
 uint64_t xl_fnv_str(uint64_t h, const char *s);
 

@@ -547,7 +547,7 @@ int xl_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_
                             &res->vh, &res->vhlen) != 0)
             goto out;
         uint8_t h[CX_SHA256_LEN];
-        cx_sha256(res->vh, res->vhlen, h);
+        cx_sha256_with(ctx->sha, res->vh, res->vhlen, h);
         memcpy(res->vh_hash, h, sizeof(res->vh_hash));
         ctx->stats.vhosts_built++;
     }

@@ -69,7 +69,9 @@ struct xds_resource *xds_resource_new_versioned(enum xds_type type, const char *
     r->name = n;
     r->bytes = bytes;
     r->len = len;
-    snprintf(r->version, sizeof(r->version), "%.*s", XDS_VERSION_LEN, version);
+    size_t vl = strnlen(version, XDS_VERSION_LEN);
+    memcpy(r->version, version, vl);
+    r->version[vl] = '\0';
     return r;
 }
 

@@ -52,7 +52,7 @@ static int swap_resource(struct xlate_ctx *ctx, struct xds_resource **slot, enum
         ctx->stats.resources_reused++;
         return 0;
     }
-    struct xds_resource *r = xds_resource_new(type, name, bytes, len);
+    struct xds_resource *r = xl_resource_new(ctx, type, name, bytes, len);
     if (!r)
         return -1;
     xds_resource_unref(old);

@@ -1,3 +1,4 @@
+#include "cx_hash.h"
 #include "cxtest.h"
 #include "xlate_util.h"
 
@@ -25,6 +26,18 @@ static void test_arena(void)
     CHECK_STR_EQ(xl_strndup(&a, "hello", 3), "hel");
     CHECK_STR_EQ(xl_printf(&a, "%s-%d", "x", 42), "x-42");
     CHECK(xl_strdup(&a, NULL) == NULL);
+    /* strings are packed byte after byte; the next allocation is aligned
+     * and zeroed again */
+    char *s1 = xl_strdup(&a, "ab");
+    char *s2 = xl_strdup(&a, "cde");
+    REQUIRE(s1 && s2);
+    CHECK(s2 == s1 + 3);
+    CHECK_STR_EQ(s1, "ab");
+    unsigned char *after = xl_alloc(&a, 24);
+    REQUIRE(after);
+    CHECK_INT_EQ((uintptr_t)after % 16, 0);
+    CHECK(after >= (unsigned char *)s2 + 4);
+    CHECK(after[0] == 0 && after[23] == 0);
     size_t live = a.live;
     CHECK_INT_GE(live, 100000);
     CHECK_INT_GE(a.total, live);
@@ -38,6 +51,28 @@ static void test_arena(void)
     REQUIRE(xl_alloc(&a, 50000));
     CHECK_INT_EQ(a.total, live); /* both fit in the first chunk */
     xl_arena_free(&a);
+}
+
+static void test_sha256_ctx(void)
+{
+    /* the reusable context gives cx_sha256's digests, call after call */
+    struct cx_sha256_ctx *h = cx_sha256_ctx_new();
+    REQUIRE(h);
+    unsigned char big[1000];
+    for (size_t i = 0; i < sizeof(big); i++)
+        big[i] = (unsigned char)(i * 7);
+    for (int round = 0; round < 3; round++) {
+        uint8_t want[CX_SHA256_LEN], got[CX_SHA256_LEN];
+        cx_sha256(big, sizeof(big) - (size_t)round, want);
+        cx_sha256_with(h, big, sizeof(big) - (size_t)round, got);
+        CHECK(memcmp(want, got, sizeof(want)) == 0);
+    }
+    char hex[CX_SHA256_HEX_LEN];
+    cx_sha256_hex_with(h, "abc", 3, hex, 16);
+    CHECK_STR_EQ(hex, "ba7816bf8f01cfea");
+    cx_sha256_hex_with(NULL, "abc", 3, hex, 64);
+    CHECK_STR_EQ(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    cx_sha256_ctx_free(h);
 }
 
 static void test_map(void)
@@ -83,5 +118,6 @@ static void test_map(void)
 static const struct cxt_case cases[] = {
     CXT(test_arena),
     CXT(test_map),
+    CXT(test_sha256_ctx),
 };
 CXT_MAIN(cases)
