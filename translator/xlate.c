@@ -787,6 +787,7 @@ static int ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *
     if (e && e->kind == kind && e->seen != ctx->pass && e->digest == digest) {
         /* the very object of last pass: nothing to do */
         e->seen = ctx->pass;
+        ctx->nseen[kind]++;
         e->duplicate = 0;
         e->cand_obj = obj;
         e->cand_digest = digest;
@@ -826,6 +827,7 @@ static int ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *
         /* changes: a later event for the key replaces an earlier one */
     } else {
         e->seen = ctx->pass;
+        ctx->nseen[kind]++;
         if (e->duplicate && xl_rep_dirty(ctx, e) != 0)
             return -1;
         e->duplicate = 0;
@@ -862,15 +864,36 @@ static int commit_candidates(struct xlate_ctx *ctx)
     return rc;
 }
 
+/* Kinds kept in a list sorted by name: those something walks in name
+ * order (Gateways, selections, reports, certificate times). Services and
+ * EndpointSlices are only looked up by key: sorting them would be wasted. */
+static int kind_listed(int k)
+{
+    return k != XLATE_KIND_SERVICE && k != XLATE_KIND_ENDPOINT_SLICE;
+}
+
 /* Full view: whatever was not seen this pass is gone. */
 static int sweep(struct xlate_ctx *ctx)
 {
-    for (int k = 0; k < XLATE_KIND_COUNT; k++)
+    for (int k = 0; k < XLATE_KIND_COUNT; k++) {
+        if (ctx->nseen[k] == ctx->by_key[k].n)
+            continue; /* every entry of the kind was seen */
+        if (!kind_listed(k)) {
+            /* deleting leaves a tombstone: the walk goes on */
+            const struct xl_map_slot *s;
+            for (size_t i = 0; xl_map_next(&ctx->by_key[k], &i, &s);) {
+                struct xl_entry *e = s->val;
+                if (e->seen != ctx->pass && delete_entry(ctx, e) != 0)
+                    return -1;
+            }
+            continue;
+        }
         for (size_t i = 0; i < ctx->nlist[k]; i++) {
             struct xl_entry *e = ctx->list[k][i];
             if (e->seen != ctx->pass && delete_entry(ctx, e) != 0)
                 return -1;
         }
+    }
     return 0;
 }
 
@@ -879,8 +902,10 @@ static int sweep(struct xlate_ctx *ctx)
 static int fix_lists(struct xlate_ctx *ctx)
 {
     for (int k = 0; k < XLATE_KIND_COUNT; k++) {
-        if (!ctx->list_changes[k])
+        if (!ctx->list_changes[k] || !kind_listed(k)) {
+            ctx->list_changes[k] = 0;
             continue;
+        }
         size_t n = ctx->by_key[k].n;
         if (ctx->list_changes[k] > 32 + ctx->nlist[k] / 16) {
             if (n > ctx->caplist[k]) {
@@ -1752,6 +1777,7 @@ static int begin(struct xlate_ctx *ctx, struct xlate_snapshot **out)
 {
     *out = NULL;
     ctx->pass++;
+    memset(ctx->nseen, 0, sizeof(ctx->nseen));
     memset(&ctx->stats, 0, sizeof(ctx->stats));
     return 0;
 }

@@ -209,7 +209,8 @@ struct xlate_ctx {
     int broken; /* a pass ran out of memory: the next must be a full view */
     struct xl_map by_key[XLATE_KIND_COUNT];   /* "ns/name" -> entry */
     struct xl_map by_ptr;                     /* (digest, cJSON*) -> entry */
-    struct xl_entry **list[XLATE_KIND_COUNT]; /* sorted by (namespace, name) */
+    struct xl_entry **list[XLATE_KIND_COUNT]; /* sorted by (namespace, name); none for
+                                               * Services and EndpointSlices */
     size_t nlist[XLATE_KIND_COUNT], caplist[XLATE_KIND_COUNT];
     size_t list_changes[XLATE_KIND_COUNT]; /* adds + removes this pass */
     struct xl_map slices_by_svc;           /* "ns/svc" -> struct xl_entry_list (slices) */
@@ -222,6 +223,7 @@ struct xlate_ctx {
     uint32_t res_serial;
     size_t arena_hint[XLATE_KIND_COUNT]; /* bytes the last parse of the kind used */
     /* this pass */
+    size_t nseen[XLATE_KIND_COUNT];  /* entries of the kind seen (sweep skips a kind all seen) */
     struct xl_entry_list pending;    /* entries offered a new candidate */
     struct xl_entry_list changed;    /* parsed, added or deleted */
     struct xl_entry_list graveyard;  /* deleted: freed at the end of the pass */
