@@ -712,75 +712,155 @@ out:
     return rc;
 }
 
+/* ---- ClusterLoadAssignment, written directly --------------------------------
+ *
+ * The most frequent message (one per Upstream, rebuilt whenever its
+ * endpoints change) and the deepest (CLA > LocalityLbEndpoints >
+ * LbEndpoint > Endpoint > Address > SocketAddress): protobuf-c sizes every
+ * nested message again at each level above it. Here each size is computed
+ * once, arithmetically, and the bytes written in one go. They are exactly
+ * protobuf-c's: fields in number order, proto3 zero values left out, a
+ * oneof member written even when zero, a present message written even when
+ * empty (test_xlate_encode compares the two). Every field number is below
+ * 16: one-byte tags. */
+
+#define TAG_LEN(f)    ((uint8_t)((f) << 3 | 2))
+#define TAG_VARINT(f) ((uint8_t)((f) << 3))
+
+static size_t varint_len(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* A length-delimited field holding |len| bytes. */
+static size_t field_len(size_t len)
+{
+    return 1 + varint_len(len) + len;
+}
+
+/* google.protobuf.UInt32Value{value: v} as a field. */
+static size_t u32_value_len(uint32_t v)
+{
+    return field_len(v ? 1 + varint_len(v) : 0);
+}
+
+static uint8_t *put_len(uint8_t *p, uint8_t tag, size_t len)
+{
+    *p++ = tag;
+    return p + put_varint(p, len);
+}
+
+static uint8_t *put_str(uint8_t *p, uint8_t tag, const char *s, size_t len)
+{
+    p = put_len(p, tag, len);
+    memcpy(p, s, len);
+    return p + len;
+}
+
+static uint8_t *put_u32_value(uint8_t *p, uint8_t tag, uint32_t v)
+{
+    if (!v)
+        return put_len(p, tag, 0);
+    p = put_len(p, tag, 1 + varint_len(v));
+    *p++ = TAG_VARINT(1);
+    return p + put_varint(p, v);
+}
+
+/* SocketAddress{address, port_value} inside Address inside Endpoint. */
+static size_t socket_address_len(const struct xl_lb_endpoint *e)
+{
+    size_t al = strlen(e->address);
+    return (al ? field_len(al) : 0) + 1 + varint_len(e->port);
+}
+
+static size_t lb_endpoint_len(const struct xl_lb_endpoint *e)
+{
+    size_t n = field_len(field_len(field_len(socket_address_len(e)))) + 2; /* + health_status */
+    if (e->weight != 1)
+        n += u32_value_len(e->weight);
+    return n;
+}
+
+static uint8_t *put_lb_endpoint(uint8_t *p, const struct xl_lb_endpoint *e)
+{
+    size_t sa = socket_address_len(e);
+    p = put_len(p, TAG_LEN(2), lb_endpoint_len(e));       /* LocalityLbEndpoints.lb_endpoints */
+    p = put_len(p, TAG_LEN(1), field_len(field_len(sa))); /* LbEndpoint.endpoint */
+    p = put_len(p, TAG_LEN(1), field_len(sa));            /* Endpoint.address */
+    p = put_len(p, TAG_LEN(1), sa);                       /* Address.socket_address */
+    size_t al = strlen(e->address);
+    if (al)
+        p = put_str(p, TAG_LEN(2), e->address, al); /* SocketAddress.address */
+    *p++ = TAG_VARINT(3);                           /* SocketAddress.port_value */
+    p += put_varint(p, e->port);
+    *p++ = TAG_VARINT(2); /* LbEndpoint.health_status */
+    *p++ = ENVOY__CONFIG__CORE__V3__HEALTH_STATUS__HEALTHY;
+    if (e->weight != 1)
+        p = put_u32_value(p, TAG_LEN(4), e->weight); /* LbEndpoint.load_balancing_weight */
+    return p;
+}
+
+/* The locality weight: the sum of its endpoints' weights. */
+static uint32_t locality_weight(const struct xl_lb_endpoint *eps, size_t n)
+{
+    uint64_t sum = 0;
+    for (size_t k = 0; k < n; k++)
+        sum += eps[k].weight;
+    return sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
+}
+
+/* LocalityLbEndpoints of |n| endpoints of one zone, without its tag. */
+static size_t locality_len(const struct xl_lb_endpoint *eps, size_t n)
+{
+    size_t zl = strlen(eps[0].zone);
+    size_t len = field_len(zl ? field_len(zl) : 0) + u32_value_len(locality_weight(eps, n));
+    for (size_t k = 0; k < n; k++)
+        len += field_len(lb_endpoint_len(&eps[k]));
+    return len;
+}
+
+/* Endpoints [i, j) share a zone: the length of the run starting at i. */
+static size_t zone_run(const struct xl_lb_endpoint *eps, size_t n, size_t i)
+{
+    size_t j = i + 1;
+    while (j < n && strcmp(eps[j].zone, eps[i].zone) == 0)
+        j++;
+    return j - i;
+}
+
 int xl_encode_cla(const char *name, const struct xl_lb_endpoint *eps, size_t n, uint8_t **out,
                   size_t *len)
 {
-    struct xl_arena a = {0};
-    int rc = -1;
-    Cla cla = ENVOY__CONFIG__ENDPOINT__V3__CLUSTER_LOAD_ASSIGNMENT__INIT;
-    cla.cluster_name = (char *)name;
-    size_t nloc = 0;
-    for (size_t i = 0; i < n; i++)
-        if (i == 0 || strcmp(eps[i].zone, eps[i - 1].zone) != 0)
-            nloc++;
-    if (nloc) {
-        cla.endpoints = xl_alloc(&a, nloc * sizeof(*cla.endpoints));
-        if (!cla.endpoints)
-            goto out;
-    }
+    size_t nl = strlen(name), total = nl ? field_len(nl) : 0;
     for (size_t i = 0; i < n;) {
-        size_t j = i;
-        while (j < n && strcmp(eps[j].zone, eps[i].zone) == 0)
-            j++;
-        LocalityLbEndpoints *loc =
-            NEW(&a, LocalityLbEndpoints, ENVOY__CONFIG__ENDPOINT__V3__LOCALITY_LB_ENDPOINTS__INIT);
-        Locality *l = NEW(&a, Locality, ENVOY__CONFIG__CORE__V3__LOCALITY__INIT);
-        Google__Protobuf__UInt32Value *lw =
-            NEW(&a, Google__Protobuf__UInt32Value, GOOGLE__PROTOBUF__UINT32_VALUE__INIT);
-        if (!loc || !l || !lw)
-            goto out;
-        l->zone = (char *)eps[i].zone;
-        loc->locality = l; /* gRPC needs the message, even empty */
-        loc->lb_endpoints = xl_alloc(&a, (j - i) * sizeof(*loc->lb_endpoints));
-        if (!loc->lb_endpoints)
-            goto out;
-        uint64_t sum = 0;
-        for (size_t k = i; k < j; k++) {
-            LbEndpoint *lbe = NEW(&a, LbEndpoint, ENVOY__CONFIG__ENDPOINT__V3__LB_ENDPOINT__INIT);
-            Endpoint *ep = NEW(&a, Endpoint, ENVOY__CONFIG__ENDPOINT__V3__ENDPOINT__INIT);
-            Address *addr = NEW(&a, Address, ENVOY__CONFIG__CORE__V3__ADDRESS__INIT);
-            SocketAddress *sa =
-                NEW(&a, SocketAddress, ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__INIT);
-            if (!lbe || !ep || !addr || !sa)
-                goto out;
-            sa->address = (char *)eps[k].address;
-            sa->port_specifier_case =
-                ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PORT_SPECIFIER_PORT_VALUE;
-            sa->port_value = eps[k].port;
-            addr->address_case = ENVOY__CONFIG__CORE__V3__ADDRESS__ADDRESS_SOCKET_ADDRESS;
-            addr->socket_address = sa;
-            ep->address = addr;
-            lbe->host_identifier_case =
-                ENVOY__CONFIG__ENDPOINT__V3__LB_ENDPOINT__HOST_IDENTIFIER_ENDPOINT;
-            lbe->endpoint = ep;
-            lbe->health_status = ENVOY__CONFIG__CORE__V3__HEALTH_STATUS__HEALTHY;
-            if (eps[k].weight != 1) {
-                lbe->load_balancing_weight =
-                    NEW(&a, Google__Protobuf__UInt32Value, GOOGLE__PROTOBUF__UINT32_VALUE__INIT);
-                if (!lbe->load_balancing_weight)
-                    goto out;
-                lbe->load_balancing_weight->value = eps[k].weight;
-            }
-            sum += eps[k].weight;
-            loc->lb_endpoints[loc->n_lb_endpoints++] = lbe;
-        }
-        lw->value = sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
-        loc->load_balancing_weight = lw;
-        cla.endpoints[cla.n_endpoints++] = loc;
-        i = j;
+        size_t run = zone_run(eps, n, i);
+        total += field_len(locality_len(&eps[i], run));
+        i += run;
     }
-    rc = pack(&cla.base, out, len);
-out:
-    xl_arena_free(&a);
-    return rc;
+    uint8_t *b = malloc(total ? total : 1);
+    if (!b)
+        return -1;
+    uint8_t *p = b;
+    if (nl)
+        p = put_str(p, TAG_LEN(1), name, nl); /* cluster_name */
+    for (size_t i = 0; i < n;) {
+        size_t run = zone_run(eps, n, i);
+        size_t zl = strlen(eps[i].zone);
+        p = put_len(p, TAG_LEN(2), locality_len(&eps[i], run)); /* endpoints */
+        p = put_len(p, TAG_LEN(1), zl ? field_len(zl) : 0);     /* locality */
+        if (zl)
+            p = put_str(p, TAG_LEN(2), eps[i].zone, zl); /* Locality.zone */
+        for (size_t k = i; k < i + run; k++)
+            p = put_lb_endpoint(p, &eps[k]);
+        p = put_u32_value(p, TAG_LEN(3), locality_weight(&eps[i], run));
+        i += run;
+    }
+    *out = b;
+    *len = (size_t)(p - b);
+    return 0;
 }

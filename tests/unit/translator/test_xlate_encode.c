@@ -157,6 +157,107 @@ static void test_cla(void)
     free(b);
 }
 
+/* The ClusterLoadAssignment as protobuf-c packs it: what xl_encode_cla,
+ * which writes the bytes directly, must give byte for byte. */
+static uint8_t *reference_cla(const char *name, const struct xl_lb_endpoint *eps, size_t n,
+                              size_t *len)
+{
+    Envoy__Config__Endpoint__V3__ClusterLoadAssignment cla =
+        ENVOY__CONFIG__ENDPOINT__V3__CLUSTER_LOAD_ASSIGNMENT__INIT;
+    Envoy__Config__Endpoint__V3__LocalityLbEndpoints locs[64], *plocs[64];
+    Envoy__Config__Core__V3__Locality loc[64];
+    Google__Protobuf__UInt32Value lw[64], w[256];
+    Envoy__Config__Endpoint__V3__LbEndpoint lbe[256], *plbe[256];
+    Envoy__Config__Endpoint__V3__Endpoint ep[256];
+    Envoy__Config__Core__V3__Address addr[256];
+    Envoy__Config__Core__V3__SocketAddress sa[256];
+    cla.cluster_name = (char *)name;
+    cla.endpoints = plocs;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && strcmp(eps[j].zone, eps[i].zone) == 0)
+            j++;
+        size_t l = cla.n_endpoints++;
+        envoy__config__endpoint__v3__locality_lb_endpoints__init(&locs[l]);
+        envoy__config__core__v3__locality__init(&loc[l]);
+        google__protobuf__uint32_value__init(&lw[l]);
+        loc[l].zone = (char *)eps[i].zone;
+        locs[l].locality = &loc[l];
+        locs[l].lb_endpoints = &plbe[i];
+        uint64_t sum = 0;
+        for (size_t k = i; k < j; k++) {
+            envoy__config__endpoint__v3__lb_endpoint__init(&lbe[k]);
+            envoy__config__endpoint__v3__endpoint__init(&ep[k]);
+            envoy__config__core__v3__address__init(&addr[k]);
+            envoy__config__core__v3__socket_address__init(&sa[k]);
+            sa[k].address = (char *)eps[k].address;
+            sa[k].port_specifier_case =
+                ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PORT_SPECIFIER_PORT_VALUE;
+            sa[k].port_value = eps[k].port;
+            addr[k].address_case = ENVOY__CONFIG__CORE__V3__ADDRESS__ADDRESS_SOCKET_ADDRESS;
+            addr[k].socket_address = &sa[k];
+            ep[k].address = &addr[k];
+            lbe[k].host_identifier_case =
+                ENVOY__CONFIG__ENDPOINT__V3__LB_ENDPOINT__HOST_IDENTIFIER_ENDPOINT;
+            lbe[k].endpoint = &ep[k];
+            lbe[k].health_status = ENVOY__CONFIG__CORE__V3__HEALTH_STATUS__HEALTHY;
+            if (eps[k].weight != 1) {
+                google__protobuf__uint32_value__init(&w[k]);
+                w[k].value = eps[k].weight;
+                lbe[k].load_balancing_weight = &w[k];
+            }
+            sum += eps[k].weight;
+            plbe[k] = &lbe[k];
+            locs[l].n_lb_endpoints++;
+        }
+        lw[l].value = sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
+        locs[l].load_balancing_weight = &lw[l];
+        plocs[l] = &locs[l];
+        i = j;
+    }
+    *len = protobuf_c_message_get_packed_size(&cla.base);
+    uint8_t *b = malloc(*len ? *len : 1);
+    protobuf_c_message_pack(&cla.base, b);
+    return b;
+}
+
+static void test_cla_bytes(void)
+{
+    /* long strings and many endpoints: multi-byte lengths at every level */
+    static char long_addr[200], long_name[300];
+    memset(long_addr, '1', sizeof(long_addr) - 1);
+    memset(long_name, 'n', sizeof(long_name) - 1);
+    struct xl_lb_endpoint many[200];
+    for (size_t i = 0; i < 200; i++)
+        many[i] = (struct xl_lb_endpoint){i % 2 ? "10.0.0.1" : long_addr, (uint32_t)(i * 331),
+                                          (uint32_t)(i % 7 == 3 ? 0
+                                                     : i % 5    ? 1
+                                                                : 100000 * i),
+                                          i < 150 ? "" : "zone-b"};
+    const struct xl_lb_endpoint mixed[] = {
+        {"10.0.0.1", 0, 1, ""}, {"10.0.0.2", 65535, 4294967295u, ""}, {"::1", 443, 2, "a"},
+        {"", 80, 1, "a"},       {"10.0.0.3", 80, 1, long_name},
+    };
+    struct {
+        const char *name;
+        const struct xl_lb_endpoint *eps;
+        size_t n;
+    } cases[] = {
+        {"ns/up", mixed, 5},    {"", mixed, 5},       {long_name, mixed, 3},
+        {"ns/many", many, 200}, {"ns/none", NULL, 0}, {"", NULL, 0},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        size_t want_len = 0, len = 0;
+        uint8_t *want = reference_cla(cases[c].name, cases[c].eps, cases[c].n, &want_len);
+        uint8_t *b = NULL;
+        REQUIRE_INT_EQ(xl_encode_cla(cases[c].name, cases[c].eps, cases[c].n, &b, &len), 0);
+        CHECK_INT_EQ(len, want_len);
+        CHECK(len == want_len && memcmp(b, want, len) == 0);
+        free(b);
+        free(want);
+    }
+}
+
 static void test_vhost_modes_and_rc_assembly(void)
 {
     struct xl_header h1 = {.name = "x-env", .kind = XL_HDR_EXACT, .value = "prod"};
@@ -272,6 +373,7 @@ static const struct cxt_case cases[] = {
     CXT(test_listeners),
     CXT(test_cluster),
     CXT(test_cla),
+    CXT(test_cla_bytes),
     CXT(test_vhost_modes_and_rc_assembly),
 };
 CXT_MAIN(cases)
