@@ -111,18 +111,6 @@ static Google__Protobuf__Duration *duration(struct xl_arena *a, int64_t ns)
     return d;
 }
 
-static RegexMatcher *regex(struct xl_arena *a, const char *re)
-{
-    RegexMatcher *m = NEW(a, RegexMatcher, ENVOY__TYPE__MATCHER__V3__REGEX_MATCHER__INIT);
-    GoogleRE2 *g = NEW(a, GoogleRE2, ENVOY__TYPE__MATCHER__V3__REGEX_MATCHER__GOOGLE_RE2__INIT);
-    if (!m || !g)
-        return NULL;
-    m->engine_type_case = ENVOY__TYPE__MATCHER__V3__REGEX_MATCHER__ENGINE_TYPE_GOOGLE_RE2;
-    m->google_re2 = g;
-    m->regex = (char *)re;
-    return m;
-}
-
 static ConfigSource *ads_source(struct xl_arena *a)
 {
     ConfigSource *cs = NEW(a, ConfigSource, ENVOY__CONFIG__CORE__V3__CONFIG_SOURCE__INIT);
@@ -136,169 +124,6 @@ static ConfigSource *ads_source(struct xl_arena *a)
     return cs;
 }
 
-static HeaderMatcher *header(struct xl_arena *a, const struct xl_header *h)
-{
-    HeaderMatcher *m = NEW(a, HeaderMatcher, ENVOY__CONFIG__ROUTE__V3__HEADER_MATCHER__INIT);
-    if (!m)
-        return NULL;
-    m->name = h->name;
-    m->invert_match = h->invert;
-    switch (h->kind) {
-    case XL_HDR_EXACT:
-        m->header_match_specifier_case =
-            ENVOY__CONFIG__ROUTE__V3__HEADER_MATCHER__HEADER_MATCH_SPECIFIER_EXACT_MATCH;
-        m->exact_match = h->value;
-        break;
-    case XL_HDR_PREFIX:
-        m->header_match_specifier_case =
-            ENVOY__CONFIG__ROUTE__V3__HEADER_MATCHER__HEADER_MATCH_SPECIFIER_PREFIX_MATCH;
-        m->prefix_match = h->value;
-        break;
-    case XL_HDR_REGEX:
-        m->header_match_specifier_case =
-            ENVOY__CONFIG__ROUTE__V3__HEADER_MATCHER__HEADER_MATCH_SPECIFIER_SAFE_REGEX_MATCH;
-        m->safe_regex_match = regex(a, h->value);
-        if (!m->safe_regex_match)
-            return NULL;
-        break;
-    case XL_HDR_PRESENT:
-        m->header_match_specifier_case =
-            ENVOY__CONFIG__ROUTE__V3__HEADER_MATCHER__HEADER_MATCH_SPECIFIER_PRESENT_MATCH;
-        m->present_match = 1;
-        break;
-    }
-    return m;
-}
-
-static Route *route(struct xl_arena *a, const struct xl_rroute *r, enum xlate_gateway_mode mode)
-{
-    Route *rt = NEW(a, Route, ENVOY__CONFIG__ROUTE__V3__ROUTE__INIT);
-    RouteMatch *m = NEW(a, RouteMatch, ENVOY__CONFIG__ROUTE__V3__ROUTE_MATCH__INIT);
-    RouteAction *act = NEW(a, RouteAction, ENVOY__CONFIG__ROUTE__V3__ROUTE_ACTION__INIT);
-    if (!rt || !m || !act)
-        return NULL;
-    rt->match = m;
-    rt->action_case = ENVOY__CONFIG__ROUTE__V3__ROUTE__ACTION_ROUTE;
-    rt->route = act;
-    switch (r->kind) {
-    case XL_PATH_PREFIX:
-        m->path_specifier_case = ENVOY__CONFIG__ROUTE__V3__ROUTE_MATCH__PATH_SPECIFIER_PREFIX;
-        m->prefix = (char *)r->path;
-        break;
-    case XL_PATH_EXACT:
-        m->path_specifier_case = ENVOY__CONFIG__ROUTE__V3__ROUTE_MATCH__PATH_SPECIFIER_PATH;
-        m->path = (char *)r->path;
-        break;
-    case XL_PATH_REGEX:
-        m->path_specifier_case = ENVOY__CONFIG__ROUTE__V3__ROUTE_MATCH__PATH_SPECIFIER_SAFE_REGEX;
-        m->safe_regex = regex(a, r->path);
-        if (!m->safe_regex)
-            return NULL;
-        break;
-    }
-    if (!r->case_sensitive) {
-        m->case_sensitive = NEW(a, Google__Protobuf__BoolValue, GOOGLE__PROTOBUF__BOOL_VALUE__INIT);
-        if (!m->case_sensitive)
-            return NULL;
-    }
-    if (r->nheaders) {
-        m->headers = xl_alloc(a, r->nheaders * sizeof(*m->headers));
-        if (!m->headers)
-            return NULL;
-        for (size_t i = 0; i < r->nheaders; i++)
-            if (!(m->headers[i] = header(a, r->headers[i])))
-                return NULL;
-        m->n_headers = r->nheaders;
-    }
-    if (r->cluster) {
-        act->cluster_specifier_case =
-            ENVOY__CONFIG__ROUTE__V3__ROUTE_ACTION__CLUSTER_SPECIFIER_CLUSTER;
-        act->cluster = (char *)r->cluster;
-    } else {
-        WeightedCluster *wc =
-            NEW(a, WeightedCluster, ENVOY__CONFIG__ROUTE__V3__WEIGHTED_CLUSTER__INIT);
-        if (!wc)
-            return NULL;
-        wc->clusters = xl_alloc(a, r->nwc * sizeof(*wc->clusters));
-        if (!wc->clusters)
-            return NULL;
-        for (size_t i = 0; i < r->nwc; i++) {
-            ClusterWeight *cw = NEW(
-                a, ClusterWeight, ENVOY__CONFIG__ROUTE__V3__WEIGHTED_CLUSTER__CLUSTER_WEIGHT__INIT);
-            Google__Protobuf__UInt32Value *w =
-                NEW(a, Google__Protobuf__UInt32Value, GOOGLE__PROTOBUF__UINT32_VALUE__INIT);
-            if (!cw || !w)
-                return NULL;
-            cw->name = (char *)r->wc[i].cluster;
-            w->value = r->wc[i].weight;
-            cw->weight = w;
-            wc->clusters[i] = cw;
-        }
-        wc->n_clusters = r->nwc;
-        /* total_weight defaults to 100; gRPC requires the sum to match it */
-        if (r->total_weight != 100) {
-            wc->total_weight =
-                NEW(a, Google__Protobuf__UInt32Value, GOOGLE__PROTOBUF__UINT32_VALUE__INIT);
-            if (!wc->total_weight)
-                return NULL;
-            wc->total_weight->value = r->total_weight;
-        }
-        act->cluster_specifier_case =
-            ENVOY__CONFIG__ROUTE__V3__ROUTE_ACTION__CLUSTER_SPECIFIER_WEIGHTED_CLUSTERS;
-        act->weighted_clusters = wc;
-    }
-    if (r->prefix_rewrite)
-        act->prefix_rewrite = (char *)r->prefix_rewrite;
-    if (r->has_timeout) {
-        if (mode == XLATE_MODE_PROXYLESS) {
-            /* gRPC reads the deadline from max_stream_duration, not timeout */
-            Envoy__Config__Route__V3__RouteAction__MaxStreamDuration *msd =
-                NEW(a, Envoy__Config__Route__V3__RouteAction__MaxStreamDuration,
-                    ENVOY__CONFIG__ROUTE__V3__ROUTE_ACTION__MAX_STREAM_DURATION__INIT);
-            if (!msd || !(msd->max_stream_duration = duration(a, r->timeout_ns)))
-                return NULL;
-            act->max_stream_duration = msd;
-        } else if (!(act->timeout = duration(a, r->timeout_ns))) {
-            return NULL;
-        }
-    }
-    if (r->has_retries) {
-        RetryPolicy *rp = NEW(a, RetryPolicy, ENVOY__CONFIG__ROUTE__V3__RETRY_POLICY__INIT);
-        Google__Protobuf__UInt32Value *n =
-            NEW(a, Google__Protobuf__UInt32Value, GOOGLE__PROTOBUF__UINT32_VALUE__INIT);
-        if (!rp || !n)
-            return NULL;
-        rp->retry_on = (char *)r->retry_on;
-        n->value = r->retry_attempts;
-        rp->num_retries = n;
-        act->retry_policy = rp;
-    }
-    return rt;
-}
-
-int xl_encode_vhost(const char *name, char *const *domains, size_t ndomains,
-                    const struct xl_rroute *routes, size_t nroutes, enum xlate_gateway_mode mode,
-                    uint8_t **out, size_t *len)
-{
-    struct xl_arena a = {0};
-    int rc = -1;
-    VirtualHost vh = ENVOY__CONFIG__ROUTE__V3__VIRTUAL_HOST__INIT;
-    vh.name = (char *)name;
-    vh.domains = (char **)domains;
-    vh.n_domains = ndomains;
-    vh.routes = xl_alloc(&a, (nroutes ? nroutes : 1) * sizeof(*vh.routes));
-    if (!vh.routes)
-        goto out;
-    for (size_t i = 0; i < nroutes; i++)
-        if (!(vh.routes[i] = route(&a, &routes[i], mode)))
-            goto out;
-    vh.n_routes = nroutes;
-    rc = pack(&vh.base, out, len);
-out:
-    xl_arena_free(&a);
-    return rc;
-}
-
 static size_t put_varint(uint8_t *p, uint64_t v)
 {
     size_t n = 0;
@@ -308,6 +133,239 @@ static size_t put_varint(uint8_t *p, uint64_t v)
     }
     p[n++] = (uint8_t)v;
     return n;
+}
+
+/* ---- VirtualHost, written back to front --------------------------------------
+ *
+ * One per VirtualService and gateway mode: the bulk of a full translation's
+ * encoding. protobuf-c sizes every nested message again at each level
+ * above it (Route > RouteAction > RetryPolicy > UInt32Value...) and wants
+ * an arena of message structs first. This writer fills its buffer from the
+ * end: a message's fields go in last to first, so when a nested message is
+ * done its length is known and its tag and length go in front of it. One
+ * pass, no sizing. The bytes are protobuf-c's (fields in number order,
+ * proto3 zero values left out, oneof members and present messages written
+ * even when empty); test_xlate_encode compares the two. */
+
+struct rw {
+    uint8_t *buf; /* malloc */
+    size_t cap;
+    size_t used; /* the bytes written: the last |used| of buf */
+    int oom;
+};
+
+/* Room for |n| more bytes in front of what is written; NULL (and oom set)
+ * when memory ran out. */
+static uint8_t *rw_front(struct rw *w, size_t n)
+{
+    if (w->oom)
+        return NULL;
+    if (w->cap - w->used < n) {
+        size_t cap = w->cap * 2 > w->used + n ? w->cap * 2 : w->used + n + 256;
+        uint8_t *b = malloc(cap);
+        if (!b) {
+            w->oom = 1;
+            return NULL;
+        }
+        memcpy(b + cap - w->used, w->buf + w->cap - w->used, w->used);
+        free(w->buf);
+        w->buf = b;
+        w->cap = cap;
+    }
+    w->used += n;
+    return w->buf + w->cap - w->used;
+}
+
+static void rw_varint(struct rw *w, uint64_t v)
+{
+    uint8_t tmp[10];
+    size_t n = put_varint(tmp, v);
+    uint8_t *p = rw_front(w, n);
+    if (p)
+        memcpy(p, tmp, n);
+}
+
+static void rw_tag(struct rw *w, uint32_t field, int wire_type)
+{
+    rw_varint(w, (uint64_t)field << 3 | (uint32_t)wire_type);
+}
+
+/* A varint field (wire type 0). */
+static void rw_uint(struct rw *w, uint32_t field, uint64_t v)
+{
+    rw_varint(w, v);
+    rw_tag(w, field, 0);
+}
+
+/* A length-delimited field holding |n| bytes of |p|. */
+static void rw_bytes(struct rw *w, uint32_t field, const void *p, size_t n)
+{
+    uint8_t *d = rw_front(w, n);
+    if (d && n)
+        memcpy(d, p, n);
+    rw_varint(w, n);
+    rw_tag(w, field, 2);
+}
+
+static void rw_str(struct rw *w, uint32_t field, const char *s)
+{
+    rw_bytes(w, field, s, strlen(s));
+}
+
+/* A proto3 string field: left out when empty. */
+static void rw_str3(struct rw *w, uint32_t field, const char *s)
+{
+    if (s && *s)
+        rw_str(w, field, s);
+}
+
+/* Ends the message field |field| whose content was written since |mark|
+ * (w->used then). */
+static void rw_close(struct rw *w, uint32_t field, size_t mark)
+{
+    rw_varint(w, w->used - mark);
+    rw_tag(w, field, 2);
+}
+
+/* google.protobuf.UInt32Value / BoolValue {value: v} as field |field|. */
+static void rw_wrapped(struct rw *w, uint32_t field, uint64_t v)
+{
+    size_t mark = w->used;
+    if (v)
+        rw_uint(w, 1, v);
+    rw_close(w, field, mark);
+}
+
+/* google.protobuf.Duration of |ns| as field |field|. */
+static void rw_duration(struct rw *w, uint32_t field, int64_t ns)
+{
+    size_t mark = w->used;
+    int32_t nanos = (int32_t)(ns % 1000000000);
+    int64_t seconds = ns / 1000000000;
+    if (nanos) /* int32: negative values are sign-extended to 64 bits */
+        rw_uint(w, 2, (uint64_t)(int64_t)nanos);
+    if (seconds)
+        rw_uint(w, 1, (uint64_t)seconds);
+    rw_close(w, field, mark);
+}
+
+/* envoy.type.matcher.v3.RegexMatcher {google_re2: {}, regex} */
+static void rw_regex(struct rw *w, uint32_t field, const char *re)
+{
+    size_t mark = w->used;
+    rw_str3(w, 2, re);
+    rw_bytes(w, 1, NULL, 0); /* google_re2, empty */
+    rw_close(w, field, mark);
+}
+
+static void rw_header(struct rw *w, const struct xl_header *h)
+{
+    size_t mark = w->used;
+    switch (h->kind) {
+    case XL_HDR_REGEX:
+        rw_regex(w, 11, h->value); /* safe_regex_match */
+        break;
+    case XL_HDR_PREFIX:
+        rw_str(w, 9, h->value); /* prefix_match */
+        break;
+    default:
+        break;
+    }
+    if (h->invert)
+        rw_uint(w, 8, 1); /* invert_match */
+    if (h->kind == XL_HDR_PRESENT)
+        rw_uint(w, 7, 1); /* present_match */
+    else if (h->kind == XL_HDR_EXACT)
+        rw_str(w, 4, h->value); /* exact_match */
+    rw_str3(w, 1, h->name);
+    rw_close(w, 6, mark); /* RouteMatch.headers */
+}
+
+static void rw_route_match(struct rw *w, const struct xl_rroute *r)
+{
+    size_t mark = w->used;
+    if (r->kind == XL_PATH_REGEX)
+        rw_regex(w, 10, r->path); /* safe_regex */
+    for (size_t i = r->nheaders; i-- > 0;)
+        rw_header(w, r->headers[i]);
+    if (!r->case_sensitive)
+        rw_wrapped(w, 4, 0); /* case_sensitive: false */
+    if (r->kind == XL_PATH_EXACT)
+        rw_str(w, 2, r->path); /* path */
+    else if (r->kind == XL_PATH_PREFIX)
+        rw_str(w, 1, r->path); /* prefix */
+    rw_close(w, 1, mark);      /* Route.match */
+}
+
+static void rw_route_action(struct rw *w, const struct xl_rroute *r, enum xlate_gateway_mode mode)
+{
+    size_t mark = w->used;
+    if (r->has_timeout && mode == XLATE_MODE_PROXYLESS) {
+        /* gRPC reads the deadline from max_stream_duration, not timeout */
+        size_t m2 = w->used;
+        rw_duration(w, 1, r->timeout_ns);
+        rw_close(w, 36, m2); /* max_stream_duration */
+    }
+    if (r->has_retries) {
+        size_t m2 = w->used;
+        rw_wrapped(w, 2, r->retry_attempts); /* num_retries */
+        rw_str3(w, 1, r->retry_on);
+        rw_close(w, 9, m2); /* retry_policy */
+    }
+    if (r->has_timeout && mode != XLATE_MODE_PROXYLESS)
+        rw_duration(w, 8, r->timeout_ns); /* timeout */
+    rw_str3(w, 5, r->prefix_rewrite);
+    if (r->cluster) {
+        rw_str(w, 1, r->cluster); /* cluster */
+    } else {
+        size_t m2 = w->used;
+        /* total_weight defaults to 100; gRPC requires the sum to match it */
+        if (r->total_weight != 100)
+            rw_wrapped(w, 3, r->total_weight);
+        for (size_t i = r->nwc; i-- > 0;) {
+            size_t m3 = w->used;
+            rw_wrapped(w, 2, r->wc[i].weight);
+            rw_str3(w, 1, r->wc[i].cluster);
+            rw_close(w, 1, m3); /* clusters */
+        }
+        rw_close(w, 3, m2); /* weighted_clusters */
+    }
+    rw_close(w, 2, mark); /* Route.route */
+}
+
+int xl_encode_vhost(const char *name, char *const *domains, size_t ndomains,
+                    const struct xl_rroute *routes, size_t nroutes, enum xlate_gateway_mode mode,
+                    uint8_t **out, size_t *len)
+{
+    struct rw w = {.cap = 256 + 192 * nroutes};
+    w.buf = malloc(w.cap);
+    if (!w.buf)
+        return -1;
+    for (size_t i = nroutes; i-- > 0;) {
+        size_t mark = w.used;
+        rw_route_action(&w, &routes[i], mode);
+        rw_route_match(&w, &routes[i]);
+        rw_close(&w, 3, mark); /* VirtualHost.routes */
+    }
+    for (size_t i = ndomains; i-- > 0;)
+        rw_str(&w, 2, domains[i]); /* domains: repeated, every item written */
+    rw_str3(&w, 1, name);
+    if (w.oom) {
+        free(w.buf);
+        return -1;
+    }
+    /* copied out at its size: virtual hosts are kept, and the writer's
+     * buffer, freed whole, is what the next one gets (shrinking it in place
+     * would leave a hole per virtual host) */
+    uint8_t *b = malloc(w.used ? w.used : 1);
+    if (b)
+        memcpy(b, w.buf + w.cap - w.used, w.used);
+    free(w.buf);
+    if (!b)
+        return -1;
+    *out = b;
+    *len = w.used;
+    return 0;
 }
 
 int xl_encode_route_config(const char *name, const struct xl_bytes *vhosts, size_t n, uint8_t **out,

@@ -2,6 +2,7 @@
  * xDS client require (reference/xds.md) must be there. */
 #include "cxtest.h"
 #include "xlate_encode.h"
+#include "xlate_util.h"
 
 #include "envoy/config/cluster/v3/cluster.pb-c.h"
 #include "envoy/config/endpoint/v3/endpoint.pb-c.h"
@@ -258,6 +259,308 @@ static void test_cla_bytes(void)
     }
 }
 
+/* ---- the VirtualHost as protobuf-c packs it (xl_encode_vhost writes the
+ * bytes directly and must give the same, byte for byte) ---------------------- */
+
+typedef Envoy__Config__Route__V3__VirtualHost VirtualHost;
+typedef Envoy__Config__Route__V3__Route Route;
+typedef Envoy__Config__Route__V3__RouteMatch RouteMatch;
+typedef Envoy__Config__Route__V3__RouteAction RouteAction;
+typedef Envoy__Config__Route__V3__WeightedCluster WeightedCluster;
+typedef Envoy__Config__Route__V3__WeightedCluster__ClusterWeight ClusterWeight;
+typedef Envoy__Config__Route__V3__HeaderMatcher HeaderMatcher;
+typedef Envoy__Config__Route__V3__RetryPolicy RetryPolicy;
+typedef Envoy__Type__Matcher__V3__RegexMatcher RegexMatcher;
+typedef Envoy__Type__Matcher__V3__RegexMatcher__GoogleRE2 GoogleRE2;
+
+#define NEW(a, T, INIT) ((T *)new_msg((a), sizeof(T), &(T)INIT))
+
+static void *new_msg(struct xl_arena *a, size_t size, const void *init)
+{
+    void *p = xl_alloc(a, size);
+    if (p)
+        memcpy(p, init, size);
+    return p;
+}
+
+static Google__Protobuf__Duration *ref_duration(struct xl_arena *a, int64_t ns)
+{
+    Google__Protobuf__Duration *d =
+        NEW(a, Google__Protobuf__Duration, GOOGLE__PROTOBUF__DURATION__INIT);
+    if (d) {
+        d->seconds = ns / 1000000000;
+        d->nanos = (int32_t)(ns % 1000000000);
+    }
+    return d;
+}
+
+static RegexMatcher *ref_regex(struct xl_arena *a, const char *re)
+{
+    RegexMatcher *m = NEW(a, RegexMatcher, ENVOY__TYPE__MATCHER__V3__REGEX_MATCHER__INIT);
+    GoogleRE2 *g = NEW(a, GoogleRE2, ENVOY__TYPE__MATCHER__V3__REGEX_MATCHER__GOOGLE_RE2__INIT);
+    if (!m || !g)
+        return NULL;
+    m->engine_type_case = ENVOY__TYPE__MATCHER__V3__REGEX_MATCHER__ENGINE_TYPE_GOOGLE_RE2;
+    m->google_re2 = g;
+    m->regex = (char *)re;
+    return m;
+}
+
+static HeaderMatcher *ref_header(struct xl_arena *a, const struct xl_header *h)
+{
+    HeaderMatcher *m = NEW(a, HeaderMatcher, ENVOY__CONFIG__ROUTE__V3__HEADER_MATCHER__INIT);
+    if (!m)
+        return NULL;
+    m->name = h->name;
+    m->invert_match = h->invert;
+    switch (h->kind) {
+    case XL_HDR_EXACT:
+        m->header_match_specifier_case =
+            ENVOY__CONFIG__ROUTE__V3__HEADER_MATCHER__HEADER_MATCH_SPECIFIER_EXACT_MATCH;
+        m->exact_match = h->value;
+        break;
+    case XL_HDR_PREFIX:
+        m->header_match_specifier_case =
+            ENVOY__CONFIG__ROUTE__V3__HEADER_MATCHER__HEADER_MATCH_SPECIFIER_PREFIX_MATCH;
+        m->prefix_match = h->value;
+        break;
+    case XL_HDR_REGEX:
+        m->header_match_specifier_case =
+            ENVOY__CONFIG__ROUTE__V3__HEADER_MATCHER__HEADER_MATCH_SPECIFIER_SAFE_REGEX_MATCH;
+        m->safe_regex_match = ref_regex(a, h->value);
+        if (!m->safe_regex_match)
+            return NULL;
+        break;
+    case XL_HDR_PRESENT:
+        m->header_match_specifier_case =
+            ENVOY__CONFIG__ROUTE__V3__HEADER_MATCHER__HEADER_MATCH_SPECIFIER_PRESENT_MATCH;
+        m->present_match = 1;
+        break;
+    }
+    return m;
+}
+
+static Route *ref_route(struct xl_arena *a, const struct xl_rroute *r, enum xlate_gateway_mode mode)
+{
+    Route *rt = NEW(a, Route, ENVOY__CONFIG__ROUTE__V3__ROUTE__INIT);
+    RouteMatch *m = NEW(a, RouteMatch, ENVOY__CONFIG__ROUTE__V3__ROUTE_MATCH__INIT);
+    RouteAction *act = NEW(a, RouteAction, ENVOY__CONFIG__ROUTE__V3__ROUTE_ACTION__INIT);
+    if (!rt || !m || !act)
+        return NULL;
+    rt->match = m;
+    rt->action_case = ENVOY__CONFIG__ROUTE__V3__ROUTE__ACTION_ROUTE;
+    rt->route = act;
+    switch (r->kind) {
+    case XL_PATH_PREFIX:
+        m->path_specifier_case = ENVOY__CONFIG__ROUTE__V3__ROUTE_MATCH__PATH_SPECIFIER_PREFIX;
+        m->prefix = (char *)r->path;
+        break;
+    case XL_PATH_EXACT:
+        m->path_specifier_case = ENVOY__CONFIG__ROUTE__V3__ROUTE_MATCH__PATH_SPECIFIER_PATH;
+        m->path = (char *)r->path;
+        break;
+    case XL_PATH_REGEX:
+        m->path_specifier_case = ENVOY__CONFIG__ROUTE__V3__ROUTE_MATCH__PATH_SPECIFIER_SAFE_REGEX;
+        m->safe_regex = ref_regex(a, r->path);
+        if (!m->safe_regex)
+            return NULL;
+        break;
+    }
+    if (!r->case_sensitive) {
+        m->case_sensitive = NEW(a, Google__Protobuf__BoolValue, GOOGLE__PROTOBUF__BOOL_VALUE__INIT);
+        if (!m->case_sensitive)
+            return NULL;
+    }
+    if (r->nheaders) {
+        m->headers = xl_alloc(a, r->nheaders * sizeof(*m->headers));
+        if (!m->headers)
+            return NULL;
+        for (size_t i = 0; i < r->nheaders; i++)
+            if (!(m->headers[i] = ref_header(a, r->headers[i])))
+                return NULL;
+        m->n_headers = r->nheaders;
+    }
+    if (r->cluster) {
+        act->cluster_specifier_case =
+            ENVOY__CONFIG__ROUTE__V3__ROUTE_ACTION__CLUSTER_SPECIFIER_CLUSTER;
+        act->cluster = (char *)r->cluster;
+    } else {
+        WeightedCluster *wc =
+            NEW(a, WeightedCluster, ENVOY__CONFIG__ROUTE__V3__WEIGHTED_CLUSTER__INIT);
+        if (!wc)
+            return NULL;
+        wc->clusters = xl_alloc(a, r->nwc * sizeof(*wc->clusters));
+        if (!wc->clusters)
+            return NULL;
+        for (size_t i = 0; i < r->nwc; i++) {
+            ClusterWeight *cw = NEW(
+                a, ClusterWeight, ENVOY__CONFIG__ROUTE__V3__WEIGHTED_CLUSTER__CLUSTER_WEIGHT__INIT);
+            Google__Protobuf__UInt32Value *w =
+                NEW(a, Google__Protobuf__UInt32Value, GOOGLE__PROTOBUF__UINT32_VALUE__INIT);
+            if (!cw || !w)
+                return NULL;
+            cw->name = (char *)r->wc[i].cluster;
+            w->value = r->wc[i].weight;
+            cw->weight = w;
+            wc->clusters[i] = cw;
+        }
+        wc->n_clusters = r->nwc;
+        /* total_weight defaults to 100; gRPC requires the sum to match it */
+        if (r->total_weight != 100) {
+            wc->total_weight =
+                NEW(a, Google__Protobuf__UInt32Value, GOOGLE__PROTOBUF__UINT32_VALUE__INIT);
+            if (!wc->total_weight)
+                return NULL;
+            wc->total_weight->value = r->total_weight;
+        }
+        act->cluster_specifier_case =
+            ENVOY__CONFIG__ROUTE__V3__ROUTE_ACTION__CLUSTER_SPECIFIER_WEIGHTED_CLUSTERS;
+        act->weighted_clusters = wc;
+    }
+    if (r->prefix_rewrite)
+        act->prefix_rewrite = (char *)r->prefix_rewrite;
+    if (r->has_timeout) {
+        if (mode == XLATE_MODE_PROXYLESS) {
+            /* gRPC reads the deadline from max_stream_duration, not timeout */
+            Envoy__Config__Route__V3__RouteAction__MaxStreamDuration *msd =
+                NEW(a, Envoy__Config__Route__V3__RouteAction__MaxStreamDuration,
+                    ENVOY__CONFIG__ROUTE__V3__ROUTE_ACTION__MAX_STREAM_DURATION__INIT);
+            if (!msd || !(msd->max_stream_duration = ref_duration(a, r->timeout_ns)))
+                return NULL;
+            act->max_stream_duration = msd;
+        } else if (!(act->timeout = ref_duration(a, r->timeout_ns))) {
+            return NULL;
+        }
+    }
+    if (r->has_retries) {
+        RetryPolicy *rp = NEW(a, RetryPolicy, ENVOY__CONFIG__ROUTE__V3__RETRY_POLICY__INIT);
+        Google__Protobuf__UInt32Value *n =
+            NEW(a, Google__Protobuf__UInt32Value, GOOGLE__PROTOBUF__UINT32_VALUE__INIT);
+        if (!rp || !n)
+            return NULL;
+        rp->retry_on = (char *)r->retry_on;
+        n->value = r->retry_attempts;
+        rp->num_retries = n;
+        act->retry_policy = rp;
+    }
+    return rt;
+}
+
+static int reference_vhost(const char *name, char *const *domains, size_t ndomains,
+                           const struct xl_rroute *routes, size_t nroutes,
+                           enum xlate_gateway_mode mode, uint8_t **out, size_t *len)
+{
+    struct xl_arena a = {0};
+    int rc = -1;
+    VirtualHost vh = ENVOY__CONFIG__ROUTE__V3__VIRTUAL_HOST__INIT;
+    vh.name = (char *)name;
+    vh.domains = (char **)domains;
+    vh.n_domains = ndomains;
+    vh.routes = xl_alloc(&a, (nroutes ? nroutes : 1) * sizeof(*vh.routes));
+    if (!vh.routes)
+        goto out;
+    for (size_t i = 0; i < nroutes; i++)
+        if (!(vh.routes[i] = ref_route(&a, &routes[i], mode)))
+            goto out;
+    vh.n_routes = nroutes;
+    *len = protobuf_c_message_get_packed_size(&vh.base);
+    *out = malloc(*len ? *len : 1);
+    protobuf_c_message_pack(&vh.base, *out);
+    rc = 0;
+out:
+    xl_arena_free(&a);
+    return rc;
+}
+
+static void test_vhost_bytes(void)
+{
+    static char long_str[400];
+    memset(long_str, 'x', sizeof(long_str) - 1);
+    const struct xl_header h[] = {
+        {"x-tenant", XL_HDR_EXACT, "t1", 0},   {"x-p", XL_HDR_PREFIX, "ab", 1},
+        {"x-re", XL_HDR_REGEX, "v[0-9]+", 0},  {"x-present", XL_HDR_PRESENT, NULL, 0},
+        {"x-absent", XL_HDR_PRESENT, NULL, 1}, {"x-long", XL_HDR_EXACT, long_str, 0},
+        {"x-empty", XL_HDR_EXACT, "", 0},
+    };
+    const struct xl_header *hp[] = {&h[0], &h[1], &h[2], &h[3], &h[4], &h[5], &h[6]};
+    const struct xl_cluster_weight wc[] = {{"ns/a", 1}, {"ns/b", 3}, {long_str, 300000}};
+    const struct xl_rroute routes[] = {
+        {.kind = XL_PATH_PREFIX, .path = "/", .case_sensitive = 1, .cluster = "ns/up"},
+        {.kind = XL_PATH_EXACT,
+         .path = "/exact",
+         .case_sensitive = 0,
+         .headers = hp,
+         .nheaders = 7,
+         .cluster = "ns/up",
+         .has_timeout = 1,
+         .timeout_ns = 5000000000,
+         .has_retries = 1,
+         .retry_attempts = 3,
+         .retry_on = "5xx,reset",
+         .prefix_rewrite = "/new"},
+        {.kind = XL_PATH_REGEX,
+         .path = "/v[0-9]+/.*",
+         .case_sensitive = 1,
+         .headers = hp + 2,
+         .nheaders = 1,
+         .wc = wc,
+         .nwc = 3,
+         .total_weight = 300004,
+         .has_timeout = 1,
+         .timeout_ns = 1500000001,
+         .has_retries = 1,
+         .retry_attempts = 0,
+         .retry_on = ""},
+        {.kind = XL_PATH_PREFIX,
+         .path = "",
+         .case_sensitive = 1,
+         .wc = wc,
+         .nwc = 2,
+         .total_weight = 100,
+         .has_timeout = 1,
+         .timeout_ns = 0,
+         .prefix_rewrite = ""},
+        {.kind = XL_PATH_REGEX,
+         .path = "",
+         .case_sensitive = 0,
+         .cluster = long_str,
+         .has_timeout = 1,
+         .timeout_ns = 250000000},
+    };
+    char *doms[] = {"a.example.com", "*.example.com", "", long_str};
+    struct xl_rroute many[40];
+    for (size_t i = 0; i < 40; i++)
+        many[i] = routes[i % 5];
+    struct {
+        const char *name;
+        char *const *domains;
+        size_t ndomains;
+        const struct xl_rroute *routes;
+        size_t nroutes;
+    } cases[] = {
+        {"ns/vs", doms, 2, routes, 5},
+        {"", doms, 4, routes + 1, 4},
+        {long_str, doms, 1, many, 40},
+        {"ns/none", NULL, 0, NULL, 0},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+        for (int mode = XLATE_MODE_ENVOY; mode <= XLATE_MODE_PROXYLESS; mode++) {
+            uint8_t *want = NULL, *b = NULL;
+            size_t want_len = 0, len = 0;
+            REQUIRE_INT_EQ(reference_vhost(cases[c].name, cases[c].domains, cases[c].ndomains,
+                                           cases[c].routes, cases[c].nroutes, mode, &want,
+                                           &want_len),
+                           0);
+            REQUIRE_INT_EQ(xl_encode_vhost(cases[c].name, cases[c].domains, cases[c].ndomains,
+                                           cases[c].routes, cases[c].nroutes, mode, &b, &len),
+                           0);
+            CHECK_INT_EQ(len, want_len);
+            CHECK(len == want_len && memcmp(b, want, len) == 0);
+            free(b);
+            free(want);
+        }
+}
+
 static void test_vhost_modes_and_rc_assembly(void)
 {
     struct xl_header h1 = {.name = "x-env", .kind = XL_HDR_EXACT, .value = "prod"};
@@ -370,10 +673,7 @@ static void test_vhost_modes_and_rc_assembly(void)
 }
 
 static const struct cxt_case cases[] = {
-    CXT(test_listeners),
-    CXT(test_cluster),
-    CXT(test_cla),
-    CXT(test_cla_bytes),
-    CXT(test_vhost_modes_and_rc_assembly),
+    CXT(test_listeners), CXT(test_cluster),     CXT(test_cla),
+    CXT(test_cla_bytes), CXT(test_vhost_bytes), CXT(test_vhost_modes_and_rc_assembly),
 };
 CXT_MAIN(cases)
