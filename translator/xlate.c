@@ -471,12 +471,24 @@ static int mark_key(struct xl_map *m, const char *key)
     return 0;
 }
 
+/* "<a>/<b>" in |buf|; -1 if it does not fit. */
+static int join_key(char *buf, size_t cap, const char *a, const char *b)
+{
+    size_t al = strlen(a), bl = strlen(b);
+    if (al + bl + 2 > cap)
+        return -1;
+    memcpy(buf, a, al);
+    buf[al] = '/';
+    memcpy(buf + al + 1, b, bl + 1);
+    return 0;
+}
+
 /* Records that dependency "<c>/<a>" changed this pass. */
 static int mark_dep(struct xlate_ctx *ctx, char c, const char *a)
 {
     char buf[600];
-    int n = snprintf(buf, sizeof(buf), "%c/%s", c, a);
-    if (n < 0 || (size_t)n >= sizeof(buf))
+    const char pre[2] = {c, '\0'};
+    if (join_key(buf, sizeof(buf), pre, a) != 0)
         return 0;
     return mark_key(&ctx->changed_deps, buf);
 }
@@ -484,8 +496,7 @@ static int mark_dep(struct xlate_ctx *ctx, char c, const char *a)
 static int mark_service(struct xlate_ctx *ctx, const char *ns, const char *name)
 {
     char buf[600];
-    int n = snprintf(buf, sizeof(buf), "%s/%s", ns, name);
-    if (n < 0 || (size_t)n >= sizeof(buf))
+    if (join_key(buf, sizeof(buf), ns, name) != 0)
         return 0;
     return mark_key(&ctx->dirty_services, buf);
 }
@@ -494,8 +505,8 @@ static int mark_service(struct xlate_ctx *ctx, const char *ns, const char *name)
 static int mark_ref(struct xlate_ctx *ctx, char c, const char *key)
 {
     char buf[600];
-    int n = snprintf(buf, sizeof(buf), "%c/%s", c, key);
-    if (n < 0 || (size_t)n >= sizeof(buf))
+    const char pre[2] = {c, '\0'};
+    if (join_key(buf, sizeof(buf), pre, key) != 0)
         return 0;
     return mark_key(&ctx->dirty_refs, buf);
 }
@@ -558,8 +569,7 @@ static int slice_key(const struct xl_entry *e, char *buf, size_t cap)
 {
     if (!e->obj.u.eps.service)
         return -1;
-    int n = snprintf(buf, cap, "%s/%s", e->obj.meta.ns, e->obj.u.eps.service);
-    return (n < 0 || (size_t)n >= cap) ? -1 : 0;
+    return join_key(buf, cap, e->obj.meta.ns, e->obj.u.eps.service);
 }
 
 /* Takes |e| (parsed as it is now) out of, or into, the indexes. */
@@ -613,7 +623,8 @@ static int index_entry(struct xlate_ctx *ctx, struct xl_entry *e, int add)
         }
         if (!e->obj.u.up.is_kube)
             return 0;
-        snprintf(key, sizeof(key), "%s/%s", e->obj.u.up.kube_ns, e->obj.u.up.kube_service);
+        if (join_key(key, sizeof(key), e->obj.u.up.kube_ns, e->obj.u.up.kube_service) != 0)
+            return 0; /* longer than any Kubernetes name: matches no Service */
         if (!(e->up->svc_key = strdup(key)))
             return -1;
         return index_add(&ctx->svc_ups, key, e);

@@ -212,13 +212,15 @@ static int report_virtual_service(struct xlate_ctx *ctx, struct xl_entry *e)
                 if (u)
                     add(&l, XLATE_WARNING, XL_R_DOMAIN_NOT_COVERED, u);
             }
-            size_t o =
-                (size_t)snprintf(ok, sizeof(ok), "served by Gateway%s ", nuses == 1 ? "" : "s");
-            for (size_t i = 0; i < nuses && o < sizeof(ok); i++)
-                o += (size_t)snprintf(ok + o, sizeof(ok) - o, "%s%s", i ? ", " : "", gws[i]->key);
-            if (o < sizeof(ok))
-                snprintf(ok + o, sizeof(ok) - o, " with %zu route%s", nroutes,
-                         nroutes == 1 ? "" : "s");
+            /* "served by Gateway(s) a, b with N route(s)", truncated to |ok| */
+            const char *end = ok + sizeof(ok);
+            char *o = xl_cat(ok, end, nuses == 1 ? "served by Gateway " : "served by Gateways ");
+            for (size_t i = 0; i < nuses; i++)
+                o = xl_cat(xl_cat(o, end, i ? ", " : ""), end, gws[i]->key);
+            if (o + 1 < end) {
+                o = xl_cat_u(xl_cat(o, end, " with "), end, nroutes);
+                xl_cat(o, end, nroutes == 1 ? " route" : " routes");
+            }
         }
     }
     return finish(ctx, e, &l, ok);
@@ -283,8 +285,8 @@ static int report_upstream(struct xlate_ctx *ctx, struct xl_entry *e)
                      u->lb == XL_LB_RANDOM ? "Random" : "LeastRequest");
             add(&l, XLATE_WARNING, XL_R_UNSUPPORTED, lbbuf);
         }
-        snprintf(ok, sizeof(ok), "%zu endpoint%s", e->up->nendpoints,
-                 e->up->nendpoints == 1 ? "" : "s");
+        xl_cat(xl_cat_u(ok, ok + sizeof(ok), e->up->nendpoints), ok + sizeof(ok),
+               e->up->nendpoints == 1 ? " endpoint" : " endpoints");
     }
     return finish(ctx, e, &l, ok);
 }

@@ -347,7 +347,8 @@ static void expand_routes(struct rctx *rc, struct xl_entry *owner, const struct 
     for (size_t i = 0; i < n && !rc->oom && !rc->cycle_at; i++) {
         const struct xl_route *r = &routes[i];
         char path[64];
-        snprintf(path, sizeof(path), "spec.routes[%zu]", i);
+        xl_cat(xl_cat_u(xl_cat(path, path + sizeof(path), "spec.routes["), path + sizeof(path), i),
+               path + sizeof(path), "]");
         if (r->action == XL_ACT_DELEGATE) {
             delegate(rc, owner, path, r, in);
             continue;

@@ -148,16 +148,17 @@ static int collect(struct xlate_ctx *ctx, struct xl_entry *e, struct xl_up_memo 
             }
         }
     }
-    char want[48];
-    if (u->kube_port_name)
-        snprintf(want, sizeof(want), "\"%s\"", u->kube_port_name);
-    else
-        snprintf(want, sizeof(want), "%u", u->kube_port);
-    if (n == 0 &&
-        xl_errors_add(&m->ep_errors, &m->ep_arena, XLATE_WARNING, XL_R_NO_ENDPOINTS,
-                      "Service %s has no ready endpoints for port %s", svc->key, want) != 0) {
-        free(eps);
-        return -1;
+    if (n == 0) {
+        char want[48];
+        if (u->kube_port_name)
+            snprintf(want, sizeof(want), "\"%s\"", u->kube_port_name);
+        else
+            snprintf(want, sizeof(want), "%u", u->kube_port);
+        if (xl_errors_add(&m->ep_errors, &m->ep_arena, XLATE_WARNING, XL_R_NO_ENDPOINTS,
+                          "Service %s has no ready endpoints for port %s", svc->key, want) != 0) {
+            free(eps);
+            return -1;
+        }
     }
 done:
     if (n > 1)

@@ -110,6 +110,30 @@ void xl_arena_free(struct xl_arena *a)
     a->live = 0;
 }
 
+/* ---- bounded strings ------------------------------------------------------- */
+
+char *xl_cat(char *p, const char *end, const char *s)
+{
+    size_t room = (size_t)(end - p) - 1, n = strlen(s);
+    if (n > room)
+        n = room;
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return p + n;
+}
+
+char *xl_cat_u(char *p, const char *end, uint64_t v)
+{
+    char d[24];
+    size_t k = sizeof(d);
+    d[--k] = '\0';
+    do {
+        d[--k] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return xl_cat(p, end, d + k);
+}
+
 /* ---- map ------------------------------------------------------------------ */
 
 #define TOMB ((void *)&tomb_marker)

@@ -33,6 +33,15 @@ char *xl_strndup(struct xl_arena *a, const char *s, size_t n);
 __attribute__((format(printf, 2, 3))) char *xl_printf(struct xl_arena *a, const char *fmt, ...);
 void xl_arena_free(struct xl_arena *a);
 
+/* ---- bounded strings without printf ----------------------------------------- */
+
+/* Appends |s| (xl_cat) or the decimal |v| (xl_cat_u) to the string ending
+ * at |p| in a buffer ending at |end| (exclusive; p < end), truncating; the
+ * result is NUL-terminated. Returns the new end of the string. For names
+ * and messages built once per object, where snprintf's cost shows. */
+char *xl_cat(char *p, const char *end, const char *s);
+char *xl_cat_u(char *p, const char *end, uint64_t v);
+
 /* ---- string -> pointer map ------------------------------------------------ */
 
 struct xl_map_slot {
