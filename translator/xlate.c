@@ -611,7 +611,7 @@ static int index_entry(struct xlate_ctx *ctx, struct xl_entry *e, int add)
         if (e->parse_state == XLATE_REJECTED)
             return 0;
         /* the Secret and ConfigMap of spec.tls: their changes refresh it */
-        const struct xl_upstream_tls *t = &e->obj.u.up.tls;
+        const struct xl_upstream_tls *t = xl_upstream_tls_of(&e->obj.u.up);
         const struct xl_obj_ref *refs[2] = {t->has_ca ? &t->ca : NULL,
                                             t->has_client_cert ? &t->client_cert : NULL};
         for (int i = 0; i < 2; i++) {

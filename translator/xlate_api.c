@@ -1315,7 +1315,8 @@ static void parse_gateway(struct pctx *p, const cJSON *spec)
     const cJSON *tls = get_obj(p, spec, "tls", 0);
     if (tls) {
         size_t o = push(p, ".tls");
-        parse_gateway_tls(p, tls, &g->tls);
+        if ((g->tls = alloc(p, sizeof(*g->tls))))
+            parse_gateway_tls(p, tls, g->tls);
         if (g->mode == XLATE_MODE_PROXYLESS)
             WARN(p, XL_R_UNSUPPORTED,
                  "ignored in proxyless mode: gRPC clients take their TLS settings from the "
@@ -1485,7 +1486,8 @@ static void parse_upstream(struct pctx *p, const cJSON *spec)
     const cJSON *tls = get_obj(p, spec, "tls", 0);
     if (tls) {
         size_t o = push(p, ".tls");
-        parse_upstream_tls(p, tls, &u->tls);
+        if ((u->tls = alloc(p, sizeof(*u->tls))))
+            parse_upstream_tls(p, tls, u->tls);
         pop(p, o);
     }
 }
@@ -1695,6 +1697,18 @@ const char *xl_config_map_get(const struct xl_config_map *c, const char *key)
             hi = mid;
     }
     return NULL;
+}
+
+const struct xl_gateway_tls *xl_gateway_tls_of(const struct xl_gateway *g)
+{
+    static const struct xl_gateway_tls none;
+    return g->tls ? g->tls : &none;
+}
+
+const struct xl_upstream_tls *xl_upstream_tls_of(const struct xl_upstream *u)
+{
+    static const struct xl_upstream_tls none;
+    return u->tls ? u->tls : &none;
 }
 
 void xl_object_release(struct xl_object *o)

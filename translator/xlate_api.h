@@ -31,6 +31,11 @@ const char *xlate_kind_name(enum xlate_kind k);
 __attribute__((warn_unused_result)) int xl_api_parse(enum xlate_kind kind, const cJSON *obj,
                                                      struct xl_arena *a, struct xl_object *out);
 
+/* spec.tls of a parsed Gateway or Upstream: all zero (enabled 0) when it
+ * has none. */
+const struct xl_gateway_tls *xl_gateway_tls_of(const struct xl_gateway *g);
+const struct xl_upstream_tls *xl_upstream_tls_of(const struct xl_upstream *u);
+
 /* Frees what the arena does not own (label selectors). */
 void xl_object_release(struct xl_object *o);
 

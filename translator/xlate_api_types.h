@@ -219,7 +219,10 @@ struct xl_gateway {
     char **vs_namespaces;                /* sorted; empty: the Gateway's own */
     size_t n_vs_namespaces;
     int all_namespaces; /* "*" */
-    struct xl_gateway_tls tls;
+    /* spec.tls, in the arena; NULL when absent: read it through
+     * xl_gateway_tls_of (most Gateways have none, and the parsed form of
+     * every object is as big as the largest kind's) */
+    struct xl_gateway_tls *tls;
 };
 
 struct xl_virtual_service {
@@ -257,7 +260,7 @@ struct xl_upstream {
     enum xl_lb_policy lb;
     int64_t connect_timeout_ns;
     int has_connect_timeout;
-    struct xl_upstream_tls tls;
+    struct xl_upstream_tls *tls; /* like xl_gateway.tls: xl_upstream_tls_of */
 };
 
 struct xl_service_port {

@@ -273,7 +273,7 @@ static int report_upstream(struct xlate_ctx *ctx, struct xl_entry *e)
         add_errors(&l, &e->up->tls_errors);
     if (e->parse_state != XLATE_REJECTED && e->up && !e->up->tls_bad) {
         add_errors(&l, &e->up->ep_errors);
-        if ((modes & (1 << XLATE_MODE_PROXYLESS)) && u->tls.enabled)
+        if ((modes & (1 << XLATE_MODE_PROXYLESS)) && xl_upstream_tls_of(u)->enabled)
             add(&l, XLATE_WARNING, XL_R_UNSUPPORTED,
                 "spec.tls: not applied for proxyless Gateways: gRPC clients take their TLS "
                 "settings from the certificate providers of their xDS bootstrap");

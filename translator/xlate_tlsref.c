@@ -159,7 +159,7 @@ void xl_gw_tls_free(struct xl_gw_tls *t)
 int xl_gw_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *gwe)
 {
     const struct xl_gateway *g = &gwe->obj.u.gw;
-    const struct xl_gateway_tls *tls = &g->tls;
+    const struct xl_gateway_tls *tls = xl_gateway_tls_of(g);
     if (gwe->parse_state == XLATE_REJECTED || g->mode != XLATE_MODE_ENVOY || !tls->enabled) {
         xl_gw_tls_free(gwe->gtls);
         gwe->gtls = NULL;
@@ -294,6 +294,7 @@ int xl_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw
                        const char *stat_prefix, uint8_t **out, size_t *len)
 {
     const struct xl_gateway *g = &gwe->obj.u.gw;
+    const struct xl_gateway_tls *gt = xl_gateway_tls_of(g);
     const struct xl_gw_tls *t = gwe->gtls;
     struct xl_arena a = {0};
     struct xl_map seen = {0}, fresh = {0};
@@ -390,13 +391,13 @@ int xl_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw
     };
     struct xl_downstream_tls dt = {
         /* explicit, so Envoy's own default may change without us noticing */
-        .min_version = g->tls.min_version ? g->tls.min_version : XL_TLS_1_2,
-        .max_version = g->tls.max_version,
-        .alpn = g->tls.alpn,
-        .nalpn = g->tls.nalpn,
+        .min_version = gt->min_version ? gt->min_version : XL_TLS_1_2,
+        .max_version = gt->max_version,
+        .alpn = gt->alpn,
+        .nalpn = gt->nalpn,
         .client_ca = t->client_ca,
         .client_ca_len = t->client_ca ? strlen(t->client_ca) : 0,
-        .require_client_cert = t->client_ca && !g->tls.client_cert_optional,
+        .require_client_cert = t->client_ca && !gt->client_cert_optional,
     };
     if (xl_encode_listener_envoy_tls(gwe->key, g->bind_address, g->bind_port, gwe->key, stat_prefix,
                                      &dt, chains, nchains, &dflt, out, len) != 0)
@@ -436,7 +437,7 @@ out:
 int xl_up_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *e)
 {
     struct xl_up_memo *m = e->up;
-    const struct xl_upstream_tls *tls = &e->obj.u.up.tls;
+    const struct xl_upstream_tls *tls = xl_upstream_tls_of(&e->obj.u.up);
     xl_arena_free(&m->tls_arena);
     memset(&m->tls_errors, 0, sizeof(m->tls_errors));
     m->tls_bad = 0;

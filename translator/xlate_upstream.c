@@ -188,7 +188,7 @@ static int encode_cluster(struct xlate_ctx *ctx, struct xl_entry *e, int mode)
     size_t len = 0;
     /* TLS to the endpoints: envoy mode only (gRPC clients take theirs from
      * certificate providers; the report warns) */
-    const struct xl_upstream_tls *t = &u->tls;
+    const struct xl_upstream_tls *t = xl_upstream_tls_of(u);
     struct xl_tls_cert client = {0};
     struct xl_upstream_tls_enc tls = {0};
     if (t->enabled && mode == XLATE_MODE_ENVOY) {
