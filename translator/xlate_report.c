@@ -319,6 +319,7 @@ static struct xlate_report_block *build_block(struct xlate_ctx *ctx)
     if (!b)
         return NULL;
     atomic_init(&b->refs, 1);
+    atomic_init(&b->users, 1);
     b->reports = calloc(n ? n : 1, sizeof(*b->reports));
     b->strings = malloc(bytes ? bytes : 1);
     if (!b->reports || !b->strings) {
@@ -385,6 +386,7 @@ static struct xlate_report_block *patch_block(struct xlate_ctx *ctx)
     if (!b)
         return NULL;
     atomic_init(&b->refs, 1);
+    atomic_init(&b->users, 1);
     b->n = old->n;
     b->reports = malloc((old->n ? old->n : 1) * sizeof(*b->reports));
     b->strings = malloc(bytes ? bytes : 1);
@@ -393,7 +395,7 @@ static struct xlate_report_block *patch_block(struct xlate_ctx *ctx)
         return NULL;
     }
     memcpy(b->reports, old->reports, old->n * sizeof(*b->reports));
-    b->base = xlate_report_block_ref(old);
+    b->base = xlate_report_block_base(old);
     b->depth = old->depth + 1;
     char *p = b->strings;
 #define COPY(dst, src)               \

@@ -174,6 +174,27 @@ void xlate_snapshot_unref(struct xlate_snapshot *s)
 
 struct xlate_report_block *xlate_report_block_ref(struct xlate_report_block *b)
 {
+    if (b) {
+        atomic_fetch_add(&b->users, 1);
+        atomic_fetch_add(&b->refs, 1);
+    }
+    return b;
+}
+
+/* A newer block's reference to |b| (xlate_report_block_base) is for its
+ * strings only. */
+static void block_release(struct xlate_report_block *b)
+{
+    if (!b || atomic_fetch_sub(&b->refs, 1) != 1)
+        return;
+    free(b->reports);
+    free(b->strings);
+    block_release(b->base);
+    free(b);
+}
+
+struct xlate_report_block *xlate_report_block_base(struct xlate_report_block *b)
+{
     if (b)
         atomic_fetch_add(&b->refs, 1);
     return b;
@@ -181,12 +202,15 @@ struct xlate_report_block *xlate_report_block_ref(struct xlate_report_block *b)
 
 void xlate_report_block_unref(struct xlate_report_block *b)
 {
-    if (!b || atomic_fetch_sub(&b->refs, 1) != 1)
+    if (!b)
         return;
-    free(b->reports);
-    free(b->strings);
-    xlate_report_block_unref(b->base);
-    free(b);
+    if (atomic_fetch_sub(&b->users, 1) == 1) {
+        /* nobody reads the array any more (a patched block copied it);
+         * newer blocks may still point into the strings */
+        free(b->reports);
+        b->reports = NULL;
+    }
+    block_release(b);
 }
 
 const struct xlate_group *xlate_snapshot_group(const struct xlate_snapshot *s, const char *name)

@@ -42,6 +42,9 @@ void xlate_snapshot_unref(struct xlate_snapshot *s);
 
 struct xlate_report_block *xlate_report_block_ref(struct xlate_report_block *b);
 void xlate_report_block_unref(struct xlate_report_block *b);
+/* A reference from a newer block that points into |b|'s strings (its
+ * |base|): it keeps the strings, not the reports array. */
+struct xlate_report_block *xlate_report_block_base(struct xlate_report_block *b);
 
 /* Finds a group by "namespace/name"; NULL if absent. */
 const struct xlate_group *xlate_snapshot_group(const struct xlate_snapshot *s, const char *name);

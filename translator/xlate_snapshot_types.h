@@ -106,6 +106,10 @@ struct xlate_snapshot {
  * |strings|. */
 struct xlate_report_block {
     _Atomic int refs;
+    /* References through xlate_report_block_ref (snapshots, the
+     * translator): the ones that read |reports|. When they are gone the
+     * array is freed at once, though newer blocks may keep the strings. */
+    _Atomic int users;
     size_t n;
     struct xlate_report *reports;
     char *strings;

@@ -537,6 +537,46 @@ static void test_work_follows_the_change(void)
     cJSON_Delete(w.docs);
 }
 
+/* A pass that changes a few reports patches the previous report block: the
+ * new block points into the old one's strings. Once no snapshot uses the
+ * old block, its reports array goes (it is a copy the new block made), its
+ * strings stay for the new block. */
+static void test_report_block_arrays_go_with_their_snapshots(void)
+{
+    struct world w;
+    world_load(&w, WORLD);
+    struct xlate_ctx *ctx = xlate_ctx_new();
+    struct xlate_snapshot *s1 = NULL, *s2 = NULL;
+    REQUIRE_INT_EQ(xlate_run(ctx, &(struct xlate_input){w.in, w.n, 0}, &s1, NULL), 0);
+    cJSON *a2 = cJSON_Duplicate(w.in[2].obj, 1);
+    cJSON_AddNumberToObject(cJSON_GetObjectItem(a2, "metadata"), "generation", 7);
+    struct xlate_change c = {.kind = XLATE_KIND_VIRTUAL_SERVICE, .obj = a2};
+    REQUIRE_INT_EQ(xlate_run_changes(ctx, &c, 1, &s2, NULL), 0);
+    struct xlate_report_block *b1 = s1->report_block, *b2 = s2->report_block;
+    REQUIRE(b1 && b2 && b1 != b2);
+    REQUIRE(b2->base == b1); /* patched */
+    CHECK(b1->reports != NULL);
+    xlate_snapshot_unref(s1); /* its last user: the context moved on to b2 */
+    CHECK(b1->reports == NULL);
+    /* nothing changed: the next snapshot shares b2 */
+    struct xlate_snapshot *s3 = NULL;
+    REQUIRE_INT_EQ(xlate_run_changes(ctx, NULL, 0, &s3, NULL), 0);
+    CHECK(s3->report_block == b2);
+    /* every report of the new snapshots is intact, old strings included */
+    size_t gen7 = 0;
+    for (size_t i = 0; i < s3->nreports; i++) {
+        CHECK(s3->reports[i].kind[0] && s3->reports[i].name[0] && s3->reports[i].message[0]);
+        gen7 += s3->reports[i].generation == 7;
+    }
+    CHECK_INT_EQ(gen7, 1);
+    CHECK_INT_EQ(s3->nreports, s2->nreports);
+    xlate_ctx_free(ctx);
+    xlate_snapshot_unref(s2);
+    xlate_snapshot_unref(s3);
+    cJSON_Delete(a2);
+    cJSON_Delete(w.docs);
+}
+
 static void test_changes_need_a_full_view_first_after_failure(void)
 {
     /* a fresh context has an (empty) complete view: changes work */
@@ -587,6 +627,7 @@ static void test_digest(void)
 static const struct cxt_case cases[] = {
     CXT(test_incremental_equals_fresh),
     CXT(test_work_follows_the_change),
+    CXT(test_report_block_arrays_go_with_their_snapshots),
     CXT(test_changes_need_a_full_view_first_after_failure),
     CXT(test_digest),
 };
