@@ -146,7 +146,7 @@ static int sorted_insert(struct xl_entry ***items, size_t *n, size_t *cap, struc
     if (found)
         return 0;
     if (*n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 8;
+        size_t nc = *cap ? *cap * 2 : 1; /* index lists mostly hold one */
         struct xl_entry **ni = realloc(*items, nc * sizeof(*ni));
         if (!ni)
             return -1;

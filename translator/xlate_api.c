@@ -1537,6 +1537,9 @@ static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
     s->endpoints = alloc(p, cap * sizeof(*s->endpoints));
     if (!s->endpoints)
         return;
+    /* a slice's endpoints share a few zones: each is kept once */
+    char *zones[8];
+    size_t nzones = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, eps)
     {
@@ -1558,7 +1561,13 @@ static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
         /* Kubernetes: a nil ready condition is to be read as ready. */
         x->ready = !cJSON_IsBool(ready) || cJSON_IsTrue(ready);
         const char *zone = cx_json_str(e, "zone");
-        x->zone = dup(p, zone ? zone : "");
+        zone = zone ? zone : "";
+        x->zone = NULL;
+        for (size_t z = 0; z < nzones && !x->zone; z++)
+            if (strcmp(zones[z], zone) == 0)
+                x->zone = zones[z];
+        if (!x->zone && (x->zone = dup(p, zone)) && nzones < sizeof(zones) / sizeof(zones[0]))
+            zones[nzones++] = x->zone;
         if (x->naddresses)
             s->nendpoints++;
     }

@@ -124,8 +124,8 @@ enum xl_header_kind {
 
 struct xl_header {
     char *name;
-    enum xl_header_kind kind;
     char *value; /* NULL for present */
+    enum xl_header_kind kind;
     int invert;
 };
 
@@ -158,6 +158,7 @@ struct xl_delegate {
 struct xl_route {
     struct xl_match match;
     enum xl_action_kind action;
+    int has_retries;
     struct xl_ref upstream;
     struct xl_weighted *weighted;
     size_t nweighted;
@@ -167,7 +168,6 @@ struct xl_route {
     int has_timeout;
     uint32_t retry_attempts;
     char *retry_on; /* Envoy retry_on list, comma-separated, or NULL */
-    int has_retries;
     char *prefix_rewrite;
 };
 

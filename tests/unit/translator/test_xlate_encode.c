@@ -477,10 +477,10 @@ static void test_vhost_bytes(void)
     static char long_str[400];
     memset(long_str, 'x', sizeof(long_str) - 1);
     const struct xl_header h[] = {
-        {"x-tenant", XL_HDR_EXACT, "t1", 0},   {"x-p", XL_HDR_PREFIX, "ab", 1},
-        {"x-re", XL_HDR_REGEX, "v[0-9]+", 0},  {"x-present", XL_HDR_PRESENT, NULL, 0},
-        {"x-absent", XL_HDR_PRESENT, NULL, 1}, {"x-long", XL_HDR_EXACT, long_str, 0},
-        {"x-empty", XL_HDR_EXACT, "", 0},
+        {"x-tenant", "t1", XL_HDR_EXACT, 0},   {"x-p", "ab", XL_HDR_PREFIX, 1},
+        {"x-re", "v[0-9]+", XL_HDR_REGEX, 0},  {"x-present", NULL, XL_HDR_PRESENT, 0},
+        {"x-absent", NULL, XL_HDR_PRESENT, 1}, {"x-long", long_str, XL_HDR_EXACT, 0},
+        {"x-empty", "", XL_HDR_EXACT, 0},
     };
     const struct xl_header *hp[] = {&h[0], &h[1], &h[2], &h[3], &h[4], &h[5], &h[6]};
     const struct xl_cluster_weight wc[] = {{"ns/a", 1}, {"ns/b", 3}, {long_str, 300000}};
