@@ -40,6 +40,9 @@ struct rctx {
     size_t capmsgs, capups;
     int oom;
     struct xl_arena scratch; /* what only the encoding reads: header lists, weights */
+    /* the last Upstream found: a VirtualService's routes mostly send to one */
+    const struct xl_ref *last_ref;
+    struct xl_entry *last_up;
     /* a cycle found below: unwind to this RouteTable, dropping its routes */
     struct xl_entry *cycle_at;
 };
@@ -170,6 +173,9 @@ struct inherit {
 static struct xl_entry *lookup_upstream(struct rctx *rc, struct xl_entry *owner, const char *path,
                                         const struct xl_ref *ref)
 {
+    const struct xl_ref *last = rc->last_ref;
+    if (last && strcmp(last->name, ref->name) == 0 && strcmp(last->ns, ref->ns) == 0)
+        return rc->last_up; /* found and usable, its dependency recorded */
     dep(rc, 'U', ref->ns, ref->name);
     struct xl_entry *up = xl_find(rc->ctx, XLATE_KIND_UPSTREAM, ref->ns, ref->name);
     if (!up) {
@@ -182,6 +188,8 @@ static struct xl_entry *lookup_upstream(struct rctx *rc, struct xl_entry *owner,
             "%s: Upstream %s/%s is rejected; route left out", path, ref->ns, ref->name);
         return NULL;
     }
+    rc->last_ref = ref;
+    rc->last_up = up;
     return up;
 }
 

@@ -74,9 +74,11 @@ static const char *port_list(struct xl_arena *a, const struct xl_service *svc)
     return s ? s : "";
 }
 
-/* Collects the endpoints of |e| into |eps| (malloc'ed, sorted, unique). */
-static int collect(struct xlate_ctx *ctx, struct xl_entry *e, struct xl_up_memo *m,
-                   struct xl_lb_endpoint **out, size_t *nout)
+/* Collects the endpoints of |e| into |eps| (malloc'ed, sorted, unique);
+ * a kube Upstream's are those of Service |svc| (NULL: not found) and its
+ * EndpointSlices |sl| (NULL: none). */
+static int collect(struct xl_entry *e, struct xl_up_memo *m, const struct xl_entry *svc,
+                   const struct xl_entry_list *sl, struct xl_lb_endpoint **out, size_t *nout)
 {
     const struct xl_upstream *u = &e->obj.u.up;
     struct xl_lb_endpoint *eps = NULL;
@@ -92,7 +94,6 @@ static int collect(struct xlate_ctx *ctx, struct xl_entry *e, struct xl_up_memo 
                                                u->hosts[i].weight, ""};
         goto done;
     }
-    struct xl_entry *svc = xl_find(ctx, XLATE_KIND_SERVICE, u->kube_ns, u->kube_service);
     if (!svc) {
         if (xl_errors_add(&m->ep_errors, &m->ep_arena, XLATE_WARNING, XL_R_SERVICE_NOT_FOUND,
                           "spec.kube.service: Service %s/%s not found; the Upstream has no "
@@ -119,7 +120,6 @@ static int collect(struct xlate_ctx *ctx, struct xl_entry *e, struct xl_up_memo 
             return -1;
         return 0;
     }
-    struct xl_entry_list *sl = xl_map_gets(&ctx->slices_by_svc, svc->key);
     for (size_t i = 0; sl && i < sl->n; i++) {
         const struct xl_endpoint_slice *es = &sl->items[i]->obj.u.eps;
         if (es->ip_family == 0)
@@ -246,11 +246,13 @@ int xl_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e)
         changed |= rc;
     }
     uint64_t d = xl_fnv(CX_FNV64_INIT, &e->digest, sizeof(e->digest));
+    struct xl_entry *svc = NULL;
+    struct xl_entry_list *sl = NULL;
     if (u->is_kube) {
-        struct xl_entry *svc = xl_find(ctx, XLATE_KIND_SERVICE, u->kube_ns, u->kube_service);
+        svc = xl_find(ctx, XLATE_KIND_SERVICE, u->kube_ns, u->kube_service);
         uint64_t sd = svc ? svc->digest : 0;
         d = xl_fnv(d, &sd, sizeof(sd));
-        struct xl_entry_list *sl = svc ? xl_map_gets(&ctx->slices_by_svc, svc->key) : NULL;
+        sl = svc ? xl_map_gets(&ctx->slices_by_svc, svc->key) : NULL;
         for (size_t i = 0; sl && i < sl->n; i++)
             d = xl_fnv(d, &sl->items[i]->digest, sizeof(sl->items[i]->digest));
     }
@@ -262,7 +264,7 @@ int xl_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e)
     m->nendpoints = 0;
     struct xl_lb_endpoint *eps = NULL;
     size_t n = 0;
-    if (collect(ctx, e, m, &eps, &n) != 0)
+    if (collect(e, m, svc, sl, &eps, &n) != 0)
         return -1;
     uint8_t *bytes = NULL;
     size_t len = 0;

@@ -1,7 +1,5 @@
 #include "xlate_util.h"
 
-#include "cx_hash.h"
-
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,12 +137,27 @@ char *xl_cat_u(char *p, const char *end, uint64_t v)
 #define TOMB ((void *)&tomb_marker)
 static const char tomb_marker = 0;
 
+/* Eight bytes at a time, then splitmix64's finaliser: keys are short names
+ * and 16-byte (digest, pointer) pairs, looked up several times per object,
+ * and byte-at-a-time FNV showed. In-process only: nothing depends on the
+ * values (nor on the order they give a map's iteration). */
 uint64_t xl_hash(const void *key, size_t len)
 {
-    uint64_t h = cx_fnv64(CX_FNV64_INIT, key, len);
+    const unsigned char *p = key;
+    uint64_t h = UINT64_C(0x9e3779b97f4a7c15) ^ len, w;
+    for (; len >= 8; p += 8, len -= 8) {
+        memcpy(&w, p, 8);
+        h = (h ^ w) * UINT64_C(0xbf58476d1ce4e5b9);
+        h ^= h >> 31;
+    }
+    w = 0;
+    memcpy(&w, p, len);
+    h = (h ^ w) * UINT64_C(0x94d049bb133111eb);
+    h ^= h >> 30;
+    h *= UINT64_C(0xbf58476d1ce4e5b9);
+    h ^= h >> 27;
+    h *= UINT64_C(0x94d049bb133111eb);
     h ^= h >> 31;
-    h *= UINT64_C(0x9e3779b97f4a7c15);
-    h ^= h >> 29;
     return h ? h : 1;
 }
 
