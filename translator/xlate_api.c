@@ -255,28 +255,63 @@ static void *alloc(struct pctx *p, size_t n)
     return r;
 }
 
+/* Reports member |c| of an object as unknown (its path is the current one
+ * plus the member's name). */
+static void unknown_field(struct pctx *p, const cJSON *c, const char *const *allowed)
+{
+    size_t o = push(p, "%s%s", p->plen ? "." : "", c->string ? c->string : "");
+    int yaml11_on = 0;
+    for (const char *const *k = allowed; *k; k++)
+        yaml11_on |= strcmp(*k, "on") == 0;
+    if (yaml11_on && c->string && strcmp(c->string, "true") == 0)
+        REJECT(p, XL_R_UNKNOWN_FIELD,
+               "unknown field (YAML 1.1, as kubectl reads it, turns an unquoted on: "
+               "into true:; write \"on\":)");
+    else
+        REJECT(p, XL_R_UNKNOWN_FIELD, "unknown field");
+    pop(p, o);
+}
+
+/* Index of member |c|'s name in |allowed| (NULL-terminated), or -1. */
+static int allowed_index(const cJSON *c, const char *const *allowed)
+{
+    for (int k = 0; allowed[k]; k++)
+        if (c->string && c->string[0] == allowed[k][0] && strcmp(c->string, allowed[k]) == 0)
+            return k;
+    return -1;
+}
+
 /* Reports every member of |obj| not in |allowed| (NULL-terminated). */
 static void check_fields(struct pctx *p, const cJSON *obj, const char *const *allowed)
 {
     const cJSON *c;
     cJSON_ArrayForEach(c, obj)
     {
-        int ok = 0;
-        for (const char *const *k = allowed; *k && !ok; k++)
-            if (c->string && c->string[0] == (*k)[0] && strcmp(c->string, *k) == 0)
-                ok = 1;
-        if (!ok) {
-            size_t o = push(p, "%s%s", p->plen ? "." : "", c->string ? c->string : "");
-            int yaml11_on = 0;
-            for (const char *const *k = allowed; *k; k++)
-                yaml11_on |= strcmp(*k, "on") == 0;
-            if (yaml11_on && c->string && strcmp(c->string, "true") == 0)
-                REJECT(p, XL_R_UNKNOWN_FIELD,
-                       "unknown field (YAML 1.1, as kubectl reads it, turns an unquoted on: "
-                       "into true:; write \"on\":)");
-            else
-                REJECT(p, XL_R_UNKNOWN_FIELD, "unknown field");
-            pop(p, o);
+        if (allowed_index(c, allowed) < 0)
+            unknown_field(p, c, allowed);
+    }
+}
+
+/* check_fields, and the members it allows in one walk: f[i] is the first
+ * member named allowed[i] (at most 32 names), NULL if none or JSON null
+ * (as get() reads them). For the objects parsed many times per
+ * VirtualService (routes, matches, headers, references): one walk instead
+ * of one per field. */
+static void fields(struct pctx *p, const cJSON *obj, const char *const *allowed, const cJSON **f)
+{
+    int n = 0;
+    while (allowed[n])
+        f[n++] = NULL;
+    uint32_t seen = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, obj)
+    {
+        int k = allowed_index(c, allowed);
+        if (k < 0) {
+            unknown_field(p, c, allowed);
+        } else if (!(seen & UINT32_C(1) << k)) {
+            seen |= UINT32_C(1) << k;
+            f[k] = cJSON_IsNull(c) ? NULL : c;
         }
     }
 }
@@ -296,14 +331,16 @@ static const cJSON *get(const cJSON *obj, const char *key)
         pop((p), o_);                        \
     } while (0)
 
-/* Reads a string member without copying it (borrowed from the JSON).
- * Returns 1 if present and a string, 0 if absent (an error when
- * |required|), -1 on a type error (reported). The path is only built for
- * a report: fields are read far more often than they are wrong. */
-static int get_str_ref(struct pctx *p, const cJSON *obj, const char *key, int required,
-                       const char **out)
+/* The readers below take member |key|'s value |v| (NULL: absent), as
+ * fields() or get() found it; the get_* forms look it up. */
+
+/* A string, borrowed from the JSON. Returns 1 if present and a string, 0
+ * if absent (an error when |required|), -1 on a type error (reported). The
+ * path is only built for a report: fields are read far more often than
+ * they are wrong. */
+static int str_ref_v(struct pctx *p, const cJSON *v, const char *key, int required,
+                     const char **out)
 {
-    const cJSON *v = get(obj, key);
     if (!v) {
         if (required)
             REJECT_AT(p, key, XL_R_INVALID_SPEC, "required");
@@ -321,36 +358,42 @@ static int get_str_ref(struct pctx *p, const cJSON *obj, const char *key, int re
     return 1;
 }
 
-/* Reads a string member into the arena; returns like get_str_ref. */
-static int get_str(struct pctx *p, const cJSON *obj, const char *key, int required, char **out)
+/* A string copied into the arena; returns like str_ref_v. */
+static int str_v(struct pctx *p, const cJSON *v, const char *key, int required, char **out)
 {
     const char *s = NULL;
-    int rc = get_str_ref(p, obj, key, required, &s);
+    int rc = str_ref_v(p, v, key, required, &s);
     if (rc == 1)
         *out = dup(p, s);
     return rc;
 }
 
-static int get_bool(struct pctx *p, const cJSON *obj, const char *key, int *out)
+static int get_str(struct pctx *p, const cJSON *obj, const char *key, int required, char **out)
 {
-    const cJSON *v = get(obj, key);
+    return str_v(p, get(obj, key), key, required, out);
+}
+
+static int bool_v(struct pctx *p, const cJSON *v, const char *key, int *out)
+{
     if (!v)
         return 0;
     if (!cJSON_IsBool(v)) {
-        size_t o = push(p, ".%s", key);
-        REJECT(p, XL_R_INVALID_SPEC, "must be a boolean, got %s", jtype(v));
-        pop(p, o);
+        REJECT_AT(p, key, XL_R_INVALID_SPEC, "must be a boolean, got %s", jtype(v));
         return -1;
     }
     *out = cJSON_IsTrue(v);
     return 1;
 }
 
-/* An integer in [lo, hi]. */
-static int get_uint(struct pctx *p, const cJSON *obj, const char *key, int required, uint64_t lo,
-                    uint64_t hi, enum xl_reason range_reason, uint64_t *out)
+static int get_bool(struct pctx *p, const cJSON *obj, const char *key, int *out)
 {
-    const cJSON *v = get(obj, key);
+    return bool_v(p, get(obj, key), key, out);
+}
+
+/* An integer in [lo, hi]. */
+static int uint_v(struct pctx *p, const cJSON *v, const char *key, int required, uint64_t lo,
+                  uint64_t hi, enum xl_reason range_reason, uint64_t *out)
+{
     if (!v) {
         if (required)
             REJECT_AT(p, key, XL_R_INVALID_SPEC, "required");
@@ -370,10 +413,16 @@ static int get_uint(struct pctx *p, const cJSON *obj, const char *key, int requi
     return -1;
 }
 
-static int get_duration(struct pctx *p, const cJSON *obj, const char *key, int64_t *out)
+static int get_uint(struct pctx *p, const cJSON *obj, const char *key, int required, uint64_t lo,
+                    uint64_t hi, enum xl_reason range_reason, uint64_t *out)
+{
+    return uint_v(p, get(obj, key), key, required, lo, hi, range_reason, out);
+}
+
+static int duration_v(struct pctx *p, const cJSON *v, const char *key, int64_t *out)
 {
     const char *s = NULL;
-    int rc = get_str_ref(p, obj, key, 0, &s);
+    int rc = str_ref_v(p, v, key, 0, &s);
     if (rc != 1)
         return rc;
     char err[200];
@@ -387,32 +436,34 @@ static int get_duration(struct pctx *p, const cJSON *obj, const char *key, int64
     return rc;
 }
 
-/* An object member; reports a type error. */
-static const cJSON *get_obj(struct pctx *p, const cJSON *obj, const char *key, int required)
+static int get_duration(struct pctx *p, const cJSON *obj, const char *key, int64_t *out)
 {
-    const cJSON *v = get(obj, key);
+    return duration_v(p, get(obj, key), key, out);
+}
+
+/* An object; reports a type error. */
+static const cJSON *obj_v(struct pctx *p, const cJSON *v, const char *key, int required)
+{
     if (!v) {
-        if (required) {
-            size_t o = push(p, ".%s", key);
-            REJECT(p, XL_R_INVALID_SPEC, "required");
-            pop(p, o);
-        }
+        if (required)
+            REJECT_AT(p, key, XL_R_INVALID_SPEC, "required");
         return NULL;
     }
     if (!cJSON_IsObject(v)) {
-        size_t o = push(p, ".%s", key);
-        REJECT(p, XL_R_INVALID_SPEC, "must be an object, got %s", jtype(v));
-        pop(p, o);
+        REJECT_AT(p, key, XL_R_INVALID_SPEC, "must be an object, got %s", jtype(v));
         return NULL;
     }
     return v;
 }
 
-/* An array member with at most |max| items (and at least one if required). */
-static const cJSON *get_arr(struct pctx *p, const cJSON *obj, const char *key, int required,
-                            int max)
+static const cJSON *get_obj(struct pctx *p, const cJSON *obj, const char *key, int required)
 {
-    const cJSON *v = get(obj, key);
+    return obj_v(p, get(obj, key), key, required);
+}
+
+/* An array with at most |max| items (and at least one if required). */
+static const cJSON *arr_v(struct pctx *p, const cJSON *v, const char *key, int required, int max)
+{
     if (!v) {
         if (required)
             REJECT_AT(p, key, XL_R_INVALID_SPEC, "required");
@@ -432,6 +483,12 @@ static const cJSON *get_arr(struct pctx *p, const cJSON *obj, const char *key, i
         return NULL;
     }
     return v;
+}
+
+static const cJSON *get_arr(struct pctx *p, const cJSON *obj, const char *key, int required,
+                            int max)
+{
+    return arr_v(p, get(obj, key), key, required, max);
 }
 
 /* ---- shared checks ---------------------------------------------------------- */
@@ -627,13 +684,14 @@ static void parse_meta(struct pctx *p, const cJSON *obj)
 static void parse_ref(struct pctx *p, const cJSON *v, struct xl_ref *ref)
 {
     static const char *const allowed[] = {"name", "namespace", NULL};
-    check_fields(p, v, allowed);
-    if (get_str(p, v, "name", 1, &ref->name) == 1 && !dns_subdomain(ref->name)) {
+    const cJSON *f[2];
+    fields(p, v, allowed, f);
+    if (str_v(p, f[0], "name", 1, &ref->name) == 1 && !dns_subdomain(ref->name)) {
         size_t o = push(p, ".name");
         REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid object name", ref->name);
         pop(p, o);
     }
-    if (get_str(p, v, "namespace", 0, &ref->ns) == 1 && !dns_label(ref->ns)) {
+    if (str_v(p, f[1], "namespace", 0, &ref->ns) == 1 && !dns_label(ref->ns)) {
         size_t o = push(p, ".namespace");
         REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid namespace name", ref->ns);
         pop(p, o);
@@ -651,11 +709,12 @@ static void parse_match(struct pctx *p, const cJSON *v, struct xl_match *m)
     m->case_sensitive = 1;
     if (!v)
         return;
-    check_fields(p, v, allowed);
+    const cJSON *f[5];
+    fields(p, v, allowed, f);
     char *prefix = NULL, *path = NULL, *regex = NULL;
-    int np = get_str(p, v, "prefix", 0, &prefix) == 1;
-    int nx = get_str(p, v, "path", 0, &path) == 1;
-    int nr = get_str(p, v, "regex", 0, &regex) == 1;
+    int np = str_v(p, f[0], "prefix", 0, &prefix) == 1;
+    int nx = str_v(p, f[1], "path", 0, &path) == 1;
+    int nr = str_v(p, f[2], "regex", 0, &regex) == 1;
     if (np + nx + nr > 1) {
         REJECT(p, XL_R_INVALID_SPEC, "prefix, path and regex are mutually exclusive");
     } else if (np) {
@@ -682,9 +741,9 @@ static void parse_match(struct pctx *p, const cJSON *v, struct xl_match *m)
     }
     if (m->value && has_ctl(m->value))
         REJECT(p, XL_R_INVALID_SPEC, "the path must not contain control characters");
-    if (get_bool(p, v, "caseSensitive", &m->case_sensitive) == 1)
+    if (bool_v(p, f[4], "caseSensitive", &m->case_sensitive) == 1)
         m->has_case = 1;
-    const cJSON *hs = get_arr(p, v, "headers", 0, XLATE_MAX_HEADERS);
+    const cJSON *hs = arr_v(p, f[3], "headers", 0, XLATE_MAX_HEADERS);
     if (!hs)
         return;
     m->nheaders = (size_t)cJSON_GetArraySize(hs);
@@ -704,18 +763,19 @@ static void parse_match(struct pctx *p, const cJSON *v, struct xl_match *m)
         }
         static const char *const hallowed[] = {"name",    "exact",  "prefix", "regex",
                                                "present", "invert", NULL};
-        check_fields(p, h, hallowed);
-        if (get_str(p, h, "name", 1, &x->name) == 1 && !header_name_ok(x->name)) {
+        const cJSON *hf[6];
+        fields(p, h, hallowed, hf);
+        if (str_v(p, hf[0], "name", 1, &x->name) == 1 && !header_name_ok(x->name)) {
             size_t o2 = push(p, ".name");
             REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid header name", x->name);
             pop(p, o2);
         }
         char *exact = NULL, *pre = NULL, *re = NULL;
         int present = 0;
-        int ne = get_str(p, h, "exact", 0, &exact) == 1;
-        int npf = get_str(p, h, "prefix", 0, &pre) == 1;
-        int nre = get_str(p, h, "regex", 0, &re) == 1;
-        int npr = get_bool(p, h, "present", &present) == 1;
+        int ne = str_v(p, hf[1], "exact", 0, &exact) == 1;
+        int npf = str_v(p, hf[2], "prefix", 0, &pre) == 1;
+        int nre = str_v(p, hf[3], "regex", 0, &re) == 1;
+        int npr = bool_v(p, hf[4], "present", &present) == 1;
         if (ne + npf + nre + npr > 1) {
             REJECT(p, XL_R_INVALID_SPEC, "exact, prefix, regex and present are mutually exclusive");
         } else if (ne) {
@@ -747,7 +807,7 @@ static void parse_match(struct pctx *p, const cJSON *v, struct xl_match *m)
         }
         if (x->value && has_ctl(x->value))
             REJECT(p, XL_R_INVALID_SPEC, "the header value must not contain control characters");
-        get_bool(p, h, "invert", &x->invert);
+        bool_v(p, hf[5], "invert", &x->invert);
         pop(p, o);
     }
 }
@@ -822,13 +882,15 @@ static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
         REJECT(p, XL_R_INVALID_SPEC, "must be an object, got %s", jtype(v));
         return;
     }
-    check_fields(p, v, allowed);
-    const cJSON *m = get_obj(p, v, "match", 0);
+    enum { F_MATCH, F_UPSTREAM, F_WEIGHTED, F_DELEGATE, F_TIMEOUT, F_RETRIES, F_REWRITE };
+    const cJSON *f[7];
+    fields(p, v, allowed, f);
+    const cJSON *m = obj_v(p, f[F_MATCH], "match", 0);
     size_t o = push(p, ".match");
     parse_match(p, m, &r->match);
     pop(p, o);
 
-    const cJSON *up = get(v, "upstream"), *w = get(v, "weighted"), *d = get(v, "delegate");
+    const cJSON *up = f[F_UPSTREAM], *w = f[F_WEIGHTED], *d = f[F_DELEGATE];
     int nact = !!up + !!w + !!d;
     if (nact == 0) {
         REJECT(p, XL_R_INVALID_SPEC, "one of upstream, weighted or delegate is required");
@@ -836,14 +898,14 @@ static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
         REJECT(p, XL_R_INVALID_SPEC, "upstream, weighted and delegate are mutually exclusive");
     } else if (up) {
         r->action = XL_ACT_UPSTREAM;
-        const cJSON *uo = get_obj(p, v, "upstream", 1);
+        const cJSON *uo = obj_v(p, up, "upstream", 1);
         o = push(p, ".upstream");
         if (uo)
             parse_ref(p, uo, &r->upstream);
         pop(p, o);
     } else if (w) {
         r->action = XL_ACT_WEIGHTED;
-        const cJSON *arr = get_arr(p, v, "weighted", 1, XLATE_MAX_WEIGHTED);
+        const cJSON *arr = arr_v(p, w, "weighted", 1, XLATE_MAX_WEIGHTED);
         if (arr) {
             r->nweighted = (size_t)cJSON_GetArraySize(arr);
             r->weighted = alloc(p, r->nweighted * sizeof(*r->weighted));
@@ -861,14 +923,15 @@ static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
                     continue;
                 }
                 static const char *const wallowed[] = {"upstream", "weight", NULL};
-                check_fields(p, e, wallowed);
-                const cJSON *uo = get_obj(p, e, "upstream", 1);
+                const cJSON *wf[2];
+                fields(p, e, wallowed, wf);
+                const cJSON *uo = obj_v(p, wf[0], "upstream", 1);
                 size_t o3 = push(p, ".upstream");
                 if (uo)
                     parse_ref(p, uo, &x->upstream);
                 pop(p, o3);
                 uint64_t weight = 1;
-                get_uint(p, e, "weight", 0, 0, UINT32_MAX, XL_R_INVALID_WEIGHTS, &weight);
+                uint_v(p, wf[1], "weight", 0, 0, UINT32_MAX, XL_R_INVALID_WEIGHTS, &weight);
                 x->weight = (uint32_t)weight;
                 r->weight_sum += weight;
                 for (size_t k = 0; k + 1 < i && x->upstream.name; k++)
@@ -892,7 +955,7 @@ static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
         }
     } else {
         r->action = XL_ACT_DELEGATE;
-        const cJSON *dobj = get_obj(p, v, "delegate", 1);
+        const cJSON *dobj = obj_v(p, d, "delegate", 1);
         o = push(p, ".delegate");
         if (dobj) {
             static const char *const dallowed[] = {"name", "namespace", "selector", NULL};
@@ -925,15 +988,15 @@ static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
             pop(p, o);
         }
     }
-    if (get_duration(p, v, "timeout", &r->timeout_ns) == 1)
+    if (duration_v(p, f[F_TIMEOUT], "timeout", &r->timeout_ns) == 1)
         r->has_timeout = 1;
-    const cJSON *rt = get_obj(p, v, "retries", 0);
+    const cJSON *rt = obj_v(p, f[F_RETRIES], "retries", 0);
     if (rt) {
         o = push(p, ".retries");
         parse_retries(p, rt, r);
         pop(p, o);
     }
-    if (get_str(p, v, "prefixRewrite", 0, &r->prefix_rewrite) == 1) {
+    if (str_v(p, f[F_REWRITE], "prefixRewrite", 0, &r->prefix_rewrite) == 1) {
         o = push(p, ".prefixRewrite");
         if (r->match.kind == XL_PATH_REGEX)
             REJECT(p, XL_R_INVALID_SPEC, "cannot be used with a regex match");
@@ -945,9 +1008,10 @@ static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
     }
 }
 
-static void parse_routes(struct pctx *p, const cJSON *spec, struct xl_route **out, size_t *nout)
+/* spec.routes, |v| as fields() or get() found it. */
+static void parse_routes(struct pctx *p, const cJSON *v, struct xl_route **out, size_t *nout)
 {
-    const cJSON *arr = get_arr(p, spec, "routes", 1, XLATE_MAX_ROUTES);
+    const cJSON *arr = arr_v(p, v, "routes", 1, XLATE_MAX_ROUTES);
     if (!arr)
         return;
     *nout = (size_t)cJSON_GetArraySize(arr);
@@ -1329,8 +1393,9 @@ static void parse_virtual_service(struct pctx *p, const cJSON *spec)
 {
     struct xl_virtual_service *vs = &p->o->u.vs;
     static const char *const allowed[] = {"domains", "routes", NULL};
-    check_fields(p, spec, allowed);
-    const cJSON *doms = get_arr(p, spec, "domains", 1, XLATE_MAX_DOMAINS);
+    const cJSON *f[2];
+    fields(p, spec, allowed, f);
+    const cJSON *doms = arr_v(p, f[0], "domains", 1, XLATE_MAX_DOMAINS);
     if (doms) {
         vs->domains = alloc(p, (size_t)cJSON_GetArraySize(doms) * sizeof(char *));
         if (!vs->domains)
@@ -1359,7 +1424,7 @@ static void parse_virtual_service(struct pctx *p, const cJSON *spec)
             pop(p, o);
         }
     }
-    parse_routes(p, spec, &vs->routes, &vs->nroutes);
+    parse_routes(p, f[1], &vs->routes, &vs->nroutes);
 }
 
 static void parse_upstream(struct pctx *p, const cJSON *spec)
@@ -1784,8 +1849,9 @@ int xl_api_parse(enum xlate_kind kind, const cJSON *obj, struct xl_arena *a, str
         return p.oom ? -1 : 0;
     }
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", "status", NULL};
-    check_fields(&p, obj, top);
-    const cJSON *spec = get(obj, "spec");
+    const cJSON *f[5];
+    fields(&p, obj, top, f);
+    const cJSON *spec = f[3];
     push(&p, "spec");
     if (!spec) {
         REJECT(&p, XL_R_INVALID_SPEC, "required");
@@ -1802,7 +1868,7 @@ int xl_api_parse(enum xlate_kind kind, const cJSON *obj, struct xl_arena *a, str
         case XLATE_KIND_ROUTE_TABLE: {
             static const char *const allowed[] = {"routes", NULL};
             check_fields(&p, spec, allowed);
-            parse_routes(&p, spec, &out->u.rt.routes, &out->u.rt.nroutes);
+            parse_routes(&p, get(spec, "routes"), &out->u.rt.routes, &out->u.rt.nroutes);
             break;
         }
         case XLATE_KIND_UPSTREAM:
