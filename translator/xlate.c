@@ -1819,8 +1819,15 @@ int xlate_run(struct xlate_ctx *ctx, const struct xlate_input *in, struct xlate_
     ctx->now = in->now;
     ctx->stats.objects = in->n;
     int rc = 0;
-    for (size_t i = 0; i < in->n && rc == 0; i++)
+    for (size_t i = 0; i < in->n && rc == 0; i++) {
+        /* the objects are scattered in memory and ingest reads a few nodes
+         * of each: ask for the next ones' early */
+        if (i + 8 < in->n)
+            __builtin_prefetch(in->objects[i + 8].obj);
+        if (i + 4 < in->n && in->objects[i + 4].obj)
+            __builtin_prefetch(in->objects[i + 4].obj->child);
         rc = ingest_one(ctx, in->objects[i].kind, in->objects[i].obj, in->objects[i].digest, 0);
+    }
     if (rc == 0)
         rc = sweep(ctx);
     if (rc == 0)
