@@ -111,6 +111,20 @@ int xl_entry_cmp(const struct xl_entry *x, const struct xl_entry *y)
     return strcmp(x->skey, y->skey);
 }
 
+/* qsort, unless the array is in order already: the selection's claims
+ * and its Upstreams' resources mostly come in name order, and checking
+ * costs one comparison per item. */
+static void sort_unless_sorted(void *base, size_t n, size_t size,
+                               int (*cmp)(const void *, const void *))
+{
+    const char *p = base;
+    for (size_t i = 1; i < n; i++)
+        if (cmp(p + (i - 1) * size, p + i * size) > 0) {
+            qsort(base, n, size, cmp);
+            return;
+        }
+}
+
 static int entry_qcmp(const void *a, const void *b)
 {
     return xl_entry_cmp(*(struct xl_entry *const *)a, *(struct xl_entry *const *)b);
@@ -1335,7 +1349,7 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
         if (v->res[m->mode].nroutes)
             order[n++] = v;
     }
-    qsort(order, n, sizeof(*order), claim_cmp);
+    sort_unless_sorted(order, n, sizeof(*order), claim_cmp);
     size_t naccepted = 0;
     for (size_t i = 0; i < n; i++) {
         struct xl_entry *v = order[i];
@@ -1393,7 +1407,8 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
     m->bulk = 0;
     for (int t = 0; t < XDS_TYPE_COUNT; t++)
         if (m->unsorted[t]) {
-            qsort(m->sets[t].items, m->sets[t].n, sizeof(*m->sets[t].items), res_cmp_name);
+            sort_unless_sorted(m->sets[t].items, m->sets[t].n, sizeof(*m->sets[t].items),
+                               res_cmp_name);
             m->unsorted[t] = 0;
         }
     for (size_t i = 0; i < nold; i++)
