@@ -100,17 +100,6 @@ static Google__Protobuf__Any *any_of(struct xl_arena *a, const char *type_url,
     return any;
 }
 
-static Google__Protobuf__Duration *duration(struct xl_arena *a, int64_t ns)
-{
-    Google__Protobuf__Duration *d =
-        NEW(a, Google__Protobuf__Duration, GOOGLE__PROTOBUF__DURATION__INIT);
-    if (d) {
-        d->seconds = ns / 1000000000;
-        d->nanos = (int32_t)(ns % 1000000000);
-    }
-    return d;
-}
-
 static ConfigSource *ads_source(struct xl_arena *a)
 {
     ConfigSource *cs = NEW(a, ConfigSource, ENVOY__CONFIG__CORE__V3__CONFIG_SOURCE__INIT);
@@ -174,6 +163,24 @@ static uint8_t *rw_front(struct rw *w, size_t n)
     }
     w->used += n;
     return w->buf + w->cap - w->used;
+}
+
+/* The message written, copied out at its size (encoded messages are kept;
+ * the writer's buffer, freed whole, is what the next one gets, where
+ * shrinking it in place would leave a hole per message). Frees the
+ * writer. Returns 0, or -1 when memory ran out at any point. */
+static int rw_finish(struct rw *w, uint8_t **out, size_t *len)
+{
+    uint8_t *b = w->oom ? NULL : malloc(w->used ? w->used : 1);
+    if (b)
+        memcpy(b, w->buf + w->cap - w->used, w->used);
+    free(w->buf);
+    w->buf = NULL;
+    if (!b)
+        return -1;
+    *out = b;
+    *len = w->used;
+    return 0;
 }
 
 static void rw_varint(struct rw *w, uint64_t v)
@@ -350,22 +357,7 @@ int xl_encode_vhost(const char *name, char *const *domains, size_t ndomains,
     for (size_t i = ndomains; i-- > 0;)
         rw_str(&w, 2, domains[i]); /* domains: repeated, every item written */
     rw_str3(&w, 1, name);
-    if (w.oom) {
-        free(w.buf);
-        return -1;
-    }
-    /* copied out at its size: virtual hosts are kept, and the writer's
-     * buffer, freed whole, is what the next one gets (shrinking it in place
-     * would leave a hole per virtual host) */
-    uint8_t *b = malloc(w.used ? w.used : 1);
-    if (b)
-        memcpy(b, w.buf + w.cap - w.used, w.used);
-    free(w.buf);
-    if (!b)
-        return -1;
-    *out = b;
-    *len = w.used;
-    return 0;
+    return rw_finish(&w, out, len);
 }
 
 int xl_encode_route_config(const char *name, const struct xl_bytes *vhosts, size_t n, uint8_t **out,
@@ -734,40 +726,54 @@ int xl_encode_cluster_tls(const char *name, enum xl_lb_policy lb, int64_t connec
                           int has_connect_timeout, const struct xl_upstream_tls_enc *tls,
                           uint8_t **out, size_t *len)
 {
-    struct xl_arena a = {0};
-    int rc = -1;
-    Cluster c = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__INIT;
-    EdsClusterConfig *eds =
-        NEW(&a, EdsClusterConfig, ENVOY__CONFIG__CLUSTER__V3__CLUSTER__EDS_CLUSTER_CONFIG__INIT);
-    if (!eds || !(eds->eds_config = ads_source(&a)))
-        goto out;
-    c.name = (char *)name;
-    c.cluster_discovery_type_case =
-        ENVOY__CONFIG__CLUSTER__V3__CLUSTER__CLUSTER_DISCOVERY_TYPE_TYPE;
-    c.type = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__DISCOVERY_TYPE__EDS;
-    c.eds_cluster_config = eds;
+    /* one per Upstream and mode: written back to front like virtual hosts;
+     * the transport socket (TLS, rare) is packed by protobuf-c and put in
+     * as it is */
+    struct rw w = {.cap = 128 + strlen(name)};
+    if (!(w.buf = malloc(w.cap)))
+        return -1;
+    if (tls) {
+        struct xl_arena a = {0};
+        TransportSocket *ts = upstream_tls(&a, tls);
+        size_t n = ts ? protobuf_c_message_get_packed_size(&ts->base) : 0;
+        uint8_t *d = ts ? rw_front(&w, n) : NULL;
+        if (d)
+            protobuf_c_message_pack(&ts->base, d);
+        xl_arena_free(&a);
+        if (!d) {
+            free(w.buf);
+            return -1;
+        }
+        rw_varint(&w, n);
+        rw_tag(&w, 24, 2); /* transport_socket */
+    }
+    uint64_t policy = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__ROUND_ROBIN;
     switch (lb) {
     case XL_LB_ROUND_ROBIN:
-        c.lb_policy = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__ROUND_ROBIN;
         break;
     case XL_LB_LEAST_REQUEST:
-        c.lb_policy = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__LEAST_REQUEST;
+        policy = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__LEAST_REQUEST;
         break;
     case XL_LB_RING_HASH:
-        c.lb_policy = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RING_HASH;
+        policy = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RING_HASH;
         break;
     case XL_LB_RANDOM:
-        c.lb_policy = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RANDOM;
+        policy = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RANDOM;
         break;
     }
-    if (has_connect_timeout && !(c.connect_timeout = duration(&a, connect_timeout_ns)))
-        goto out;
-    if (tls && !(c.transport_socket = upstream_tls(&a, tls)))
-        goto out;
-    rc = pack(&c.base, out, len);
-out:
-    xl_arena_free(&a);
-    return rc;
+    if (policy)
+        rw_uint(&w, 6, policy); /* lb_policy */
+    if (has_connect_timeout)
+        rw_duration(&w, 4, connect_timeout_ns); /* connect_timeout */
+    size_t eds = w.used, src = w.used;
+    /* eds_cluster_config.eds_config: ADS, resources of API v3 */
+    rw_uint(&w, 6, ENVOY__CONFIG__CORE__V3__API_VERSION__V3); /* resource_api_version */
+    rw_bytes(&w, 3, NULL, 0);                                 /* ads: {} */
+    rw_close(&w, 1, src);                                     /* eds_config */
+    rw_close(&w, 3, eds);                                     /* eds_cluster_config */
+    rw_uint(&w, 2, ENVOY__CONFIG__CLUSTER__V3__CLUSTER__DISCOVERY_TYPE__EDS); /* type */
+    rw_str3(&w, 1, name);
+    return rw_finish(&w, out, len);
 }
 
 /* ---- ClusterLoadAssignment, written directly --------------------------------

@@ -73,6 +73,55 @@ static void test_listeners(void)
     free(b);
 }
 
+/* 1 if protobuf-c packs |m| (unpacked from |b|) back into exactly |b|: the
+ * encoders that write bytes themselves must write what protobuf-c would
+ * (field order, zero values left out, ...). */
+static int repacks_the_same(const ProtobufCMessage *m, const uint8_t *b, size_t len)
+{
+    size_t n = protobuf_c_message_get_packed_size(m);
+    uint8_t *again = malloc(n ? n : 1);
+    protobuf_c_message_pack(m, again);
+    int same = n == len && memcmp(again, b, len) == 0;
+    free(again);
+    return same;
+}
+
+static void test_cluster_tls_bytes(void)
+{
+    static const uint8_t crt[] = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+    static const uint8_t key[] = "-----BEGIN PRIVATE KEY-----\nBBBB\n-----END PRIVATE KEY-----\n";
+    const struct xl_tls_cert client = {crt, sizeof(crt) - 1, key, sizeof(key) - 1};
+    char *sans[] = {"a.example.com", "b.example.com"};
+    const struct xl_upstream_tls_enc cases[] = {
+        {.sni = "a.example.com",
+         .ca = (const char *)crt,
+         .calen = sizeof(crt) - 1,
+         .sans = sans,
+         .nsans = 2,
+         .client = &client,
+         .min_version = XL_TLS_1_2,
+         .max_version = XL_TLS_1_3},
+        {.sni = NULL, .ca = NULL},
+        {.sni = "x", .ca = (const char *)crt, .calen = sizeof(crt) - 1, .sans = sans, .nsans = 1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        uint8_t *b = NULL;
+        size_t len = 0;
+        REQUIRE_INT_EQ(
+            xl_encode_cluster_tls("ns/tls", XL_LB_RING_HASH, 250000000, 1, &cases[i], &b, &len), 0);
+        Envoy__Config__Cluster__V3__Cluster *c =
+            envoy__config__cluster__v3__cluster__unpack(NULL, len, b);
+        REQUIRE(c);
+        REQUIRE(c->transport_socket);
+        CHECK_STR_EQ(c->transport_socket->name, "envoy.transport_sockets.tls");
+        CHECK(c->eds_cluster_config->eds_config->ads != NULL);
+        CHECK_INT_EQ(c->connect_timeout->nanos, 250000000);
+        CHECK(repacks_the_same(&c->base, b, len));
+        protobuf_c_message_free_unpacked(&c->base, NULL);
+        free(b);
+    }
+}
+
 static void test_cluster(void)
 {
     static const struct {
@@ -100,6 +149,11 @@ static void test_cluster(void)
         /* no service_name: the EDS name is the cluster's */
         CHECK(!c->eds_cluster_config->service_name || !c->eds_cluster_config->service_name[0]);
         CHECK_INT_EQ(c->lb_policy, lbs[i].want);
+        CHECK(c->eds_cluster_config->eds_config->ads != NULL);
+        CHECK_INT_EQ(c->eds_cluster_config->eds_config->resource_api_version,
+                     ENVOY__CONFIG__CORE__V3__API_VERSION__V3);
+        /* written directly: the bytes are what protobuf-c packs from them */
+        CHECK(repacks_the_same(&c->base, b, len));
         if (i == 0) {
             REQUIRE(c->connect_timeout);
             CHECK_INT_EQ(c->connect_timeout->seconds, 1);
@@ -673,7 +727,12 @@ static void test_vhost_modes_and_rc_assembly(void)
 }
 
 static const struct cxt_case cases[] = {
-    CXT(test_listeners), CXT(test_cluster),     CXT(test_cla),
-    CXT(test_cla_bytes), CXT(test_vhost_bytes), CXT(test_vhost_modes_and_rc_assembly),
+    CXT(test_listeners),
+    CXT(test_cluster),
+    CXT(test_cluster_tls_bytes),
+    CXT(test_cla),
+    CXT(test_cla_bytes),
+    CXT(test_vhost_bytes),
+    CXT(test_vhost_modes_and_rc_assembly),
 };
 CXT_MAIN(cases)
