@@ -497,22 +497,32 @@ static int join_key(char *buf, size_t cap, const char *a, const char *b)
     return 0;
 }
 
-/* Records that dependency "<c>/<a>" changed this pass. */
+/* Records that dependency "<c>/<a>" changed this pass, when a resolution
+ * of an earlier pass read it: invalidate() looks for nothing else (this
+ * pass's resolutions come after it). */
 static int mark_dep(struct xlate_ctx *ctx, char c, const char *a)
 {
     char buf[600];
     const char pre[2] = {c, '\0'};
-    if (join_key(buf, sizeof(buf), pre, a) != 0)
+    if (join_key(buf, sizeof(buf), pre, a) != 0 || !xl_map_gets(&ctx->deps, buf))
         return 0;
     return mark_key(&ctx->changed_deps, buf);
 }
 
+/* Records that Service ns/name's endpoints changed this pass, when an
+ * Upstream not parsed this pass reads them: upstreams() refreshes the
+ * parsed ones anyway (and those parsed later in the pass, not yet in the
+ * index). On a first pass, nothing to record. */
 static int mark_service(struct xlate_ctx *ctx, const char *ns, const char *name)
 {
     char buf[600];
     if (join_key(buf, sizeof(buf), ns, name) != 0)
         return 0;
-    return mark_key(&ctx->dirty_services, buf);
+    const struct xl_entry_list *l = xl_map_gets(&ctx->svc_ups, buf);
+    int others = 0;
+    for (size_t i = 0; l && i < l->n && !others; i++)
+        others = l->items[i]->changed != ctx->pass;
+    return others ? mark_key(&ctx->dirty_services, buf) : 0;
 }
 
 /* Records that Secret ('S') or ConfigMap ('C') |key| changed this pass. */
