@@ -371,17 +371,18 @@ static struct xlate_report_block *patch_block(struct xlate_ctx *ctx)
 {
     struct xlate_report_block *old = ctx->reports;
     size_t nchanged = 0, bytes = 0;
+    if (!old || old->depth >= 8)
+        return NULL;
     for (size_t i = 0; i < ctx->rep_list.n; i++) {
         const struct xl_entry *e = ctx->rep_list.items[i];
         if (e->deleted || !reportable(e->kind) || e->rep_changed != ctx->pass)
             continue;
-        nchanged++;
+        if (++nchanged > old->n / 8 + 16)
+            return NULL; /* a full build is better */
         bytes += strlen(xlate_kind_name(e->kind)) + strlen(e->obj.meta.ns) +
                  strlen(e->obj.meta.name) + (e->obj.meta.uid ? strlen(e->obj.meta.uid) : 0) +
                  strlen(e->rep_reason) + strlen(e->rep_msg) + 6;
     }
-    if (!old || old->depth >= 8 || nchanged > old->n / 8 + 16)
-        return NULL;
     struct xlate_report_block *b = calloc(1, sizeof(*b));
     if (!b)
         return NULL;
