@@ -448,6 +448,8 @@ void xlate_ctx_free(struct xlate_ctx *ctx)
     free_map_vals(&ctx->dirty_services);
     free_map_vals(&ctx->dirty_refs);
     cx_sha256_ctx_free(ctx->sha);
+    free(ctx->rroutes);
+    xl_arena_free(&ctx->rscratch);
     free(ctx);
 }
 

@@ -239,6 +239,10 @@ struct xlate_ctx {
     int reports_changed;
     struct xlate_stats stats;
     struct cx_sha256_ctx *sha; /* resource versions and virtual-host hashes */
+    /* xl_resolve_vs's scratch, kept from one resolution to the next */
+    struct xl_rroute *rroutes;
+    size_t caprroutes;
+    struct xl_arena rscratch;
 };
 
 /* xlate_resolve.c: (re)computes e->res[mode] for a VirtualService entry and

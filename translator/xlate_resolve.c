@@ -536,7 +536,12 @@ int xl_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_
     xl_res_drop(ctx, e, mode);
     /* the serial first: dependencies are registered under it as they are read */
     res->serial = ++ctx->res_serial;
-    struct rctx rc = {.ctx = ctx, .vs = e, .mode = mode, .res = res};
+    struct rctx rc = {.ctx = ctx,
+                      .vs = e,
+                      .mode = mode,
+                      .res = res,
+                      .routes = {ctx->rroutes, 0, ctx->caprroutes},
+                      .scratch = ctx->rscratch};
     const struct xl_virtual_service *vs = &e->obj.u.vs;
     struct inherit top = {.case_sensitive = 1};
     expand_routes(&rc, e, vs->routes, vs->nroutes, &top);
@@ -579,8 +584,11 @@ int xl_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_
     }
     rcode = 0;
 out:
-    free(rc.routes.items);
-    xl_arena_free(&rc.scratch);
+    /* the route list and the scratch arena serve the next resolution */
+    ctx->rroutes = rc.routes.items;
+    ctx->caprroutes = rc.routes.cap;
+    xl_arena_reset(&rc.scratch);
+    ctx->rscratch = rc.scratch;
     if (rcode != 0)
         xl_res_drop(ctx, e, mode);
     return rcode;

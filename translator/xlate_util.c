@@ -108,6 +108,22 @@ void xl_arena_free(struct xl_arena *a)
     a->live = 0;
 }
 
+void xl_arena_reset(struct xl_arena *a)
+{
+    if (!a->head)
+        return;
+    struct xl_chunk *c = a->head->next;
+    while (c) {
+        struct xl_chunk *next = c->next;
+        free(c);
+        c = next;
+    }
+    a->head->next = NULL;
+    a->used = 0;
+    a->total = a->head->size;
+    a->live = 0;
+}
+
 /* ---- bounded strings ------------------------------------------------------- */
 
 char *xl_cat(char *p, const char *end, const char *s)

@@ -32,6 +32,9 @@ char *xl_strdup(struct xl_arena *a, const char *s);
 char *xl_strndup(struct xl_arena *a, const char *s, size_t n);
 __attribute__((format(printf, 2, 3))) char *xl_printf(struct xl_arena *a, const char *fmt, ...);
 void xl_arena_free(struct xl_arena *a);
+/* Forgets everything allocated but keeps the newest chunk for what comes
+ * next (a scratch arena reused call after call). */
+void xl_arena_reset(struct xl_arena *a);
 
 /* ---- bounded strings without printf ----------------------------------------- */
 

@@ -51,6 +51,22 @@ static void test_arena(void)
     REQUIRE(xl_alloc(&a, 50000));
     CHECK_INT_EQ(a.total, live); /* both fit in the first chunk */
     xl_arena_free(&a);
+
+    /* reset: the newest chunk stays for what comes next, the rest goes */
+    struct xl_arena r = {.hint = 64};
+    REQUIRE(xl_alloc(&r, 48));
+    REQUIRE(xl_alloc(&r, 48)); /* a second chunk */
+    void *newest = r.head;
+    size_t size = r.total - 64;
+    xl_arena_reset(&r);
+    CHECK(r.head == newest && r.head != NULL);
+    CHECK_INT_EQ(r.total, size);
+    CHECK_INT_EQ(r.live, 0);
+    unsigned char *again = xl_alloc(&r, 16);
+    REQUIRE(again);
+    CHECK(r.head == newest && r.total == size); /* served by the kept chunk */
+    CHECK(again[0] == 0 && again[15] == 0);
+    xl_arena_free(&r);
 }
 
 static void test_sha256_ctx(void)
