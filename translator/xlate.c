@@ -1285,6 +1285,7 @@ static int count_upstream(struct xlate_ctx *ctx, struct xl_gw_memo *m, struct xl
             set_put(m, XDS_CLUSTER, up->up->cluster[m->mode]) != 0 ||
             set_put(m, XDS_ENDPOINT, up->up->cla) != 0)
             return -1;
+        c->put_pass = ctx->pass;
         return xl_rep_dirty(ctx, up);
     }
     if (!c)
@@ -1687,7 +1688,12 @@ static int build_gateway(struct xlate_ctx *ctx, struct xl_entry *gwe)
     /* Upstreams whose Cluster or ClusterLoadAssignment was rebuilt */
     for (size_t i = 0; i < ctx->up_touched.n; i++) {
         struct xl_entry *up = ctx->up_touched.items[i];
-        if (up->deleted || !xl_upstream_usable(up) || !up->up->cla || !ucount_get(m, up))
+        if (up->deleted || !xl_upstream_usable(up) || !up->up->cla)
+            continue;
+        /* not sent to, or counted in this pass with the resources as they
+         * are now (every Upstream of a first pass) */
+        const struct xl_ucount *c = ucount_get(m, up);
+        if (!c || c->put_pass == ctx->pass)
             continue;
         if (xl_upstream_cluster(ctx, up, m->mode) != 0 ||
             set_put(m, XDS_CLUSTER, up->up->cluster[m->mode]) != 0 ||

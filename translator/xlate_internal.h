@@ -155,7 +155,8 @@ struct xl_slot {
 
 struct xl_ucount {
     struct xl_entry *up;
-    size_t count; /* accepted VirtualServices of the Gateway sending to it */
+    size_t count;      /* accepted VirtualServices of the Gateway sending to it */
+    uint32_t put_pass; /* pass in which its resources were put in the sets */
 };
 
 /* A proxyless Gateway's API Listener for one domain. */
