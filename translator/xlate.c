@@ -44,6 +44,18 @@ int xl_list_push(struct xl_entry_list *l, struct xl_entry *e)
     return 0;
 }
 
+/* Empties a pass's list; one that a big pass (a first one) grew goes back
+ * to nothing: the passes after it are small. */
+static void list_clear(struct xl_entry_list *l)
+{
+    l->n = 0;
+    if (l->cap > 1024) {
+        free(l->items);
+        l->items = NULL;
+        l->cap = 0;
+    }
+}
+
 void xl_list_remove(struct xl_entry_list *l, struct xl_entry *e)
 {
     for (size_t i = 0; i < l->n; i++)
@@ -1684,7 +1696,7 @@ static int build_gateway(struct xlate_ctx *ctx, struct xl_entry *gwe)
             m->rc_dirty = 1;
         }
     }
-    m->touched.n = 0;
+    list_clear(&m->touched);
     /* Upstreams whose Cluster or ClusterLoadAssignment was rebuilt */
     for (size_t i = 0; i < ctx->up_touched.n; i++) {
         struct xl_entry *up = ctx->up_touched.items[i];
@@ -1805,12 +1817,12 @@ static void pass_end(struct xlate_ctx *ctx)
 {
     for (size_t i = 0; i < ctx->graveyard.n; i++)
         entry_free(ctx->graveyard.items[i]);
-    ctx->graveyard.n = 0;
-    ctx->pending.n = 0;
-    ctx->changed.n = 0;
-    ctx->vs_touched.n = 0;
-    ctx->up_touched.n = 0;
-    ctx->rep_list.n = 0;
+    list_clear(&ctx->graveyard);
+    list_clear(&ctx->pending);
+    list_clear(&ctx->changed);
+    list_clear(&ctx->vs_touched);
+    list_clear(&ctx->up_touched);
+    list_clear(&ctx->rep_list);
     ctx->reports_changed = 0;
     free_map_vals(&ctx->changed_deps);
     free_map_vals(&ctx->dirty_services);
