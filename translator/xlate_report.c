@@ -305,50 +305,60 @@ static int reportable(enum xlate_kind k)
 static struct xlate_report_block *build_block(struct xlate_ctx *ctx)
 {
     size_t n = 0, bytes = 0;
-    for (size_t ki = 0; ki < sizeof(report_kinds) / sizeof(report_kinds[0]); ki++) {
-        enum xlate_kind kind = report_kinds[ki];
-        for (size_t i = 0; i < ctx->nlist[kind]; i++) {
-            const struct xl_entry *e = ctx->list[kind][i];
-            n++;
-            bytes += strlen(xlate_kind_name(kind)) + strlen(e->obj.meta.ns) +
-                     strlen(e->obj.meta.name) + (e->obj.meta.uid ? strlen(e->obj.meta.uid) : 0) +
-                     strlen(e->rep_reason) + strlen(e->rep_msg) + 6;
-        }
-    }
+    for (size_t ki = 0; ki < sizeof(report_kinds) / sizeof(report_kinds[0]); ki++)
+        n += ctx->nlist[report_kinds[ki]];
     struct xlate_report_block *b = calloc(1, sizeof(*b));
     if (!b)
         return NULL;
     atomic_init(&b->refs, 1);
     atomic_init(&b->users, 1);
     b->reports = calloc(n ? n : 1, sizeof(*b->reports));
-    b->strings = malloc(bytes ? bytes : 1);
-    if (!b->reports || !b->strings) {
+    if (!b->reports) {
         xlate_report_block_unref(b);
         return NULL;
     }
-    char *p = b->strings;
-#define COPY(dst, src)               \
-    do {                             \
-        size_t l_ = strlen(src) + 1; \
-        memcpy(p, (src), l_);        \
-        (dst) = p;                   \
-        p += l_;                     \
-    } while (0)
+    /* each entry visited once (they are scattered): the reports point at
+     * its strings while their sizes are summed, then the strings are copied
+     * into the block from there */
     for (size_t ki = 0; ki < sizeof(report_kinds) / sizeof(report_kinds[0]); ki++) {
         enum xlate_kind kind = report_kinds[ki];
         for (size_t i = 0; i < ctx->nlist[kind]; i++) {
             const struct xl_entry *e = ctx->list[kind][i];
             struct xlate_report *r = &b->reports[b->n++];
-            COPY(r->kind, xlate_kind_name(kind));
-            COPY(r->namespace, e->obj.meta.ns);
-            COPY(r->name, e->obj.meta.name);
-            if (e->obj.meta.uid)
-                COPY(r->uid, e->obj.meta.uid);
+            r->kind = (char *)xlate_kind_name(kind);
+            r->namespace = e->obj.meta.ns;
+            r->name = e->obj.meta.name;
+            r->uid = e->obj.meta.uid;
             r->generation = e->obj.meta.generation;
             r->state = e->rep_state;
-            COPY(r->reason, e->rep_reason);
-            COPY(r->message, e->rep_msg);
+            r->reason = (char *)e->rep_reason;
+            r->message = e->rep_msg;
+            bytes += strlen(r->kind) + strlen(r->namespace) + strlen(r->name) +
+                     (r->uid ? strlen(r->uid) : 0) + strlen(r->reason) + strlen(r->message) + 6;
         }
+    }
+    b->strings = malloc(bytes ? bytes : 1);
+    if (!b->strings) {
+        xlate_report_block_unref(b);
+        return NULL;
+    }
+    char *p = b->strings;
+#define COPY(field)                       \
+    do {                                  \
+        size_t l_ = strlen(r->field) + 1; \
+        memcpy(p, r->field, l_);          \
+        r->field = p;                     \
+        p += l_;                          \
+    } while (0)
+    for (size_t i = 0; i < b->n; i++) {
+        struct xlate_report *r = &b->reports[i];
+        COPY(kind);
+        COPY(namespace);
+        COPY(name);
+        if (r->uid)
+            COPY(uid);
+        COPY(reason);
+        COPY(message);
     }
 #undef COPY
     return b;
