@@ -467,6 +467,29 @@ static void expand_routes(struct rctx *rc, struct xl_entry *owner, const struct 
 
 /* Records that VirtualService |e| (mode |mode|, resolution |serial|) read
  * dependency |key|; a second read by the same resolution adds nothing. */
+/* Drops the registrations of resolutions that are gone (their VirtualService
+ * was re-resolved, dropped or deleted since). A list is otherwise only freed
+ * when its key changes, so a VirtualService re-resolved again and again
+ * would grow the lists of everything it reads without bound. Registrations
+ * of the resolution in progress (|serial|) stay. */
+static void dep_list_compact(struct xlate_ctx *ctx, struct xl_dep_list *l, uint32_t serial)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        struct xl_dep_item *it = &l->items[i];
+        int live = it->serial == serial;
+        if (!live) {
+            const struct xl_entry *v = xl_find_key(ctx, XLATE_KIND_VIRTUAL_SERVICE, it->vskey);
+            live = v && v->res[it->mode].valid && v->res[it->mode].serial == it->serial;
+        }
+        if (live)
+            l->items[w++] = *it;
+        else
+            free(it->vskey);
+    }
+    l->n = w;
+}
+
 static int register_dep(struct xlate_ctx *ctx, const char *key, size_t klen, struct xl_entry *e,
                         int mode, uint32_t serial)
 {
@@ -484,7 +507,9 @@ static int register_dep(struct xlate_ctx *ctx, const char *key, size_t klen, str
     }
     if (l->n && l->items[l->n - 1].serial == serial)
         return 0;
-    if (l->n == l->cap) {
+    if (l->n == l->cap)
+        dep_list_compact(ctx, l, serial);
+    if (l->n == l->cap || (l->cap > 1 && l->n > l->cap / 2)) {
         /* most keys are read by one VirtualService */
         size_t cap = l->cap ? l->cap * 2 : 1;
         struct xl_dep_item *it = realloc(l->items, cap * sizeof(*it));

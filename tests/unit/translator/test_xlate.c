@@ -13,6 +13,7 @@
 #include "xlate_render.h"
 
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -577,6 +578,44 @@ static void test_report_block_arrays_go_with_their_snapshots(void)
     cJSON_Delete(w.docs);
 }
 
+/* A VirtualService changed again and again while what it reads stays: the
+ * dependency registrations of its old resolutions must not pile up (the
+ * heap after 2000 more changes is what it was after the first 200). */
+static void test_repeated_changes_do_not_grow(void)
+{
+    struct world w;
+    world_load(&w, WORLD);
+    struct xlate_ctx *ctx = xlate_ctx_new();
+    struct xlate_snapshot *s = NULL;
+    REQUIRE_INT_EQ(xlate_run(ctx, &(struct xlate_input){w.in, w.n, 0}, &s, NULL), 0);
+    size_t heap_at[2] = {0, 0};
+    int rounds = 2200 / cxt_slowdown();
+    for (int i = 0; i < rounds; i++) {
+        cJSON *a2 = cJSON_Duplicate(w.in[2].obj, 1);
+        cJSON *r0 = cJSON_GetArrayItem(cx_json_path(a2, "spec", "routes", NULL), 0);
+        char t[16];
+        snprintf(t, sizeof(t), "%ds", 1 + i % 2);
+        cJSON_AddStringToObject(r0, "timeout", t);
+        struct xlate_change c = {.kind = XLATE_KIND_VIRTUAL_SERVICE, .obj = a2};
+        struct xlate_snapshot *n = NULL;
+        REQUIRE_INT_EQ(xlate_run_changes(ctx, &c, 1, &n, NULL), 0);
+        xlate_snapshot_unref(s);
+        s = n;
+        cJSON_Delete(a2);
+        if (i == rounds / 10)
+            heap_at[0] = mallinfo2().uordblks;
+    }
+    heap_at[1] = mallinfo2().uordblks;
+    printf("# heap after %d changes: %zu bytes; after %d: %zu bytes\n", rounds / 10 + 1, heap_at[0],
+           rounds, heap_at[1]);
+    /* a leak of one small registration per change shows as >= 50 KB here */
+    if (!getenv("COXSWAIN_SANITIZE") || !strcmp(getenv("COXSWAIN_SANITIZE"), "0"))
+        CHECK_INT_LT((long long)heap_at[1] - (long long)heap_at[0], 16 * 1024);
+    xlate_snapshot_unref(s);
+    xlate_ctx_free(ctx);
+    cJSON_Delete(w.docs);
+}
+
 static void test_changes_need_a_full_view_first_after_failure(void)
 {
     /* a fresh context has an (empty) complete view: changes work */
@@ -625,6 +664,7 @@ static void test_digest(void)
 }
 
 static const struct cxt_case cases[] = {
+    CXT(test_repeated_changes_do_not_grow),
     CXT(test_incremental_equals_fresh),
     CXT(test_work_follows_the_change),
     CXT(test_report_block_arrays_go_with_their_snapshots),
