@@ -56,7 +56,8 @@ struct kube_call {
     int64_t sent_ns;
     int (*presend)(void *arg);
     void *presend_arg;
-    int presend_refused; /* the pre-send check aborted the last attempt */
+    int presend_refused;     /* the pre-send check aborted the last attempt */
+    int retry_maybe_applied; /* the attempt a pending retry follows may have applied */
     kube_result_fn cb;
     void *user_data;
 };
@@ -533,6 +534,15 @@ static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
     struct kube_call *call = arg;
     (void)fd;
     (void)what;
+    if (call->deadline_ns && cx_mono_ns() >= call->deadline_ns) {
+        /* The timer fired late (the process was paused, the loop stalled):
+         * the call's time is up, so the retry is not sent at all. */
+        struct kube_result res = {0};
+        kube_error_set(&res.err, KUBE_E_TIMEOUT, "deadline passed before the retry was sent");
+        res.err.maybe_applied = call->retry_maybe_applied;
+        call_finish(call, &res);
+        return;
+    }
     if (call_attempt(call) != 0) {
         struct kube_result res = {0};
         kube_error_set(&res.err, KUBE_E_TRANSPORT, "cannot start request");
@@ -614,6 +624,7 @@ static void call_done(struct kube_call *call, CURLcode code)
         return;
     }
     call_drop_easy(call);
+    call->retry_maybe_applied = res.err.maybe_applied;
     struct timeval tv = {.tv_sec = delay / 1000, .tv_usec = (delay % 1000) * 1000};
     if (!call->retry_ev)
         call->retry_ev = evtimer_new(c->base, on_retry_timer, call);

@@ -314,6 +314,39 @@ static void test_deadline_bounds_retries(void)
     fx_free(&f);
 }
 
+/* A retry whose timer fires after the call's deadline (the process was
+ * paused, the loop stalled) is not sent: the call ends in a timeout. */
+static void test_late_retry_past_deadline_not_sent(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){.max_attempts = 10});
+    mock_push(&f.m, (struct step){.status = 429, .body = "x", .retry_after = "1"});
+    mock_push(&f.m, (struct step){.status = 201, .body = CM_JSON});
+    cJSON *obj = cx_json_parse(CM_JSON, strlen(CM_JSON));
+    struct outcome r = {0};
+    struct kube_req_opts ro = {.deadline_ms = 1500};
+    REQUIRE(kube_create(f.c, &CM, "ns1", obj, &ro, on_result, &r) != NULL);
+    int never = 0;
+    int64_t end = cx_mono_ms() + 5000;
+    while (f.m.nreqs < 1 && cx_mono_ms() < end)
+        run_until(f.base, &never, 10);
+    /* let the client take the 429 in (the retry then waits 1 s) */
+    int settle = 150 * cxt_slowdown();
+    run_until(f.base, &never, settle < 600 ? settle : 600);
+    REQUIRE_INT_EQ(f.m.nreqs, 1);
+    REQUIRE(!r.done);
+    usleep(1600 * 1000); /* stalled past the deadline */
+    REQUIRE(run_until(f.base, &r.done, 5000));
+    CHECK_INT_EQ(r.res.err.code, KUBE_E_TIMEOUT);
+    CHECK_INT_EQ(r.res.err.maybe_applied, 0); /* a 429 was not processed */
+    CHECK_INT_EQ(r.res.attempts, 1);
+    run_until(f.base, &never, 100);
+    CHECK_INT_EQ(f.m.nreqs, 1); /* the retry never left */
+    cJSON_Delete(obj);
+    cJSON_Delete(r.obj);
+    fx_free(&f);
+}
+
 static void test_connection_refused_not_sent(void)
 {
     struct fx f;
@@ -820,6 +853,7 @@ static const struct cxt_case cases[] = {
     CXT(test_500_reads_retried_blind_writes_not),
     CXT(test_timeout_outcome_unknown),
     CXT(test_deadline_bounds_retries),
+    CXT(test_late_retry_past_deadline_not_sent),
     CXT(test_connection_refused_not_sent),
     CXT(test_broken_connection),
     CXT(test_delete_and_patch_bodies),
