@@ -17,23 +17,9 @@
 #include "cx_hash.h"
 #include "xlate_tls.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int add_err(struct xl_errors *e, struct xl_arena *a, enum xlate_state st, enum xl_reason r,
-                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static int add_err(struct xl_errors *e, struct xl_arena *a, enum xlate_state st, enum xl_reason r,
-                   const char *fmt, ...)
-{
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    return xl_errors_add(e, a, st, r, "%s", buf);
-}
 
 /* Why Secret |ref| cannot serve as a certificate for an object of
  * namespace |from|: 0 and *out set when it can, else the reason with a
@@ -130,16 +116,18 @@ static int validity(struct xl_errors *e, struct xl_arena *a, const char *path,
     switch (xl_tls_phase(c, now)) {
     case XL_CERT_EXPIRED:
         xl_tls_time_str(c->not_after, t, sizeof(t));
-        return add_err(e, a, XLATE_WARNING, XL_R_CERT_EXPIRED,
-                       "%s: the certificate of Secret %s expired at %s; it is still %s and %s "
-                       "refuse it: renew it",
-                       path, se->key, t, used, peers);
+        return xl_errors_add(
+            e, a, XLATE_WARNING, XL_R_CERT_EXPIRED,
+            "%s: the certificate of Secret %s expired at %s; it is still %s and %s "
+            "refuse it: renew it",
+            path, se->key, t, used, peers);
     case XL_CERT_NOT_YET_VALID:
         xl_tls_time_str(c->not_before, t, sizeof(t));
-        return add_err(e, a, XLATE_WARNING, XL_R_CERT_NOT_YET_VALID,
-                       "%s: the certificate of Secret %s is not valid before %s; it is %s and "
-                       "%s refuse it until then",
-                       path, se->key, t, used, peers);
+        return xl_errors_add(
+            e, a, XLATE_WARNING, XL_R_CERT_NOT_YET_VALID,
+            "%s: the certificate of Secret %s is not valid before %s; it is %s and "
+            "%s refuse it until then",
+            path, se->key, t, used, peers);
     case XL_CERT_VALID:
         break;
     }
@@ -202,13 +190,13 @@ int xl_gw_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *gwe)
             rc = validity(&t->errors, a, path, t->certs[u++], ctx->now, 0);
             continue;
         }
-        rc = add_err(&t->errors, a, XLATE_WARNING, rs[i], "%s.secretRef: %s; certificate left out",
-                     path, why[i]);
+        rc = xl_errors_add(&t->errors, a, XLATE_WARNING, rs[i],
+                           "%s.secretRef: %s; certificate left out", path, why[i]);
     }
     /* nothing to serve: rejected, for the reason of the first certificate */
     if (rc == 0 && t->fatal)
-        rc = add_err(&t->errors, a, XLATE_REJECTED, n ? rs[0] : XL_R_INVALID_SPEC,
-                     "spec.tls: no certificate is usable, so the Gateway is not served");
+        rc = xl_errors_add(&t->errors, a, XLATE_REJECTED, n ? rs[0] : XL_R_INVALID_SPEC,
+                           "spec.tls: no certificate is usable, so the Gateway is not served");
     if (rc == 0 && tls->has_client_ca) {
         struct xl_entry *ce;
         const char *pem;
@@ -216,10 +204,10 @@ int xl_gw_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *gwe)
         enum xl_reason r = ca_usable(ctx, from, &tls->client_ca, &ce, &pem, &t->ca_checked,
                                      &t->ca_ok, t->ca_msg, sizeof(t->ca_msg), cwhy, sizeof(cwhy));
         if (r != XL_R_NONE) {
-            rc = add_err(&t->errors, a, XLATE_REJECTED, r,
-                         "spec.tls.clientValidation.caConfigMapRef: %s; client certificates "
-                         "cannot be verified, so the Gateway is not served",
-                         cwhy);
+            rc = xl_errors_add(&t->errors, a, XLATE_REJECTED, r,
+                               "spec.tls.clientValidation.caConfigMapRef: %s; client certificates "
+                               "cannot be verified, so the Gateway is not served",
+                               cwhy);
             t->fatal = 1;
         } else {
             t->client_ca = pem;
@@ -456,10 +444,10 @@ int xl_up_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *e)
         enum xl_reason r =
             ca_usable(ctx, from, &tls->ca, &ce, &pem, NULL, NULL, NULL, 0, why, sizeof(why));
         if (r != XL_R_NONE) {
-            rc = add_err(&m->tls_errors, &m->tls_arena, XLATE_REJECTED, r,
-                         "spec.tls.caConfigMapRef: %s; the backend's certificate cannot be "
-                         "verified, so the Upstream is not used",
-                         why);
+            rc = xl_errors_add(&m->tls_errors, &m->tls_arena, XLATE_REJECTED, r,
+                               "spec.tls.caConfigMapRef: %s; the backend's certificate cannot be "
+                               "verified, so the Upstream is not used",
+                               why);
             m->tls_bad = 1;
         } else {
             m->tls_ca_cm = ce;
@@ -472,10 +460,11 @@ int xl_up_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *e)
         struct xl_entry *se;
         enum xl_reason r = secret_usable(ctx, from, &tls->client_cert, &se, why, sizeof(why));
         if (r != XL_R_NONE) {
-            rc = add_err(&m->tls_errors, &m->tls_arena, XLATE_REJECTED, r,
-                         "spec.tls.clientCertificate.secretRef: %s; the Upstream has no client "
-                         "certificate to present, so it is not used",
-                         why);
+            rc = xl_errors_add(
+                &m->tls_errors, &m->tls_arena, XLATE_REJECTED, r,
+                "spec.tls.clientCertificate.secretRef: %s; the Upstream has no client "
+                "certificate to present, so it is not used",
+                why);
             m->tls_bad = 1;
         } else {
             m->tls_cert = se;
