@@ -4,6 +4,7 @@
 #include "cx_hash.h"
 #include "cx_json.h"
 #include "cx_pbjson.h"
+#include "xlate_render.h"
 #include "xlate_snapshot.h"
 
 #include <errno.h>
@@ -15,9 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
-
-static const char *const type_keys[XDS_TYPE_COUNT] = {"listeners", "routes", "clusters",
-                                                      "endpoints"};
 
 /* Rendered JSON is fed to deflate in chunks of about this size. */
 #define ENC_CHUNK (64 * 1024)
@@ -78,49 +76,31 @@ static int enc_maybe_drain(struct enc *e)
     return e->json.len >= ENC_CHUNK ? enc_drain(e, Z_NO_FLUSH) : 0;
 }
 
-static int indent(struct cx_buf *b, int depth)
-{
-    int rc = cx_buf_puts(b, "\n");
-    for (int i = 0; i < depth && rc == 0; i++)
-        rc = cx_buf_puts(b, "  ");
-    return rc;
-}
-
-static int kv_str(struct cx_buf *b, int depth, const char *k, const char *v, int last)
-{
-    int rc = indent(b, depth);
-    rc |= cx_json_escape(b, k);
-    rc |= cx_buf_puts(b, ": ");
-    rc |= cx_json_escape(b, v ? v : "");
-    if (!last)
-        rc |= cx_buf_puts(b, ",");
-    return rc ? -1 : 0;
-}
-
 /* The bytes xlate_render_groups() writes for a snapshot holding |g| alone
  * (version: the group's), produced piecewise. */
 static int render_stream(struct enc *e, const struct xlate_group *g, const char *version)
 {
     struct cx_buf *out = &e->json;
     int rc = cx_buf_puts(out, "{");
-    rc |= kv_str(out, 1, "version", version, 0);
-    rc |= indent(out, 1);
+    rc |= xlate_render_kv_str(out, 1, "version", version, 0);
+    rc |= xlate_render_indent(out, 1);
     rc |= cx_buf_puts(out, "\"groups\": [");
-    rc |= indent(out, 2);
+    rc |= xlate_render_indent(out, 2);
     rc |= cx_buf_puts(out, "{");
-    rc |= kv_str(out, 3, "name", g->name, 0);
-    rc |= kv_str(out, 3, "mode", g->mode == XLATE_MODE_PROXYLESS ? "proxyless" : "envoy", 0);
+    rc |= xlate_render_kv_str(out, 3, "name", g->name, 0);
+    rc |= xlate_render_kv_str(out, 3, "mode",
+                              g->mode == XLATE_MODE_PROXYLESS ? "proxyless" : "envoy", 0);
     for (int t = 0; t < XDS_TYPE_COUNT && rc == 0; t++) {
         const struct xds_resource_set *set = &g->types[t];
-        rc |= indent(out, 3);
-        rc |= cx_json_escape(out, type_keys[t]);
+        rc |= xlate_render_indent(out, 3);
+        rc |= cx_json_escape(out, xlate_render_type_keys[t]);
         rc |= cx_buf_puts(out, ": {");
-        rc |= kv_str(out, 4, "version", set->version, 0);
-        rc |= indent(out, 4);
+        rc |= xlate_render_kv_str(out, 4, "version", set->version, 0);
+        rc |= xlate_render_indent(out, 4);
         rc |= cx_buf_puts(out, "\"resources\": [");
         for (size_t i = 0; i < set->n && rc == 0; i++) {
             rc |= cx_buf_puts(out, i ? "," : "");
-            rc |= indent(out, 5);
+            rc |= xlate_render_indent(out, 5);
             if (rc)
                 break;
             rc = cx_pbjson_render_any(xds_type_url((enum xds_type)t), set->items[i]->bytes,
@@ -130,16 +110,16 @@ static int render_stream(struct enc *e, const struct xlate_group *g, const char 
                 rc = enc_maybe_drain(e);
         }
         if (set->n)
-            rc |= indent(out, 4);
+            rc |= xlate_render_indent(out, 4);
         rc |= cx_buf_puts(out, "]");
-        rc |= indent(out, 3);
+        rc |= xlate_render_indent(out, 3);
         rc |= cx_buf_puts(out, t + 1 < XDS_TYPE_COUNT ? "}," : "}");
     }
-    rc |= indent(out, 2);
+    rc |= xlate_render_indent(out, 2);
     rc |= cx_buf_puts(out, "}");
-    rc |= indent(out, 1);
+    rc |= xlate_render_indent(out, 1);
     rc |= cx_buf_puts(out, "]");
-    rc |= indent(out, 0);
+    rc |= xlate_render_indent(out, 0);
     rc |= cx_buf_puts(out, "}");
     return rc ? -1 : 0;
 }

@@ -6,10 +6,10 @@
 
 #include <string.h>
 
-static const char *const type_keys[XDS_TYPE_COUNT] = {"listeners", "routes", "clusters",
-                                                      "endpoints"};
+const char *const xlate_render_type_keys[XDS_TYPE_COUNT] = {"listeners", "routes", "clusters",
+                                                            "endpoints"};
 
-static int indent(struct cx_buf *b, int depth)
+int xlate_render_indent(struct cx_buf *b, int depth)
 {
     int rc = cx_buf_puts(b, "\n");
     for (int i = 0; i < depth && rc == 0; i++)
@@ -17,9 +17,9 @@ static int indent(struct cx_buf *b, int depth)
     return rc;
 }
 
-static int kv_str(struct cx_buf *b, int depth, const char *k, const char *v, int last)
+int xlate_render_kv_str(struct cx_buf *b, int depth, const char *k, const char *v, int last)
 {
-    int rc = indent(b, depth);
+    int rc = xlate_render_indent(b, depth);
     rc |= cx_json_escape(b, k);
     rc |= cx_buf_puts(b, ": ");
     rc |= cx_json_escape(b, v ? v : "");
@@ -37,28 +37,28 @@ int xlate_render_groups_flags(const struct xlate_snapshot *s, int depth, unsigne
                               struct cx_buf *out)
 {
     int rc = cx_buf_puts(out, "{");
-    rc |= kv_str(out, depth + 1, "version", s->version, 0);
-    rc |= indent(out, depth + 1);
+    rc |= xlate_render_kv_str(out, depth + 1, "version", s->version, 0);
+    rc |= xlate_render_indent(out, depth + 1);
     rc |= cx_buf_puts(out, "\"groups\": [");
     for (size_t g = 0; g < s->ngroups && rc == 0; g++) {
         const struct xlate_group *grp = &s->groups[g];
         rc |= cx_buf_puts(out, g ? "," : "");
-        rc |= indent(out, depth + 2);
+        rc |= xlate_render_indent(out, depth + 2);
         rc |= cx_buf_puts(out, "{");
-        rc |= kv_str(out, depth + 3, "name", grp->name, 0);
-        rc |= kv_str(out, depth + 3, "mode",
-                     grp->mode == XLATE_MODE_PROXYLESS ? "proxyless" : "envoy", 0);
+        rc |= xlate_render_kv_str(out, depth + 3, "name", grp->name, 0);
+        rc |= xlate_render_kv_str(out, depth + 3, "mode",
+                                  grp->mode == XLATE_MODE_PROXYLESS ? "proxyless" : "envoy", 0);
         for (int t = 0; t < XDS_TYPE_COUNT && rc == 0; t++) {
             const struct xds_resource_set *set = &grp->types[t];
-            rc |= indent(out, depth + 3);
-            rc |= cx_json_escape(out, type_keys[t]);
+            rc |= xlate_render_indent(out, depth + 3);
+            rc |= cx_json_escape(out, xlate_render_type_keys[t]);
             rc |= cx_buf_puts(out, ": {");
-            rc |= kv_str(out, depth + 4, "version", set->version, 0);
-            rc |= indent(out, depth + 4);
+            rc |= xlate_render_kv_str(out, depth + 4, "version", set->version, 0);
+            rc |= xlate_render_indent(out, depth + 4);
             rc |= cx_buf_puts(out, "\"resources\": [");
             for (size_t i = 0; i < set->n && rc == 0; i++) {
                 rc |= cx_buf_puts(out, i ? "," : "");
-                rc |= indent(out, depth + 5);
+                rc |= xlate_render_indent(out, depth + 5);
                 if (rc)
                     break;
                 int r = cx_pbjson_render_any(
@@ -69,18 +69,18 @@ int xlate_render_groups_flags(const struct xlate_snapshot *s, int depth, unsigne
                 rc |= r;
             }
             if (set->n)
-                rc |= indent(out, depth + 4);
+                rc |= xlate_render_indent(out, depth + 4);
             rc |= cx_buf_puts(out, "]");
-            rc |= indent(out, depth + 3);
+            rc |= xlate_render_indent(out, depth + 3);
             rc |= cx_buf_puts(out, t + 1 < XDS_TYPE_COUNT ? "}," : "}");
         }
-        rc |= indent(out, depth + 2);
+        rc |= xlate_render_indent(out, depth + 2);
         rc |= cx_buf_puts(out, "}");
     }
     if (s->ngroups)
-        rc |= indent(out, depth + 1);
+        rc |= xlate_render_indent(out, depth + 1);
     rc |= cx_buf_puts(out, "]");
-    rc |= indent(out, depth);
+    rc |= xlate_render_indent(out, depth);
     rc |= cx_buf_puts(out, "}");
     return rc ? -1 : 0;
 }
@@ -91,19 +91,19 @@ int xlate_render_reports(const struct xlate_snapshot *s, int depth, struct cx_bu
     for (size_t i = 0; i < s->nreports && rc == 0; i++) {
         const struct xlate_report *r = &s->reports[i];
         rc |= cx_buf_puts(out, i ? "," : "");
-        rc |= indent(out, depth + 1);
+        rc |= xlate_render_indent(out, depth + 1);
         rc |= cx_buf_puts(out, "{");
-        rc |= kv_str(out, depth + 2, "kind", r->kind, 0);
-        rc |= kv_str(out, depth + 2, "namespace", r->namespace, 0);
-        rc |= kv_str(out, depth + 2, "name", r->name, 0);
-        rc |= kv_str(out, depth + 2, "state", xlate_state_name(r->state), 0);
-        rc |= kv_str(out, depth + 2, "reason", r->reason, 0);
-        rc |= kv_str(out, depth + 2, "message", r->message, 1);
-        rc |= indent(out, depth + 1);
+        rc |= xlate_render_kv_str(out, depth + 2, "kind", r->kind, 0);
+        rc |= xlate_render_kv_str(out, depth + 2, "namespace", r->namespace, 0);
+        rc |= xlate_render_kv_str(out, depth + 2, "name", r->name, 0);
+        rc |= xlate_render_kv_str(out, depth + 2, "state", xlate_state_name(r->state), 0);
+        rc |= xlate_render_kv_str(out, depth + 2, "reason", r->reason, 0);
+        rc |= xlate_render_kv_str(out, depth + 2, "message", r->message, 1);
+        rc |= xlate_render_indent(out, depth + 1);
         rc |= cx_buf_puts(out, "}");
     }
     if (s->nreports)
-        rc |= indent(out, depth);
+        rc |= xlate_render_indent(out, depth);
     rc |= cx_buf_puts(out, "]");
     return rc ? -1 : 0;
 }

@@ -29,6 +29,14 @@ __attribute__((warn_unused_result)) int xlate_render_groups_flags(const struct x
 __attribute__((warn_unused_result)) int xlate_render_reports(const struct xlate_snapshot *s,
                                                              int depth, struct cx_buf *out);
 
+/* Pieces of the rendering, for encoders that stream the same bytes (the
+ * ProxySnapshot publisher): the JSON key of each resource type, a newline
+ * with |depth| two-space indents, and one "key": "value" member (a comma
+ * after it unless |last|). Return 0 or -1. */
+extern const char *const xlate_render_type_keys[XDS_TYPE_COUNT];
+int xlate_render_indent(struct cx_buf *b, int depth);
+int xlate_render_kv_str(struct cx_buf *b, int depth, const char *k, const char *v, int last);
+
 /* Counts of reports by state. */
 void xlate_report_counts(const struct xlate_snapshot *s, size_t *accepted, size_t *warning,
                          size_t *rejected);
