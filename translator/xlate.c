@@ -436,6 +436,7 @@ static void ctx_clear(struct xlate_ctx *ctx)
         entry_free(ctx->graveyard.items[i]);
     ctx->graveyard.n = 0;
     xl_map_free(&ctx->by_ptr);
+    ctx->by_ptr_live = 0;
     free_list_map(&ctx->slices_by_svc);
     free_list_map(&ctx->svc_ups);
     free_list_map(&ctx->rt_by_ns);
@@ -481,6 +482,46 @@ _Static_assert(offsetof(struct xl_entry, obj_ptr) == offsetof(struct xl_entry, d
 static const void *ptrkey_entry(const struct xl_entry *e)
 {
     return &e->digest;
+}
+
+/* The (digest, pointer) index serves only full views after the first: it
+ * tells an input object that is the very one of the previous pass without
+ * reading it. It is built by the first full view that finds entries (the
+ * first pass of a context has nothing to find) and kept up to date from
+ * then on. */
+static void ptr_del(struct xlate_ctx *ctx, struct xl_entry *e)
+{
+    if (ctx->by_ptr_live && e->obj_ptr)
+        xl_map_del(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN);
+}
+
+static int ptr_put(struct xlate_ctx *ctx, struct xl_entry *e)
+{
+    return ctx->by_ptr_live ? xl_map_put(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN, e) : 0;
+}
+
+static int ptr_build(struct xlate_ctx *ctx)
+{
+    size_t n = 0;
+    for (int k = 0; k < XLATE_KIND_COUNT; k++)
+        n += ctx->by_key[k].n;
+    if (ctx->by_ptr_live || n == 0)
+        return 0;
+    xl_map_free(&ctx->by_ptr);
+    if (xl_map_reserve(&ctx->by_ptr, n) != 0)
+        return -1;
+    for (int k = 0; k < XLATE_KIND_COUNT; k++) {
+        const struct xl_map_slot *s;
+        for (size_t i = 0; xl_map_next(&ctx->by_key[k], &i, &s);) {
+            struct xl_entry *e = s->val;
+            if (e->obj_ptr && xl_map_put(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN, e) != 0) {
+                xl_map_free(&ctx->by_ptr);
+                return -1;
+            }
+        }
+    }
+    ctx->by_ptr_live = 1;
+    return 0;
 }
 
 static int mark_key(struct xl_map *m, const char *key)
@@ -712,8 +753,7 @@ static int list_add(struct xlate_ctx *ctx, struct xl_entry *e)
 static int reparse(struct xlate_ctx *ctx, struct xl_entry *e, const cJSON *obj, uint64_t digest)
 {
     int had = e->changed != 0;
-    if (e->obj_ptr)
-        xl_map_del(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN);
+    ptr_del(ctx, e);
     if (had) {
         /* what the old version fed (a slice's old Service) changes too */
         if (note_change(ctx, e) != 0)
@@ -759,9 +799,7 @@ static int reparse(struct xlate_ctx *ctx, struct xl_entry *e, const cJSON *obj, 
         return -1;
     if (xl_list_push(&ctx->changed, e) != 0 || xl_rep_dirty(ctx, e) != 0)
         return -1;
-    if (xl_map_put(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN, e) != 0)
-        return -1;
-    return 0;
+    return ptr_put(ctx, e);
 }
 
 static struct xl_entry *entry_new(struct xlate_ctx *ctx, enum xlate_kind kind, const char *key,
@@ -808,8 +846,7 @@ static int delete_entry(struct xlate_ctx *ctx, struct xl_entry *e)
     if (e->changed)
         index_entry(ctx, e, 0);
     xl_map_del(&ctx->by_key[e->kind], e->key, e->keylen);
-    if (e->obj_ptr)
-        xl_map_del(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN);
+    ptr_del(ctx, e);
     if (e->changed)
         ctx->list_changes[e->kind]++;
     ctx->reports_changed = 1;
@@ -832,7 +869,7 @@ static int ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *
     if (!digest)
         digest = xlate_digest(obj);
     struct ptrkey probe = {digest, obj};
-    struct xl_entry *e = xl_map_get(&ctx->by_ptr, &probe, PTRKEY_LEN);
+    struct xl_entry *e = ctx->by_ptr_live ? xl_map_get(&ctx->by_ptr, &probe, PTRKEY_LEN) : NULL;
     if (e && e->kind == kind && e->seen != ctx->pass && e->digest == digest) {
         /* the very object of last pass: nothing to do */
         e->seen = ctx->pass;
@@ -901,10 +938,9 @@ static int commit_candidates(struct xlate_ctx *ctx)
             continue;
         if (e->changed && e->digest == e->cand_digest) {
             /* same content, another cJSON: only the fast-lookup key moves */
-            if (e->obj_ptr)
-                xl_map_del(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN);
+            ptr_del(ctx, e);
             e->obj_ptr = e->cand_obj;
-            rc = xl_map_put(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN, e);
+            rc = ptr_put(ctx, e);
         } else {
             rc = reparse(ctx, e, e->cand_obj, e->cand_digest);
         }
@@ -1856,6 +1892,28 @@ static int finish(struct xlate_ctx *ctx, int rc, struct xlate_stats *stats)
     return rc;
 }
 
+/* A full view tells how many entries of each kind the maps will hold: room
+ * for them now spares the maps' repeated doubling (each a rehash of every
+ * slot) while tens of thousands of entries arrive. Inputs whose kind is not
+ * given count for every kind. */
+static int reserve(struct xlate_ctx *ctx, const struct xlate_input *in)
+{
+    size_t n[XLATE_KIND_COUNT] = {0}, unknown = 0;
+    for (size_t i = 0; i < in->n; i++) {
+        int k = in->objects[i].kind;
+        if (k > XLATE_KIND_UNKNOWN && k < XLATE_KIND_COUNT)
+            n[k]++;
+        else
+            unknown++;
+    }
+    int rc = 0;
+    for (int k = 0; k < XLATE_KIND_COUNT; k++)
+        rc |= xl_map_reserve(&ctx->by_key[k], n[k] + unknown);
+    rc |= xl_map_reserve(&ctx->slices_by_svc, n[XLATE_KIND_ENDPOINT_SLICE] + unknown);
+    rc |= xl_map_reserve(&ctx->svc_ups, n[XLATE_KIND_UPSTREAM] + unknown);
+    return rc ? -1 : 0;
+}
+
 int xlate_run(struct xlate_ctx *ctx, const struct xlate_input *in, struct xlate_snapshot **out,
               struct xlate_stats *stats)
 {
@@ -1863,7 +1921,7 @@ int xlate_run(struct xlate_ctx *ctx, const struct xlate_input *in, struct xlate_
     ctx->broken = 0;
     ctx->now = in->now;
     ctx->stats.objects = in->n;
-    int rc = 0;
+    int rc = ptr_build(ctx) != 0 || reserve(ctx, in) != 0 ? -1 : 0;
     for (size_t i = 0; i < in->n && rc == 0; i++) {
         /* the objects are scattered in memory and ingest reads a few nodes
          * of each: ask for the next ones' early */

@@ -139,57 +139,97 @@ enum xlate_state xl_errors_state(const struct xl_errors *e)
 
 /* ---- parse context ---------------------------------------------------------- */
 
+/* The field path ("spec.routes[2].match") is kept as a stack of segments
+ * and written out only when an error needs it: parsing visits every field
+ * of every object, errors are rare. */
+struct pseg {
+    const char *fmt;  /* "%s" and "%zu" only */
+    const char *a[2]; /* the %s arguments, in order (valid while parsing) */
+    size_t z;         /* the %zu argument */
+};
+
+#define PATH_DEPTH 48
+
 struct pctx {
     struct xl_arena *a;
     struct xl_object *o;
-    char path[512];
-    size_t plen;
+    struct pseg seg[PATH_DEPTH];
+    size_t depth;
     int oom;
 };
 
+/* Appends a segment: a literal one (push_lit) or one with arguments. Both
+ * return what pop() takes to remove it. Deeper than PATH_DEPTH is not
+ * recorded (no schema nests that deep). */
+static inline size_t push_lit(struct pctx *p, const char *lit)
+{
+    size_t old = p->depth;
+    if (old < PATH_DEPTH)
+        p->seg[p->depth++] = (struct pseg){.fmt = lit};
+    return old;
+}
+
 static size_t push(struct pctx *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Appends to the field path. Only "%s" and "%zu" occur in our formats; a
- * small formatter instead of vsnprintf keeps parsing cheap (paths are built
- * for every field, errors are rare). */
 static size_t push(struct pctx *p, const char *fmt, ...)
 {
-    size_t old = p->plen;
-    size_t cap = sizeof(p->path) - 1;
+    size_t old = p->depth;
+    if (old >= PATH_DEPTH)
+        return old;
+    struct pseg *g = &p->seg[p->depth++];
+    *g = (struct pseg){.fmt = fmt};
+    int na = 0;
     va_list ap;
     va_start(ap, fmt);
-    for (const char *f = fmt; *f && p->plen < cap; f++) {
+    for (const char *f = fmt; *f; f++) {
         if (f[0] == '%' && f[1] == 's') {
             const char *a = va_arg(ap, const char *);
-            size_t n = strlen(a);
-            if (n > cap - p->plen)
-                n = cap - p->plen;
-            memcpy(p->path + p->plen, a, n);
-            p->plen += n;
-            f++;
+            if (na < 2)
+                g->a[na++] = a;
         } else if (f[0] == '%' && f[1] == 'z' && f[2] == 'u') {
-            size_t v = va_arg(ap, size_t);
-            char d[24];
-            int k = 0;
-            do {
-                d[k++] = (char)('0' + v % 10);
-                v /= 10;
-            } while (v);
-            while (k > 0 && p->plen < cap)
-                p->path[p->plen++] = d[--k];
-            f += 2;
-        } else {
-            p->path[p->plen++] = *f;
+            g->z = va_arg(ap, size_t);
         }
     }
     va_end(ap);
-    p->path[p->plen] = '\0';
     return old;
 }
 
 static void pop(struct pctx *p, size_t old)
 {
-    p->plen = old;
-    p->path[old] = '\0';
+    p->depth = old;
+}
+
+/* The path written out (truncated to |cap|). A small formatter: only "%s"
+ * and "%zu" occur in the segments. */
+static void path_render(const struct pctx *p, char *out, size_t cap)
+{
+    size_t n = 0;
+    cap--;
+    for (size_t i = 0; i < p->depth; i++) {
+        const struct pseg *g = &p->seg[i];
+        int na = 0;
+        for (const char *f = g->fmt; *f && n < cap; f++) {
+            if (f[0] == '%' && f[1] == 's') {
+                const char *a = na < 2 ? g->a[na++] : "";
+                for (; a && *a && n < cap; a++)
+                    out[n++] = *a;
+                f++;
+            } else if (f[0] == '%' && f[1] == 'z' && f[2] == 'u') {
+                char d[24];
+                int k = 0;
+                size_t v = g->z;
+                do {
+                    d[k++] = (char)('0' + v % 10);
+                    v /= 10;
+                } while (v);
+                while (k > 0 && n < cap)
+                    out[n++] = d[--k];
+                f += 2;
+            } else {
+                out[n++] = *f;
+            }
+        }
+    }
+    out[n] = '\0';
 }
 
 static void perr(struct pctx *p, enum xlate_state st, enum xl_reason r, const char *fmt, ...)
@@ -201,7 +241,10 @@ static void perr(struct pctx *p, enum xlate_state st, enum xl_reason r, const ch
     va_start(ap, fmt);
     vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
-    int rc = p->plen ? xl_errors_add(&p->o->errors, p->a, st, r, "%s: %s", p->path, buf)
+    char path[512] = "";
+    if (p->depth)
+        path_render(p, path, sizeof(path));
+    int rc = path[0] ? xl_errors_add(&p->o->errors, p->a, st, r, "%s: %s", path, buf)
                      : xl_errors_add(&p->o->errors, p->a, st, r, "%s", buf);
     if (rc != 0)
         p->oom = 1;
@@ -259,7 +302,7 @@ static void *alloc(struct pctx *p, size_t n)
  * plus the member's name). */
 static void unknown_field(struct pctx *p, const cJSON *c, const char *const *allowed)
 {
-    size_t o = push(p, "%s%s", p->plen ? "." : "", c->string ? c->string : "");
+    size_t o = push(p, "%s%s", p->depth ? "." : "", c->string ? c->string : "");
     int yaml11_on = 0;
     for (const char *const *k = allowed; *k; k++)
         yaml11_on |= strcmp(*k, "on") == 0;
@@ -493,10 +536,33 @@ static const cJSON *get_arr(struct pctx *p, const cJSON *obj, const char *key, i
 
 /* ---- shared checks ---------------------------------------------------------- */
 
+/* Dotted-quad IPv4 as inet_pton(AF_INET) takes it: four decimal parts of
+ * 0-255, no leading zeros, nothing else. Endpoint addresses are read by
+ * the hundred thousand; this is several times cheaper than inet_pton. */
+static int ipv4(const char *s)
+{
+    for (int part = 0; part < 4; part++) {
+        if (part && *s++ != '.')
+            return 0;
+        if (*s < '0' || *s > '9')
+            return 0;
+        unsigned v = 0;
+        int digits = 0;
+        for (; *s >= '0' && *s <= '9'; s++, digits++) {
+            if (digits && v == 0)
+                return 0; /* leading zero */
+            v = v * 10 + (unsigned)(*s - '0');
+            if (v > 255)
+                return 0;
+        }
+    }
+    return *s == '\0';
+}
+
 int xl_is_ip(const char *s)
 {
     unsigned char buf[16];
-    return s && (inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1);
+    return s && (ipv4(s) || (strchr(s, ':') && inet_pton(AF_INET6, s, buf) == 1));
 }
 
 /* DNS-1123 label (namespace names). */
@@ -687,12 +753,12 @@ static void parse_ref(struct pctx *p, const cJSON *v, struct xl_ref *ref)
     const cJSON *f[2];
     fields(p, v, allowed, f);
     if (str_v(p, f[0], "name", 1, &ref->name) == 1 && !dns_subdomain(ref->name)) {
-        size_t o = push(p, ".name");
+        size_t o = push_lit(p, ".name");
         REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid object name", ref->name);
         pop(p, o);
     }
     if (str_v(p, f[1], "namespace", 0, &ref->ns) == 1 && !dns_label(ref->ns)) {
-        size_t o = push(p, ".namespace");
+        size_t o = push_lit(p, ".namespace");
         REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid namespace name", ref->ns);
         pop(p, o);
     }
@@ -720,7 +786,7 @@ static void parse_match(struct pctx *p, const cJSON *v, struct xl_match *m)
     } else if (np) {
         m->value = prefix;
         if (prefix[0] != '/') {
-            size_t o = push(p, ".prefix");
+            size_t o = push_lit(p, ".prefix");
             REJECT(p, XL_R_INVALID_SPEC, "must start with \"/\", got \"%s\"", prefix);
             pop(p, o);
         }
@@ -728,14 +794,14 @@ static void parse_match(struct pctx *p, const cJSON *v, struct xl_match *m)
         m->kind = XL_PATH_EXACT;
         m->value = path;
         if (path[0] != '/') {
-            size_t o = push(p, ".path");
+            size_t o = push_lit(p, ".path");
             REJECT(p, XL_R_INVALID_SPEC, "must start with \"/\", got \"%s\"", path);
             pop(p, o);
         }
     } else if (nr) {
         m->kind = XL_PATH_REGEX;
         m->value = regex;
-        size_t o = push(p, ".regex");
+        size_t o = push_lit(p, ".regex");
         check_regex(p, regex);
         pop(p, o);
     }
@@ -766,7 +832,7 @@ static void parse_match(struct pctx *p, const cJSON *v, struct xl_match *m)
         const cJSON *hf[6];
         fields(p, h, hallowed, hf);
         if (str_v(p, hf[0], "name", 1, &x->name) == 1 && !header_name_ok(x->name)) {
-            size_t o2 = push(p, ".name");
+            size_t o2 = push_lit(p, ".name");
             REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid header name", x->name);
             pop(p, o2);
         }
@@ -785,20 +851,20 @@ static void parse_match(struct pctx *p, const cJSON *v, struct xl_match *m)
             x->kind = XL_HDR_PREFIX;
             x->value = pre;
             if (!pre[0]) {
-                size_t o2 = push(p, ".prefix");
+                size_t o2 = push_lit(p, ".prefix");
                 REJECT(p, XL_R_INVALID_SPEC, "must not be empty (use present: true)");
                 pop(p, o2);
             }
         } else if (nre) {
             x->kind = XL_HDR_REGEX;
             x->value = re;
-            size_t o2 = push(p, ".regex");
+            size_t o2 = push_lit(p, ".regex");
             check_regex(p, re);
             pop(p, o2);
         } else {
             x->kind = XL_HDR_PRESENT;
             if (npr && !present) {
-                size_t o2 = push(p, ".present");
+                size_t o2 = push_lit(p, ".present");
                 REJECT(p, XL_R_INVALID_SPEC,
                        "present: false matches nothing; use present: true with invert: true "
                        "to require the header to be absent");
@@ -847,7 +913,7 @@ static void parse_retries(struct pctx *p, const cJSON *v, struct xl_route *r)
         return;
     }
     r->retry_on = on;
-    size_t o = push(p, ".on");
+    size_t o = push_lit(p, ".on");
     /* a comma-separated list; every item must be a known condition */
     const char *s = on;
     if (!*s)
@@ -886,7 +952,7 @@ static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
     const cJSON *f[7];
     fields(p, v, allowed, f);
     const cJSON *m = obj_v(p, f[F_MATCH], "match", 0);
-    size_t o = push(p, ".match");
+    size_t o = push_lit(p, ".match");
     parse_match(p, m, &r->match);
     pop(p, o);
 
@@ -899,7 +965,7 @@ static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
     } else if (up) {
         r->action = XL_ACT_UPSTREAM;
         const cJSON *uo = obj_v(p, up, "upstream", 1);
-        o = push(p, ".upstream");
+        o = push_lit(p, ".upstream");
         if (uo)
             parse_ref(p, uo, &r->upstream);
         pop(p, o);
@@ -926,7 +992,7 @@ static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
                 const cJSON *wf[2];
                 fields(p, e, wallowed, wf);
                 const cJSON *uo = obj_v(p, wf[0], "upstream", 1);
-                size_t o3 = push(p, ".upstream");
+                size_t o3 = push_lit(p, ".upstream");
                 if (uo)
                     parse_ref(p, uo, &x->upstream);
                 pop(p, o3);
@@ -945,7 +1011,7 @@ static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
                     }
                 pop(p, o2);
             }
-            o = push(p, ".weighted");
+            o = push_lit(p, ".weighted");
             if (r->weight_sum == 0)
                 REJECT(p, XL_R_INVALID_WEIGHTS, "weights sum to 0: no traffic could be routed");
             else if (r->weight_sum > UINT32_MAX)
@@ -956,14 +1022,14 @@ static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
     } else {
         r->action = XL_ACT_DELEGATE;
         const cJSON *dobj = obj_v(p, d, "delegate", 1);
-        o = push(p, ".delegate");
+        o = push_lit(p, ".delegate");
         if (dobj) {
             static const char *const dallowed[] = {"name", "namespace", "selector", NULL};
             check_fields(p, dobj, dallowed);
             int hn = get_str(p, dobj, "name", 0, &r->delegate.name) == 1;
             get_str(p, dobj, "namespace", 0, &r->delegate.ns);
             if (r->delegate.ns && !dns_label(r->delegate.ns)) {
-                size_t o2 = push(p, ".namespace");
+                size_t o2 = push_lit(p, ".namespace");
                 REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid namespace name",
                        r->delegate.ns);
                 pop(p, o2);
@@ -974,7 +1040,7 @@ static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
             if (hn && sel) {
                 REJECT(p, XL_R_INVALID_SPEC, "name and selector are mutually exclusive");
             } else if (sel) {
-                size_t o2 = push(p, ".selector");
+                size_t o2 = push_lit(p, ".selector");
                 r->delegate.selector = parse_selector(p, sel);
                 pop(p, o2);
             } else if (!hn) {
@@ -983,7 +1049,7 @@ static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
         }
         pop(p, o);
         if (r->match.kind != XL_PATH_PREFIX) {
-            o = push(p, ".match");
+            o = push_lit(p, ".match");
             REJECT(p, XL_R_INVALID_SPEC, "a delegating route needs a prefix match");
             pop(p, o);
         }
@@ -992,12 +1058,12 @@ static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
         r->has_timeout = 1;
     const cJSON *rt = obj_v(p, f[F_RETRIES], "retries", 0);
     if (rt) {
-        o = push(p, ".retries");
+        o = push_lit(p, ".retries");
         parse_retries(p, rt, r);
         pop(p, o);
     }
     if (str_v(p, f[F_REWRITE], "prefixRewrite", 0, &r->prefix_rewrite) == 1) {
-        o = push(p, ".prefixRewrite");
+        o = push_lit(p, ".prefixRewrite");
         if (r->match.kind == XL_PATH_REGEX)
             REJECT(p, XL_R_INVALID_SPEC, "cannot be used with a regex match");
         else if (r->action == XL_ACT_DELEGATE)
@@ -1055,12 +1121,12 @@ static void parse_obj_ref(struct pctx *p, const cJSON *v, struct xl_obj_ref *ref
     static const char *const callowed[] = {"name", "namespace", "key", NULL};
     check_fields(p, v, default_key ? callowed : sallowed);
     if (get_str(p, v, "name", 1, &ref->name) == 1 && !dns_subdomain(ref->name)) {
-        size_t o = push(p, ".name");
+        size_t o = push_lit(p, ".name");
         REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid object name", ref->name);
         pop(p, o);
     }
     if (get_str(p, v, "namespace", 0, &ref->ns) == 1 && !dns_label(ref->ns)) {
-        size_t o = push(p, ".namespace");
+        size_t o = push_lit(p, ".namespace");
         REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid namespace name", ref->ns);
         pop(p, o);
     }
@@ -1069,7 +1135,7 @@ static void parse_obj_ref(struct pctx *p, const cJSON *v, struct xl_obj_ref *ref
     if (!default_key)
         return;
     if (get_str(p, v, "key", 0, &ref->key) == 1 && !cm_key_ok(ref->key)) {
-        size_t o = push(p, ".key");
+        size_t o = push_lit(p, ".key");
         REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid ConfigMap key", ref->key);
         pop(p, o);
     }
@@ -1138,7 +1204,7 @@ static void parse_gateway_tls(struct pctx *p, const cJSON *v, struct xl_gateway_
             check_fields(p, c, callowed);
             const cJSON *ref = get_obj(p, c, "secretRef", 1);
             struct xl_obj_ref *r = &t->certs[t->ncerts];
-            size_t o2 = push(p, ".secretRef");
+            size_t o2 = push_lit(p, ".secretRef");
             if (ref) {
                 parse_obj_ref(p, ref, r, NULL);
                 int dupl = -1;
@@ -1186,12 +1252,12 @@ static void parse_gateway_tls(struct pctx *p, const cJSON *v, struct xl_gateway_
     }
     const cJSON *cv = get_obj(p, v, "clientValidation", 0);
     if (cv) {
-        size_t o = push(p, ".clientValidation");
+        size_t o = push_lit(p, ".clientValidation");
         static const char *const vallowed[] = {"caConfigMapRef", "optional", NULL};
         check_fields(p, cv, vallowed);
         const cJSON *ref = get_obj(p, cv, "caConfigMapRef", 1);
         if (ref) {
-            size_t o2 = push(p, ".caConfigMapRef");
+            size_t o2 = push_lit(p, ".caConfigMapRef");
             parse_obj_ref(p, ref, &t->client_ca, "ca.crt");
             t->has_client_ca = t->client_ca.name != NULL;
             pop(p, o2);
@@ -1229,13 +1295,13 @@ static void parse_upstream_tls(struct pctx *p, const cJSON *v, struct xl_upstrea
     check_fields(p, v, allowed);
     t->enabled = 1;
     if (get_str(p, v, "sni", 0, &t->sni) == 1 && !sni_ok(t->sni)) {
-        size_t o = push(p, ".sni");
+        size_t o = push_lit(p, ".sni");
         REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a host name (no port, no wildcard)", t->sni);
         pop(p, o);
     }
     const cJSON *ca = get_obj(p, v, "caConfigMapRef", 0);
     if (ca) {
-        size_t o = push(p, ".caConfigMapRef");
+        size_t o = push_lit(p, ".caConfigMapRef");
         parse_obj_ref(p, ca, &t->ca, "ca.crt");
         t->has_ca = t->ca.name != NULL;
         pop(p, o);
@@ -1266,7 +1332,7 @@ static void parse_upstream_tls(struct pctx *p, const cJSON *v, struct xl_upstrea
             pop(p, o);
         }
         if (t->insecure_skip_verify) {
-            size_t o = push(p, ".subjectAltNames");
+            size_t o = push_lit(p, ".subjectAltNames");
             REJECT(p, XL_R_INVALID_SPEC, "cannot be checked with insecureSkipVerify");
             pop(p, o);
         }
@@ -1283,12 +1349,12 @@ static void parse_upstream_tls(struct pctx *p, const cJSON *v, struct xl_upstrea
     }
     const cJSON *cc = get_obj(p, v, "clientCertificate", 0);
     if (cc) {
-        size_t o = push(p, ".clientCertificate");
+        size_t o = push_lit(p, ".clientCertificate");
         static const char *const callowed[] = {"secretRef", NULL};
         check_fields(p, cc, callowed);
         const cJSON *ref = get_obj(p, cc, "secretRef", 1);
         if (ref) {
-            size_t o2 = push(p, ".secretRef");
+            size_t o2 = push_lit(p, ".secretRef");
             parse_obj_ref(p, ref, &t->client_cert, NULL);
             t->has_client_cert = t->client_cert.name != NULL;
             pop(p, o2);
@@ -1318,7 +1384,7 @@ static void parse_gateway(struct pctx *p, const cJSON *spec)
         if (strcmp(mode, "proxyless") == 0) {
             g->mode = XLATE_MODE_PROXYLESS;
         } else if (strcmp(mode, "envoy") != 0) {
-            size_t o = push(p, ".mode");
+            size_t o = push_lit(p, ".mode");
             REJECT(p, XL_R_INVALID_SPEC, "must be \"envoy\" or \"proxyless\", got \"%s\"", mode);
             pop(p, o);
         }
@@ -1326,7 +1392,7 @@ static void parse_gateway(struct pctx *p, const cJSON *spec)
     g->bind_address = "0.0.0.0";
     int has_addr = get_str(p, spec, "bindAddress", 0, &g->bind_address) == 1;
     if (has_addr && !xl_is_ip(g->bind_address)) {
-        size_t o = push(p, ".bindAddress");
+        size_t o = push_lit(p, ".bindAddress");
         REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not an IP address", g->bind_address);
         pop(p, o);
     }
@@ -1340,7 +1406,7 @@ static void parse_gateway(struct pctx *p, const cJSON *spec)
     }
     const cJSON *sel = get(spec, "virtualServiceSelector");
     if (sel) {
-        size_t o = push(p, ".virtualServiceSelector");
+        size_t o = push_lit(p, ".virtualServiceSelector");
         g->vs_selector = parse_selector(p, sel);
         pop(p, o);
     }
@@ -1378,7 +1444,7 @@ static void parse_gateway(struct pctx *p, const cJSON *spec)
     }
     const cJSON *tls = get_obj(p, spec, "tls", 0);
     if (tls) {
-        size_t o = push(p, ".tls");
+        size_t o = push_lit(p, ".tls");
         if ((g->tls = alloc(p, sizeof(*g->tls))))
             parse_gateway_tls(p, tls, g->tls);
         if (g->mode == XLATE_MODE_PROXYLESS)
@@ -1441,17 +1507,17 @@ static void parse_upstream(struct pctx *p, const cJSON *spec)
     } else if (kube) {
         u->is_kube = 1;
         const cJSON *k = get_obj(p, spec, "kube", 1);
-        size_t o = push(p, ".kube");
+        size_t o = push_lit(p, ".kube");
         if (k) {
             static const char *const kallowed[] = {"service", "namespace", "port", NULL};
             check_fields(p, k, kallowed);
             if (get_str(p, k, "service", 1, &u->kube_service) == 1 && !dns_label(u->kube_service)) {
-                size_t o2 = push(p, ".service");
+                size_t o2 = push_lit(p, ".service");
                 REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid Service name", u->kube_service);
                 pop(p, o2);
             }
             if (get_str(p, k, "namespace", 0, &u->kube_ns) == 1 && !dns_label(u->kube_ns)) {
-                size_t o2 = push(p, ".namespace");
+                size_t o2 = push_lit(p, ".namespace");
                 REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid namespace name", u->kube_ns);
                 pop(p, o2);
             }
@@ -1459,7 +1525,7 @@ static void parse_upstream(struct pctx *p, const cJSON *spec)
                 u->kube_ns = p->o->meta.ns;
             const cJSON *port = get(k, "port");
             if (cJSON_IsString(port)) {
-                size_t o2 = push(p, ".port");
+                size_t o2 = push_lit(p, ".port");
                 if (!dns_label(port->valuestring) || strlen(port->valuestring) > 15)
                     REJECT(p, XL_R_INVALID_PORT, "\"%s\" is neither a port number nor a port name",
                            port->valuestring);
@@ -1475,7 +1541,7 @@ static void parse_upstream(struct pctx *p, const cJSON *spec)
         pop(p, o);
     } else {
         const cJSON *s = get_obj(p, spec, "static", 1);
-        size_t o = push(p, ".static");
+        size_t o = push_lit(p, ".static");
         if (s) {
             static const char *const sallowed[] = {"hosts", NULL};
             check_fields(p, s, sallowed);
@@ -1499,7 +1565,7 @@ static void parse_upstream(struct pctx *p, const cJSON *spec)
                     static const char *const hallowed[] = {"address", "port", "weight", NULL};
                     check_fields(p, h, hallowed);
                     if (get_str(p, h, "address", 1, &x->address) == 1 && !xl_is_ip(x->address)) {
-                        size_t o3 = push(p, ".address");
+                        size_t o3 = push_lit(p, ".address");
                         REJECT(p, XL_R_INVALID_SPEC,
                                "\"%s\" is not an IP address (EDS endpoints must be IP literals)",
                                x->address);
@@ -1532,7 +1598,7 @@ static void parse_upstream(struct pctx *p, const cJSON *spec)
             if (strcmp(lb, names[i]) == 0)
                 found = i;
         if (found < 0) {
-            size_t o = push(p, ".lbPolicy");
+            size_t o = push_lit(p, ".lbPolicy");
             REJECT(p, XL_R_INVALID_SPEC,
                    "must be one of RoundRobin, LeastRequest, RingHash, Random; got \"%s\"", lb);
             pop(p, o);
@@ -1543,14 +1609,14 @@ static void parse_upstream(struct pctx *p, const cJSON *spec)
     if (get_duration(p, spec, "connectTimeout", &u->connect_timeout_ns) == 1) {
         u->has_connect_timeout = 1;
         if (u->connect_timeout_ns <= 0) {
-            size_t o = push(p, ".connectTimeout");
+            size_t o = push_lit(p, ".connectTimeout");
             REJECT(p, XL_R_INVALID_SPEC, "must be greater than 0");
             pop(p, o);
         }
     }
     const cJSON *tls = get_obj(p, spec, "tls", 0);
     if (tls) {
-        size_t o = push(p, ".tls");
+        size_t o = push_lit(p, ".tls");
         if ((u->tls = alloc(p, sizeof(*u->tls))))
             parse_upstream_tls(p, tls, u->tls);
         pop(p, o);
@@ -1811,7 +1877,11 @@ void xl_object_release(struct xl_object *o)
 
 int xl_api_parse(enum xlate_kind kind, const cJSON *obj, struct xl_arena *a, struct xl_object *out)
 {
-    struct pctx p = {.a = a, .o = out};
+    struct pctx p; /* the segments are written before they are read */
+    p.a = a;
+    p.o = out;
+    p.depth = 0;
+    p.oom = 0;
     memset(out, 0, sizeof(*out));
     out->kind = kind;
     parse_meta(&p, obj);
@@ -1852,7 +1922,7 @@ int xl_api_parse(enum xlate_kind kind, const cJSON *obj, struct xl_arena *a, str
     const cJSON *f[5];
     fields(&p, obj, top, f);
     const cJSON *spec = f[3];
-    push(&p, "spec");
+    push_lit(&p, "spec");
     if (!spec) {
         REJECT(&p, XL_R_INVALID_SPEC, "required");
     } else if (!cJSON_IsObject(spec)) {

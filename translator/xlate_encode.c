@@ -145,7 +145,7 @@ struct rw {
 
 /* Room for |n| more bytes in front of what is written; NULL (and oom set)
  * when memory ran out. */
-static uint8_t *rw_front(struct rw *w, size_t n)
+static uint8_t *rw_front_grow(struct rw *w, size_t n)
 {
     if (w->oom)
         return NULL;
@@ -163,6 +163,17 @@ static uint8_t *rw_front(struct rw *w, size_t n)
     }
     w->used += n;
     return w->buf + w->cap - w->used;
+}
+
+/* The common case inline: room enough (oom leaves no room: cap is 0 then
+ * or the grow path answers). */
+static inline uint8_t *rw_front(struct rw *w, size_t n)
+{
+    if (__builtin_expect(!w->oom && w->cap - w->used >= n, 1)) {
+        w->used += n;
+        return w->buf + w->cap - w->used;
+    }
+    return rw_front_grow(w, n);
 }
 
 /* The message written, copied out at its size (encoded messages are kept;
@@ -183,8 +194,14 @@ static int rw_finish(struct rw *w, uint8_t **out, size_t *len)
     return 0;
 }
 
-static void rw_varint(struct rw *w, uint64_t v)
+static inline void rw_varint(struct rw *w, uint64_t v)
 {
+    if (v < 0x80) { /* tags, small lengths and numbers: one byte */
+        uint8_t *p = rw_front(w, 1);
+        if (p)
+            *p = (uint8_t)v;
+        return;
+    }
     uint8_t tmp[10];
     size_t n = put_varint(tmp, v);
     uint8_t *p = rw_front(w, n);

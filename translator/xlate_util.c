@@ -197,11 +197,8 @@ void *xl_map_get(const struct xl_map *m, const void *key, size_t klen)
     return s ? s->val : NULL;
 }
 
-static int grow(struct xl_map *m)
+static int rehash(struct xl_map *m, size_t ncap)
 {
-    size_t ncap = m->cap ? m->cap : 16;
-    while ((m->n + 1) * 4 >= ncap * 3)
-        ncap *= 2;
     struct xl_map_slot *ns = calloc(ncap, sizeof(*ns));
     if (!ns)
         return -1;
@@ -219,6 +216,22 @@ static int grow(struct xl_map *m)
     m->cap = ncap;
     m->tombs = 0;
     return 0;
+}
+
+static int grow(struct xl_map *m)
+{
+    size_t ncap = m->cap ? m->cap : 16;
+    while ((m->n + 1) * 4 >= ncap * 3)
+        ncap *= 2;
+    return rehash(m, ncap);
+}
+
+int xl_map_reserve(struct xl_map *m, size_t n)
+{
+    size_t ncap = m->cap ? m->cap : 16;
+    while ((n + 1) * 4 >= ncap * 3)
+        ncap *= 2;
+    return ncap > m->cap ? rehash(m, ncap) : 0;
 }
 
 int xl_map_put(struct xl_map *m, const void *key, size_t klen, void *val)

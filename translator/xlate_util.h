@@ -68,6 +68,9 @@ void *xl_map_get(const struct xl_map *m, const void *key, size_t klen);
 /* Inserts or replaces. Returns 0, or -1 when memory ran out. */
 __attribute__((warn_unused_result)) int xl_map_put(struct xl_map *m, const void *key, size_t klen,
                                                    void *val);
+/* Makes room for |n| entries in all, so that as many puts never rehash.
+ * Returns 0, or -1 when memory ran out (the map is unchanged). */
+__attribute__((warn_unused_result)) int xl_map_reserve(struct xl_map *m, size_t n);
 /* Removes |key|; returns its value or NULL. */
 void *xl_map_del(struct xl_map *m, const void *key, size_t klen);
 void xl_map_free(struct xl_map *m);

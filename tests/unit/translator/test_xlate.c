@@ -452,6 +452,62 @@ static struct xds_resource *find(const struct xlate_snapshot *s, const char *gro
     return g ? xds_resource_set_find(&g->types[t], name) : NULL;
 }
 
+static int same_versions(const struct xlate_snapshot *a, const struct xlate_snapshot *b)
+{
+    if (a->ngroups != b->ngroups)
+        return 0;
+    for (size_t g = 0; g < a->ngroups; g++)
+        for (int t = 0; t < XDS_TYPE_COUNT; t++)
+            if (strcmp(a->groups[g].types[t].version, b->groups[g].types[t].version) != 0)
+                return 0;
+    return 1;
+}
+
+/* A full view after the first recognises the very objects of the previous
+ * pass without parsing them (the (digest, pointer) index is built on first
+ * use), also after a changes pass and for a copy with the same content. */
+static void test_full_view_skips_unchanged_objects(void)
+{
+    struct world w;
+    world_load(&w, WORLD);
+    struct xlate_ctx *ctx = xlate_ctx_new();
+    struct xlate_snapshot *s[5] = {0};
+    struct xlate_stats st;
+    REQUIRE_INT_EQ(xlate_run(ctx, &(struct xlate_input){w.in, w.n, 0}, &s[0], &st), 0);
+    CHECK_INT_EQ(st.parsed, 8);
+    REQUIRE_INT_EQ(xlate_run(ctx, &(struct xlate_input){w.in, w.n, 0}, &s[1], &st), 0);
+    CHECK_INT_EQ(st.parsed, 0);
+    CHECK_INT_EQ(st.vhosts_built, 0);
+    CHECK(same_versions(s[0], s[1]));
+
+    /* a changes pass, then a full view holding its object */
+    cJSON *a2 = cJSON_Duplicate(w.in[2].obj, 1);
+    cJSON_AddStringToObject(cJSON_GetArrayItem(cx_json_path(a2, "spec", "routes", NULL), 0),
+                            "timeout", "9s");
+    struct xlate_change c = {.kind = XLATE_KIND_VIRTUAL_SERVICE, .obj = a2};
+    REQUIRE_INT_EQ(xlate_run_changes(ctx, &c, 1, &s[2], &st), 0);
+    CHECK_INT_EQ(st.parsed, 1);
+    struct xlate_object in2[32];
+    memcpy(in2, w.in, w.n * sizeof(*in2));
+    in2[2] = (struct xlate_object){.kind = XLATE_KIND_VIRTUAL_SERVICE, .obj = a2};
+    REQUIRE_INT_EQ(xlate_run(ctx, &(struct xlate_input){in2, w.n, 0}, &s[3], &st), 0);
+    CHECK_INT_EQ(st.parsed, 0);
+    CHECK(same_versions(s[2], s[3]));
+
+    /* another cJSON with the same content: recognised by its digest */
+    cJSON *a3 = cJSON_Duplicate(a2, 1);
+    in2[2].obj = a3;
+    REQUIRE_INT_EQ(xlate_run(ctx, &(struct xlate_input){in2, w.n, 0}, &s[4], &st), 0);
+    CHECK_INT_EQ(st.parsed, 0);
+    CHECK(same_versions(s[3], s[4]));
+    for (int i = 0; i < 5; i++)
+        xlate_snapshot_unref(s[i]);
+    xlate_ctx_free(ctx);
+    cJSON_Delete(a2);
+    cJSON_Delete(a3);
+    cJSON_Delete(w.docs);
+}
+
 static void test_work_follows_the_change(void)
 {
     struct world w;
@@ -666,6 +722,7 @@ static void test_digest(void)
 static const struct cxt_case cases[] = {
     CXT(test_repeated_changes_do_not_grow),
     CXT(test_incremental_equals_fresh),
+    CXT(test_full_view_skips_unchanged_objects),
     CXT(test_work_follows_the_change),
     CXT(test_report_block_arrays_go_with_their_snapshots),
     CXT(test_changes_need_a_full_view_first_after_failure),

@@ -2,6 +2,7 @@
 #include "filter_selector.h"
 #include "xlate_api.h"
 
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,6 +275,37 @@ static void test_helpers(void)
     CHECK_INT_EQ(xl_domain_valid("", msg, sizeof(msg)), -1);
     CHECK_INT_EQ(xl_domain_valid("a b", msg, sizeof(msg)), -1);
     CHECK(xl_is_ip("10.0.0.1") && xl_is_ip("fd00::1") && !xl_is_ip("10.0.0") && !xl_is_ip(NULL));
+    /* the IPv4 fast path agrees with inet_pton on edge cases and on random
+     * strings over the characters that matter */
+    static const char *const v4[] = {
+        "0.0.0.0",  "255.255.255.255", "256.1.1.1", "01.2.3.4",   "1.2.3.04",  "1.2.3",
+        "1.2.3.4.", ".1.2.3.4",        "1..2.3",    "1.2.3.4 ",   "",          "1.2.3.-4",
+        "1.2.3.4x", "00.1.1.1",        "0.0.0.00",  "10.1.2.255", "1.2.3.999", "::ffff:1.2.3.4"};
+    unsigned char ab[16];
+    for (size_t i = 0; i < sizeof(v4) / sizeof(v4[0]); i++) {
+        int want = inet_pton(AF_INET, v4[i], ab) == 1 || inet_pton(AF_INET6, v4[i], ab) == 1;
+        if (xl_is_ip(v4[i]) != want)
+            fprintf(stderr, "xl_is_ip(\"%s\") != %d\n", v4[i], want);
+        CHECK_INT_EQ(xl_is_ip(v4[i]), want);
+    }
+    uint32_t seed = 12345;
+    for (int i = 0; i < 200000; i++) {
+        static const char alpha[] = "0123456789....:: a";
+        char str[20];
+        seed = seed * 1103515245u + 12345u;
+        int len = (int)(seed >> 16) % 18;
+        for (int k = 0; k < len; k++) {
+            seed = seed * 1103515245u + 12345u;
+            str[k] = alpha[(seed >> 16) % (sizeof(alpha) - 1)];
+        }
+        str[len] = '\0';
+        int want = inet_pton(AF_INET, str, ab) == 1 || inet_pton(AF_INET6, str, ab) == 1;
+        if (xl_is_ip(str) != want) {
+            fprintf(stderr, "xl_is_ip(\"%s\") != %d\n", str, want);
+            CHECK_INT_EQ(xl_is_ip(str), want);
+            break;
+        }
+    }
     CHECK_STR_EQ(xl_reason_name(XL_R_DELEGATION_CYCLE), "DelegationCycle");
     CHECK_STR_EQ(xl_reason_name(XL_R_COUNT), "Unknown");
     struct xl_errors e = {0};
