@@ -488,6 +488,7 @@ int main(int argc, char **argv)
             if (xlate_run(ctx, &(struct xlate_input){w.in, w.nobj, 0}, &snap, NULL) != 0)
                 return 1;
             fprintf(stderr, "full 10k: cpu %.1f ms\n", (double)(cpu_ns() - c0) / 1e6);
+            { extern double xl_prof[16]; for (int k = 7; k < 9; k++) { fprintf(stderr, " p%d=%.1f", k, xl_prof[k]); xl_prof[k] = 0; } fprintf(stderr, "\n"); }
             xlate_snapshot_unref(snap);
             xlate_ctx_free(ctx);
         }

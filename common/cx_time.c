@@ -205,9 +205,12 @@ int cx_duration_parse(const char *s, int64_t *ns, char *err, size_t errlen)
         size_t ulen = 0;
         int64_t unit = 0;
         for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-            size_t l = strlen(units[i].name);
+            const char *u = units[i].name;
+            if (*p != u[0])
+                continue; /* most units differ in the first byte */
+            size_t l = u[1] ? (u[2] ? 3 : 2) : 1;
             /* longest match: "ms" before "m", "ns" before nothing */
-            if (strncmp(p, units[i].name, l) == 0 && l > ulen) {
+            if (l > ulen && strncmp(p, u, l) == 0) {
                 ulen = l;
                 unit = units[i].ns;
             }

@@ -202,6 +202,22 @@ long xl_gw_find_sel(const struct xl_gw_memo *m, const struct xl_entry *vs)
     return found ? (long)at : -1;
 }
 
+int xl_gw_is_sel(struct xl_gw_memo *m, const struct xl_entry *vs)
+{
+    /* the entry at the finger or the one after it (pointers compared: no
+     * entry is read), else a search */
+    size_t f = m->sel_finger;
+    for (size_t i = f; i < m->nsel && i < f + 2; i++)
+        if (m->sel[i] == vs) {
+            m->sel_finger = i + 1;
+            return 1;
+        }
+    int found;
+    size_t at = bsearch_entry(m->sel, m->nsel, vs, &found);
+    m->sel_finger = found ? at + 1 : at;
+    return found;
+}
+
 long xl_gw_find_acc(const struct xl_gw_memo *m, const struct xl_entry *vs)
 {
     size_t lo = 0, hi = m->nacc;
@@ -1791,6 +1807,10 @@ static int copy_set(struct xds_resource_set *dst, const struct xds_resource_set 
     return 0;
 }
 
+#include <time.h>
+double xl_prof[16];
+static double pnow(void){struct timespec t;clock_gettime(CLOCK_THREAD_CPUTIME_ID,&t);return t.tv_sec*1e3+t.tv_nsec/1e6;}
+#define PT(i, x) do { double t0_ = pnow(); x; xl_prof[i] += pnow() - t0_; } while (0)
 static int pass(struct xlate_ctx *ctx, struct xlate_snapshot **out)
 {
     if (commit_candidates(ctx) != 0 || fix_lists(ctx) != 0 || time_scan(ctx) != 0 ||
@@ -1824,7 +1844,8 @@ static int pass(struct xlate_ctx *ctx, struct xlate_snapshot **out)
                 goto fail;
             continue;
         }
-        if (build_gateway(ctx, gwe) != 0)
+        int r2; PT(7, r2 = build_gateway(ctx, gwe));
+        if (r2 != 0)
             goto fail;
         struct xl_gw_memo *m = xl_map_get(&ctx->gw_memo, gwe->key, gwe->keylen);
         struct xlate_group *grp = &snap->groups[snap->ngroups++];
@@ -1840,7 +1861,8 @@ static int pass(struct xlate_ctx *ctx, struct xlate_snapshot **out)
         qsort(snap->groups, snap->ngroups, sizeof(*snap->groups), group_cmp);
     xlate_snapshot_seal(snap);
     snap->recheck_at = ctx->recheck_at;
-    if (xl_reports_build(ctx, snap) != 0)
+    int r3; PT(8, r3 = xl_reports_build(ctx, snap));
+    if (r3 != 0)
         goto fail;
     *out = snap;
     return 0;

@@ -255,12 +255,23 @@ static void perr(struct pctx *p, enum xlate_state st, enum xl_reason r, const ch
 
 /* Member |key| of |obj| (NULL if none): cJSON_GetObjectItemCaseSensitive
  * without a strcmp call per member (first bytes first; objects are small). */
+/* Whether member name |a| is |b|: inline, as names are a few bytes and
+ * compared a few times per field. */
+static inline int keyeq(const char *a, const char *b)
+{
+    while (*a && *a == *b) {
+        a++;
+        b++;
+    }
+    return *a == *b;
+}
+
 static const cJSON *member(const cJSON *obj, const char *key)
 {
     if (!obj || !cJSON_IsObject(obj))
         return NULL;
     for (const cJSON *c = obj->child; c; c = c->next)
-        if (c->string && c->string[0] == key[0] && strcmp(c->string, key) == 0)
+        if (c->string && c->string[0] == key[0] && keyeq(c->string, key))
             return c;
     return NULL;
 }
@@ -319,7 +330,7 @@ static void unknown_field(struct pctx *p, const cJSON *c, const char *const *all
 static int allowed_index(const cJSON *c, const char *const *allowed)
 {
     for (int k = 0; allowed[k]; k++)
-        if (c->string && c->string[0] == allowed[k][0] && strcmp(c->string, allowed[k]) == 0)
+        if (c->string && c->string[0] == allowed[k][0] && keyeq(c->string, allowed[k]))
             return k;
     return -1;
 }
@@ -709,15 +720,57 @@ static void parse_meta(struct pctx *p, const cJSON *obj)
 {
     struct xl_meta *m = &p->o->meta;
     const cJSON *md = member(obj, "metadata");
-    const char *ns = cx_json_str(md, "namespace");
-    const char *name = cx_json_str(md, "name");
+    /* one walk over metadata's members (every object has one; most have a
+     * few members more than these); the first of a name counts, as
+     * cJSON_GetObjectItem finds it */
+    const char *ns = NULL, *name = NULL, *uid = NULL, *creation = NULL;
+    const cJSON *gen = NULL, *labels = NULL;
+    int seen_ns = 0, seen_name = 0, seen_uid = 0, seen_creation = 0;
+    const cJSON *c;
+    for (c = cJSON_IsObject(md) ? md->child : NULL; c; c = c->next) {
+        const char *k = c->string;
+        if (!k)
+            continue;
+        const char *v = cJSON_IsString(c) ? c->valuestring : NULL;
+        switch (k[0]) {
+        case 'n':
+            if (!seen_ns && strcmp(k, "namespace") == 0) {
+                seen_ns = 1;
+                ns = v;
+            } else if (!seen_name && strcmp(k, "name") == 0) {
+                seen_name = 1;
+                name = v;
+            }
+            break;
+        case 'u':
+            if (!seen_uid && strcmp(k, "uid") == 0) {
+                seen_uid = 1;
+                uid = v;
+            }
+            break;
+        case 'c':
+            if (!seen_creation && strcmp(k, "creationTimestamp") == 0) {
+                seen_creation = 1;
+                creation = v;
+            }
+            break;
+        case 'g':
+            if (!gen && strcmp(k, "generation") == 0)
+                gen = c;
+            break;
+        case 'l':
+            if (!labels && strcmp(k, "labels") == 0)
+                labels = c;
+            break;
+        default:
+            break;
+        }
+    }
     m->ns = dup(p, ns && *ns ? ns : "default");
     m->name = dup(p, name ? name : "");
-    m->uid = cx_json_str(md, "uid") ? dup(p, cx_json_str(md, "uid")) : NULL;
-    m->creation = dup(p, cx_json_str(md, "creationTimestamp"));
-    const cJSON *gen = member(md, "generation");
+    m->uid = uid ? dup(p, uid) : NULL;
+    m->creation = dup(p, creation);
     m->generation = cJSON_IsNumber(gen) ? (int64_t)gen->valuedouble : 0;
-    const cJSON *labels = member(md, "labels");
     size_t n = 0;
     const cJSON *l;
     cJSON_ArrayForEach(l, labels)
@@ -737,7 +790,8 @@ static void parse_meta(struct pctx *p, const cJSON *obj)
                 m->nlabels++;
             }
         }
-        qsort(m->labels, m->nlabels, sizeof(*m->labels), label_cmp);
+        if (m->nlabels > 1)
+            qsort(m->labels, m->nlabels, sizeof(*m->labels), label_cmp);
     }
     if (!md || !cJSON_IsObject(md))
         REJECT(p, XL_R_INVALID_SPEC, "metadata: required");

@@ -171,6 +171,7 @@ struct xl_gw_memo {
     enum xlate_gateway_mode mode;
     struct xl_entry **sel; /* selected VirtualServices, sorted */
     size_t nsel, capsel;
+    size_t sel_finger; /* xl_gw_is_sel: where the last lookup ended */
     struct xl_slot *acc; /* accepted (served, no conflict), sorted */
     size_t nacc;
     struct xl_map conflicts; /* VirtualService key -> message (malloc) */
@@ -301,6 +302,9 @@ int xl_selector_matches(const struct filter_selector *sel, const struct xl_entry
 int xl_entry_cmp(const struct xl_entry *x, const struct xl_entry *y);
 /* Index of |vs| in the memo's selection or accepted list, or -1. */
 long xl_gw_find_sel(const struct xl_gw_memo *m, const struct xl_entry *vs);
+/* Whether |vs| is selected: xl_gw_find_sel >= 0, in constant time when
+ * the calls come in name order (the reports walk VirtualServices so). */
+int xl_gw_is_sel(struct xl_gw_memo *m, const struct xl_entry *vs);
 long xl_gw_find_acc(const struct xl_gw_memo *m, const struct xl_entry *vs);
 /* xds_resource_new with the context's SHA-256 (same version). Takes
  * ownership of |bytes|. */

@@ -124,7 +124,7 @@ static size_t uses_of(struct xlate_ctx *ctx, const struct xl_entry *v, struct xl
     for (size_t i = 0; i < ctx->nlist[XLATE_KIND_GATEWAY]; i++) {
         struct xl_entry *g = ctx->list[XLATE_KIND_GATEWAY][i];
         struct xl_gw_memo *m = xl_map_get(&ctx->gw_memo, g->key, g->keylen);
-        if (!m || xl_gw_find_sel(m, v) < 0)
+        if (!m || !xl_gw_is_sel(m, v))
             continue;
         *modes |= 1 << m->mode;
         if (n < cap) {
@@ -304,7 +304,7 @@ static int reportable(enum xlate_kind k)
 
 static struct xlate_report_block *build_block(struct xlate_ctx *ctx)
 {
-    size_t n = 0, bytes = 0;
+    size_t n = 0;
     for (size_t ki = 0; ki < sizeof(report_kinds) / sizeof(report_kinds[0]); ki++)
         n += ctx->nlist[report_kinds[ki]];
     struct xlate_report_block *b = calloc(1, sizeof(*b));
@@ -317,50 +317,62 @@ static struct xlate_report_block *build_block(struct xlate_ctx *ctx)
         xlate_report_block_unref(b);
         return NULL;
     }
-    /* each entry visited once (they are scattered): the reports point at
-     * its strings while their sizes are summed, then the strings are copied
-     * into the block from there */
+    /* one visit per entry (they are scattered): its strings are appended to
+     * the block as they are met, the reports hold offsets until the block
+     * has its final address */
+    size_t cap = n * 96 + 64, used = 0;
+    char *str = malloc(cap);
+    if (!str) {
+        xlate_report_block_unref(b);
+        return NULL;
+    }
+#define APPEND(field, src)                                            \
+    do {                                                              \
+        const char *s_ = (src);                                       \
+        size_t l_ = strlen(s_) + 1;                                   \
+        if (cap - used < l_) {                                        \
+            size_t c_ = cap * 2 > used + l_ ? cap * 2 : used + l_;    \
+            char *g_ = realloc(str, c_);                              \
+            if (!g_) {                                                \
+                free(str);                                            \
+                xlate_report_block_unref(b);                          \
+                return NULL;                                          \
+            }                                                         \
+            str = g_;                                                 \
+            cap = c_;                                                 \
+        }                                                             \
+        memcpy(str + used, s_, l_);                                   \
+        r->field = (char *)(uintptr_t)used;                           \
+        used += l_;                                                   \
+    } while (0)
     for (size_t ki = 0; ki < sizeof(report_kinds) / sizeof(report_kinds[0]); ki++) {
         enum xlate_kind kind = report_kinds[ki];
         for (size_t i = 0; i < ctx->nlist[kind]; i++) {
             const struct xl_entry *e = ctx->list[kind][i];
             struct xlate_report *r = &b->reports[b->n++];
-            r->kind = (char *)xlate_kind_name(kind);
-            r->namespace = e->obj.meta.ns;
-            r->name = e->obj.meta.name;
-            r->uid = e->obj.meta.uid;
+            r->kind = (char *)xlate_kind_name(kind); /* static: not copied */
             r->generation = e->obj.meta.generation;
             r->state = e->rep_state;
-            r->reason = (char *)e->rep_reason;
-            r->message = e->rep_msg;
-            bytes += strlen(r->kind) + strlen(r->namespace) + strlen(r->name) +
-                     (r->uid ? strlen(r->uid) : 0) + strlen(r->reason) + strlen(r->message) + 6;
+            r->reason = (char *)e->rep_reason; /* static: not copied */
+            APPEND(namespace, e->obj.meta.ns);
+            APPEND(name, e->obj.meta.name);
+            if (e->obj.meta.uid)
+                APPEND(uid, e->obj.meta.uid);
+            else
+                r->uid = NULL;
+            APPEND(message, e->rep_msg);
         }
     }
-    b->strings = malloc(bytes ? bytes : 1);
-    if (!b->strings) {
-        xlate_report_block_unref(b);
-        return NULL;
-    }
-    char *p = b->strings;
-#define COPY(field)                       \
-    do {                                  \
-        size_t l_ = strlen(r->field) + 1; \
-        memcpy(p, r->field, l_);          \
-        r->field = p;                     \
-        p += l_;                          \
-    } while (0)
+#undef APPEND
+    b->strings = str;
     for (size_t i = 0; i < b->n; i++) {
         struct xlate_report *r = &b->reports[i];
-        COPY(kind);
-        COPY(namespace);
-        COPY(name);
+        r->namespace = str + (uintptr_t)r->namespace;
+        r->name = str + (uintptr_t)r->name;
         if (r->uid)
-            COPY(uid);
-        COPY(reason);
-        COPY(message);
+            r->uid = str + (uintptr_t)r->uid;
+        r->message = str + (uintptr_t)r->message;
     }
-#undef COPY
     return b;
 }
 
