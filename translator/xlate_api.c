@@ -1729,7 +1729,19 @@ static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
     cJSON_ArrayForEach(e, eps)
     {
         struct xl_slice_endpoint *x = &s->endpoints[s->nendpoints];
-        const cJSON *addrs = member(e, "addresses");
+        /* one walk over the endpoint's members (Kubernetes writes several
+         * more: nodeName, targetRef, hints...); the first of a name counts */
+        const cJSON *addrs = NULL, *conds = NULL, *zm = NULL, *c;
+        for (c = cJSON_IsObject(e) ? e->child : NULL; c; c = c->next) {
+            if (!c->string)
+                continue;
+            if (!addrs && c->string[0] == 'a' && keyeq(c->string, "addresses"))
+                addrs = c;
+            else if (!conds && c->string[0] == 'c' && keyeq(c->string, "conditions"))
+                conds = c;
+            else if (!zm && c->string[0] == 'z' && keyeq(c->string, "zone"))
+                zm = c;
+        }
         size_t na = (size_t)cJSON_GetArraySize(addrs);
         if (!cJSON_IsArray(addrs) || na == 0)
             continue;
@@ -1742,11 +1754,10 @@ static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
             if (cJSON_IsString(a) && xl_is_ip(a->valuestring))
                 x->addresses[x->naddresses++] = dup(p, a->valuestring);
         }
-        const cJSON *ready = member(member(e, "conditions"), "ready");
+        const cJSON *ready = member(conds, "ready");
         /* Kubernetes: a nil ready condition is to be read as ready. */
         x->ready = !cJSON_IsBool(ready) || cJSON_IsTrue(ready);
-        const char *zone = cx_json_str(e, "zone");
-        zone = zone ? zone : "";
+        const char *zone = cJSON_IsString(zm) ? zm->valuestring : "";
         x->zone = NULL;
         for (size_t z = 0; z < nzones && !x->zone; z++)
             if (strcmp(zones[z], zone) == 0)
