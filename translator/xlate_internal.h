@@ -171,7 +171,7 @@ struct xl_gw_memo {
     enum xlate_gateway_mode mode;
     struct xl_entry **sel; /* selected VirtualServices, sorted */
     size_t nsel, capsel;
-    size_t sel_finger; /* xl_gw_is_sel: where the last lookup ended */
+    size_t sel_finger;   /* xl_gw_is_sel: where the last lookup ended */
     struct xl_slot *acc; /* accepted (served, no conflict), sorted */
     size_t nacc;
     struct xl_map conflicts; /* VirtualService key -> message (malloc) */

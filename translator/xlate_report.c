@@ -326,24 +326,24 @@ static struct xlate_report_block *build_block(struct xlate_ctx *ctx)
         xlate_report_block_unref(b);
         return NULL;
     }
-#define APPEND(field, src)                                            \
-    do {                                                              \
-        const char *s_ = (src);                                       \
-        size_t l_ = strlen(s_) + 1;                                   \
-        if (cap - used < l_) {                                        \
-            size_t c_ = cap * 2 > used + l_ ? cap * 2 : used + l_;    \
-            char *g_ = realloc(str, c_);                              \
-            if (!g_) {                                                \
-                free(str);                                            \
-                xlate_report_block_unref(b);                          \
-                return NULL;                                          \
-            }                                                         \
-            str = g_;                                                 \
-            cap = c_;                                                 \
-        }                                                             \
-        memcpy(str + used, s_, l_);                                   \
-        r->field = (char *)(uintptr_t)used;                           \
-        used += l_;                                                   \
+#define APPEND(field, src)                                         \
+    do {                                                           \
+        const char *s_ = (src);                                    \
+        size_t l_ = strlen(s_) + 1;                                \
+        if (cap - used < l_) {                                     \
+            size_t c_ = cap * 2 > used + l_ ? cap * 2 : used + l_; \
+            char *g_ = realloc(str, c_);                           \
+            if (!g_) {                                             \
+                free(str);                                         \
+                xlate_report_block_unref(b);                       \
+                return NULL;                                       \
+            }                                                      \
+            str = g_;                                              \
+            cap = c_;                                              \
+        }                                                          \
+        memcpy(str + used, s_, l_);                                \
+        r->field = (char *)(uintptr_t)used;                        \
+        used += l_;                                                \
     } while (0)
     for (size_t ki = 0; ki < sizeof(report_kinds) / sizeof(report_kinds[0]); ki++) {
         enum xlate_kind kind = report_kinds[ki];

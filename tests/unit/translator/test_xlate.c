@@ -699,6 +699,57 @@ static void test_changes_need_a_full_view_first_after_failure(void)
     cJSON_Delete(w.docs);
 }
 
+/* Many entries at once are sorted by their keys' first 16 bytes, then the
+ * whole key: names that share 16 bytes and names that are prefixes of
+ * others still come out in (namespace, name) order, as the reports show. */
+static void test_many_entries_sorted_by_name(void)
+{
+    enum { N = 300 };
+    static const char *const ns[] = {"a", "a-b", "aa", "team-with-a-long-name"};
+    cJSON *objs[N];
+    struct xlate_object in[N];
+    for (int i = 0; i < N; i++) {
+        char name[80];
+        /* long shared prefixes; some names prefixes of others; shuffled */
+        int k = (i * 7919) % N;
+        snprintf(name, sizeof(name), "%s%d", k % 3 ? "virtual-service-" : "v", k / 2);
+        objs[i] = cJSON_CreateObject();
+        cJSON_AddStringToObject(objs[i], "apiVersion", "coxswain.dev/v1");
+        cJSON_AddStringToObject(objs[i], "kind", "VirtualService");
+        cJSON *md = cJSON_AddObjectToObject(objs[i], "metadata");
+        cJSON_AddStringToObject(md, "name", name);
+        cJSON_AddStringToObject(md, "namespace", ns[k % 4]);
+        cJSON_AddObjectToObject(objs[i], "spec");
+        in[i] = (struct xlate_object){.kind = XLATE_KIND_VIRTUAL_SERVICE, .obj = objs[i]};
+    }
+    struct xlate_ctx *ctx = xlate_ctx_new();
+    struct xlate_snapshot *s = NULL;
+    REQUIRE_INT_EQ(xlate_run(ctx, &(struct xlate_input){in, N, 0}, &s, NULL), 0);
+    size_t nvs = 0;
+    const struct xlate_report *prev = NULL;
+    for (size_t i = 0; i < s->nreports; i++) {
+        const struct xlate_report *r = &s->reports[i];
+        if (strcmp(r->kind, "VirtualService") != 0)
+            continue;
+        nvs++;
+        if (prev) {
+            int c = strcmp(prev->namespace, r->namespace);
+            if (c == 0)
+                c = strcmp(prev->name, r->name);
+            if (c >= 0)
+                fprintf(stderr, "out of order: %s/%s before %s/%s\n", prev->namespace, prev->name,
+                        r->namespace, r->name);
+            CHECK(c < 0);
+        }
+        prev = r;
+    }
+    CHECK_INT_EQ(nvs, N - 0); /* every name is distinct */
+    xlate_snapshot_unref(s);
+    xlate_ctx_free(ctx);
+    for (int i = 0; i < N; i++)
+        cJSON_Delete(objs[i]);
+}
+
 static void test_digest(void)
 {
     cJSON *a = cJSON_Parse("{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":"
@@ -726,6 +777,7 @@ static const struct cxt_case cases[] = {
     CXT(test_work_follows_the_change),
     CXT(test_report_block_arrays_go_with_their_snapshots),
     CXT(test_changes_need_a_full_view_first_after_failure),
+    CXT(test_many_entries_sorted_by_name),
     CXT(test_digest),
 };
 CXT_MAIN(cases)
