@@ -495,11 +495,13 @@ static const void *ptrkey_entry(const struct xl_entry *e)
     return &e->digest;
 }
 
-/* The (digest, pointer) index serves only full views after the first: it
- * tells an input object that is the very one of the previous pass without
- * reading it. It is built by the first full view that finds entries (the
- * first pass of a context has nothing to find) and kept up to date from
- * then on. */
+/* The (digest, pointer) index serves full views: it tells an input object
+ * that is the very one of the previous pass without reading it. A full view
+ * builds it when it is not kept (a new context, or after a failed pass
+ * cleared everything), with room for the view's objects; from then on
+ * every pass keeps it. (Building it only for the second full view saved
+ * a few ms of the first, but made the changes path slower: 0.85 -> 1.55
+ * ms for one VirtualService at 10k.) */
 static void ptr_del(struct xlate_ctx *ctx, struct xl_entry *e)
 {
     if (ctx->by_ptr_live && e->obj_ptr)
@@ -511,13 +513,14 @@ static int ptr_put(struct xlate_ctx *ctx, struct xl_entry *e)
     return ctx->by_ptr_live ? xl_map_put(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN, e) : 0;
 }
 
-static int ptr_build(struct xlate_ctx *ctx)
+static int ptr_build(struct xlate_ctx *ctx, size_t objects)
 {
     size_t n = 0;
     for (int k = 0; k < XLATE_KIND_COUNT; k++)
         n += ctx->by_key[k].n;
-    if (ctx->by_ptr_live || n == 0)
+    if (ctx->by_ptr_live)
         return 0;
+    n = n > objects ? n : objects;
     xl_map_free(&ctx->by_ptr);
     if (xl_map_reserve(&ctx->by_ptr, n) != 0)
         return -1;
@@ -1978,7 +1981,7 @@ int xlate_run(struct xlate_ctx *ctx, const struct xlate_input *in, struct xlate_
     ctx->broken = 0;
     ctx->now = in->now;
     ctx->stats.objects = in->n;
-    int rc = ptr_build(ctx) != 0 || reserve(ctx, in) != 0 ? -1 : 0;
+    int rc = ptr_build(ctx, in->n) != 0 || reserve(ctx, in) != 0 ? -1 : 0;
     for (size_t i = 0; i < in->n && rc == 0; i++) {
         /* the objects are scattered in memory and ingest reads a few nodes
          * of each: ask for the next ones' early */
