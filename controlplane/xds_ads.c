@@ -1,6 +1,7 @@
 #include "xds_ads.h"
 
 #include "cx_hash.h"
+#include "cx_wire.h"
 #include "xlate_snapshot.h"
 
 #include "envoy/service/discovery/v3/discovery.pb-c.h"
@@ -616,36 +617,9 @@ int xds_ads_next(struct xds_ads_stream *s, const struct xds_ads_sets *sets, int6
  *   1 version_info, 2 resources (Any: 1 type_url, 2 value), 4 type_url,
  *   5 nonce, 6 control_plane (1 identifier). */
 
-static size_t varint_len(uint64_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
-static size_t put_varint(uint8_t *p, uint64_t v)
-{
-    size_t n = 0;
-    while (v >= 0x80) {
-        p[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    p[n++] = (uint8_t)v;
-    return n;
-}
-
-/* Size of a length-delimited field with a one-byte tag. */
-static size_t ld_size(size_t len)
-{
-    return 1 + varint_len(len) + len;
-}
-
 static size_t any_size(const char *url, const struct xds_resource *r)
 {
-    return ld_size(strlen(url)) + ld_size(r->len);
+    return cx_ld_len(strlen(url)) + cx_ld_len(r->len);
 }
 
 size_t xds_ads_resources_size(enum xds_type type, struct xds_resource *const *items, size_t n)
@@ -653,7 +627,7 @@ size_t xds_ads_resources_size(enum xds_type type, struct xds_resource *const *it
     const char *url = xds_type_url(type);
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
-        total += ld_size(any_size(url, items[i]));
+        total += cx_ld_len(any_size(url, items[i]));
     return total;
 }
 
@@ -662,13 +636,13 @@ size_t xds_ads_response_size(const struct xds_ads_response *r, const char *ident
     const char *url = xds_type_url(r->type);
     size_t n = 0;
     if (r->version[0])
-        n += ld_size(strlen(r->version));
+        n += cx_ld_len(strlen(r->version));
     n += xds_ads_resources_size(r->type, r->items, r->n);
-    n += ld_size(strlen(url));
+    n += cx_ld_len(strlen(url));
     if (r->nonce[0])
-        n += ld_size(strlen(r->nonce));
+        n += cx_ld_len(strlen(r->nonce));
     if (identifier && identifier[0])
-        n += ld_size(ld_size(strlen(identifier)));
+        n += cx_ld_len(cx_ld_len(strlen(identifier)));
     return n;
 }
 
@@ -677,7 +651,7 @@ static int emit_ld(xds_ads_emit_fn emit, void *user, uint8_t tag, size_t len, co
 {
     uint8_t hdr[11];
     hdr[0] = tag;
-    size_t h = 1 + put_varint(hdr + 1, len);
+    size_t h = 1 + cx_put_varint(hdr + 1, len);
     int rc = emit(user, hdr, h, NULL);
     if (rc == 0 && s && len)
         rc = emit(user, s, len, NULL);
@@ -717,7 +691,7 @@ int xds_ads_emit_tail(const struct xds_ads_response *r, const char *identifier,
         rc = emit_ld(emit, user, 0x2a, strlen(r->nonce), r->nonce);
     if (rc == 0 && identifier && identifier[0]) {
         size_t il = strlen(identifier);
-        rc = emit_ld(emit, user, 0x32, ld_size(il), NULL);
+        rc = emit_ld(emit, user, 0x32, cx_ld_len(il), NULL);
         if (rc == 0)
             rc = emit_ld(emit, user, 0x0a, il, identifier);
     }

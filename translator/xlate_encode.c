@@ -1,5 +1,6 @@
 #include "xlate_encode.h"
 
+#include "cx_wire.h"
 #include "xlate_util.h"
 
 #include "envoy/config/cluster/v3/cluster.pb-c.h"
@@ -113,17 +114,6 @@ static ConfigSource *ads_source(struct xl_arena *a)
     return cs;
 }
 
-static size_t put_varint(uint8_t *p, uint64_t v)
-{
-    size_t n = 0;
-    while (v >= 0x80) {
-        p[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    p[n++] = (uint8_t)v;
-    return n;
-}
-
 /* ---- VirtualHost, written back to front --------------------------------------
  *
  * One per VirtualService and gateway mode: the bulk of a full translation's
@@ -203,7 +193,7 @@ static inline void rw_varint(struct rw *w, uint64_t v)
         return;
     }
     uint8_t tmp[10];
-    size_t n = put_varint(tmp, v);
+    size_t n = cx_put_varint(tmp, v);
     uint8_t *p = rw_front(w, n);
     if (p)
         memcpy(p, tmp, n);
@@ -390,13 +380,13 @@ int xl_encode_route_config(const char *name, const struct xl_bytes *vhosts, size
     size_t o = 0;
     if (nlen) { /* field 1 (name), wire type 2 */
         b[o++] = 0x0a;
-        o += put_varint(b + o, nlen);
+        o += cx_put_varint(b + o, nlen);
         memcpy(b + o, name, nlen);
         o += nlen;
     }
     for (size_t i = 0; i < n; i++) { /* field 2 (virtual_hosts), wire type 2 */
         b[o++] = 0x12;
-        o += put_varint(b + o, vhosts[i].len);
+        o += cx_put_varint(b + o, vhosts[i].len);
         if (vhosts[i].len)
             memcpy(b + o, vhosts[i].data, vhosts[i].len);
         o += vhosts[i].len;
@@ -808,32 +798,16 @@ int xl_encode_cluster_tls(const char *name, enum xl_lb_policy lb, int64_t connec
 #define TAG_LEN(f)    ((uint8_t)((f) << 3 | 2))
 #define TAG_VARINT(f) ((uint8_t)((f) << 3))
 
-static size_t varint_len(uint64_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
-/* A length-delimited field holding |len| bytes. */
-static size_t field_len(size_t len)
-{
-    return 1 + varint_len(len) + len;
-}
-
 /* google.protobuf.UInt32Value{value: v} as a field. */
 static size_t u32_value_len(uint32_t v)
 {
-    return field_len(v ? 1 + varint_len(v) : 0);
+    return cx_ld_len(v ? 1 + cx_varint_len(v) : 0);
 }
 
 static uint8_t *put_len(uint8_t *p, uint8_t tag, size_t len)
 {
     *p++ = tag;
-    return p + put_varint(p, len);
+    return p + cx_put_varint(p, len);
 }
 
 static uint8_t *put_str(uint8_t *p, uint8_t tag, const char *s, size_t len)
@@ -847,21 +821,21 @@ static uint8_t *put_u32_value(uint8_t *p, uint8_t tag, uint32_t v)
 {
     if (!v)
         return put_len(p, tag, 0);
-    p = put_len(p, tag, 1 + varint_len(v));
+    p = put_len(p, tag, 1 + cx_varint_len(v));
     *p++ = TAG_VARINT(1);
-    return p + put_varint(p, v);
+    return p + cx_put_varint(p, v);
 }
 
 /* SocketAddress{address, port_value} inside Address inside Endpoint. */
 static size_t socket_address_len(const struct xl_lb_endpoint *e)
 {
     size_t al = strlen(e->address);
-    return (al ? field_len(al) : 0) + 1 + varint_len(e->port);
+    return (al ? cx_ld_len(al) : 0) + 1 + cx_varint_len(e->port);
 }
 
 static size_t lb_endpoint_len(const struct xl_lb_endpoint *e)
 {
-    size_t n = field_len(field_len(field_len(socket_address_len(e)))) + 2; /* + health_status */
+    size_t n = cx_ld_len(cx_ld_len(cx_ld_len(socket_address_len(e)))) + 2; /* + health_status */
     if (e->weight != 1)
         n += u32_value_len(e->weight);
     return n;
@@ -871,14 +845,14 @@ static uint8_t *put_lb_endpoint(uint8_t *p, const struct xl_lb_endpoint *e)
 {
     size_t sa = socket_address_len(e);
     p = put_len(p, TAG_LEN(2), lb_endpoint_len(e));       /* LocalityLbEndpoints.lb_endpoints */
-    p = put_len(p, TAG_LEN(1), field_len(field_len(sa))); /* LbEndpoint.endpoint */
-    p = put_len(p, TAG_LEN(1), field_len(sa));            /* Endpoint.address */
+    p = put_len(p, TAG_LEN(1), cx_ld_len(cx_ld_len(sa))); /* LbEndpoint.endpoint */
+    p = put_len(p, TAG_LEN(1), cx_ld_len(sa));            /* Endpoint.address */
     p = put_len(p, TAG_LEN(1), sa);                       /* Address.socket_address */
     size_t al = strlen(e->address);
     if (al)
         p = put_str(p, TAG_LEN(2), e->address, al); /* SocketAddress.address */
     *p++ = TAG_VARINT(3);                           /* SocketAddress.port_value */
-    p += put_varint(p, e->port);
+    p += cx_put_varint(p, e->port);
     *p++ = TAG_VARINT(2); /* LbEndpoint.health_status */
     *p++ = ENVOY__CONFIG__CORE__V3__HEALTH_STATUS__HEALTHY;
     if (e->weight != 1)
@@ -899,9 +873,9 @@ static uint32_t locality_weight(const struct xl_lb_endpoint *eps, size_t n)
 static size_t locality_len(const struct xl_lb_endpoint *eps, size_t n)
 {
     size_t zl = strlen(eps[0].zone);
-    size_t len = field_len(zl ? field_len(zl) : 0) + u32_value_len(locality_weight(eps, n));
+    size_t len = cx_ld_len(zl ? cx_ld_len(zl) : 0) + u32_value_len(locality_weight(eps, n));
     for (size_t k = 0; k < n; k++)
-        len += field_len(lb_endpoint_len(&eps[k]));
+        len += cx_ld_len(lb_endpoint_len(&eps[k]));
     return len;
 }
 
@@ -917,10 +891,10 @@ static size_t zone_run(const struct xl_lb_endpoint *eps, size_t n, size_t i)
 int xl_encode_cla(const char *name, const struct xl_lb_endpoint *eps, size_t n, uint8_t **out,
                   size_t *len)
 {
-    size_t nl = strlen(name), total = nl ? field_len(nl) : 0;
+    size_t nl = strlen(name), total = nl ? cx_ld_len(nl) : 0;
     for (size_t i = 0; i < n;) {
         size_t run = zone_run(eps, n, i);
-        total += field_len(locality_len(&eps[i], run));
+        total += cx_ld_len(locality_len(&eps[i], run));
         i += run;
     }
     uint8_t *b = malloc(total ? total : 1);
@@ -933,7 +907,7 @@ int xl_encode_cla(const char *name, const struct xl_lb_endpoint *eps, size_t n, 
         size_t run = zone_run(eps, n, i);
         size_t zl = strlen(eps[i].zone);
         p = put_len(p, TAG_LEN(2), locality_len(&eps[i], run)); /* endpoints */
-        p = put_len(p, TAG_LEN(1), zl ? field_len(zl) : 0);     /* locality */
+        p = put_len(p, TAG_LEN(1), zl ? cx_ld_len(zl) : 0);     /* locality */
         if (zl)
             p = put_str(p, TAG_LEN(2), eps[i].zone, zl); /* Locality.zone */
         for (size_t k = i; k < i + run; k++)
