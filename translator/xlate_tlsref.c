@@ -21,6 +21,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Secret or ConfigMap |ref| (kind |kind|) as a reference from namespace
+ * |from| may use it: found, and in the same namespace or allowing |from|
+ * by annotation. XL_R_NONE with *e set, else the reason and a message in
+ * |why|. */
+static enum xl_reason ref_entry(struct xlate_ctx *ctx, enum xlate_kind kind, const char *from,
+                                const struct xl_obj_ref *ref, struct xl_entry **e, char *why,
+                                size_t n)
+{
+    const char *what = xlate_kind_name(kind);
+    *e = xl_find(ctx, kind, ref->ns, ref->name);
+    if (!*e) {
+        snprintf(why, n, "%s %s/%s not found", what, ref->ns, ref->name);
+        return kind == XLATE_KIND_SECRET ? XL_R_SECRET_NOT_FOUND : XL_R_CONFIG_MAP_NOT_FOUND;
+    }
+    const char *allow =
+        kind == XLATE_KIND_SECRET ? (*e)->obj.u.secret.allow_from : (*e)->obj.u.cm.allow_from;
+    if (!xl_tls_ref_allowed(from, ref->ns, allow)) {
+        snprintf(why, n,
+                 "%s %s/%s is in another namespace and does not allow references from "
+                 "namespace %s (annotation " XLATE_ALLOW_REFS_ANNOTATION ")",
+                 what, ref->ns, ref->name, from);
+        *e = NULL;
+        return XL_R_REF_NOT_PERMITTED;
+    }
+    return XL_R_NONE;
+}
+
 /* Why Secret |ref| cannot serve as a certificate for an object of
  * namespace |from|: 0 and *out set when it can, else the reason with a
  * message in |why|. */
@@ -28,20 +55,12 @@ static enum xl_reason secret_usable(struct xlate_ctx *ctx, const char *from,
                                     const struct xl_obj_ref *ref, struct xl_entry **out, char *why,
                                     size_t n)
 {
-    struct xl_entry *se = xl_find(ctx, XLATE_KIND_SECRET, ref->ns, ref->name);
+    struct xl_entry *se;
     *out = NULL;
-    if (!se) {
-        snprintf(why, n, "Secret %s/%s not found", ref->ns, ref->name);
-        return XL_R_SECRET_NOT_FOUND;
-    }
+    enum xl_reason r = ref_entry(ctx, XLATE_KIND_SECRET, from, ref, &se, why, n);
+    if (r != XL_R_NONE)
+        return r;
     const struct xl_secret *s = &se->obj.u.secret;
-    if (!xl_tls_ref_allowed(from, ref->ns, s->allow_from)) {
-        snprintf(why, n,
-                 "Secret %s/%s is in another namespace and does not allow references from "
-                 "namespace %s (annotation " XLATE_ALLOW_REFS_ANNOTATION ")",
-                 ref->ns, ref->name, from);
-        return XL_R_REF_NOT_PERMITTED;
-    }
     if (s->state != XL_SECRET_OK) {
         snprintf(why, n, "Secret %s/%s: %s", ref->ns, ref->name,
                  s->problem ? s->problem : "unusable");
@@ -59,21 +78,13 @@ static enum xl_reason ca_usable(struct xlate_ctx *ctx, const char *from,
                                 const char **pem, uint64_t *cache, int *cache_ok, char *cache_msg,
                                 size_t cache_len, char *why, size_t n)
 {
-    struct xl_entry *ce = xl_find(ctx, XLATE_KIND_CONFIG_MAP, ref->ns, ref->name);
+    struct xl_entry *ce;
     *out = NULL;
     *pem = NULL;
-    if (!ce) {
-        snprintf(why, n, "ConfigMap %s/%s not found", ref->ns, ref->name);
-        return XL_R_CONFIG_MAP_NOT_FOUND;
-    }
+    enum xl_reason r = ref_entry(ctx, XLATE_KIND_CONFIG_MAP, from, ref, &ce, why, n);
+    if (r != XL_R_NONE)
+        return r;
     const struct xl_config_map *c = &ce->obj.u.cm;
-    if (!xl_tls_ref_allowed(from, ref->ns, c->allow_from)) {
-        snprintf(why, n,
-                 "ConfigMap %s/%s is in another namespace and does not allow references from "
-                 "namespace %s (annotation " XLATE_ALLOW_REFS_ANNOTATION ")",
-                 ref->ns, ref->name, from);
-        return XL_R_REF_NOT_PERMITTED;
-    }
     const char *v = xl_config_map_get(c, ref->key);
     if (!v) {
         snprintf(why, n, "ConfigMap %s/%s has no key %s", ref->ns, ref->name, ref->key);
