@@ -1,5 +1,7 @@
 #include "cxtest.h"
 
+#include <openssl/evp.h>
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -110,4 +112,17 @@ int cxt_main(int argc, char **argv, const struct cxt_case *cases, size_t n)
         failed |= case_failed;
     }
     return failed ? 1 : 0;
+}
+
+char *cxt_read_file_b64(const char *path)
+{
+    size_t len;
+    char *d = cxt_read_file(path, &len);
+    if (!d)
+        return NULL;
+    char *out = malloc(4 * (len / 3 + 1) + 1);
+    if (out)
+        EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)d, (int)len);
+    free(d);
+    return out;
 }

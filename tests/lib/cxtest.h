@@ -50,6 +50,9 @@ const char *cxt_data_path(const char *rel);
 int cxt_slowdown(void);
 /* Reads a whole file; caller frees. NULL if unreadable. */
 char *cxt_read_file(const char *path, size_t *len);
+/* A whole file in base64 (as Kubernetes holds Secret data); caller frees.
+ * NULL if unreadable. */
+char *cxt_read_file_b64(const char *path);
 
 #define CXT_CHECK_(fatal, cond)                               \
     do {                                                      \

@@ -188,20 +188,10 @@ static void test_ca_bundles(void)
 
 static char *b64(const char *name)
 {
-    size_t len;
-    unsigned char *d = (unsigned char *)file(name, &len);
-    static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char *out = calloc(1, 4 * (len / 3 + 2));
-    size_t o = 0;
-    for (size_t k = 0; k < len; k += 3) {
-        uint32_t v = (uint32_t)d[k] << 16 | (k + 1 < len ? (uint32_t)d[k + 1] << 8 : 0) |
-                     (k + 2 < len ? d[k + 2] : 0);
-        out[o++] = t[v >> 18 & 63];
-        out[o++] = t[v >> 12 & 63];
-        out[o++] = k + 1 < len ? t[v >> 6 & 63] : '=';
-        out[o++] = k + 2 < len ? t[v & 63] : '=';
-    }
-    free(d);
+    char rel[200];
+    snprintf(rel, sizeof(rel), "tls/%s", name);
+    char *out = cxt_read_file_b64(cxt_data_path(rel));
+    REQUIRE(out);
     return out;
 }
 
