@@ -118,6 +118,20 @@ static int write_presend(void *arg)
     return election_guard_recheck(election_guard_of(el->e), el->write_term) ? 0 : 1;
 }
 
+/* Options of a guarded test write in |term|: one attempt that may not
+ * outlive the |timeout_ns| the guard allowed, checked again right before
+ * it is sent. */
+static struct kube_req_opts write_opts(struct elect *el, uint64_t term, int64_t timeout_ns)
+{
+    int64_t ms = timeout_ns / 1000000;
+    el->write_term = term;
+    return (struct kube_req_opts){.timeout_ms = ms < 1 ? 1 : ms,
+                                  .deadline_ms = ms < 1 ? 1 : ms,
+                                  .max_attempts = 1,
+                                  .presend = write_presend,
+                                  .presend_arg = el};
+}
+
 static void on_write_done(struct kube_result *r, void *arg)
 {
     struct elect *el = arg;
@@ -137,13 +151,7 @@ static void on_write_done(struct kube_result *r, void *arg)
             cJSON *md = cJSON_AddObjectToObject(cm, "metadata");
             cJSON_AddStringToObject(md, "name", el->write_cm);
             cJSON_AddStringToObject(md, "namespace", el->ns);
-            int64_t ms = timeout_ns / 1000000;
-            el->write_term = term;
-            struct kube_req_opts o = {.timeout_ms = ms < 1 ? 1 : ms,
-                                      .deadline_ms = ms < 1 ? 1 : ms,
-                                      .max_attempts = 1,
-                                      .presend = write_presend,
-                                      .presend_arg = el};
+            struct kube_req_opts o = write_opts(el, term, timeout_ns);
             el->write_call =
                 kube_create(el->kc, &election_res_configmaps, el->ns, cm, &o, on_write_done, el);
             cJSON_Delete(cm);
@@ -182,12 +190,7 @@ static void write_now(struct elect *el)
              "\",\"mono\":\"%" PRId64 "\"}}",
              el->identity, term, el->seq, cx_mono_ns());
     int64_t ms = timeout_ns / 1000000;
-    el->write_term = term;
-    struct kube_req_opts o = {.timeout_ms = ms < 1 ? 1 : ms,
-                              .deadline_ms = ms < 1 ? 1 : ms,
-                              .max_attempts = 1,
-                              .presend = write_presend,
-                              .presend_arg = el};
+    struct kube_req_opts o = write_opts(el, term, timeout_ns);
     int64_t checked = cx_mono_ns();
     el->write_call = kube_patch(el->kc, &election_res_configmaps, el->ns, el->write_cm,
                                 KUBE_PATCH_MERGE, patch, 0, &o, on_write_done, el);
