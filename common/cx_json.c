@@ -8,15 +8,8 @@
 
 const char *cx_json_str(const cJSON *obj, const char *key)
 {
-    /* cJSON_GetObjectItemCaseSensitive without a strcmp call per member:
-     * first bytes first (called for every object the informers and the
-     * translator read) */
-    if (!cJSON_IsObject(obj))
-        return NULL;
-    for (const cJSON *c = obj->child; c; c = c->next)
-        if (c->string && c->string[0] == key[0] && strcmp(c->string, key) == 0)
-            return cJSON_IsString(c) ? c->valuestring : NULL;
-    return NULL;
+    const cJSON *v = cx_json_member(obj, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
 static cJSON *json_vpath(const cJSON *obj, va_list ap)

@@ -16,6 +16,27 @@
 
 /* Child |key| of |obj| if it is a string, else NULL. */
 const char *cx_json_str(const cJSON *obj, const char *key);
+/* Member |key| of object |obj| (the first of that name), NULL if none or
+ * |obj| is no object: cJSON_GetObjectItemCaseSensitive with the names
+ * compared inline, first bytes first (called for every field the informers
+ * and the translator read; names are a few bytes). */
+static inline const cJSON *cx_json_member(const cJSON *obj, const char *key)
+{
+    if (!cJSON_IsObject(obj))
+        return NULL;
+    for (const cJSON *c = obj->child; c; c = c->next) {
+        const char *a = c->string, *b = key;
+        if (!a || *a != *b)
+            continue;
+        while (*a && *a == *b) {
+            a++;
+            b++;
+        }
+        if (*a == *b)
+            return c;
+    }
+    return NULL;
+}
 
 /* Follows a NULL-terminated list of object keys from |obj|; NULL if any step
  * is missing or not an object. */

@@ -253,8 +253,6 @@ static void perr(struct pctx *p, enum xlate_state st, enum xl_reason r, const ch
 #define REJECT(p, r, ...) perr(p, XLATE_REJECTED, r, __VA_ARGS__)
 #define WARN(p, r, ...)   perr(p, XLATE_WARNING, r, __VA_ARGS__)
 
-/* Member |key| of |obj| (NULL if none): cJSON_GetObjectItemCaseSensitive
- * without a strcmp call per member (first bytes first; objects are small). */
 /* Whether member name |a| is |b|: inline, as names are a few bytes and
  * compared a few times per field. */
 static inline int keyeq(const char *a, const char *b)
@@ -264,16 +262,6 @@ static inline int keyeq(const char *a, const char *b)
         b++;
     }
     return *a == *b;
-}
-
-static const cJSON *member(const cJSON *obj, const char *key)
-{
-    if (!obj || !cJSON_IsObject(obj))
-        return NULL;
-    for (const cJSON *c = obj->child; c; c = c->next)
-        if (c->string && c->string[0] == key[0] && keyeq(c->string, key))
-            return c;
-    return NULL;
 }
 
 static const char *jtype(const cJSON *v)
@@ -373,7 +361,7 @@ static void fields(struct pctx *p, const cJSON *obj, const char *const *allowed,
 /* Child |key| of |obj|; NULL if absent or JSON null. */
 static const cJSON *get(const cJSON *obj, const char *key)
 {
-    const cJSON *v = member(obj, key);
+    const cJSON *v = cx_json_member(obj, key);
     return (v && !cJSON_IsNull(v)) ? v : NULL;
 }
 
@@ -719,7 +707,7 @@ static struct filter_selector *parse_selector(struct pctx *p, const cJSON *v)
 static void parse_meta(struct pctx *p, const cJSON *obj)
 {
     struct xl_meta *m = &p->o->meta;
-    const cJSON *md = member(obj, "metadata");
+    const cJSON *md = cx_json_member(obj, "metadata");
     /* one walk over metadata's members (every object has one; most have a
      * few members more than these); the first of a name counts, as
      * cJSON_GetObjectItem finds it */
@@ -1690,7 +1678,7 @@ static void parse_ports(struct pctx *p, const cJSON *arr, struct xl_service_port
     const cJSON *e;
     cJSON_ArrayForEach(e, arr)
     {
-        const cJSON *port = member(e, "port");
+        const cJSON *port = cx_json_member(e, "port");
         if (!cJSON_IsNumber(port) || port->valuedouble < 1 || port->valuedouble > 65535)
             continue;
         const char *name = cx_json_str(e, "name");
@@ -1702,8 +1690,8 @@ static void parse_ports(struct pctx *p, const cJSON *arr, struct xl_service_port
 
 static void parse_service(struct pctx *p, const cJSON *obj)
 {
-    const cJSON *spec = member(obj, "spec");
-    parse_ports(p, member(spec, "ports"), &p->o->u.svc.ports, &p->o->u.svc.nports);
+    const cJSON *spec = cx_json_member(obj, "spec");
+    parse_ports(p, cx_json_member(spec, "ports"), &p->o->u.svc.ports, &p->o->u.svc.nports);
 }
 
 static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
@@ -1713,9 +1701,9 @@ static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
     s->service = svc ? dup(p, svc) : NULL;
     const char *at = cx_json_str(obj, "addressType");
     s->ip_family = at && strcmp(at, "IPv4") == 0 ? 4 : at && strcmp(at, "IPv6") == 0 ? 6 : 0;
-    parse_ports(p, member(obj, "ports"), &s->ports, &s->nports);
+    parse_ports(p, cx_json_member(obj, "ports"), &s->ports, &s->nports);
     /* An unnamed port with port null means "all ports": unusable for EDS. */
-    const cJSON *eps = member(obj, "endpoints");
+    const cJSON *eps = cx_json_member(obj, "endpoints");
     size_t cap = (size_t)cJSON_GetArraySize(eps);
     if (!cJSON_IsArray(eps) || cap == 0)
         return;
@@ -1754,7 +1742,7 @@ static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
             if (cJSON_IsString(a) && xl_is_ip(a->valuestring))
                 x->addresses[x->naddresses++] = dup(p, a->valuestring);
         }
-        const cJSON *ready = member(conds, "ready");
+        const cJSON *ready = cx_json_member(conds, "ready");
         /* Kubernetes: a nil ready condition is to be read as ready. */
         x->ready = !cJSON_IsBool(ready) || cJSON_IsTrue(ready);
         const char *zone = cJSON_IsString(zm) ? zm->valuestring : "";
@@ -1772,7 +1760,8 @@ static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
 /* metadata.annotations[|key|] as a string, or NULL. */
 static const char *annotation(const cJSON *obj, const char *key)
 {
-    const cJSON *v = member(member(member(obj, "metadata"), "annotations"), key);
+    const cJSON *v =
+        cx_json_member(cx_json_member(cx_json_member(obj, "metadata"), "annotations"), key);
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
@@ -1782,8 +1771,8 @@ static const char *annotation(const cJSON *obj, const char *key)
 static int secret_value(struct pctx *p, const cJSON *obj, const char *key, uint8_t **out,
                         size_t *len, char *why, size_t whylen)
 {
-    const cJSON *sv = member(member(obj, "stringData"), key);
-    const cJSON *dv = member(member(obj, "data"), key);
+    const cJSON *sv = cx_json_member(cx_json_member(obj, "stringData"), key);
+    const cJSON *dv = cx_json_member(cx_json_member(obj, "data"), key);
     if (cJSON_IsString(sv)) {
         size_t n = strlen(sv->valuestring);
         if (n > XL_TLS_MAX_PEM) {
@@ -1864,7 +1853,7 @@ static void parse_config_map(struct pctx *p, const cJSON *obj)
     struct xl_config_map *c = &p->o->u.cm;
     const char *allow = annotation(obj, XLATE_ALLOW_REFS_ANNOTATION);
     c->allow_from = allow ? dup(p, allow) : NULL;
-    const cJSON *data = member(obj, "data");
+    const cJSON *data = cx_json_member(obj, "data");
     size_t n = 0;
     const cJSON *d;
     cJSON_ArrayForEach(d, data)
