@@ -447,7 +447,6 @@ static void ctx_clear(struct xlate_ctx *ctx)
         entry_free(ctx->graveyard.items[i]);
     ctx->graveyard.n = 0;
     xl_map_free(&ctx->by_ptr);
-    ctx->by_ptr_live = 0;
     free_list_map(&ctx->slices_by_svc);
     free_list_map(&ctx->svc_ups);
     free_list_map(&ctx->rt_by_ns);
@@ -495,47 +494,17 @@ static const void *ptrkey_entry(const struct xl_entry *e)
     return &e->digest;
 }
 
-/* The (digest, pointer) index serves full views: it tells an input object
- * that is the very one of the previous pass without reading it. A full view
- * builds it when it is not kept (a new context, or after a failed pass
- * cleared everything), with room for the view's objects; from then on
- * every pass keeps it. (Building it only for the second full view saved
- * a few ms of the first, but made the changes path slower: 0.85 -> 1.55
- * ms for one VirtualService at 10k.) */
+/* The (digest, pointer) index: in a full view, an input object that is the
+ * very one of the previous pass is known without reading it. */
 static void ptr_del(struct xlate_ctx *ctx, struct xl_entry *e)
 {
-    if (ctx->by_ptr_live && e->obj_ptr)
+    if (e->obj_ptr)
         xl_map_del(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN);
 }
 
 static int ptr_put(struct xlate_ctx *ctx, struct xl_entry *e)
 {
-    return ctx->by_ptr_live ? xl_map_put(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN, e) : 0;
-}
-
-static int ptr_build(struct xlate_ctx *ctx, size_t objects)
-{
-    size_t n = 0;
-    for (int k = 0; k < XLATE_KIND_COUNT; k++)
-        n += ctx->by_key[k].n;
-    if (ctx->by_ptr_live)
-        return 0;
-    n = n > objects ? n : objects;
-    xl_map_free(&ctx->by_ptr);
-    if (xl_map_reserve(&ctx->by_ptr, n) != 0)
-        return -1;
-    for (int k = 0; k < XLATE_KIND_COUNT; k++) {
-        const struct xl_map_slot *s;
-        for (size_t i = 0; xl_map_next(&ctx->by_key[k], &i, &s);) {
-            struct xl_entry *e = s->val;
-            if (e->obj_ptr && xl_map_put(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN, e) != 0) {
-                xl_map_free(&ctx->by_ptr);
-                return -1;
-            }
-        }
-    }
-    ctx->by_ptr_live = 1;
-    return 0;
+    return xl_map_put(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN, e);
 }
 
 static int mark_key(struct xl_map *m, const char *key)
@@ -883,7 +852,7 @@ static int ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *
     if (!digest)
         digest = xlate_digest(obj);
     struct ptrkey probe = {digest, obj};
-    struct xl_entry *e = ctx->by_ptr_live ? xl_map_get(&ctx->by_ptr, &probe, PTRKEY_LEN) : NULL;
+    struct xl_entry *e = xl_map_get(&ctx->by_ptr, &probe, PTRKEY_LEN);
     if (e && e->kind == kind && e->seen != ctx->pass && e->digest == digest) {
         /* the very object of last pass: nothing to do */
         e->seen = ctx->pass;
@@ -1966,7 +1935,7 @@ static int reserve(struct xlate_ctx *ctx, const struct xlate_input *in)
         else
             unknown++;
     }
-    int rc = 0;
+    int rc = xl_map_reserve(&ctx->by_ptr, in->n);
     for (int k = 0; k < XLATE_KIND_COUNT; k++)
         rc |= xl_map_reserve(&ctx->by_key[k], n[k] + unknown);
     rc |= xl_map_reserve(&ctx->slices_by_svc, n[XLATE_KIND_ENDPOINT_SLICE] + unknown);
@@ -1981,7 +1950,7 @@ int xlate_run(struct xlate_ctx *ctx, const struct xlate_input *in, struct xlate_
     ctx->broken = 0;
     ctx->now = in->now;
     ctx->stats.objects = in->n;
-    int rc = ptr_build(ctx, in->n) != 0 || reserve(ctx, in) != 0 ? -1 : 0;
+    int rc = reserve(ctx, in);
     for (size_t i = 0; i < in->n && rc == 0; i++) {
         /* the objects are scattered in memory and ingest reads a few nodes
          * of each: ask for the next ones' early */

@@ -209,9 +209,8 @@ struct xl_dep_list {
 struct xlate_ctx {
     uint32_t pass;
     int broken; /* a pass ran out of memory: the next must be a full view */
-    struct xl_map by_key[XLATE_KIND_COUNT]; /* "ns/name" -> entry */
-    struct xl_map by_ptr;                   /* (digest, cJSON*) -> entry */
-    int by_ptr_live;                        /* by_ptr is kept (else built by the next full view) */
+    struct xl_map by_key[XLATE_KIND_COUNT];   /* "ns/name" -> entry */
+    struct xl_map by_ptr;                     /* (digest, cJSON*) -> entry */
     struct xl_entry **list[XLATE_KIND_COUNT]; /* sorted by (namespace, name); none for
                                                * Services and EndpointSlices */
     size_t nlist[XLATE_KIND_COUNT], caplist[XLATE_KIND_COUNT];
