@@ -302,6 +302,35 @@ static int reportable(enum xlate_kind k)
            k == XLATE_KIND_VIRTUAL_SERVICE;
 }
 
+/* The report block's strings while they are collected: sized for about
+ * 96 bytes a report, grown by doubling. */
+struct strbuf {
+    char *data;
+    size_t cap, used;
+};
+
+/* Appends |src| with its NUL; *field gets its offset, NULL (offset 0) for
+ * a NULL |src|. Returns 0, or -1 when memory ran out. */
+static int put_str(struct strbuf *sb, const char *src, char **field)
+{
+    *field = NULL;
+    if (!src)
+        return 0;
+    size_t l = strlen(src) + 1;
+    if (sb->cap - sb->used < l) {
+        size_t cap = sb->cap * 2 > sb->used + l ? sb->cap * 2 : sb->used + l;
+        char *g = realloc(sb->data, cap);
+        if (!g)
+            return -1;
+        sb->data = g;
+        sb->cap = cap;
+    }
+    memcpy(sb->data + sb->used, src, l);
+    *field = (char *)(uintptr_t)sb->used;
+    sb->used += l;
+    return 0;
+}
+
 static struct xlate_report_block *build_block(struct xlate_ctx *ctx)
 {
     size_t n = 0;
@@ -320,31 +349,13 @@ static struct xlate_report_block *build_block(struct xlate_ctx *ctx)
     /* one visit per entry (they are scattered): its strings are appended to
      * the block as they are met, the reports hold offsets until the block
      * has its final address */
-    size_t cap = n * 96 + 64, used = 0;
-    char *str = malloc(cap);
-    if (!str) {
+    struct strbuf sb = {malloc(n * 96 + 64), n * 96 + 64, 1};
+    if (!sb.data) {
         xlate_report_block_unref(b);
         return NULL;
     }
-#define APPEND(field, src)                                         \
-    do {                                                           \
-        const char *s_ = (src);                                    \
-        size_t l_ = strlen(s_) + 1;                                \
-        if (cap - used < l_) {                                     \
-            size_t c_ = cap * 2 > used + l_ ? cap * 2 : used + l_; \
-            char *g_ = realloc(str, c_);                           \
-            if (!g_) {                                             \
-                free(str);                                         \
-                xlate_report_block_unref(b);                       \
-                return NULL;                                       \
-            }                                                      \
-            str = g_;                                              \
-            cap = c_;                                              \
-        }                                                          \
-        memcpy(str + used, s_, l_);                                \
-        r->field = (char *)(uintptr_t)used;                        \
-        used += l_;                                                \
-    } while (0)
+    sb.data[0] = '\0'; /* offset 0 means NULL */
+    int rc = 0;
     for (size_t ki = 0; ki < sizeof(report_kinds) / sizeof(report_kinds[0]); ki++) {
         enum xlate_kind kind = report_kinds[ki];
         for (size_t i = 0; i < ctx->nlist[kind]; i++) {
@@ -354,16 +365,18 @@ static struct xlate_report_block *build_block(struct xlate_ctx *ctx)
             r->generation = e->obj.meta.generation;
             r->state = e->rep_state;
             r->reason = (char *)e->rep_reason; /* static: not copied */
-            APPEND(namespace, e->obj.meta.ns);
-            APPEND(name, e->obj.meta.name);
-            if (e->obj.meta.uid)
-                APPEND(uid, e->obj.meta.uid);
-            else
-                r->uid = NULL;
-            APPEND(message, e->rep_msg);
+            rc |= put_str(&sb, e->obj.meta.ns, &r->namespace);
+            rc |= put_str(&sb, e->obj.meta.name, &r->name);
+            rc |= put_str(&sb, e->obj.meta.uid, &r->uid);
+            rc |= put_str(&sb, e->rep_msg, &r->message);
         }
     }
-#undef APPEND
+    if (rc) {
+        free(sb.data);
+        xlate_report_block_unref(b);
+        return NULL;
+    }
+    char *str = sb.data;
     b->strings = str;
     for (size_t i = 0; i < b->n; i++) {
         struct xlate_report *r = &b->reports[i];
