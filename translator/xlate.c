@@ -766,6 +766,9 @@ static int reparse(struct xlate_ctx *ctx, struct xl_entry *e, const cJSON *obj, 
     if (want > ctx->arena_hint[e->kind])
         ctx->arena_hint[e->kind] = want;
     e->label_hash = labels_hash(&e->obj.meta);
+    /* a full view holding a key twice may parse its entry twice: the entry
+     * is on the changed list once */
+    int listed = e->changed == ctx->pass;
     e->changed = ctx->pass;
     if (e->kind == XLATE_KIND_SECRET)
         e->cert_phase = (int)xl_tls_phase(&e->obj.u.secret.cert, ctx->now);
@@ -780,7 +783,7 @@ static int reparse(struct xlate_ctx *ctx, struct xl_entry *e, const cJSON *obj, 
         return -1;
     if (note_change(ctx, e) != 0 || index_entry(ctx, e, 1) != 0)
         return -1;
-    if (xl_list_push(&ctx->changed, e) != 0 || xl_rep_dirty(ctx, e) != 0)
+    if ((!listed && xl_list_push(&ctx->changed, e) != 0) || xl_rep_dirty(ctx, e) != 0)
         return -1;
     return ptr_put(ctx, e);
 }
@@ -836,6 +839,17 @@ static int delete_entry(struct xlate_ctx *ctx, struct xl_entry *e)
     if (xl_list_push(&ctx->graveyard, e) != 0)
         return -1;
     return xl_list_push(&ctx->changed, e);
+}
+
+static int commit_one(struct xlate_ctx *ctx, struct xl_entry *e)
+{
+    if (e->changed && e->digest == e->cand_digest) {
+        /* same content, another cJSON: only the fast-lookup key moves */
+        ptr_del(ctx, e);
+        e->obj_ptr = e->cand_obj;
+        return ptr_put(ctx, e);
+    }
+    return reparse(ctx, e, e->cand_obj, e->cand_digest);
 }
 
 /* Ingest: every input object finds (or creates) its entry and offers itself
@@ -897,9 +911,19 @@ static int ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *
     } else {
         e->seen = ctx->pass;
         ctx->nseen[kind]++;
+        int was_duplicate = e->duplicate;
         if (e->duplicate && xl_rep_dirty(ctx, e) != 0)
             return -1;
         e->duplicate = 0;
+        if (!last_wins && !was_duplicate) {
+            /* a full view's first sight of the key: parse it now, while the
+             * nodes ingest just read are in the cache. A key held twice
+             * waits for the contest's winner; one that turns up twice only
+             * now is parsed again at commit if a later copy wins. */
+            e->cand_obj = obj;
+            e->cand_digest = digest;
+            return commit_one(ctx, e);
+        }
     }
     e->cand_obj = obj;
     e->cand_digest = digest;
@@ -919,14 +943,7 @@ static int commit_candidates(struct xlate_ctx *ctx)
         e->pending = 0;
         if (rc != 0 || e->deleted) /* upserted, then deleted, in one batch */
             continue;
-        if (e->changed && e->digest == e->cand_digest) {
-            /* same content, another cJSON: only the fast-lookup key moves */
-            ptr_del(ctx, e);
-            e->obj_ptr = e->cand_obj;
-            rc = ptr_put(ctx, e);
-        } else {
-            rc = reparse(ctx, e, e->cand_obj, e->cand_digest);
-        }
+        rc = commit_one(ctx, e);
     }
     ctx->pending.n = 0;
     return rc;

@@ -495,6 +495,85 @@ static void test_full_view_skips_unchanged_objects(void)
     cJSON_Delete(w.docs);
 }
 
+/* Report of |kind| ns/name in |s|, or NULL. */
+static const struct xlate_report *report_of(const struct xlate_snapshot *s, const char *kind,
+                                            const char *name)
+{
+    for (size_t i = 0; i < s->nreports; i++)
+        if (!strcmp(s->reports[i].kind, kind) && !strcmp(s->reports[i].name, name))
+            return &s->reports[i];
+    return NULL;
+}
+
+/* A full view parses an object when it first sees its key: a key held
+ * twice must still end with the copy of the smaller digest, whatever the
+ * order, without extra work once the contest is known, and with the loser
+ * taking over when the winner goes. */
+static void test_full_view_key_twice(void)
+{
+    struct world w;
+    world_load(&w, WORLD);
+    /* a copy of VirtualService a with other routes, after the original or
+     * before it: the larger digest first makes the first parse lose */
+    cJSON *a2 = cJSON_Duplicate(w.in[2].obj, 1);
+    cJSON_AddStringToObject(cJSON_GetArrayItem(cx_json_path(a2, "spec", "routes", NULL), 0),
+                            "timeout", "9s");
+    const cJSON *orig = w.in[2].obj;
+    int copy_wins = xlate_digest(a2) < xlate_digest(orig);
+    const cJSON *winner = copy_wins ? a2 : orig, *loser = copy_wins ? orig : a2;
+    struct xlate_object in[32];
+    memcpy(in, w.in, w.n * sizeof(*in));
+    in[2].obj = (cJSON *)loser;
+    in[w.n] = (struct xlate_object){.kind = XLATE_KIND_UNKNOWN, .obj = (cJSON *)winner};
+    size_t n = w.n + 1;
+
+    /* what each copy alone gives */
+    struct xlate_snapshot *only_winner = NULL, *only_loser = NULL;
+    struct xlate_ctx *fresh = xlate_ctx_new();
+    in[2].obj = (cJSON *)winner;
+    REQUIRE_INT_EQ(xlate_run(fresh, &(struct xlate_input){in, w.n, 0}, &only_winner, NULL), 0);
+    xlate_ctx_free(fresh);
+    fresh = xlate_ctx_new();
+    in[2].obj = (cJSON *)loser;
+    REQUIRE_INT_EQ(xlate_run(fresh, &(struct xlate_input){in, w.n, 0}, &only_loser, NULL), 0);
+    xlate_ctx_free(fresh);
+    CHECK(!same_versions(only_winner, only_loser));
+
+    struct xlate_ctx *ctx = xlate_ctx_new();
+    struct xlate_snapshot *s[4] = {0};
+    struct xlate_stats st;
+    REQUIRE_INT_EQ(xlate_run(ctx, &(struct xlate_input){in, n, 0}, &s[0], &st), 0);
+    CHECK(same_versions(s[0], only_winner));
+    const struct xlate_report *r = report_of(s[0], "VirtualService", "a");
+    CHECK(r && r->state == XLATE_WARNING && strstr(r->message, "more than one VirtualService"));
+
+    /* the same view again: the contest is known, nothing is parsed */
+    REQUIRE_INT_EQ(xlate_run(ctx, &(struct xlate_input){in, n, 0}, &s[1], &st), 0);
+    CHECK_INT_EQ(st.parsed, 0);
+    CHECK_INT_EQ(st.vhosts_built, 0);
+    CHECK(same_versions(s[1], only_winner));
+
+    /* the winner goes: the loser is parsed and used, the warning goes */
+    REQUIRE_INT_EQ(xlate_run(ctx, &(struct xlate_input){in, w.n, 0}, &s[2], &st), 0);
+    CHECK_INT_EQ(st.parsed, 1);
+    CHECK(same_versions(s[2], only_loser));
+    r = report_of(s[2], "VirtualService", "a");
+    CHECK(r && r->state == XLATE_ACCEPTED);
+
+    /* the winner comes back after the loser: used again, from its own
+     * parse, and every other object is left alone */
+    REQUIRE_INT_EQ(xlate_run(ctx, &(struct xlate_input){in, n, 0}, &s[3], &st), 0);
+    CHECK(same_versions(s[3], only_winner));
+    CHECK_INT_EQ(st.vhosts_built, 1);
+    for (int i = 0; i < 4; i++)
+        xlate_snapshot_unref(s[i]);
+    xlate_snapshot_unref(only_winner);
+    xlate_snapshot_unref(only_loser);
+    xlate_ctx_free(ctx);
+    cJSON_Delete(a2);
+    cJSON_Delete(w.docs);
+}
+
 static void test_work_follows_the_change(void)
 {
     struct world w;
@@ -761,6 +840,7 @@ static const struct cxt_case cases[] = {
     CXT(test_repeated_changes_do_not_grow),
     CXT(test_incremental_equals_fresh),
     CXT(test_full_view_skips_unchanged_objects),
+    CXT(test_full_view_key_twice),
     CXT(test_work_follows_the_change),
     CXT(test_report_block_arrays_go_with_their_snapshots),
     CXT(test_changes_need_a_full_view_first_after_failure),
