@@ -876,7 +876,7 @@ static int ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *
         e->cand_digest = digest;
         return 0;
     }
-    const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *md = cx_json_member(obj, "metadata");
     const char *ns = cx_json_str(md, "namespace");
     const char *name = cx_json_str(md, "name");
     if (!ns || !*ns)

@@ -348,6 +348,7 @@ static void fields(struct pctx *p, const cJSON *obj, const char *const *allowed,
     const cJSON *c;
     cJSON_ArrayForEach(c, obj)
     {
+        cx_json_prefetch(c);
         int k = allowed_index(c, allowed);
         if (k < 0) {
             unknown_field(p, c, allowed);
@@ -515,7 +516,7 @@ static const cJSON *arr_v(struct pctx *p, const cJSON *v, const char *key, int r
         REJECT_AT(p, key, XL_R_INVALID_SPEC, "must be an array, got %s", jtype(v));
         return NULL;
     }
-    int n = cJSON_GetArraySize(v);
+    int n = (int)cx_json_count(v);
     if (required && n == 0) {
         REJECT_AT(p, key, XL_R_INVALID_SPEC, "must not be empty");
         return NULL;
@@ -716,6 +717,7 @@ static void parse_meta(struct pctx *p, const cJSON *obj)
     int seen_ns = 0, seen_name = 0, seen_uid = 0, seen_creation = 0;
     const cJSON *c;
     for (c = cJSON_IsObject(md) ? md->child : NULL; c; c = c->next) {
+        cx_json_prefetch(c);
         const char *k = c->string;
         if (!k)
             continue;
@@ -854,7 +856,7 @@ static void parse_match(struct pctx *p, const cJSON *v, struct xl_match *m)
     const cJSON *hs = arr_v(p, f[3], "headers", 0, XLATE_MAX_HEADERS);
     if (!hs)
         return;
-    m->nheaders = (size_t)cJSON_GetArraySize(hs);
+    m->nheaders = cx_json_count(hs);
     m->headers = alloc(p, m->nheaders * sizeof(*m->headers));
     if (!m->headers)
         return;
@@ -1015,7 +1017,7 @@ static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
         r->action = XL_ACT_WEIGHTED;
         const cJSON *arr = arr_v(p, w, "weighted", 1, XLATE_MAX_WEIGHTED);
         if (arr) {
-            r->nweighted = (size_t)cJSON_GetArraySize(arr);
+            r->nweighted = cx_json_count(arr);
             r->weighted = alloc(p, r->nweighted * sizeof(*r->weighted));
             if (!r->weighted)
                 return;
@@ -1122,7 +1124,7 @@ static void parse_routes(struct pctx *p, const cJSON *v, struct xl_route **out, 
     const cJSON *arr = arr_v(p, v, "routes", 1, XLATE_MAX_ROUTES);
     if (!arr)
         return;
-    *nout = (size_t)cJSON_GetArraySize(arr);
+    *nout = cx_json_count(arr);
     *out = alloc(p, *nout * sizeof(**out));
     if (!*out) {
         *nout = 0;
@@ -1229,7 +1231,7 @@ static void parse_gateway_tls(struct pctx *p, const cJSON *v, struct xl_gateway_
     t->enabled = 1;
     const cJSON *certs = get_arr(p, v, "certificates", 1, XLATE_MAX_CERTIFICATES);
     if (certs) {
-        t->certs = alloc(p, (size_t)cJSON_GetArraySize(certs) * sizeof(*t->certs));
+        t->certs = alloc(p, cx_json_count(certs) * sizeof(*t->certs));
         if (!t->certs)
             return;
         size_t i = 0;
@@ -1358,7 +1360,7 @@ static void parse_upstream_tls(struct pctx *p, const cJSON *v, struct xl_upstrea
                "true to connect without verifying it");
     const cJSON *sans = get_arr(p, v, "subjectAltNames", 0, XLATE_MAX_SANS);
     if (sans) {
-        size_t n = (size_t)cJSON_GetArraySize(sans);
+        size_t n = cx_json_count(sans);
         t->sans = alloc(p, (n ? n : 1) * sizeof(char *));
         if (!t->sans)
             return;
@@ -1454,7 +1456,7 @@ static void parse_gateway(struct pctx *p, const cJSON *spec)
     }
     const cJSON *nss = get_arr(p, spec, "virtualServiceNamespaces", 0, XLATE_MAX_NAMESPACES);
     if (nss) {
-        size_t n = (size_t)cJSON_GetArraySize(nss);
+        size_t n = cx_json_count(nss);
         g->vs_namespaces = alloc(p, n * sizeof(char *));
         if (!g->vs_namespaces)
             return;
@@ -1505,7 +1507,7 @@ static void parse_virtual_service(struct pctx *p, const cJSON *spec)
     fields(p, spec, allowed, f);
     const cJSON *doms = arr_v(p, f[0], "domains", 1, XLATE_MAX_DOMAINS);
     if (doms) {
-        vs->domains = alloc(p, (size_t)cJSON_GetArraySize(doms) * sizeof(char *));
+        vs->domains = alloc(p, cx_json_count(doms) * sizeof(char *));
         if (!vs->domains)
             return;
         size_t i = 0;
@@ -1589,7 +1591,7 @@ static void parse_upstream(struct pctx *p, const cJSON *spec)
             check_fields(p, s, sallowed);
             const cJSON *hosts = get_arr(p, s, "hosts", 1, XLATE_MAX_HOSTS);
             if (hosts) {
-                u->nhosts = (size_t)cJSON_GetArraySize(hosts);
+                u->nhosts = cx_json_count(hosts);
                 u->hosts = alloc(p, u->nhosts * sizeof(*u->hosts));
                 if (!u->hosts)
                     return;
@@ -1669,7 +1671,7 @@ static void parse_upstream(struct pctx *p, const cJSON *spec)
  * cannot use are skipped, not reported. */
 static void parse_ports(struct pctx *p, const cJSON *arr, struct xl_service_port **out, size_t *n)
 {
-    size_t cap = (size_t)cJSON_GetArraySize(arr);
+    size_t cap = cx_json_count(arr);
     if (!cJSON_IsArray(arr) || cap == 0)
         return;
     *out = alloc(p, cap * sizeof(**out));
@@ -1704,7 +1706,7 @@ static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
     parse_ports(p, cx_json_member(obj, "ports"), &s->ports, &s->nports);
     /* An unnamed port with port null means "all ports": unusable for EDS. */
     const cJSON *eps = cx_json_member(obj, "endpoints");
-    size_t cap = (size_t)cJSON_GetArraySize(eps);
+    size_t cap = cx_json_count(eps);
     if (!cJSON_IsArray(eps) || cap == 0)
         return;
     s->endpoints = alloc(p, cap * sizeof(*s->endpoints));
@@ -1721,6 +1723,7 @@ static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
          * more: nodeName, targetRef, hints...); the first of a name counts */
         const cJSON *addrs = NULL, *conds = NULL, *zm = NULL, *c;
         for (c = cJSON_IsObject(e) ? e->child : NULL; c; c = c->next) {
+            cx_json_prefetch(c);
             if (!c->string)
                 continue;
             if (!addrs && c->string[0] == 'a' && keyeq(c->string, "addresses"))
@@ -1730,7 +1733,7 @@ static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
             else if (!zm && c->string[0] == 'z' && keyeq(c->string, "zone"))
                 zm = c;
         }
-        size_t na = (size_t)cJSON_GetArraySize(addrs);
+        size_t na = cx_json_count(addrs);
         if (!cJSON_IsArray(addrs) || na == 0)
             continue;
         x->addresses = alloc(p, na * sizeof(char *));
