@@ -31,13 +31,34 @@ void xl_up_memo_free(struct xl_up_memo *m)
 static int ep_cmp(const void *a, const void *b)
 {
     const struct xl_lb_endpoint *x = a, *y = b;
-    int c = strcmp(x->zone, y->zone);
+    /* a slice's endpoints share its few zone strings */
+    int c = x->zone == y->zone ? 0 : strcmp(x->zone, y->zone);
     if (c)
         return c;
     c = strcmp(x->address, y->address);
     if (c)
         return c;
     return (x->port > y->port) - (x->port < y->port);
+}
+
+/* Sorts by (zone, address, port), keeping the order of equals. An
+ * Upstream has a few dozen endpoints at most, mostly in order already:
+ * insertion sort, without qsort's calls through a pointer. */
+static void ep_sort(struct xl_lb_endpoint *eps, size_t n)
+{
+    if (n > 64) {
+        qsort(eps, n, sizeof(*eps), ep_cmp);
+        return;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if (ep_cmp(&eps[i - 1], &eps[i]) <= 0)
+            continue;
+        struct xl_lb_endpoint t = eps[i];
+        size_t j = i;
+        for (; j > 0 && ep_cmp(&eps[j - 1], &t) > 0; j--)
+            eps[j] = eps[j - 1];
+        eps[j] = t;
+    }
 }
 
 /* Replaces *slot with a resource made of |bytes| unless the bytes are the
@@ -161,8 +182,7 @@ static int collect(struct xl_entry *e, struct xl_up_memo *m, const struct xl_ent
         }
     }
 done:
-    if (n > 1)
-        qsort(eps, n, sizeof(*eps), ep_cmp);
+    ep_sort(eps, n);
     /* the same address twice (a Pod in two slices while they roll): once */
     size_t w = 0;
     for (size_t i = 0; i < n; i++) {
