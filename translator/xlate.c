@@ -1960,6 +1960,32 @@ static int reserve(struct xlate_ctx *ctx, const struct xlate_input *in)
     return rc ? -1 : 0;
 }
 
+/* The objects of a full view are scattered in memory, and reading one is a
+ * chain of dependent loads (object, first member, its name, the next
+ * member...). Object i + d gets step PREFETCH_AHEAD - d of its top-level
+ * chain asked for at object i: every load below is of a node asked for
+ * one object earlier, so when ingest reaches an object its top-level
+ * members (metadata among them) are in the cache. */
+#define PREFETCH_AHEAD 6
+
+static void prefetch_top(const cJSON *obj, size_t step)
+{
+    if (!obj)
+        return;
+    if (step == 0) {
+        __builtin_prefetch(obj);
+        return;
+    }
+    const cJSON *c = obj->child;
+    for (size_t s = 1; c && s < step; s++) {
+        __builtin_prefetch(c->string);
+        __builtin_prefetch(c->child);
+        c = c->next;
+    }
+    if (c)
+        __builtin_prefetch(c);
+}
+
 int xlate_run(struct xlate_ctx *ctx, const struct xlate_input *in, struct xlate_snapshot **out,
               struct xlate_stats *stats)
 {
@@ -1969,12 +1995,8 @@ int xlate_run(struct xlate_ctx *ctx, const struct xlate_input *in, struct xlate_
     ctx->stats.objects = in->n;
     int rc = reserve(ctx, in);
     for (size_t i = 0; i < in->n && rc == 0; i++) {
-        /* the objects are scattered in memory and ingest reads a few nodes
-         * of each: ask for the next ones' early */
-        if (i + 8 < in->n)
-            __builtin_prefetch(in->objects[i + 8].obj);
-        if (i + 4 < in->n && in->objects[i + 4].obj)
-            __builtin_prefetch(in->objects[i + 4].obj->child);
+        for (size_t d = 1; d <= PREFETCH_AHEAD && i + d < in->n; d++)
+            prefetch_top(in->objects[i + d].obj, PREFETCH_AHEAD - d);
         rc = ingest_one(ctx, in->objects[i].kind, in->objects[i].obj, in->objects[i].digest, 0);
     }
     if (rc == 0)
