@@ -869,6 +869,7 @@ static int ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *
     struct xl_entry *e = xl_map_get(&ctx->by_ptr, &probe, PTRKEY_LEN);
     if (e && e->kind == kind && e->seen != ctx->pass && e->digest == digest) {
         /* the very object of last pass: nothing to do */
+        ctx->ingest_known = 1;
         e->seen = ctx->pass;
         ctx->nseen[kind]++;
         e->duplicate = 0;
@@ -876,6 +877,7 @@ static int ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *
         e->cand_digest = digest;
         return 0;
     }
+    ctx->ingest_known = 0;
     const cJSON *md = cx_json_member(obj, "metadata");
     const char *ns = cx_json_str(md, "namespace");
     const char *name = cx_json_str(md, "name");
@@ -1994,8 +1996,11 @@ int xlate_run(struct xlate_ctx *ctx, const struct xlate_input *in, struct xlate_
     ctx->now = in->now;
     ctx->stats.objects = in->n;
     int rc = reserve(ctx, in);
+    ctx->ingest_known = 0;
     for (size_t i = 0; i < in->n && rc == 0; i++) {
-        for (size_t d = 1; d <= PREFETCH_AHEAD && i + d < in->n; d++)
+        /* not while the view repeats the last one: objects known by their
+         * (digest, pointer) are not read, and the walks would stall */
+        for (size_t d = 1; d <= PREFETCH_AHEAD && i + d < in->n && !ctx->ingest_known; d++)
             prefetch_top(in->objects[i + d].obj, PREFETCH_AHEAD - d);
         rc = ingest_one(ctx, in->objects[i].kind, in->objects[i].obj, in->objects[i].digest, 0);
     }
