@@ -1706,19 +1706,32 @@ static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
     parse_ports(p, cx_json_member(obj, "ports"), &s->ports, &s->nports);
     /* An unnamed port with port null means "all ports": unusable for EDS. */
     const cJSON *eps = cx_json_member(obj, "endpoints");
-    size_t cap = cx_json_count(eps);
-    if (!cJSON_IsArray(eps) || cap == 0)
+    if (!cJSON_IsArray(eps) || !eps->child)
         return;
-    s->endpoints = alloc(p, cap * sizeof(*s->endpoints));
-    if (!s->endpoints)
-        return;
+    /* Collected on the stack, then copied to the arena at their count:
+     * counting first would follow the items' chain once more on its own,
+     * one miss after another. A slice holds at most 1000 endpoints
+     * (Kubernetes); past the stack's room they are counted. */
+    struct xl_slice_endpoint local[64];
+    struct xl_slice_endpoint *out = local;
+    size_t cap = sizeof(local) / sizeof(local[0]);
     /* a slice's endpoints share a few zones: each is kept once */
     char *zones[8];
     size_t nzones = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, eps)
     {
-        struct xl_slice_endpoint *x = &s->endpoints[s->nendpoints];
+        if (s->nendpoints == cap && out == local) {
+            size_t all = cx_json_count(eps);
+            out = alloc(p, all * sizeof(*out));
+            if (!out)
+                return;
+            /* cppcheck-suppress uninitvar ; the 64 collected so far */
+            memcpy(out, local, s->nendpoints * sizeof(*out));
+            cap = all;
+        }
+        struct xl_slice_endpoint *x = &out[s->nendpoints];
+        memset(x, 0, sizeof(*x));
         /* one walk over the endpoint's members (Kubernetes writes several
          * more: nodeName, targetRef, hints...); the first of a name counts */
         const cJSON *addrs = NULL, *conds = NULL, *zm = NULL, *c;
@@ -1758,6 +1771,15 @@ static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
         if (x->naddresses)
             s->nendpoints++;
     }
+    if (out == local && s->nendpoints) {
+        out = alloc(p, s->nendpoints * sizeof(*out));
+        if (!out) {
+            s->nendpoints = 0;
+            return;
+        }
+        memcpy(out, local, s->nendpoints * sizeof(*out));
+    }
+    s->endpoints = s->nendpoints ? out : NULL;
 }
 
 /* metadata.annotations[|key|] as a string, or NULL. */

@@ -249,6 +249,58 @@ static void test_core_kinds_are_lenient(void)
     done(&p);
 }
 
+/* Slices of every size keep their usable endpoints in order: a few, and
+ * more than the parser collects on its stack (64) before it counts. */
+static void test_large_endpoint_slice(void)
+{
+    static const size_t sizes[] = {1, 63, 64, 65, 200, 1000};
+    for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+        size_t n = sizes[z];
+        struct cx_buf b;
+        cx_buf_init(&b, 0);
+        int rc = cx_buf_puts(&b, "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":"
+                                 "\"EndpointSlice\",\"metadata\":{\"name\":\"s\",\"namespace\":"
+                                 "\"n\"},\"addressType\":\"IPv4\",\"endpoints\":[");
+        /* every 7th has no IP address (left out), every 5th is not ready */
+        for (size_t i = 0; i < n; i++) {
+            char addr[32];
+            if (i % 7 == 3)
+                snprintf(addr, sizeof(addr), "host-%zu", i);
+            else
+                snprintf(addr, sizeof(addr), "10.0.%zu.%zu", i / 250, i % 250);
+            rc |= cx_buf_printf(&b,
+                                "%s{\"addresses\":[\"%s\"],\"conditions\":{\"ready\":%s},"
+                                "\"zone\":\"z%zu\"}",
+                                i ? "," : "", addr, i % 5 == 0 ? "false" : "true", i % 3);
+        }
+        rc |= cx_buf_puts(&b, "]}");
+        REQUIRE_INT_EQ(rc, 0);
+        struct parsed p;
+        parse(&p, XLATE_KIND_ENDPOINT_SLICE, b.data);
+        cx_buf_free(&b);
+        const struct xl_endpoint_slice *s = &p.o.u.eps;
+        size_t want = 0;
+        for (size_t i = 0; i < n; i++)
+            want += i % 7 != 3;
+        CHECK_INT_EQ(s->nendpoints, want);
+        size_t k = 0;
+        for (size_t i = 0; i < n && k < s->nendpoints; i++) {
+            if (i % 7 == 3)
+                continue;
+            char addr[32];
+            snprintf(addr, sizeof(addr), "10.0.%zu.%zu", i / 250, i % 250);
+            const struct xl_slice_endpoint *x = &s->endpoints[k++];
+            REQUIRE_INT_EQ(x->naddresses, 1);
+            CHECK_STR_EQ(x->addresses[0], addr);
+            CHECK_INT_EQ(x->ready, i % 5 != 0);
+            char zone[8];
+            snprintf(zone, sizeof(zone), "z%zu", i % 3);
+            CHECK_STR_EQ(x->zone, zone);
+        }
+        done(&p);
+    }
+}
+
 static void test_unsupported_version_and_missing_spec(void)
 {
     struct parsed p;
@@ -324,6 +376,7 @@ static const struct cxt_case cases[] = {
     CXT(test_precise_errors),
     CXT(test_upstream),
     CXT(test_core_kinds_are_lenient),
+    CXT(test_large_endpoint_slice),
     CXT(test_unsupported_version_and_missing_spec),
     CXT(test_helpers),
 };
