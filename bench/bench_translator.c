@@ -228,18 +228,21 @@ static int run_size(size_t n, int incremental, int fd)
     double base[3], full[3], full_cpu[3], base_cpu[3], faults[3], heap_mb = 0;
     unsigned long long full_allocs = 0;
     long rss_inputs = 0;
-    int reps = n >= 50000 ? 1 : 3;
+    int reps = 3;
     struct xlate_snapshot *snap = NULL;
     struct xlate_ctx *ctx = NULL;
     for (int r = 0; r < reps; r++) {
+        /* the previous repetition's translation goes first: the peak RSS
+         * is that of one set of inputs and one translation */
+        xlate_snapshot_unref(snap);
+        snap = NULL;
+        xlate_ctx_free(ctx);
         int64_t c0 = cpu_ns();
         base[r] = parse_all(&w);
         base_cpu[r] = (double)(cpu_ns() - c0) / 1e6;
         make_input(&w);
-        rss_inputs = rss_kb();
-        xlate_snapshot_unref(snap);
-        snap = NULL;
-        xlate_ctx_free(ctx);
+        if (r == 0) /* peak so far: the inputs, before any translation */
+            rss_inputs = rss_kb();
         ctx = xlate_ctx_new();
         size_t heap0 = mallinfo2().uordblks;
         unsigned long long a0 = allocs();
@@ -253,20 +256,21 @@ static int run_size(size_t n, int incremental, int fd)
         getrusage(RUSAGE_THREAD, &ru1);
         /* first touches of the translator's new memory: part of the CPU time */
         faults[r] = (double)(ru1.ru_minflt - ru0.ru_minflt);
-        fprintf(stderr, "  %zu, repetition %d: cpu %.1f ms, %.0f page faults\n", n, r + 1,
-                full_cpu[r], faults[r]);
+        fprintf(stderr, "  %zu, repetition %d: cpu %.1f ms, %.0f page faults, peak RSS %.1f MB\n",
+                n, r + 1, full_cpu[r], faults[r], rss_kb() / 1024.0);
         full_allocs = allocs() - a0;
         heap_mb = (double)(mallinfo2().uordblks - heap0) / (1024.0 * 1024.0);
     }
+    long rss_full = rss_kb(); /* the full translations' peak */
     size_t resources = 0;
     for (size_t g = 0; g < snap->ngroups; g++)
         for (int t = 0; t < XDS_TYPE_COUNT; t++)
             resources += snap->groups[g].types[t].n;
     dprintf(fd,
             "full_ms %.3f\nbase_ms %.3f\nfull_cpu_ms %.3f\nbase_cpu_ms %.3f\nfull_allocs %llu\n"
-            "resources %zu\nreports %zu\nheap_mb %.1f\nfaults %.0f\n",
+            "resources %zu\nreports %zu\nheap_mb %.1f\nfaults %.0f\nrss_full_kb %ld\n",
             median(full, reps), median(base, reps), median(full_cpu, reps), median(base_cpu, reps),
-            full_allocs, resources, snap->nreports, heap_mb, median(faults, reps));
+            full_allocs, resources, snap->nreports, heap_mb, median(faults, reps), rss_full);
     if (incremental) {
         /* one VirtualService changed: its route prefixes */
         enum { ROUNDS = 21 };
@@ -398,7 +402,7 @@ struct result {
     double full_cpu_ms, base_cpu_ms, chg_cpu_ms, heap_mb, faults;
     unsigned long long full_allocs, inc_allocs, chg_allocs;
     size_t resources, reports;
-    long rss_inputs_kb, rss_kb;
+    long rss_inputs_kb, rss_full_kb, rss_kb;
 };
 
 static int measure(size_t n, int incremental, struct result *res)
@@ -472,6 +476,8 @@ static int measure(size_t n, int incremental, struct result *res)
             res->rss_inputs_kb = (long)v;
         else if (!strcmp(key, "rss_kb"))
             res->rss_kb = (long)v;
+        else if (!strcmp(key, "rss_full_kb"))
+            res->rss_full_kb = (long)v;
     }
     return 0;
 }
@@ -515,7 +521,9 @@ int main(int argc, char **argv)
         "{\"benchmark\":\"translator\",\"title\":\"Translator: full and incremental "
         "translation\",\"notes\":\"N VirtualServices x %d routes, N Upstreams, Services and "
         "EndpointSlices x %d endpoints, 1 envoy Gateway; one core; each size in its own "
-        "process (peak RSS includes the inputs as cJSON). Baseline: cJSON_Parse of the same "
+        "process (peak RSS includes the inputs as cJSON; on the incremental row: the process's "
+        "peak after every incremental round at 10k); median of 3 repetitions, each with a "
+        "fresh context and the inputs parsed again. Baseline: cJSON_Parse of the same "
         "objects. page_faults: minor page faults during the pass (the translator's first touches "
         "of new memory, part of its CPU time). "
         "Targets: 10k full <= 200 ms, incremental <= 5 ms, RSS <= 300 MB.\",\"rows\":[",
@@ -529,7 +537,7 @@ int main(int argc, char **argv)
                "\"resources\":%zu}",
                i ? "," : "", sizes[i] / 1000, r->full_ms, r->full_cpu_ms, r->base_ms,
                r->base_cpu_ms, r->full_cpu_ms / r->base_cpu_ms,
-               r->full_cpu_ms / ((double)sizes[i] / 1000), r->full_allocs, r->rss_kb / 1024.0,
+               r->full_cpu_ms / ((double)sizes[i] / 1000), r->full_allocs, r->rss_full_kb / 1024.0,
                r->rss_inputs_kb / 1024.0, r->heap_mb, r->faults, r->resources);
         fprintf(stderr,
                 "full %5zuk: wall %8.2f ms, cpu %8.2f ms (%6.2f ms/1k)  baseline parse cpu %8.2f "
@@ -537,14 +545,15 @@ int main(int argc, char **argv)
                 "heap %6.1f MB, %.0f page faults)\n",
                 sizes[i] / 1000, r->full_ms, r->full_cpu_ms,
                 r->full_cpu_ms / ((double)sizes[i] / 1000), r->base_cpu_ms,
-                r->full_cpu_ms / r->base_cpu_ms, r->full_allocs, r->rss_kb / 1024.0,
+                r->full_cpu_ms / r->base_cpu_ms, r->full_allocs, r->rss_full_kb / 1024.0,
                 r->rss_inputs_kb / 1024.0, r->heap_mb, r->faults);
     }
     const struct result *m = &res[1];
     printf(",{\"case\":\"incremental (xlate_run_changes), 1 VirtualService changed at 10k\","
            "\"p50_ms\":%.3f,\"cpu_ms\":%.3f,\"baseline_p50_ms\":%.4f,\"ratio\":%.1f,"
-           "\"allocs\":%llu}",
-           m->chg_ms, m->chg_cpu_ms, m->inc_base_ms, m->chg_ms / m->inc_base_ms, m->chg_allocs);
+           "\"allocs\":%llu,\"peak_rss_mb\":%.1f}",
+           m->chg_ms, m->chg_cpu_ms, m->inc_base_ms, m->chg_ms / m->inc_base_ms, m->chg_allocs,
+           m->rss_kb / 1024.0);
     printf(",{\"case\":\"incremental (xlate_run_changes), 1 EndpointSlice changed at 10k\","
            "\"p50_ms\":%.3f,\"baseline_p50_ms\":%.4f,\"ratio\":%.1f}",
            m->chg_eps_ms, m->inc_base_ms, m->chg_eps_ms / m->inc_base_ms);
