@@ -856,6 +856,26 @@ static int commit_one(struct xlate_ctx *ctx, struct xl_entry *e)
  * as the entry's candidate; when a key appears twice the smaller digest
  * wins, whatever the order. Entries whose candidate differs from what they
  * hold are re-parsed afterwards (commit_candidates). */
+/* "<namespace>/<name>" of |obj| in |key|: its length, 0 if it does not
+ * fit (no Kubernetes name is that long). */
+static size_t object_key(const cJSON *obj, char *key, size_t cap)
+{
+    const cJSON *md = cx_json_member(obj, "metadata");
+    const char *ns = cx_json_str(md, "namespace");
+    const char *name = cx_json_str(md, "name");
+    if (!ns || !*ns)
+        ns = "default";
+    if (!name)
+        name = "";
+    size_t nl = strlen(ns), ml = strlen(name);
+    if (nl + ml + 2 > cap)
+        return 0;
+    memcpy(key, ns, nl);
+    key[nl] = '/';
+    memcpy(key + nl + 1, name, ml + 1);
+    return nl + 1 + ml;
+}
+
 static int ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *obj,
                       uint64_t digest, int last_wins)
 {
@@ -878,21 +898,10 @@ static int ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *
         return 0;
     }
     ctx->ingest_known = 0;
-    const cJSON *md = cx_json_member(obj, "metadata");
-    const char *ns = cx_json_str(md, "namespace");
-    const char *name = cx_json_str(md, "name");
-    if (!ns || !*ns)
-        ns = "default";
-    if (!name)
-        name = "";
-    size_t nl = strlen(ns), ml = strlen(name);
     char key[600];
-    if (nl + ml + 2 > sizeof(key))
+    size_t n = object_key(obj, key, sizeof(key));
+    if (!n)
         return 0; /* names this long cannot exist in Kubernetes */
-    memcpy(key, ns, nl);
-    key[nl] = '/';
-    memcpy(key + nl + 1, name, ml + 1);
-    size_t n = nl + 1 + ml;
     e = xl_map_get(&ctx->by_key[kind], key, n);
     if (!e) {
         e = entry_new(ctx, kind, key, n);
@@ -1988,6 +1997,19 @@ static void prefetch_top(const cJSON *obj, size_t step)
         __builtin_prefetch(c);
 }
 
+/* The next object's slot in its kind's key map, asked for while this one
+ * is parsed (its metadata was asked for by prefetch_top): a new key's
+ * lookup is otherwise a miss of its own. */
+static void prefetch_key(const struct xlate_ctx *ctx, const struct xlate_object *o)
+{
+    if (o->kind <= XLATE_KIND_UNKNOWN || o->kind >= XLATE_KIND_COUNT || !cJSON_IsObject(o->obj))
+        return;
+    char key[600];
+    size_t n = object_key(o->obj, key, sizeof(key));
+    if (n)
+        xl_map_prefetch(&ctx->by_key[o->kind], key, n);
+}
+
 int xlate_run(struct xlate_ctx *ctx, const struct xlate_input *in, struct xlate_snapshot **out,
               struct xlate_stats *stats)
 {
@@ -2002,6 +2024,8 @@ int xlate_run(struct xlate_ctx *ctx, const struct xlate_input *in, struct xlate_
          * (digest, pointer) are not read, and the walks would stall */
         for (size_t d = 1; d <= PREFETCH_AHEAD && i + d < in->n && !ctx->ingest_known; d++)
             prefetch_top(in->objects[i + d].obj, PREFETCH_AHEAD - d);
+        if (i + 1 < in->n && !ctx->ingest_known)
+            prefetch_key(ctx, &in->objects[i + 1]);
         rc = ingest_one(ctx, in->objects[i].kind, in->objects[i].obj, in->objects[i].digest, 0);
     }
     if (rc == 0)
