@@ -16,10 +16,7 @@
 
 /* Child |key| of |obj| if it is a string, else NULL. */
 const char *cx_json_str(const cJSON *obj, const char *key);
-/* Member |key| of object |obj| (the first of that name), NULL if none or
- * |obj| is no object: cJSON_GetObjectItemCaseSensitive with the names
- * compared inline, first bytes first (called for every field the informers
- * and the translator read; names are a few bytes). */
+
 /* Asks for what a walk reads after node |c|: the next sibling, the first
  * child and the value string, each its own allocation somewhere in the
  * heap. Asked for before |c|'s name is compared, the misses overlap
@@ -41,6 +38,10 @@ static inline size_t cx_json_count(const cJSON *arr)
     return n;
 }
 
+/* Member |key| of object |obj| (the first of that name), NULL if none or
+ * |obj| is no object: cJSON_GetObjectItemCaseSensitive with the names
+ * compared inline, first bytes first (called for every field the informers
+ * and the translator read; names are a few bytes). */
 static inline const cJSON *cx_json_member(const cJSON *obj, const char *key)
 {
     if (!cJSON_IsObject(obj))

@@ -852,10 +852,6 @@ static int commit_one(struct xlate_ctx *ctx, struct xl_entry *e)
     return reparse(ctx, e, e->cand_obj, e->cand_digest);
 }
 
-/* Ingest: every input object finds (or creates) its entry and offers itself
- * as the entry's candidate; when a key appears twice the smaller digest
- * wins, whatever the order. Entries whose candidate differs from what they
- * hold are re-parsed afterwards (commit_candidates). */
 /* "<namespace>/<name>" of |obj| in |key|: its length, 0 if it does not
  * fit (no Kubernetes name is that long). */
 static size_t object_key(const cJSON *obj, char *key, size_t cap)
@@ -876,6 +872,12 @@ static size_t object_key(const cJSON *obj, char *key, size_t cap)
     return nl + 1 + ml;
 }
 
+/* Ingest: every input object finds (or creates) its entry and offers itself
+ * as the entry's candidate; when a key appears twice the smaller digest
+ * wins, whatever the order. A full view parses an object at the first
+ * sight of its key; the changes path, and a contest of copies, re-parse
+ * entries whose candidate differs from what they hold afterwards
+ * (commit_candidates). */
 static int ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *obj,
                       uint64_t digest, int last_wins)
 {

@@ -41,9 +41,9 @@ static int ep_cmp(const void *a, const void *b)
     return (x->port > y->port) - (x->port < y->port);
 }
 
-/* Sorts by (zone, address, port), keeping the order of equals. An
- * Upstream has a few dozen endpoints at most, mostly in order already:
- * insertion sort, without qsort's calls through a pointer. */
+/* Sorts by (zone, address, port). Most Upstreams have a few dozen
+ * endpoints, often in order already: up to 64 are sorted by insertion
+ * (stable, no calls through a pointer), more by qsort. */
 static void ep_sort(struct xl_lb_endpoint *eps, size_t n)
 {
     if (n > 64) {
