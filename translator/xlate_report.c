@@ -226,6 +226,11 @@ static int report_virtual_service(struct xlate_ctx *ctx, struct xl_entry *e)
     return finish(ctx, e, &l, ok);
 }
 
+static int entry_ptr_cmp(const void *a, const void *b)
+{
+    return xl_entry_cmp(*(struct xl_entry *const *)a, *(struct xl_entry *const *)b);
+}
+
 static int report_route_table(struct xlate_ctx *ctx, struct xl_entry *e)
 {
     struct plist l = {0};
@@ -234,9 +239,16 @@ static int report_route_table(struct xlate_ctx *ctx, struct xl_entry *e)
     dup_problem(&l, e, dbuf, sizeof(dbuf));
     if (e->parse_state != XLATE_REJECTED) {
         /* problems found by the resolutions of the VirtualServices that
-         * reach it (in their name order, so the message is stable) */
+         * reach it, in their name order: the list holds them in the order
+         * they were last resolved, which depends on the history */
+        struct xl_entry *stack[16], **by_name = stack;
+        if (e->contrib.n > sizeof(stack) / sizeof(stack[0]) &&
+            !(by_name = malloc(e->contrib.n * sizeof(*by_name))))
+            return -1;
+        memcpy(by_name, e->contrib.items, e->contrib.n * sizeof(*by_name));
+        qsort(by_name, e->contrib.n, sizeof(*by_name), entry_ptr_cmp);
         for (size_t c = 0; c < e->contrib.n; c++) {
-            struct xl_entry *v = e->contrib.items[c];
+            struct xl_entry *v = by_name[c];
             struct xl_entry *gws[16];
             struct xl_gw_memo *memos[16];
             int modes;
@@ -250,6 +262,8 @@ static int report_route_table(struct xlate_ctx *ctx, struct xl_entry *e)
                             v->res[mo].msgs[i].text);
             }
         }
+        if (by_name != stack)
+            free(by_name);
     }
     return finish(ctx, e, &l, "Accepted");
 }

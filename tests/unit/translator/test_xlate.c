@@ -574,6 +574,60 @@ static void test_full_view_key_twice(void)
     cJSON_Delete(w.docs);
 }
 
+/* A RouteTable's report gathers what the VirtualServices delegating to it
+ * found, in their name order: the same after one of them changed (and was
+ * resolved again, last) as from a fresh context. */
+static void test_route_table_report_order(void)
+{
+    static const char *const yaml =
+        "apiVersion: coxswain.dev/v1\nkind: Gateway\nmetadata: {name: gw, namespace: default}\n"
+        "spec: {}\n---\n"
+        "apiVersion: coxswain.dev/v1\nkind: RouteTable\nmetadata: {name: rt, namespace: default}\n"
+        "spec: {routes: [{match: {prefix: /x}, upstream: {name: u}}]}\n---\n"
+        "apiVersion: coxswain.dev/v1\nkind: VirtualService\nmetadata: {name: a, namespace: "
+        "default}\nspec: {domains: [a.example.com], routes: [{match: {prefix: /a}, delegate: "
+        "{name: rt}}, {match: {prefix: /}, upstream: {name: u}}]}\n---\n"
+        "apiVersion: coxswain.dev/v1\nkind: VirtualService\nmetadata: {name: b, namespace: "
+        "default}\nspec: {domains: [b.example.com], routes: [{match: {prefix: /b}, delegate: "
+        "{name: rt}}, {match: {prefix: /}, upstream: {name: u}}]}\n---\n"
+        "apiVersion: coxswain.dev/v1\nkind: Upstream\nmetadata: {name: u, namespace: default}\n"
+        "spec: {static: {hosts: [{address: 10.0.0.1, port: 80}]}}\n";
+    struct world w;
+    world_load(&w, yaml);
+    struct xlate_ctx *ctx = xlate_ctx_new();
+    struct xlate_snapshot *s0 = NULL, *s1 = NULL, *fresh = NULL;
+    REQUIRE_INT_EQ(xlate_run(ctx, &(struct xlate_input){w.in, w.n, 0}, &s0, NULL), 0);
+    const struct xlate_report *r = report_of(s0, "RouteTable", "rt");
+    REQUIRE(r);
+    const char *pa = strstr(r->message, "VirtualService default/a");
+    const char *pb = strstr(r->message, "VirtualService default/b");
+    CHECK(pa && pb && pa < pb);
+
+    /* VirtualService a changes (a timeout on its last route): resolved again */
+    cJSON *a2 = cJSON_Duplicate(w.in[2].obj, 1);
+    cJSON_AddStringToObject(cJSON_GetArrayItem(cx_json_path(a2, "spec", "routes", NULL), 1),
+                            "timeout", "9s");
+    struct xlate_change c = {.kind = XLATE_KIND_VIRTUAL_SERVICE, .obj = a2};
+    REQUIRE_INT_EQ(xlate_run_changes(ctx, &c, 1, &s1, NULL), 0);
+    struct xlate_object in2[32];
+    memcpy(in2, w.in, w.n * sizeof(*in2));
+    in2[2].obj = a2;
+    struct xlate_ctx *fctx = xlate_ctx_new();
+    REQUIRE_INT_EQ(xlate_run(fctx, &(struct xlate_input){in2, w.n, 0}, &fresh, NULL), 0);
+    const struct xlate_report *ri = report_of(s1, "RouteTable", "rt");
+    const struct xlate_report *rf = report_of(fresh, "RouteTable", "rt");
+    REQUIRE(ri && rf);
+    CHECK_STR_EQ(ri->message, rf->message);
+    CHECK_STR_EQ(ri->message, r->message);
+    xlate_snapshot_unref(s0);
+    xlate_snapshot_unref(s1);
+    xlate_snapshot_unref(fresh);
+    xlate_ctx_free(ctx);
+    xlate_ctx_free(fctx);
+    cJSON_Delete(a2);
+    cJSON_Delete(w.docs);
+}
+
 static void test_work_follows_the_change(void)
 {
     struct world w;
@@ -841,6 +895,7 @@ static const struct cxt_case cases[] = {
     CXT(test_incremental_equals_fresh),
     CXT(test_full_view_skips_unchanged_objects),
     CXT(test_full_view_key_twice),
+    CXT(test_route_table_report_order),
     CXT(test_work_follows_the_change),
     CXT(test_report_block_arrays_go_with_their_snapshots),
     CXT(test_changes_need_a_full_view_first_after_failure),
