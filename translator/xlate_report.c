@@ -245,8 +245,10 @@ static int report_route_table(struct xlate_ctx *ctx, struct xl_entry *e)
         if (e->contrib.n > sizeof(stack) / sizeof(stack[0]) &&
             !(by_name = malloc(e->contrib.n * sizeof(*by_name))))
             return -1;
-        memcpy(by_name, e->contrib.items, e->contrib.n * sizeof(*by_name));
-        qsort(by_name, e->contrib.n, sizeof(*by_name), entry_ptr_cmp);
+        if (e->contrib.n) { /* (no list yet: no items array) */
+            memcpy(by_name, e->contrib.items, e->contrib.n * sizeof(*by_name));
+            qsort(by_name, e->contrib.n, sizeof(*by_name), entry_ptr_cmp);
+        }
         for (size_t c = 0; c < e->contrib.n; c++) {
             struct xl_entry *v = by_name[c];
             struct xl_entry *gws[16];
