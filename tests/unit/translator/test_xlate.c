@@ -870,6 +870,67 @@ static void test_many_entries_sorted_by_name(void)
         cJSON_Delete(objs[i]);
 }
 
+/* A first pass over many VirtualServices gives the same snapshot and
+ * reports whatever order the objects come in (and so whatever order their
+ * entries have in memory): 400 delegate to one RouteTable with a problem
+ * for each, pairs of them claim one domain. */
+static void test_large_first_pass_order_free(void)
+{
+    enum { N = 400 };
+    cJSON *objs[N + 3];
+    char buf[700];
+    objs[0] = cJSON_Parse("{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"Gateway\",\"metadata\":"
+                          "{\"name\":\"gw\",\"namespace\":\"default\"},\"spec\":{"
+                          "\"virtualServiceNamespaces\":[\"*\"]}}");
+    objs[1] = cJSON_Parse("{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"RouteTable\","
+                          "\"metadata\":{\"name\":\"rt\",\"namespace\":\"default\"},\"spec\":{"
+                          "\"routes\":[{\"match\":{\"prefix\":\"/x\"},\"upstream\":{\"name\":"
+                          "\"u\"}}]}}");
+    objs[2] = cJSON_Parse("{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"Upstream\",\"metadata\":"
+                          "{\"name\":\"u\",\"namespace\":\"default\"},\"spec\":{\"static\":{"
+                          "\"hosts\":[{\"address\":\"10.0.0.1\",\"port\":80}]}}}");
+    for (int i = 0; i < N; i++) {
+        snprintf(
+            buf, sizeof(buf),
+            "{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"VirtualService\",\"metadata\":{"
+            "\"name\":\"vs-%d\",\"namespace\":\"ns-%d\"},\"spec\":{\"domains\":[\"d%d.example."
+            "com\"],\"routes\":[{\"match\":{\"prefix\":\"/p%d\"},\"delegate\":{\"name\":\"rt\","
+            "\"namespace\":\"default\"}},{\"match\":{\"prefix\":\"/\"},\"upstream\":{\"name\":"
+            "\"u\",\"namespace\":\"default\"}}]}}",
+            i, i % 7, i / 2, i);
+        objs[3 + i] = cJSON_Parse(buf);
+        REQUIRE(objs[3 + i]);
+    }
+    struct xlate_object fwd[N + 3], rev[N + 3];
+    for (int i = 0; i < N + 3; i++) {
+        fwd[i] = (struct xlate_object){.kind = XLATE_KIND_UNKNOWN, .obj = objs[i]};
+        rev[N + 2 - i] = fwd[i];
+    }
+    struct xlate_ctx *c1 = xlate_ctx_new(), *c2 = xlate_ctx_new();
+    struct xlate_snapshot *s1 = NULL, *s2 = NULL;
+    REQUIRE_INT_EQ(xlate_run(c1, &(struct xlate_input){fwd, N + 3, 0}, &s1, NULL), 0);
+    REQUIRE_INT_EQ(xlate_run(c2, &(struct xlate_input){rev, N + 3, 0}, &s2, NULL), 0);
+    CHECK_STR_EQ(s1->version, s2->version);
+    CHECK(same_versions(s1, s2));
+    REQUIRE_INT_EQ(s1->nreports, s2->nreports);
+    for (size_t i = 0; i < s1->nreports; i++) {
+        CHECK_STR_EQ(s1->reports[i].name, s2->reports[i].name);
+        CHECK_INT_EQ(s1->reports[i].state, s2->reports[i].state);
+        CHECK_STR_EQ(s1->reports[i].message, s2->reports[i].message);
+    }
+    /* the RouteTable heard from its delegators, the domain pairs clashed */
+    const struct xlate_report *rt = report_of(s1, "RouteTable", "rt");
+    CHECK(rt && rt->state == XLATE_REJECTED && strstr(rt->message, "VirtualService ns-0/vs-0 "));
+    const struct xlate_report *v1 = report_of(s1, "VirtualService", "vs-1");
+    CHECK(v1 && v1->state == XLATE_REJECTED && strstr(v1->message, "already served by"));
+    xlate_snapshot_unref(s1);
+    xlate_snapshot_unref(s2);
+    xlate_ctx_free(c1);
+    xlate_ctx_free(c2);
+    for (int i = 0; i < N + 3; i++)
+        cJSON_Delete(objs[i]);
+}
+
 static void test_digest(void)
 {
     cJSON *a = cJSON_Parse("{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":"
@@ -900,6 +961,7 @@ static const struct cxt_case cases[] = {
     CXT(test_report_block_arrays_go_with_their_snapshots),
     CXT(test_changes_need_a_full_view_first_after_failure),
     CXT(test_many_entries_sorted_by_name),
+    CXT(test_large_first_pass_order_free),
     CXT(test_digest),
 };
 CXT_MAIN(cases)
