@@ -1704,9 +1704,11 @@ static int build_lds(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_m
     return 0;
 }
 
+/* qsort order of entry pointers by address */
 static int addr_cmp(const void *a, const void *b)
 {
-    uintptr_t x = (uintptr_t) * (void *const *)a, y = (uintptr_t) * (void *const *)b;
+    const void *pa = *(void *const *)a, *pb = *(void *const *)b;
+    uintptr_t x = (uintptr_t)pa, y = (uintptr_t)pb;
     return (x > y) - (x < y);
 }
 
@@ -1764,11 +1766,11 @@ static int build_gateway(struct xlate_ctx *ctx, struct xl_entry *gwe)
         }
     }
     /* every touched VirtualService resolved for this mode; a changed claim
-     * (domains, creation, served or not) redoes the claims */
-    /* Many at once (a first pass): resolved in memory order, where entries
-     * and their parse arenas were allocated one after another, instead of
-     * in name order (scattered). Nothing in the output follows this order:
-     * each resolution is its own, and a RouteTable's report sorts what its
+     * (domains, creation, served or not) redoes the claims. Many at once (a
+     * first pass) are resolved in memory order, where entries and their
+     * parse arenas were allocated one after another, instead of in name
+     * order (scattered). Nothing in the output follows this order: each
+     * resolution is its own, and a RouteTable's report sorts what its
      * delegators left (test_large_first_pass_order_free). */
     if (m->touched.n > 256)
         qsort(m->touched.items, m->touched.n, sizeof(*m->touched.items), addr_cmp);
