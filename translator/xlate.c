@@ -877,7 +877,8 @@ static size_t object_key(const cJSON *obj, char *key, size_t cap)
  * wins, whatever the order. A full view parses an object at the first
  * sight of its key; the changes path, and a contest of copies, re-parse
  * entries whose candidate differs from what they hold afterwards
- * (commit_candidates). */
+ * (commit_candidates). Returns 1 when |obj| is the very object of the last
+ * pass (nothing of it read), 0 otherwise, -1 when memory ran out. */
 static int ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *obj,
                       uint64_t digest, int last_wins)
 {
@@ -891,15 +892,13 @@ static int ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *
     struct xl_entry *e = xl_map_get(&ctx->by_ptr, &probe, PTRKEY_LEN);
     if (e && e->kind == kind && e->seen != ctx->pass && e->digest == digest) {
         /* the very object of last pass: nothing to do */
-        ctx->ingest_known = 1;
         e->seen = ctx->pass;
         ctx->nseen[kind]++;
         e->duplicate = 0;
         e->cand_obj = obj;
         e->cand_digest = digest;
-        return 0;
+        return 1;
     }
-    ctx->ingest_known = 0;
     char key[600];
     size_t n = object_key(obj, key, sizeof(key));
     if (!n)
@@ -2035,15 +2034,17 @@ int xlate_run(struct xlate_ctx *ctx, const struct xlate_input *in, struct xlate_
     ctx->now = in->now;
     ctx->stats.objects = in->n;
     int rc = reserve(ctx, in);
-    ctx->ingest_known = 0;
+    int known = 0; /* the last object was the very one of the last pass */
     for (size_t i = 0; i < in->n && rc == 0; i++) {
         /* not while the view repeats the last one: objects known by their
          * (digest, pointer) are not read, and the walks would stall */
-        for (size_t d = 1; d <= PREFETCH_AHEAD && i + d < in->n && !ctx->ingest_known; d++)
+        for (size_t d = 1; d <= PREFETCH_AHEAD && i + d < in->n && !known; d++)
             prefetch_top(in->objects[i + d].obj, PREFETCH_AHEAD - d);
-        if (i + 1 < in->n && !ctx->ingest_known)
+        if (i + 1 < in->n && !known)
             prefetch_key(ctx, &in->objects[i + 1]);
-        rc = ingest_one(ctx, in->objects[i].kind, in->objects[i].obj, in->objects[i].digest, 0);
+        int r = ingest_one(ctx, in->objects[i].kind, in->objects[i].obj, in->objects[i].digest, 0);
+        known = r > 0;
+        rc = r < 0 ? -1 : 0;
     }
     if (rc == 0)
         rc = sweep(ctx);
@@ -2074,7 +2075,7 @@ int xlate_run_changes_at(struct xlate_ctx *ctx, const struct xlate_change *chang
     for (size_t i = 0; i < n && rc == 0; i++) {
         const struct xlate_change *c = &changes[i];
         if (c->obj) {
-            rc = ingest_one(ctx, c->kind, c->obj, c->digest, 1);
+            rc = ingest_one(ctx, c->kind, c->obj, c->digest, 1) < 0 ? -1 : 0;
             continue;
         }
         if (c->kind < 0 || c->kind >= XLATE_KIND_COUNT || !c->name)

@@ -208,8 +208,7 @@ struct xl_dep_list {
 
 struct xlate_ctx {
     uint32_t pass;
-    int ingest_known; /* the last object ingested was the very one of the last pass */
-    int broken;       /* a pass ran out of memory: the next must be a full view */
+    int broken; /* a pass ran out of memory: the next must be a full view */
     struct xl_map by_key[XLATE_KIND_COUNT];   /* "ns/name" -> entry */
     struct xl_map by_ptr;                     /* (digest, cJSON*) -> entry */
     struct xl_entry **list[XLATE_KIND_COUNT]; /* sorted by (namespace, name); none for
