@@ -41,20 +41,46 @@ PKGS := libcurl libcjson libevent libevent_pthreads libevent_openssl libprotobuf
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lpthread -lm
 
-MODULES := common filters election translator controlplane
-INCLUDES := $(addprefix -I,$(MODULES)) -Itests/lib -I$(BUILD)/gen
+# ---- modules: one folder each, and what each may include -------------------
+# A module's sources compile with the include paths of the modules it may
+# depend on and nothing else, so (for example) the translator cannot reach a
+# daemon header, and election/ sees only the Kubernetes client's interface.
+# "gen" is the generated protobuf-c code. The I/O-free cores (common,
+# filters, translator, election's core) must not include libevent, curl or
+# nghttp2 either: tests/integration/layering checks every object's actual
+# header list. Folders not listed here (tests, bench, kubesim) see everything.
+CP := controlplane
+MODULES := common filters election translator $(CP)/kube $(CP)/admin $(CP)/xds $(CP)/store \
+	$(CP)/leader $(CP)/daemon $(CP)/cli
+DEPS_common := common
+DEPS_filters := common filters
+DEPS_election := common election $(CP)/kube
+DEPS_translator := common filters translator gen
+DEPS_$(CP)/kube := common $(CP)/kube
+DEPS_$(CP)/admin := common $(CP)/admin
+DEPS_$(CP)/xds := common translator $(CP)/admin $(CP)/xds gen
+DEPS_$(CP)/store := common translator $(CP)/kube $(CP)/store
+DEPS_$(CP)/leader := common translator $(CP)/kube $(CP)/store $(CP)/leader
+DEPS_$(CP)/daemon := common filters election translator $(CP)/kube $(CP)/admin $(CP)/xds \
+	$(CP)/store $(CP)/leader $(CP)/daemon
+DEPS_$(CP)/cli := $(DEPS_$(CP)/daemon) $(CP)/cli
+ALL_INCLUDES := $(addprefix -I,$(MODULES)) -Itests/lib -I$(BUILD)/gen
+# include flags for a source file: its module's list, or everything
+mod_of = $(patsubst %/,%,$(dir $(1)))
+inc_of = $(if $(DEPS_$(call mod_of,$(1))),$(patsubst -Igen,-I$(BUILD)/gen,$(addprefix -I,$(DEPS_$(call mod_of,$(1))))),$(ALL_INCLUDES))
+INCLUDES := $(ALL_INCLUDES)
 WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wvla
 OPT ?= -O2 -g
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) $(SANFLAGS) -MMD -MP
-CFLAGS = $(CFLAGS_BASE) $(WARN) $(INCLUDES) $(PKG_CFLAGS) -DCXT_DATA_DIR='"$(CURDIR)/tests/data"'
+CFLAGS = $(CFLAGS_BASE) $(WARN) $(call inc_of,$<) $(PKG_CFLAGS) -DCXT_DATA_DIR='"$(CURDIR)/tests/data"'
 LDFLAGS += $(SANFLAGS)
 
 # ---- sources ---------------------------------------------------------------
-MAIN_SRC := controlplane/main.c
+MAIN_SRC := $(CP)/cli/main.c
 LIB_SRC := $(filter-out $(MAIN_SRC),$(wildcard $(addsuffix /*.c,$(MODULES))))
 KUBESIM_SRC := $(wildcard tests/kubesim/*.c)
 TESTLIB_SRC := $(wildcard tests/lib/*.c)
-UNIT_SRC := $(wildcard tests/unit/*/test_*.c)
+UNIT_SRC := $(shell find tests/unit -name 'test_*.c' | sort)
 ITEST_SRC := $(wildcard tests/integration/*/test_*.c tests/e2e/*/test_*.c)
 BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCHLIB_SRC := $(filter-out $(BENCH_SRC),$(wildcard bench/*.c))
@@ -80,7 +106,8 @@ ITEST_BIN := $(patsubst %.c,$(BUILD)/%,$(ITEST_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bin/%,$(BENCH_SRC))
 BINARIES := $(COXSWAIN) $(KUBESIM)
 
-.PHONY: all deps binaries tests test run valgrind fuzz fuzz-build bench chaos fmt lint clean help manifests
+.PHONY: all deps binaries tests test run valgrind fuzz fuzz-build bench chaos fmt lint clean help manifests \
+	print-cflags
 
 # ---- entry points: each makes sure the Debian packages are there first ------
 all: deps
@@ -182,7 +209,7 @@ $(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(LIB)
 	$(Q)$(CC) -fsanitize=address,undefined,fuzzer -o $@ $^ $(PKG_LIBS)
 
 # ---- style ----------------------------------------------------------------
-FMT_SRC = $(shell find common filters election translator controlplane tests bench -name '*.[ch]' -not -path '*/node_modules/*' 2>/dev/null)
+FMT_SRC = $(shell find $(MODULES) tests bench -name '*.[ch]' -not -path '*/node_modules/*' 2>/dev/null)
 fmt:
 	$(Q)clang-format -i $(FMT_SRC)
 
@@ -194,6 +221,10 @@ lint: deps
 
 clean:
 	rm -rf build
+
+# the include flags a source file compiles with (tests/integration/layering)
+print-cflags:
+	@echo $(CFLAGS_BASE) $(call inc_of,$(F)) $(PKG_CFLAGS)
 
 help:
 	@sed -n '2,16p' Makefile | sed 's/^# \{0,1\}//'

@@ -1,7 +1,7 @@
 #include "xlate_render.h"
 
 #include "cx_json.h"
-#include "cx_pbjson.h"
+#include "xlate_pbjson.h"
 #include "xlate_snapshot.h"
 
 #include <string.h>
@@ -61,10 +61,10 @@ int xlate_render_groups_flags(const struct xlate_snapshot *s, int depth, unsigne
                 rc |= xlate_render_indent(out, depth + 5);
                 if (rc)
                     break;
-                int r = cx_pbjson_render_any(
+                int r = xlate_pbjson_render_any(
                     xds_type_url((enum xds_type)t), set->items[i]->bytes, set->items[i]->len,
-                    flags | CX_PBJSON_PRETTY | CX_PBJSON_INDENT(depth + 5), out);
-                if (r == CX_PBJSON_EDECODE)
+                    flags | XLATE_PBJSON_PRETTY | XLATE_PBJSON_INDENT(depth + 5), out);
+                if (r == XLATE_PBJSON_EDECODE)
                     return -2;
                 rc |= r;
             }

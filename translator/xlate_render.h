@@ -18,7 +18,7 @@
 __attribute__((warn_unused_result)) int xlate_render_groups(const struct xlate_snapshot *s,
                                                             int depth, struct cx_buf *out);
 
-/* The same with extra cx_pbjson flags: CX_PBJSON_SHOW_SECRETS shows private
+/* The same with extra xlate_pbjson flags: XLATE_PBJSON_SHOW_SECRETS shows private
  * keys, which every other rendering replaces with "[redacted]". */
 __attribute__((warn_unused_result)) int xlate_render_groups_flags(const struct xlate_snapshot *s,
                                                                   int depth, unsigned flags,

@@ -10,7 +10,7 @@
 #include "cx_time.h"
 #include "cx_yaml.h"
 #include "cxtest.h"
-#include "daemon_kinds.h"
+#include "store_kinds.h"
 #include "kube_client.h"
 #include "kube_informer.h"
 

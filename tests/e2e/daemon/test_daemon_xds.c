@@ -238,7 +238,7 @@ static int count_of(const cJSON *res, const char *obj, const char *key)
 
 static const struct kube_resource *R(enum xlate_kind k)
 {
-    return daemon_kind_resource(k);
+    return store_kind_resource(k);
 }
 
 static char *vs_json(int with_b)

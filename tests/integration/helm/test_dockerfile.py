@@ -258,7 +258,7 @@ def case_make_target_builds_binary():
     # that links the binary and does not run the deps step (which would
     # install the test tools into the image)
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "BUILD", "SANITIZE")}
-    p = subprocess.run(["make", "-n", "-W", "controlplane/main.c", target], cwd=TOP,
+    p = subprocess.run(["make", "-n", "-W", "controlplane/cli/main.c", target], cwd=TOP,
                        capture_output=True, text=True, env=env)
     check_eq(p.returncode, 0, p.stderr)
     check("-o build/bin/coxswain" in p.stdout, p.stdout[-500:])

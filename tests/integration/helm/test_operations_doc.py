@@ -91,11 +91,12 @@ def registered_metrics():
     registry in the modules the daemon links)."""
     names = set()
     for mod in ("common", "filters", "election", "translator", "controlplane"):
-        d = os.path.join(TOP, mod)
-        for f in os.listdir(d) if os.path.isdir(d) else []:
-            if f.endswith(".c"):
-                with open(os.path.join(d, f), errors="replace") as fh:
-                    names |= set(re.findall(r'"((?:coxswain|leader_election)_[a-z_]+)"', fh.read()))
+        for d, _, files in os.walk(os.path.join(TOP, mod)):
+            for f in files:
+                if f.endswith(".c"):
+                    with open(os.path.join(d, f), errors="replace") as fh:
+                        names |= set(re.findall(r'"((?:coxswain|leader_election)_[a-z_]+)"',
+                                                fh.read()))
     return names
 
 

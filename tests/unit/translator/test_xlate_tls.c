@@ -7,7 +7,7 @@
  */
 #include "cx_buf.h"
 #include "cx_json.h"
-#include "cx_pbjson.h"
+#include "xlate_pbjson.h"
 #include "cx_yaml.h"
 #include "cxtest.h"
 #include "xlate.h"
@@ -318,7 +318,7 @@ static void test_changes_rebuild_what_depends(void)
     CHECK(b.data && strstr(b.data, "\"privateKey\": {\n") && strstr(b.data, "[redacted]"));
     cx_buf_free(&b);
     cx_buf_init(&b, 0);
-    REQUIRE_INT_EQ(xlate_render_groups_flags(s1, 0, CX_PBJSON_SHOW_SECRETS, &b), 0);
+    REQUIRE_INT_EQ(xlate_render_groups_flags(s1, 0, XLATE_PBJSON_SHOW_SECRETS, &b), 0);
     CHECK(b.data && !strstr(b.data, "[redacted]"));
     cx_buf_free(&b);
     /* future.example.com is covered by the not-yet-valid certificate: the

@@ -1,0 +1,335 @@
+#include "admin.h"
+
+#include "cx_log.h"
+#include "cx_metrics.h"
+#include "cx_time.h"
+#include "cx_version.h"
+
+#include <dirent.h>
+#include <event2/buffer.h>
+#include <event2/keyvalq_struct.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#define ADMIN_MAX_CHECKS   32
+#define ADMIN_MAX_PREFIXES 16
+
+struct admin_check {
+    char *name;
+    admin_check_fn fn;
+    void *arg;
+};
+
+struct admin_prefix {
+    char *prefix;
+    void (*cb)(struct evhttp_request *, void *);
+    void *arg;
+};
+
+struct admin_server {
+    struct evhttp *http;
+    int port;
+    struct admin_check health[ADMIN_MAX_CHECKS], ready[ADMIN_MAX_CHECKS];
+    size_t nhealth, nready;
+    struct admin_prefix prefixes[ADMIN_MAX_PREFIXES];
+    size_t nprefixes;
+};
+
+void admin_reply(struct evhttp_request *req, int code, const char *content_type, const char *body,
+                 size_t len)
+{
+    struct evbuffer *out = evhttp_request_get_output_buffer(req);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", content_type);
+    evbuffer_add(out, body, len);
+    const char *reason = code == 200 ? "OK" : code == 404 ? "Not Found" : NULL;
+    evhttp_send_reply(req, code, reason, NULL);
+}
+
+static void handle_metrics(struct evhttp_request *req, void *arg)
+{
+    (void)arg;
+    struct cx_buf b;
+    cx_buf_init(&b, 0);
+    if (cx_metrics_render(&b) != 0) {
+        cx_buf_free(&b);
+        admin_reply(req, 500, "text/plain", "metrics exposition failed\n", 26);
+        return;
+    }
+    admin_reply(req, 200, CX_METRICS_CONTENT_TYPE, b.data ? b.data : "", b.len);
+    cx_buf_free(&b);
+}
+
+/* Kubernetes-style probe: "ok", or with ?verbose one "[+]name ok" /
+ * "[-]name failed: why" line per check. */
+static void run_checks(struct evhttp_request *req, const struct admin_check *checks, size_t n,
+                       const char *what)
+{
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *q = evhttp_uri_get_query(uri);
+    int verbose = q && strstr(q, "verbose") != NULL;
+    struct cx_buf body, why;
+    cx_buf_init(&body, 0);
+    cx_buf_init(&why, 4096);
+    int failed = 0, rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        cx_buf_reset(&why);
+        int ok = checks[i].fn(checks[i].arg, &why) == 0;
+        failed |= !ok;
+        if (ok)
+            rc |= cx_buf_printf(&body, "[+]%s ok\n", checks[i].name);
+        else
+            rc |= cx_buf_printf(&body, "[-]%s failed: %s\n", checks[i].name,
+                                why.data ? why.data : "");
+    }
+    if (failed) {
+        rc |= cx_buf_printf(&body, "%s check failed\n", what);
+        admin_reply(req, 500, "text/plain; charset=utf-8", body.data, body.len);
+    } else if (verbose) {
+        rc |= cx_buf_printf(&body, "%s check passed\n", what);
+        admin_reply(req, 200, "text/plain; charset=utf-8", body.data, body.len);
+    } else {
+        admin_reply(req, 200, "text/plain; charset=utf-8", "ok", 2);
+    }
+    (void)rc;
+    cx_buf_free(&body);
+    cx_buf_free(&why);
+}
+
+static void handle_healthz(struct evhttp_request *req, void *arg)
+{
+    struct admin_server *a = arg;
+    run_checks(req, a->health, a->nhealth, "healthz");
+}
+
+static void handle_readyz(struct evhttp_request *req, void *arg)
+{
+    struct admin_server *a = arg;
+    run_checks(req, a->ready, a->nready, "readyz");
+}
+
+static void handle_generic(struct evhttp_request *req, void *arg)
+{
+    struct admin_server *a = arg;
+    const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+    for (size_t i = 0; path && i < a->nprefixes; i++) {
+        if (strncmp(path, a->prefixes[i].prefix, strlen(a->prefixes[i].prefix)) == 0) {
+            a->prefixes[i].cb(req, a->prefixes[i].arg);
+            return;
+        }
+    }
+    admin_reply(req, 404, "text/plain", "not found\n", 10);
+}
+
+struct admin_server *admin_new(struct event_base *base, const char *listen, char *err,
+                               size_t errlen)
+{
+    char host[256];
+    const char *colon = listen ? strrchr(listen, ':') : NULL;
+    char *end = NULL;
+    long port = colon ? strtol(colon + 1, &end, 10) : -1;
+    if (!colon || !end || *end || port < 0 || port > 65535 ||
+        (size_t)(colon - listen) >= sizeof(host)) {
+        snprintf(err, errlen, "invalid admin listen address \"%s\": expected host:port",
+                 listen ? listen : "");
+        return NULL;
+    }
+    snprintf(host, sizeof(host), "%.*s", (int)(colon - listen), listen);
+    /* [::1]:9000 */
+    char *h = host;
+    if (h[0] == '[' && h[strlen(h) - 1] == ']') {
+        h[strlen(h) - 1] = '\0';
+        h++;
+    }
+    struct admin_server *a = calloc(1, sizeof(*a));
+    if (!a) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    a->http = evhttp_new(base);
+    if (!a->http) {
+        snprintf(err, errlen, "evhttp_new failed");
+        free(a);
+        return NULL;
+    }
+    evhttp_set_allowed_methods(a->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD);
+    evhttp_set_max_body_size(a->http, 1 << 20);
+    struct evhttp_bound_socket *bs = evhttp_bind_socket_with_handle(a->http, h, (ev_uint16_t)port);
+    if (!bs) {
+        snprintf(err, errlen, "cannot listen on %s for the admin server", listen);
+        evhttp_free(a->http);
+        free(a);
+        return NULL;
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    if (getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&ss, &sl) == 0) {
+        if (ss.ss_family == AF_INET)
+            a->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+        else if (ss.ss_family == AF_INET6)
+            a->port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    }
+    evhttp_set_cb(a->http, "/metrics", handle_metrics, a);
+    evhttp_set_cb(a->http, "/healthz", handle_healthz, a);
+    evhttp_set_cb(a->http, "/readyz", handle_readyz, a);
+    evhttp_set_cb(a->http, "/livez", handle_healthz, a);
+    evhttp_set_gencb(a->http, handle_generic, a);
+    return a;
+}
+
+int admin_port(const struct admin_server *a)
+{
+    return a->port;
+}
+
+static int add_check(struct admin_check *list, size_t *n, const char *name, admin_check_fn fn,
+                     void *arg)
+{
+    if (*n == ADMIN_MAX_CHECKS)
+        return -1;
+    char *nm = strdup(name);
+    if (!nm)
+        return -1;
+    list[*n].name = nm;
+    list[*n].fn = fn;
+    list[*n].arg = arg;
+    (*n)++;
+    return 0;
+}
+
+int admin_add_health_check(struct admin_server *a, const char *name, admin_check_fn fn, void *arg)
+{
+    return add_check(a->health, &a->nhealth, name, fn, arg);
+}
+
+int admin_add_ready_check(struct admin_server *a, const char *name, admin_check_fn fn, void *arg)
+{
+    return add_check(a->ready, &a->nready, name, fn, arg);
+}
+
+int admin_handle(struct admin_server *a, const char *path,
+                 void (*cb)(struct evhttp_request *req, void *arg), void *arg)
+{
+    return evhttp_set_cb(a->http, path, cb, arg) == 0 ? 0 : -1;
+}
+
+int admin_handle_prefix(struct admin_server *a, const char *prefix,
+                        void (*cb)(struct evhttp_request *req, void *arg), void *arg)
+{
+    if (a->nprefixes == ADMIN_MAX_PREFIXES)
+        return -1;
+    char *p = strdup(prefix);
+    if (!p)
+        return -1;
+    a->prefixes[a->nprefixes].prefix = p;
+    a->prefixes[a->nprefixes].cb = cb;
+    a->prefixes[a->nprefixes].arg = arg;
+    a->nprefixes++;
+    return 0;
+}
+
+void admin_free(struct admin_server *a)
+{
+    if (!a)
+        return;
+    evhttp_free(a->http);
+    for (size_t i = 0; i < a->nhealth; i++)
+        free(a->health[i].name);
+    for (size_t i = 0; i < a->nready; i++)
+        free(a->ready[i].name);
+    for (size_t i = 0; i < a->nprefixes; i++)
+        free(a->prefixes[i].prefix);
+    free(a);
+}
+
+/* ---- process metrics ---------------------------------------------------- */
+
+static double start_time_s;
+
+static double proc_rss(void *arg)
+{
+    (void)arg;
+    long pages = 0, rss = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f)
+        return 0;
+    if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
+        rss = 0;
+    fclose(f);
+    return (double)rss * (double)sysconf(_SC_PAGESIZE);
+}
+
+static double proc_vsize(void *arg)
+{
+    (void)arg;
+    long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f)
+        return 0;
+    if (fscanf(f, "%ld", &pages) != 1)
+        pages = 0;
+    fclose(f);
+    return (double)pages * (double)sysconf(_SC_PAGESIZE);
+}
+
+static double proc_cpu(void *arg)
+{
+    (void)arg;
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static double proc_fds(void *arg)
+{
+    (void)arg;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return 0;
+    double n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n - 1; /* the directory's own fd */
+}
+
+static double proc_max_fds(void *arg)
+{
+    (void)arg;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 0;
+    return (double)rl.rlim_cur;
+}
+
+static double proc_start(void *arg)
+{
+    (void)arg;
+    return start_time_s;
+}
+
+void admin_register_process_metrics(void)
+{
+    if (start_time_s == 0)
+        start_time_s = (double)(cx_wall_ns() / CX_NS_PER_MS) / 1000.0;
+    cx_gauge_func("process_resident_memory_bytes", "Resident memory size in bytes.", proc_rss,
+                  NULL);
+    cx_gauge_func("process_virtual_memory_bytes", "Virtual memory size in bytes.", proc_vsize,
+                  NULL);
+    cx_gauge_func("process_open_fds", "Number of open file descriptors.", proc_fds, NULL);
+    cx_gauge_func("process_max_fds", "Maximum number of open file descriptors.", proc_max_fds,
+                  NULL);
+    cx_gauge_func("process_start_time_seconds",
+                  "Start time of the process since unix epoch in seconds.", proc_start, NULL);
+    cx_counter_func("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
+                    proc_cpu, NULL);
+    cx_metric_set(
+        cx_gauge("coxswain_build_info", "Build information; the value is always 1.", "version"), 1,
+        COXSWAIN_VERSION);
+}

@@ -1,0 +1,752 @@
+#include "publish.h"
+
+#include "cx_buf.h"
+#include "cx_hash.h"
+#include "cx_json.h"
+#include "cx_log.h"
+#include "cx_metrics.h"
+#include "cx_ratelimit.h"
+#include "cx_time.h"
+#include "store_kinds.h"
+#include "store_map.h"
+#include "xlate_snapshot.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A ProxySnapshot name: "<namespace>.<name>" (63 + 1 + 253 at most). */
+#define PUB_NAME_MAX         PUBLISH_NAME_MAX
+#define PUB_CONFLICT_WAIT_NS (2 * CX_NS_PER_S)
+#define PUB_RETRY_FIRST_NS   (500 * CX_NS_PER_MS)
+#define PUB_RETRY_MAX_NS     (30 * CX_NS_PER_S)
+#define PUB_REFUSED_WAIT_NS  (100 * CX_NS_PER_MS)
+
+static const char *const type_keys[XDS_TYPE_COUNT] = {"listeners", "routes", "clusters",
+                                                      "endpoints"};
+
+/* ---- pure helpers --------------------------------------------------------------- */
+
+int publish_name(const char *group, char *out, size_t n)
+{
+    const char *slash = group ? strchr(group, '/') : NULL;
+    if (!slash || slash == group || !slash[1] || strchr(slash + 1, '/'))
+        return -1;
+    int w = snprintf(out, n, "%.*s.%s", (int)(slash - group), group, slash + 1);
+    return w < 0 || (size_t)w >= n ? -1 : 0;
+}
+
+/* ---- the publisher ------------------------------------------------------------------ */
+
+struct pub_item {
+    struct publish *p;
+    struct kube_call *call;
+    struct leader_guard_presend presend; /* the last-moment guard check */
+    unsigned queued : 1;
+    unsigned parked : 1;
+    unsigned recheck : 1;
+    unsigned encoding : 1; /* waits for the encoder thread */
+    int64_t due_ns;
+    int fails;
+    struct pub_item *next;
+    /* In flight: what the write will make true. */
+    int sending_op;                            /* 0 create, 1 update, 2 delete */
+    char sending_version[XDS_VERSION_LEN + 1]; /* "" for a delete */
+    char *sending_rv_before;
+    /* Our last successful write, until the informer shows it. */
+    int w_valid;
+    int w_deleted;
+    char w_version[XDS_VERSION_LEN + 1];
+    char *w_rv_before; /* informer RV the write was based on ("" = absent) */
+    char *w_rv_after;
+    char name[];
+};
+
+struct pub_group {
+    const struct xlate_group *g;
+    char version[XDS_VERSION_LEN + 1];
+    struct cx_series *consistent;
+    char name[]; /* ProxySnapshot name */
+};
+
+struct publish {
+    struct event_base *base;
+    struct publish_opts o;
+    char *ns;
+    struct cx_ratelimit rl;
+    struct event *pump_ev, *park_ev;
+    int pump_armed, park_armed;
+    int64_t pump_due_ns;
+    int leading;
+    uint64_t term;
+    struct xlate_snapshot *snap;
+    struct store_map groups; /* PS name -> struct pub_group * (current snapshot) */
+    struct pub_group **glist;
+    size_t nglist;
+    struct store_map items; /* PS name -> struct pub_item * */
+    struct publish_encoder *enc;
+    struct store_map blobs; /* PS name -> struct publish_blob * (latest encoded) */
+    size_t nencoding;
+    struct pub_item *head, *tail;
+    size_t nqueued, ninflight, nparked;
+    struct publish_stats st;
+    struct {
+        struct cx_metric *consistent;
+        struct cx_metric *writes;
+    } m;
+};
+
+static void schedule_pump(struct publish *p, int64_t delay_ns);
+
+static struct pub_item *item_get(struct publish *p, const char *name)
+{
+    struct pub_item *it = store_map_get(&p->items, name);
+    if (it)
+        return it;
+    size_t n = strlen(name);
+    it = calloc(1, sizeof(*it) + n + 1);
+    if (!it)
+        return NULL;
+    it->p = p;
+    memcpy(it->name, name, n + 1);
+    int err;
+    store_map_put(&p->items, it->name, it, &err);
+    if (err) {
+        free(it);
+        return NULL;
+    }
+    return it;
+}
+
+static void clear_written(struct pub_item *it)
+{
+    it->w_valid = 0;
+    it->w_deleted = 0;
+    it->w_version[0] = '\0';
+    free(it->w_rv_before);
+    free(it->w_rv_after);
+    it->w_rv_before = it->w_rv_after = NULL;
+}
+
+static void item_destroy(struct pub_item *it)
+{
+    if (it->call)
+        kube_call_cancel(it->call);
+    free(it->sending_rv_before);
+    clear_written(it);
+    free(it);
+}
+
+static void maybe_release(struct pub_item *it)
+{
+    if (it->queued || it->parked || it->call || it->w_valid || it->encoding)
+        return;
+    store_map_remove(&it->p->items, it->name);
+    item_destroy(it);
+}
+
+static void enqueue(struct publish *p, struct pub_item *it)
+{
+    if (it->call)
+        it->recheck = 1;
+    if (it->queued || it->call)
+        return;
+    if (it->parked) {
+        it->parked = 0;
+        p->nparked--;
+    }
+    it->queued = 1;
+    it->next = NULL;
+    if (p->tail)
+        p->tail->next = it;
+    else
+        p->head = it;
+    p->tail = it;
+    p->nqueued++;
+}
+
+static void want(struct publish *p, const char *name)
+{
+    if (!p->leading)
+        return;
+    struct pub_item *it = item_get(p, name);
+    if (!it) {
+        cx_error("publish", "out of memory queueing ProxySnapshot %s", name);
+        return;
+    }
+    enqueue(p, it);
+    schedule_pump(p, 0);
+}
+
+static void park(struct publish *p, struct pub_item *it, int64_t delay_ns)
+{
+    if (!it->parked)
+        p->nparked++;
+    it->parked = 1;
+    it->due_ns = cx_mono_ns() + delay_ns;
+    if (!p->park_armed) {
+        struct timeval tv = {.tv_sec = 0, .tv_usec = 250000};
+        evtimer_add(p->park_ev, &tv);
+        p->park_armed = 1;
+    }
+}
+
+static int is_ours(const struct kube_obj *o)
+{
+    const char *v = cx_json_path_str(o->json, "metadata", "labels", PUBLISH_LABEL_KEY, NULL);
+    return v && strcmp(v, PUBLISH_LABEL_VALUE) == 0;
+}
+
+static const char *published_version(const struct kube_obj *o)
+{
+    const char *v = o ? cx_json_path_str(o->json, "spec", "version", NULL) : NULL;
+    return v ? v : "";
+}
+
+/* ---- consistency ---------------------------------------------------------------- */
+
+static void update_consistency(struct publish *p, struct pub_group *pg)
+{
+    struct kube_obj *o = p->o.lookup(p->o.user, pg->name);
+    int ok = o && strcmp(published_version(o), pg->version) == 0;
+    if (pg->consistent)
+        cx_series_set(pg->consistent, ok ? 1 : 0);
+}
+
+static void recount(struct publish *p)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < p->nglist; i++) {
+        struct kube_obj *o = p->o.lookup(p->o.user, p->glist[i]->name);
+        c += o && strcmp(published_version(o), p->glist[i]->version) == 0;
+    }
+    p->st.groups = p->nglist;
+    p->st.consistent = c;
+}
+
+/* ---- writes ------------------------------------------------------------------------ */
+
+static cJSON *build_object(struct publish *p, const struct pub_group *pg, const char *rv,
+                           const struct publish_blob *blob)
+{
+    const struct xlate_group *g = pg->g;
+    const char *b64 = blob->b64;
+    size_t json_bytes = blob->json_bytes;
+    int trunc = blob->truncated;
+    int *truncated = &trunc;
+    cJSON *o = cJSON_CreateObject();
+    cJSON *md = cJSON_AddObjectToObject(o, "metadata");
+    cJSON *labels = md ? cJSON_AddObjectToObject(md, "labels") : NULL;
+    cJSON *spec = cJSON_AddObjectToObject(o, "spec");
+    cJSON *versions = spec ? cJSON_AddObjectToObject(spec, "versions") : NULL;
+    cJSON *counts = spec ? cJSON_AddObjectToObject(spec, "counts") : NULL;
+    int ok = o && md && labels && spec && versions && counts &&
+             cJSON_AddStringToObject(o, "apiVersion", STORE_GROUP "/v1") &&
+             cJSON_AddStringToObject(o, "kind", "ProxySnapshot") &&
+             cJSON_AddStringToObject(md, "name", pg->name) &&
+             cJSON_AddStringToObject(md, "namespace", p->ns) &&
+             (!rv || cJSON_AddStringToObject(md, "resourceVersion", rv)) &&
+             cJSON_AddStringToObject(labels, PUBLISH_LABEL_KEY, PUBLISH_LABEL_VALUE) &&
+             cJSON_AddStringToObject(spec, "gateway", g->name) &&
+             cJSON_AddStringToObject(spec, "mode",
+                                     g->mode == XLATE_MODE_PROXYLESS ? "proxyless" : "envoy") &&
+             cJSON_AddStringToObject(spec, "version", pg->version);
+    for (int t = 0; ok && t < XDS_TYPE_COUNT; t++)
+        ok = cJSON_AddStringToObject(versions, type_keys[t], g->types[t].version) &&
+             cJSON_AddNumberToObject(counts, type_keys[t], (double)g->types[t].n);
+    ok = ok && (!b64 || cJSON_AddStringToObject(spec, "snapshot", b64)) &&
+         cJSON_AddNumberToObject(spec, "snapshotBytes", (double)json_bytes) &&
+         cJSON_AddBoolToObject(spec, "truncated", *truncated);
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+static void count(struct publish *p, const char *op, const char *result)
+{
+    if (p->m.writes)
+        cx_metric_inc(p->m.writes, op, result);
+}
+
+static void on_written(struct kube_result *r, void *arg)
+{
+    struct pub_item *it = arg;
+    struct publish *p = it->p;
+    it->call = NULL;
+    p->ninflight--;
+    int del = it->sending_op == 2;
+    const char *op = del ? "delete" : it->sending_op == 1 ? "update" : "create";
+    if (r->err.code == KUBE_OK || (del && r->err.code == KUBE_E_NOT_FOUND)) {
+        count(p, op, "ok");
+        it->fails = 0;
+        if (del)
+            p->st.deletes++;
+        else if (it->sending_op == 1)
+            p->st.updates++;
+        else
+            p->st.creates++;
+        clear_written(it);
+        const char *rv = cx_json_path_str(r->object, "metadata", "resourceVersion", NULL);
+        it->w_valid = 1;
+        it->w_deleted = del;
+        snprintf(it->w_version, sizeof(it->w_version), "%s", it->sending_version);
+        it->w_rv_before = it->sending_rv_before;
+        it->sending_rv_before = NULL;
+        it->w_rv_after = strdup(rv ? rv : "");
+        if (!it->w_rv_after)
+            clear_written(it);
+        cx_info("publish", "%s ProxySnapshot %s/%s%s%s", del ? "deleted" : op, p->ns, it->name,
+                del ? "" : " version ", it->sending_version);
+    } else if (r->err.code == KUBE_E_CONFLICT || r->err.code == KUBE_E_ALREADY_EXISTS ||
+               r->err.code == KUBE_E_NOT_FOUND) {
+        count(p, op, "conflict");
+        p->st.conflicts++;
+        park(p, it, PUB_CONFLICT_WAIT_NS);
+    } else if (r->err.code == KUBE_E_CANCELLED && strcmp(r->err.reason, "RefusedBeforeSend") == 0) {
+        /* the guard said no at the last moment: nothing was sent */
+        count(p, op, "refused");
+        p->st.refused++;
+        if (p->leading)
+            park(p, it, PUB_REFUSED_WAIT_NS);
+    } else {
+        count(p, op, "error");
+        p->st.failures++;
+        it->fails++;
+        int64_t d = PUB_RETRY_FIRST_NS;
+        for (int i = 1; i < it->fails && d < PUB_RETRY_MAX_NS; i++)
+            d *= 2;
+        if (d > PUB_RETRY_MAX_NS)
+            d = PUB_RETRY_MAX_NS;
+        cx_warn("publish", "%s of ProxySnapshot %s/%s failed (%d %s); retrying in %lld ms", op,
+                p->ns, it->name, r->err.http_status, r->err.message, (long long)(d / 1000000));
+        if (p->leading)
+            park(p, it, d);
+    }
+    free(it->sending_rv_before);
+    it->sending_rv_before = NULL;
+    if (it->recheck && p->leading && !it->parked)
+        enqueue(p, it);
+    it->recheck = 0;
+    maybe_release(it);
+    schedule_pump(p, 0);
+}
+
+/* Returns 0 done (written or nothing to do), 1 try later (*wait_ns). */
+static int reconcile(struct publish *p, struct pub_item *it, int64_t *wait_ns)
+{
+    struct pub_group *pg = store_map_get(&p->groups, it->name);
+    struct kube_obj *pub = p->o.lookup(p->o.user, it->name);
+    const char *pub_rv = pub ? pub->rv : "";
+    int exists = pub != NULL;
+    const char *version = published_version(pub);
+    if (it->w_valid) {
+        if (it->w_rv_before && strcmp(pub_rv, it->w_rv_before) == 0) {
+            exists = !it->w_deleted; /* the informer has not shown our write yet */
+            version = it->w_version;
+            pub_rv = it->w_rv_after;
+        } else {
+            clear_written(it);
+        }
+    }
+    int del = 0;
+    const struct publish_blob *blob = NULL;
+    if (pg) {
+        if (exists && strcmp(version, pg->version) == 0)
+            return 0;
+        /* The snapshot is encoded off the main loop; come back with it. */
+        blob = store_map_get(&p->blobs, it->name);
+        if (!blob || strcmp(blob->version, pg->version) != 0) {
+            if (publish_encoder_submit(p->enc, p->snap, pg->g->name, it->name, pg->version) != 0) {
+                park(p, it, PUB_RETRY_FIRST_NS);
+                return 0;
+            }
+            if (!it->encoding)
+                p->nencoding++;
+            it->encoding = 1;
+            return 0;
+        }
+    } else {
+        if (!exists || (pub && !is_ours(pub)))
+            return 0;
+        del = 1;
+    }
+    int64_t w = cx_ratelimit_take(&p->rl, cx_mono_ns());
+    if (w > 0) {
+        *wait_ns = w;
+        return 1;
+    }
+    int64_t timeout_ns = 0;
+    uint64_t term = 0;
+    if (!p->o.guard.allow || !p->o.guard.allow(p->o.guard.arg, &timeout_ns, &term) ||
+        term != p->term) {
+        p->st.refused++;
+        count(p, del ? "delete" : exists ? "update" : "create", "refused");
+        *wait_ns = PUB_REFUSED_WAIT_NS;
+        return 1;
+    }
+    int64_t ms = leader_guard_timeout_ms(timeout_ns);
+    it->presend = (struct leader_guard_presend){.g = &p->o.guard, .term = term};
+    struct kube_req_opts ro = {.timeout_ms = ms,
+                               .deadline_ms = ms,
+                               .max_attempts = 3,
+                               .presend = leader_guard_presend,
+                               .presend_arg = &it->presend};
+    it->sending_rv_before = strdup(pub ? pub->rv : "");
+    if (!it->sending_rv_before)
+        goto fail;
+    it->sending_op = del ? 2 : exists ? 1 : 0;
+    if (del) {
+        it->sending_version[0] = '\0';
+        it->call = kube_delete(p->o.kc, &store_res_proxysnapshots, p->ns, it->name, NULL, pub_rv,
+                               &ro, on_written, it);
+    } else {
+        cJSON *obj = build_object(p, pg, exists ? pub_rv : NULL, blob);
+        if (!obj)
+            goto fail;
+        p->st.truncated += blob->truncated;
+        snprintf(it->sending_version, sizeof(it->sending_version), "%s", pg->version);
+        if (exists)
+            it->call =
+                kube_update(p->o.kc, &store_res_proxysnapshots, p->ns, obj, 0, &ro, on_written, it);
+        else
+            it->call =
+                kube_create(p->o.kc, &store_res_proxysnapshots, p->ns, obj, &ro, on_written, it);
+        cJSON_Delete(obj);
+    }
+    if (!it->call)
+        goto fail;
+    p->ninflight++;
+    return 0;
+fail:
+    free(it->sending_rv_before);
+    it->sending_rv_before = NULL;
+    park(p, it, PUB_RETRY_FIRST_NS);
+    return 0;
+}
+
+static void pump(struct publish *p)
+{
+    while (p->leading && p->snap && p->head && p->ninflight < 4) {
+        struct pub_item *it = p->head;
+        p->head = it->next;
+        if (!p->head)
+            p->tail = NULL;
+        it->queued = 0;
+        p->nqueued--;
+        int64_t wait = 0;
+        if (reconcile(p, it, &wait) == 1) {
+            it->queued = 1;
+            it->next = p->head;
+            p->head = it;
+            if (!p->tail)
+                p->tail = it;
+            p->nqueued++;
+            schedule_pump(p, wait);
+            return;
+        }
+        maybe_release(it);
+    }
+}
+
+static void on_pump(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct publish *p = arg;
+    p->pump_armed = 0;
+    pump(p);
+}
+
+static void schedule_pump(struct publish *p, int64_t delay_ns)
+{
+    int64_t due = cx_mono_ns() + delay_ns;
+    if (p->pump_armed && p->pump_due_ns <= due)
+        return;
+    struct timeval tv = {.tv_sec = (time_t)(delay_ns / CX_NS_PER_S),
+                         .tv_usec = (suseconds_t)((delay_ns % CX_NS_PER_S) / 1000)};
+    evtimer_add(p->pump_ev, &tv);
+    p->pump_armed = 1;
+    p->pump_due_ns = due;
+}
+
+struct unpark_ctx {
+    struct publish *p;
+    int64_t now;
+    int any;
+};
+
+static int unpark_one(void *user, const char *key, void *v)
+{
+    (void)key;
+    struct unpark_ctx *c = user;
+    struct pub_item *it = v;
+    if (it->parked) {
+        if (it->due_ns <= c->now)
+            enqueue(c->p, it);
+        else
+            c->any = 1;
+    }
+    return 0;
+}
+
+static void on_park(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct publish *p = arg;
+    p->park_armed = 0;
+    struct unpark_ctx c = {p, cx_mono_ns(), 0};
+    store_map_foreach(&p->items, unpark_one, &c);
+    if (c.any) {
+        struct timeval tv = {.tv_sec = 0, .tv_usec = 250000};
+        evtimer_add(p->park_ev, &tv);
+        p->park_armed = 1;
+    }
+    schedule_pump(p, 0);
+}
+
+/* ---- public --------------------------------------------------------------------- */
+
+/* An encoded snapshot is back from the encoder thread. */
+static void on_encoded(void *user, struct publish_blob *blob)
+{
+    struct publish *p = user;
+    if (blob->failed)
+        cx_warn("publish", "could not encode the snapshot of %s (memory): published without it",
+                blob->name);
+    int err;
+    struct publish_blob *old = store_map_put(&p->blobs, blob->name, blob, &err);
+    if (err) {
+        publish_blob_free(blob);
+        return;
+    }
+    publish_blob_free(old);
+    struct pub_item *it = store_map_get(&p->items, blob->name);
+    if (it && it->encoding) {
+        it->encoding = 0;
+        p->nencoding--;
+        enqueue(p, it);
+        schedule_pump(p, 0);
+    }
+}
+
+static int free_blob(void *user, const char *key, void *v)
+{
+    (void)user;
+    (void)key;
+    publish_blob_free(v);
+    return 0;
+}
+
+struct publish *publish_new(struct event_base *base, const struct publish_opts *o)
+{
+    struct publish *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    p->base = base;
+    p->o = *o;
+    if (!p->o.max_bytes)
+        p->o.max_bytes = PUBLISH_MAX_BYTES_DEFAULT;
+    p->ns = strdup(o->namespace ? o->namespace : "default");
+    store_map_init(&p->groups);
+    store_map_init(&p->items);
+    store_map_init(&p->blobs);
+    p->enc = publish_encoder_new(base, p->o.max_bytes, on_encoded, p);
+    cx_ratelimit_init(&p->rl, o->qps, o->burst < 1 ? 1 : o->burst, cx_mono_ns());
+    p->pump_ev = evtimer_new(base, on_pump, p);
+    p->park_ev = evtimer_new(base, on_park, p);
+    if (!p->ns || !p->pump_ev || !p->park_ev || !p->enc) {
+        publish_free(p);
+        return NULL;
+    }
+    p->m.consistent = cx_gauge("coxswain_snapshot_consistent",
+                               "1 when this replica's snapshot of the Gateway has the version "
+                               "the leader published in its ProxySnapshot.",
+                               "gateway");
+    p->m.writes = cx_counter("coxswain_snapshot_publishes_total",
+                             "ProxySnapshot writes by operation and result.", "op,result");
+    return p;
+}
+
+static void groups_clear(struct publish *p, int hide)
+{
+    for (size_t i = 0; i < p->nglist; i++) {
+        if (hide && p->glist[i]->consistent)
+            cx_series_hide(p->glist[i]->consistent);
+        free(p->glist[i]);
+    }
+    free(p->glist);
+    p->glist = NULL;
+    p->nglist = 0;
+    store_map_free(&p->groups);
+    store_map_init(&p->groups);
+}
+
+static int destroy_item(void *user, const char *key, void *v)
+{
+    (void)user;
+    (void)key;
+    item_destroy(v);
+    return 0;
+}
+
+void publish_free(struct publish *p)
+{
+    if (!p)
+        return;
+    publish_encoder_free(p->enc); /* joins its thread: no result comes later */
+    p->enc = NULL;
+    store_map_foreach(&p->blobs, free_blob, NULL);
+    store_map_free(&p->blobs);
+    store_map_foreach(&p->items, destroy_item, NULL);
+    store_map_free(&p->items);
+    groups_clear(p, 0);
+    xlate_snapshot_unref(p->snap);
+    if (p->pump_ev)
+        event_free(p->pump_ev);
+    if (p->park_ev)
+        event_free(p->park_ev);
+    free(p->ns);
+    free(p);
+}
+
+struct stale_ctx {
+    struct publish *p;
+};
+
+static int want_stale(void *user, struct kube_obj *o)
+{
+    struct stale_ctx *c = user;
+    if (is_ours(o) && !store_map_get(&c->p->groups, o->name))
+        want(c->p, o->name);
+    return 0;
+}
+
+void publish_set_snapshot(struct publish *p, struct xlate_snapshot *snap)
+{
+    /* Remember the old versions to queue only what changed. */
+    struct store_map old;
+    store_map_init(&old);
+    struct pub_group **oldlist = p->glist;
+    size_t nold = p->nglist;
+    int oom = 0;
+    for (size_t i = 0; i < nold; i++) {
+        int err;
+        store_map_put(&old, oldlist[i]->name, oldlist[i], &err);
+        oom |= err;
+    }
+    p->glist = NULL;
+    p->nglist = 0;
+    store_map_free(&p->groups);
+    store_map_init(&p->groups);
+    xlate_snapshot_unref(p->snap);
+    p->snap = xlate_snapshot_ref(snap);
+    p->glist = calloc(snap->ngroups ? snap->ngroups : 1, sizeof(*p->glist));
+    for (size_t i = 0; p->glist && i < snap->ngroups; i++) {
+        const struct xlate_group *g = &snap->groups[i];
+        char name[PUB_NAME_MAX];
+        if (publish_name(g->name, name, sizeof(name)) != 0)
+            continue;
+        size_t nl = strlen(name);
+        struct pub_group *pg = calloc(1, sizeof(*pg) + nl + 1);
+        if (!pg) {
+            oom = 1;
+            continue;
+        }
+        memcpy(pg->name, name, nl + 1);
+        pg->g = g;
+        publish_group_version(g, pg->version);
+        struct pub_group *prev = store_map_get(&old, name);
+        pg->consistent = prev ? prev->consistent
+                              : (p->m.consistent ? cx_metric_with(p->m.consistent, g->name) : NULL);
+        if (prev)
+            prev->consistent = NULL; /* moved */
+        int err;
+        store_map_put(&p->groups, pg->name, pg, &err);
+        if (err) {
+            free(pg);
+            oom = 1;
+            continue;
+        }
+        p->glist[p->nglist++] = pg;
+        update_consistency(p, pg);
+        if (!prev || strcmp(prev->version, pg->version) != 0)
+            want(p, pg->name);
+    }
+    /* Gateways that left: hide their gauge, delete their ProxySnapshot. */
+    for (size_t i = 0; i < nold; i++) {
+        if (oldlist[i]->consistent)
+            cx_series_hide(oldlist[i]->consistent);
+        if (!store_map_get(&p->groups, oldlist[i]->name))
+            want(p, oldlist[i]->name);
+        free(oldlist[i]);
+    }
+    free(oldlist);
+    store_map_free(&old);
+    if (oom && p->leading) {
+        struct stale_ctx c = {p};
+        p->o.foreach (p->o.user, want_stale, &c);
+    }
+    recount(p);
+}
+
+void publish_start(struct publish *p, uint64_t term)
+{
+    p->leading = 1;
+    p->term = term;
+    for (size_t i = 0; i < p->nglist; i++)
+        want(p, p->glist[i]->name);
+    struct stale_ctx c = {p};
+    p->o.foreach (p->o.user, want_stale, &c);
+    schedule_pump(p, 0);
+}
+
+static int drop_item(void *user, const char *key, void *v)
+{
+    (void)key;
+    struct publish *p = user;
+    struct pub_item *it = v;
+    if (it->call)
+        count(p, "any", "cancelled");
+    item_destroy(it);
+    return 0;
+}
+
+void publish_stop(struct publish *p)
+{
+    p->leading = 0;
+    store_map_foreach(&p->items, drop_item, p);
+    store_map_free(&p->items);
+    store_map_init(&p->items);
+    p->head = p->tail = NULL;
+    p->nqueued = p->ninflight = p->nparked = p->nencoding = 0;
+    if (p->pump_armed)
+        evtimer_del(p->pump_ev);
+    if (p->park_armed)
+        evtimer_del(p->park_ev);
+    p->pump_armed = p->park_armed = 0;
+}
+
+void publish_object_changed(struct publish *p, const char *name)
+{
+    struct pub_group *pg = store_map_get(&p->groups, name);
+    if (pg)
+        update_consistency(p, pg);
+    recount(p);
+    want(p, name);
+}
+
+void publish_stats(const struct publish *p, struct publish_stats *out)
+{
+    *out = p->st;
+    out->queued = p->nqueued + p->nparked + p->nencoding;
+    out->inflight = p->ninflight;
+    out->leading = p->leading;
+}
+
+int publish_idle(const struct publish *p)
+{
+    return p->leading && p->snap && !p->nqueued && !p->ninflight && !p->nparked && !p->nencoding;
+}

@@ -1,0 +1,912 @@
+#include "status_writer.h"
+
+#include "cx_json.h"
+#include "cx_log.h"
+#include "cx_metrics.h"
+#include "cx_ratelimit.h"
+#include "cx_time.h"
+#include "store_kinds.h"
+#include "store_map.h"
+#include "xlate.h"
+#include "xlate_snapshot.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Objects checked per main-loop turn: a full pass over 50k objects must not
+ * hold the loop (and the xDS server) for long. */
+#define SW_CHECKS_PER_TURN 256
+/* After a 409, wait this long for the informer before checking anyway. */
+#define SW_CONFLICT_WAIT_NS (2 * CX_NS_PER_S)
+/* Retry delays after other failures: doubling from the first to the cap. */
+#define SW_RETRY_FIRST_NS (500 * CX_NS_PER_MS)
+#define SW_RETRY_MAX_NS   (30 * CX_NS_PER_S)
+/* When the guard refuses while we believe we lead (renewal late, margin),
+ * try again after this long. */
+#define SW_REFUSED_WAIT_NS (100 * CX_NS_PER_MS)
+/* Extra conditions per object (a Gateway's XdsAccepted). */
+#define SW_MAX_EXTRA 4
+/* Key: "Kind/namespace/name". */
+#define SW_KEY_MAX 400
+
+/* ---- report index: "Kind/ns/name" -> report, per snapshot ------------------ */
+
+struct sw_index {
+    struct xlate_snapshot *snap; /* one reference */
+    struct store_map map;        /* key -> struct xlate_report * */
+    char *keys;                  /* every key, back to back */
+};
+
+static void index_free(struct sw_index *ix)
+{
+    if (!ix)
+        return;
+    store_map_free(&ix->map);
+    free(ix->keys);
+    xlate_snapshot_unref(ix->snap);
+    free(ix);
+}
+
+static int make_key(char *out, size_t n, const char *kind, const char *ns, const char *name)
+{
+    int w = snprintf(out, n, "%s/%s/%s", kind, ns ? ns : "", name ? name : "");
+    return w < 0 || (size_t)w >= n ? -1 : 0;
+}
+
+static struct sw_index *index_new(struct xlate_snapshot *snap)
+{
+    struct sw_index *ix = calloc(1, sizeof(*ix));
+    if (!ix)
+        return NULL;
+    store_map_init(&ix->map);
+    ix->snap = xlate_snapshot_ref(snap);
+    size_t total = 1;
+    for (size_t i = 0; i < snap->nreports; i++) {
+        const struct xlate_report *r = &snap->reports[i];
+        total += strlen(r->kind) + strlen(r->namespace ? r->namespace : "") + strlen(r->name) + 3;
+    }
+    ix->keys = malloc(total);
+    if (!ix->keys)
+        goto fail;
+    size_t off = 0;
+    for (size_t i = 0; i < snap->nreports; i++) {
+        struct xlate_report *r = &snap->reports[i];
+        if (!store_kind_has_status(store_kind_from_name(r->kind)))
+            continue;
+        char *k = ix->keys + off;
+        if (make_key(k, total - off, r->kind, r->namespace, r->name) != 0)
+            goto fail;
+        off += strlen(k) + 1;
+        int err;
+        store_map_put(&ix->map, k, r, &err);
+        if (err)
+            goto fail;
+    }
+    return ix;
+fail:
+    index_free(ix);
+    return NULL;
+}
+
+static int str_eq(const char *a, const char *b)
+{
+    if (!a || !b)
+        return (a ? *a : 0) == (b ? *b : 0);
+    return strcmp(a, b) == 0;
+}
+
+static int report_same(const struct xlate_report *a, const struct xlate_report *b)
+{
+    return a->state == b->state && a->generation == b->generation && str_eq(a->uid, b->uid) &&
+           str_eq(a->reason, b->reason) && str_eq(a->message, b->message);
+}
+
+/* ---- items: one per object the writer is busy with ----------------------------- */
+
+struct sw_item {
+    struct status_writer *w;
+    struct sw_item *next; /* FIFO */
+    enum xlate_kind kind;
+    unsigned queued : 1;
+    unsigned parked : 1;   /* waiting for a retry time (or, after a 409, the informer) */
+    unsigned conflict : 1; /* parked after a 409: an informer change unparks it */
+    unsigned deferred : 1; /* waits for the next snapshot */
+    unsigned recheck : 1;  /* asked for while a write was in flight */
+    int64_t due_ns;        /* parked until */
+    int fails;             /* consecutive failures (retry backoff) */
+    struct kube_call *call;
+    struct leader_guard_presend presend; /* the last-moment guard check */
+    int64_t sent_ns;
+    cJSON *sending; /* the status being written */
+    char *sent_rv;  /* the informer's resourceVersion when we wrote */
+    /* Our last successful write, until the informer shows it. */
+    cJSON *written;
+    char *rv_before; /* the informer's RV the write was based on */
+    char *rv_after;  /* the RV the write produced */
+    const char *ns;
+    const char *name;
+    const char *objkey; /* "ns/name" */
+    char key[];         /* "Kind/ns/name", then ns, then name */
+};
+
+struct status_writer {
+    struct event_base *base;
+    struct status_writer_opts o;
+    struct cx_ratelimit rl;
+    struct event *pump_ev; /* run the queue (now or after a delay) */
+    struct event *park_ev; /* wake parked items */
+    int pump_armed;
+    int64_t pump_due_ns;
+    int park_armed;
+
+    int leading;
+    uint64_t term;
+    int want_pass; /* a full pass once a snapshot exists */
+    struct sw_index *ix;
+    /* A full pass walks the reports of pass_snap with a cursor, a chunk per
+     * loop turn, and allocates an item only for an object that needs a
+     * write (or must wait): 50k up-to-date objects cost no allocation and
+     * never hold the loop. Reports are looked up in the current index. */
+    struct xlate_snapshot *pass_snap;
+    size_t pass_next;
+
+    struct store_map items; /* key -> struct sw_item * */
+    struct sw_item *head, *tail;
+    size_t nqueued, ninflight, nparked;
+    struct sw_item **deferred;
+    size_t ndeferred, capdeferred;
+
+    struct status_writer_stats st;
+    struct {
+        struct cx_metric *writes;
+        struct cx_series *duration;
+        struct cx_series *c_up, *c_write, *c_deferred, *c_missing;
+        struct cx_series *queue;
+    } m;
+};
+
+static void schedule_pump(struct status_writer *w, int64_t delay_ns);
+static void pass_end(struct status_writer *w);
+
+static void note_queue(struct status_writer *w)
+{
+    if (w->m.queue)
+        cx_series_set(w->m.queue, (double)(w->nqueued + w->nparked + w->ndeferred));
+}
+
+static struct sw_item *item_get(struct status_writer *w, enum xlate_kind kind, const char *ns,
+                                const char *name)
+{
+    char key[SW_KEY_MAX];
+    if (make_key(key, sizeof(key), xlate_kind_name(kind), ns, name) != 0)
+        return NULL;
+    struct sw_item *it = store_map_get(&w->items, key);
+    if (it)
+        return it;
+    size_t kl = strlen(key), nl = strlen(ns ? ns : ""), ml = strlen(name);
+    it = calloc(1, sizeof(*it) + kl + 1 + nl + 1 + ml + 1 + nl + 1 + ml + 1);
+    if (!it)
+        return NULL;
+    it->w = w;
+    it->kind = kind;
+    memcpy(it->key, key, kl + 1);
+    char *p = it->key + kl + 1;
+    memcpy(p, ns ? ns : "", nl + 1);
+    it->ns = p;
+    p += nl + 1;
+    memcpy(p, name, ml + 1);
+    it->name = p;
+    p += ml + 1;
+    memcpy(p, it->ns, nl);
+    p[nl] = '/';
+    memcpy(p + nl + 1, name, ml + 1);
+    it->objkey = p;
+    int err;
+    store_map_put(&w->items, it->key, it, &err);
+    if (err) {
+        free(it);
+        return NULL;
+    }
+    return it;
+}
+
+static void clear_written(struct sw_item *it)
+{
+    cJSON_Delete(it->written);
+    it->written = NULL;
+    free(it->rv_before);
+    free(it->rv_after);
+    it->rv_before = it->rv_after = NULL;
+}
+
+static void item_destroy(struct sw_item *it)
+{
+    if (it->call)
+        kube_call_cancel(it->call);
+    cJSON_Delete(it->sending);
+    free(it->sent_rv);
+    clear_written(it);
+    free(it);
+}
+
+/* Frees |it| once nothing refers to it any more. */
+static void maybe_release(struct sw_item *it)
+{
+    if (it->queued || it->parked || it->deferred || it->call || it->written)
+        return;
+    store_map_remove(&it->w->items, it->key);
+    item_destroy(it);
+}
+
+static void enqueue(struct status_writer *w, struct sw_item *it)
+{
+    if (it->call)
+        it->recheck = 1; /* checked again when the write ends */
+    if (it->queued || it->call)
+        return;
+    if (it->parked) {
+        it->parked = 0;
+        it->conflict = 0;
+        w->nparked--;
+    }
+    it->queued = 1;
+    it->next = NULL;
+    if (w->tail)
+        w->tail->next = it;
+    else
+        w->head = it;
+    w->tail = it;
+    w->nqueued++;
+}
+
+static struct sw_item *dequeue(struct status_writer *w)
+{
+    struct sw_item *it = w->head;
+    if (!it)
+        return NULL;
+    w->head = it->next;
+    if (!w->head)
+        w->tail = NULL;
+    it->next = NULL;
+    it->queued = 0;
+    w->nqueued--;
+    return it;
+}
+
+static void push_front(struct status_writer *w, struct sw_item *it)
+{
+    it->queued = 1;
+    it->next = w->head;
+    w->head = it;
+    if (!w->tail)
+        w->tail = it;
+    w->nqueued++;
+}
+
+static void park(struct status_writer *w, struct sw_item *it, int64_t delay_ns, int conflict)
+{
+    if (!it->parked)
+        w->nparked++;
+    it->parked = 1;
+    it->conflict = conflict ? 1 : 0;
+    it->due_ns = cx_mono_ns() + delay_ns;
+    if (!w->park_armed) {
+        struct timeval tv = {.tv_sec = 0, .tv_usec = 250000};
+        evtimer_add(w->park_ev, &tv);
+        w->park_armed = 1;
+    }
+}
+
+static void defer_item(struct status_writer *w, struct sw_item *it)
+{
+    if (it->deferred)
+        return;
+    if (w->ndeferred == w->capdeferred) {
+        size_t nc = w->capdeferred ? w->capdeferred * 2 : 64;
+        struct sw_item **nd = realloc(w->deferred, nc * sizeof(*nd));
+        if (!nd) {
+            park(w, it, SW_RETRY_FIRST_NS, 0); /* no memory: check again later */
+            return;
+        }
+        w->deferred = nd;
+        w->capdeferred = nc;
+    }
+    it->deferred = 1;
+    w->deferred[w->ndeferred++] = it;
+}
+
+/* Queues |kind| ns/name for a check (leading only). */
+static void want_check(struct status_writer *w, enum xlate_kind kind, const char *ns,
+                       const char *name)
+{
+    if (!w->leading || !store_kind_has_status(kind))
+        return;
+    struct sw_item *it = item_get(w, kind, ns, name);
+    if (!it) {
+        cx_error("status", "out of memory queueing %s %s/%s", xlate_kind_name(kind), ns, name);
+        return;
+    }
+    enqueue(w, it);
+    schedule_pump(w, 0);
+}
+
+/* ---- writing ----------------------------------------------------------------------- */
+
+static const char *result_name(enum kube_err_code c)
+{
+    switch (c) {
+    case KUBE_OK:
+        return "ok";
+    case KUBE_E_CONFLICT:
+        return "conflict";
+    case KUBE_E_NOT_FOUND:
+        return "not_found";
+    case KUBE_E_CANCELLED:
+        return "cancelled";
+    case KUBE_E_TIMEOUT:
+    case KUBE_E_TRANSPORT:
+    case KUBE_E_SERVER_TIMEOUT:
+        return "timeout";
+    case KUBE_E_INVALID:
+    case KUBE_E_BAD_REQUEST:
+        return "invalid";
+    case KUBE_E_FORBIDDEN:
+    case KUBE_E_UNAUTHORIZED:
+        return "forbidden";
+    default:
+        return "error";
+    }
+}
+
+static void count_write(struct status_writer *w, enum xlate_kind kind, const char *result)
+{
+    if (w->m.writes)
+        cx_metric_inc(w->m.writes, xlate_kind_name(kind), result);
+}
+
+static void on_written(struct kube_result *r, void *arg)
+{
+    struct sw_item *it = arg;
+    struct status_writer *w = it->w;
+    it->call = NULL;
+    w->ninflight--;
+    if (w->m.duration)
+        cx_series_observe(w->m.duration, (double)(cx_mono_ns() - it->sent_ns) / 1e9);
+    cJSON *sent = it->sending;
+    it->sending = NULL;
+    char *sent_rv = it->sent_rv;
+    it->sent_rv = NULL;
+    int refused =
+        r->err.code == KUBE_E_CANCELLED && strcmp(r->err.reason, "RefusedBeforeSend") == 0;
+    if (refused)
+        w->st.refused++;
+    count_write(w, it->kind, refused ? "refused" : result_name(r->err.code));
+    switch (r->err.code) {
+    case KUBE_OK: {
+        w->st.writes_ok++;
+        it->fails = 0;
+        const char *rv = cx_json_path_str(r->object, "metadata", "resourceVersion", NULL);
+        clear_written(it);
+        if (rv && sent_rv) {
+            it->written = sent;
+            sent = NULL;
+            it->rv_before = sent_rv;
+            sent_rv = NULL;
+            it->rv_after = strdup(rv);
+            if (!it->rv_after)
+                clear_written(it);
+        }
+        cx_debug("status", "wrote %s %s (rv %s)", xlate_kind_name(it->kind), it->objkey,
+                 rv ? rv : "?");
+        break;
+    }
+    case KUBE_E_CONFLICT:
+        /* Our cache is behind: wait for the informer to bring the newer
+         * object (object_changed unparks it), or check again in 2 s. */
+        w->st.conflicts++;
+        cx_debug("status", "conflict writing %s %s; waiting for the informer",
+                 xlate_kind_name(it->kind), it->objkey);
+        park(w, it, SW_CONFLICT_WAIT_NS, 1);
+        break;
+    case KUBE_E_NOT_FOUND:
+        break; /* deleted meanwhile: its delete event ends the story */
+    default: {
+        w->st.failures++;
+        it->fails++;
+        int64_t d = SW_RETRY_FIRST_NS;
+        for (int i = 1; i < it->fails && d < SW_RETRY_MAX_NS; i++)
+            d *= 2;
+        if (d > SW_RETRY_MAX_NS)
+            d = SW_RETRY_MAX_NS;
+        cx_warn("status", "writing the status of %s %s failed (%s: %s); retrying in %lld ms",
+                xlate_kind_name(it->kind), it->objkey, result_name(r->err.code), r->err.message,
+                (long long)(d / CX_NS_PER_MS));
+        if (w->leading)
+            park(w, it, d, 0);
+        break;
+    }
+    }
+    cJSON_Delete(sent);
+    free(sent_rv);
+    if (it->recheck && w->leading && !it->parked) {
+        it->recheck = 0;
+        enqueue(w, it);
+    }
+    it->recheck = 0;
+    maybe_release(it);
+    schedule_pump(w, 0);
+}
+
+/* Sends |status| for |it| with |rv| as the precondition. Returns 0 when
+ * sent, 1 when the guard refused (nothing sent), -1 on error. */
+static int send_write(struct status_writer *w, struct sw_item *it, cJSON *status, const char *rv)
+{
+    int64_t timeout_ns = 0;
+    uint64_t term = 0;
+    if (!w->o.guard.allow || !w->o.guard.allow(w->o.guard.arg, &timeout_ns, &term) ||
+        term != w->term) {
+        w->st.refused++;
+        count_write(w, it->kind, "refused");
+        return 1;
+    }
+    cJSON *patch = cJSON_CreateObject();
+    cJSON *md = patch ? cJSON_AddObjectToObject(patch, "metadata") : NULL;
+    if (!md || !cJSON_AddStringToObject(md, "resourceVersion", rv) ||
+        !cJSON_AddItemReferenceToObject(patch, "status", status)) {
+        cJSON_Delete(patch);
+        return -1;
+    }
+    char *body = cJSON_PrintUnformatted(patch);
+    cJSON_Delete(patch); /* the reference item does not free |status| */
+    if (!body)
+        return -1;
+    int64_t ms = leader_guard_timeout_ms(timeout_ns);
+    it->presend = (struct leader_guard_presend){.g = &w->o.guard, .term = term};
+    struct kube_req_opts ro = {.timeout_ms = ms,
+                               .deadline_ms = ms,
+                               .max_attempts = 3,
+                               .presend = leader_guard_presend,
+                               .presend_arg = &it->presend};
+    it->sent_rv = strdup(rv);
+    it->sending = status;
+    it->sent_ns = cx_mono_ns();
+    it->call = kube_patch(w->o.kc, store_kind_resource(it->kind), it->ns, it->name,
+                          KUBE_PATCH_MERGE, body, 1, &ro, on_written, it);
+    free(body);
+    if (!it->call || !it->sent_rv) {
+        if (it->call)
+            kube_call_cancel(it->call);
+        it->call = NULL;
+        it->sending = NULL;
+        free(it->sent_rv);
+        it->sent_rv = NULL;
+        return -1;
+    }
+    w->ninflight++;
+    w->st.writes++;
+    return 0;
+}
+
+enum check_outcome {
+    CHECK_DONE = 0,  /* nothing to write, or written */
+    CHECK_LATER = 1, /* rate limit or guard: put it back, stop for now */
+};
+
+/* Compares and, if needed, writes one object. */
+static enum check_outcome check(struct status_writer *w, struct sw_item *it, int64_t *wait_ns)
+{
+    w->st.checks++;
+    struct kube_obj *obj = w->o.lookup(w->o.user, it->kind, it->objkey);
+    struct xlate_report *rep = w->ix ? store_map_get(&w->ix->map, it->key) : NULL;
+    if (!obj || !rep) {
+        clear_written(it);
+        cx_series_inc(w->m.c_missing);
+        return CHECK_DONE;
+    }
+    const cJSON *cur = cJSON_GetObjectItemCaseSensitive(obj->json, "status");
+    const char *rv = obj->rv;
+    if (it->written) {
+        if (it->rv_before && strcmp(obj->rv, it->rv_before) == 0) {
+            cur = it->written; /* the informer has not shown our write yet */
+            rv = it->rv_after;
+        } else {
+            clear_written(it);
+        }
+    }
+    const cJSON *gen = cx_json_path(obj->json, "metadata", "generation", NULL);
+    int64_t g = cJSON_IsNumber(gen) ? (int64_t)gen->valuedouble : 0;
+    int other = rep->uid && *rep->uid && *obj->uid && strcmp(rep->uid, obj->uid) != 0;
+    if (g > rep->generation || other) {
+        /* The store has (or will have) a newer object than this report:
+         * its translation is on the way, and the next snapshot re-queues
+         * it. Without one pending, write what we know (a generation the
+         * filters found insignificant), unless the report is about an
+         * object that no longer exists. */
+        if (w->o.translation_pending && w->o.translation_pending(w->o.user)) {
+            w->st.deferred++;
+            cx_series_inc(w->m.c_deferred);
+            defer_item(w, it);
+            return CHECK_DONE;
+        }
+        if (other) {
+            cx_series_inc(w->m.c_missing);
+            return CHECK_DONE;
+        }
+    }
+    struct status_condition extra[SW_MAX_EXTRA];
+    size_t nextra = 0;
+    if (it->kind == XLATE_KIND_GATEWAY && w->o.gateway_conditions)
+        nextra = w->o.gateway_conditions(w->o.user, it->objkey, extra, SW_MAX_EXTRA);
+    cJSON *desired = status_desired(rep, extra, nextra, cur, cx_wall_ns());
+    if (!desired) {
+        park(w, it, SW_RETRY_FIRST_NS, 0);
+        return CHECK_DONE;
+    }
+    if (status_up_to_date(desired, cur)) {
+        w->st.up_to_date++;
+        cx_series_inc(w->m.c_up);
+        cJSON_Delete(desired);
+        return CHECK_DONE;
+    }
+    int64_t wait = cx_ratelimit_take(&w->rl, cx_mono_ns());
+    if (wait > 0) {
+        cJSON_Delete(desired);
+        *wait_ns = wait;
+        return CHECK_LATER;
+    }
+    cx_series_inc(w->m.c_write);
+    int rc = send_write(w, it, desired, rv);
+    if (rc == 0)
+        return CHECK_DONE; /* |desired| now belongs to the item */
+    cJSON_Delete(desired);
+    if (rc == 1) {
+        *wait_ns = SW_REFUSED_WAIT_NS;
+        return CHECK_LATER;
+    }
+    park(w, it, SW_RETRY_FIRST_NS, 0);
+    return CHECK_DONE;
+}
+
+/* The full pass's next report: 0 when it needs nothing (up to date, gone,
+ * not ours), else the item to check through the queue (created, queued). */
+static struct sw_item *pass_step(struct status_writer *w, const struct xlate_report *r)
+{
+    enum xlate_kind kind = store_kind_from_name(r->kind);
+    if (!store_kind_has_status(kind))
+        return NULL;
+    char key[SW_KEY_MAX], objkey[SW_KEY_MAX];
+    if (make_key(key, sizeof(key), r->kind, r->namespace, r->name) != 0 ||
+        kube_obj_key(r->namespace, r->name, objkey, sizeof(objkey)) != 0)
+        return NULL;
+    struct sw_item *it = store_map_get(&w->items, key);
+    if (!it) {
+        /* The cheap comparison first: no item unless something is to do. */
+        w->st.checks++;
+        struct kube_obj *obj = w->o.lookup(w->o.user, kind, objkey);
+        const struct xlate_report *cur_rep = store_map_get(&w->ix->map, key);
+        if (!obj || !cur_rep) {
+            cx_series_inc(w->m.c_missing);
+            return NULL;
+        }
+        const cJSON *gen = cx_json_path(obj->json, "metadata", "generation", NULL);
+        int64_t g = cJSON_IsNumber(gen) ? (int64_t)gen->valuedouble : 0;
+        if (g == cur_rep->generation) {
+            const cJSON *cur = cJSON_GetObjectItemCaseSensitive(obj->json, "status");
+            struct status_condition extra[SW_MAX_EXTRA];
+            size_t nextra = 0;
+            if (kind == XLATE_KIND_GATEWAY && w->o.gateway_conditions)
+                nextra = w->o.gateway_conditions(w->o.user, objkey, extra, SW_MAX_EXTRA);
+            cJSON *desired = status_desired(cur_rep, extra, nextra, cur, cx_wall_ns());
+            int up = desired && status_up_to_date(desired, cur);
+            cJSON_Delete(desired);
+            if (up) {
+                w->st.up_to_date++;
+                cx_series_inc(w->m.c_up);
+                return NULL;
+            }
+        }
+        w->st.checks--; /* counted again by check() */
+        it = item_get(w, kind, r->namespace, r->name);
+        if (!it) {
+            cx_error("status", "out of memory checking %s %s", r->kind, objkey);
+            return NULL;
+        }
+    }
+    enqueue(w, it);
+    return it;
+}
+
+static void pump(struct status_writer *w)
+{
+    size_t max = w->o.max_inflight > 0 ? (size_t)w->o.max_inflight : 4;
+    int budget = SW_CHECKS_PER_TURN;
+    while (w->leading && w->ix && w->ninflight < max) {
+        if (budget-- <= 0) {
+            schedule_pump(w, 0);
+            break;
+        }
+        if (!w->head) {
+            /* Queue empty: advance the full pass, if one is running. */
+            if (!w->pass_snap)
+                break;
+            if (w->pass_next >= w->pass_snap->nreports) {
+                pass_end(w);
+                break;
+            }
+            pass_step(w, &w->pass_snap->reports[w->pass_next++]);
+            continue;
+        }
+        struct sw_item *it = dequeue(w);
+        int64_t wait = 0;
+        if (check(w, it, &wait) == CHECK_LATER) {
+            push_front(w, it);
+            schedule_pump(w, wait);
+            break;
+        }
+        maybe_release(it);
+    }
+    note_queue(w);
+}
+
+static void on_pump(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct status_writer *w = arg;
+    w->pump_armed = 0;
+    pump(w);
+}
+
+static void schedule_pump(struct status_writer *w, int64_t delay_ns)
+{
+    int64_t due = cx_mono_ns() + delay_ns;
+    if (w->pump_armed && w->pump_due_ns <= due)
+        return;
+    struct timeval tv = {.tv_sec = (time_t)(delay_ns / CX_NS_PER_S),
+                         .tv_usec = (suseconds_t)((delay_ns % CX_NS_PER_S) / 1000)};
+    evtimer_add(w->pump_ev, &tv);
+    w->pump_armed = 1;
+    w->pump_due_ns = due;
+}
+
+struct park_ctx {
+    struct status_writer *w;
+    int64_t now;
+    int any;
+};
+
+static int unpark_one(void *user, const char *key, void *v)
+{
+    (void)key;
+    struct park_ctx *c = user;
+    struct sw_item *it = v;
+    if (!it->parked)
+        return 0;
+    if (it->due_ns <= c->now)
+        enqueue(c->w, it);
+    else
+        c->any = 1;
+    return 0;
+}
+
+static void on_park(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct status_writer *w = arg;
+    w->park_armed = 0;
+    if (!w->nparked)
+        return;
+    struct park_ctx c = {w, cx_mono_ns(), 0};
+    store_map_foreach(&w->items, unpark_one, &c);
+    if (c.any) {
+        struct timeval tv = {.tv_sec = 0, .tv_usec = 250000};
+        evtimer_add(w->park_ev, &tv);
+        w->park_armed = 1;
+    }
+    schedule_pump(w, 0);
+}
+
+/* ---- public ---------------------------------------------------------------------- */
+
+struct status_writer *status_writer_new(struct event_base *base, const struct status_writer_opts *o)
+{
+    struct status_writer *w = calloc(1, sizeof(*w));
+    if (!w)
+        return NULL;
+    w->base = base;
+    w->o = *o;
+    store_map_init(&w->items);
+    cx_ratelimit_init(&w->rl, o->qps, o->burst < 1 ? 1 : o->burst, cx_mono_ns());
+    w->pump_ev = evtimer_new(base, on_pump, w);
+    w->park_ev = evtimer_new(base, on_park, w);
+    if (!w->pump_ev || !w->park_ev) {
+        status_writer_free(w);
+        return NULL;
+    }
+    w->m.writes = cx_counter("coxswain_status_writes_total",
+                             "Status writes by kind and result (ok, conflict, not_found, timeout, "
+                             "invalid, forbidden, error, cancelled, refused by the write guard).",
+                             "kind,result");
+    struct cx_metric *d =
+        cx_histogram("coxswain_status_write_duration_seconds", "Latency of status writes.", NULL,
+                     cx_metric_latency_buckets, cx_metric_latency_nbuckets);
+    struct cx_metric *c =
+        cx_counter("coxswain_status_checks_total",
+                   "Objects whose status the leader compared, by outcome.", "outcome");
+    struct cx_metric *q = cx_gauge("coxswain_status_queue_length",
+                                   "Objects waiting for a status check or write.", NULL);
+    w->m.duration = d ? cx_metric_with(d) : NULL;
+    w->m.c_up = c ? cx_metric_with(c, "up_to_date") : NULL;
+    w->m.c_write = c ? cx_metric_with(c, "write") : NULL;
+    w->m.c_deferred = c ? cx_metric_with(c, "deferred") : NULL;
+    w->m.c_missing = c ? cx_metric_with(c, "no_object_or_report") : NULL;
+    w->m.queue = q ? cx_metric_with(q) : NULL;
+    return w;
+}
+
+static int destroy_item(void *user, const char *key, void *v)
+{
+    (void)user;
+    (void)key;
+    item_destroy(v);
+    return 0;
+}
+
+void status_writer_free(struct status_writer *w)
+{
+    if (!w)
+        return;
+    store_map_foreach(&w->items, destroy_item, NULL);
+    store_map_free(&w->items);
+    free(w->deferred);
+    pass_end(w);
+    index_free(w->ix);
+    if (w->pump_ev)
+        event_free(w->pump_ev);
+    if (w->park_ev)
+        event_free(w->park_ev);
+    free(w);
+}
+
+static void full_pass(struct status_writer *w)
+{
+    w->want_pass = 0;
+    w->st.passes++;
+    xlate_snapshot_unref(w->pass_snap);
+    w->pass_snap = xlate_snapshot_ref(w->ix->snap);
+    w->pass_next = 0;
+    cx_info("status", "reconciling the status of every object (%zu reports, term %llu)",
+            w->pass_snap->nreports, (unsigned long long)w->term);
+    schedule_pump(w, 0);
+}
+
+static void pass_end(struct status_writer *w)
+{
+    xlate_snapshot_unref(w->pass_snap);
+    w->pass_snap = NULL;
+    w->pass_next = 0;
+}
+
+int status_writer_set_snapshot(struct status_writer *w, struct xlate_snapshot *snap)
+{
+    struct sw_index *ix = index_new(snap);
+    if (!ix) {
+        /* Keep the old index; a full pass on the next snapshot catches up. */
+        w->want_pass = w->leading;
+        return -1;
+    }
+    struct sw_index *old = w->ix;
+    w->ix = ix;
+    if (w->leading) {
+        /* Deferred objects wait for exactly this. */
+        size_t nd = w->ndeferred;
+        w->ndeferred = 0;
+        for (size_t i = 0; i < nd; i++) {
+            struct sw_item *it = w->deferred[i];
+            it->deferred = 0;
+            enqueue(w, it);
+        }
+        if (w->want_pass || !old) {
+            full_pass(w);
+        } else if (old->snap->reports != snap->reports || old->snap->nreports != snap->nreports) {
+            for (size_t i = 0; i < snap->nreports; i++) {
+                const struct xlate_report *r = &snap->reports[i];
+                enum xlate_kind k = store_kind_from_name(r->kind);
+                if (!store_kind_has_status(k))
+                    continue;
+                char key[SW_KEY_MAX];
+                if (make_key(key, sizeof(key), r->kind, r->namespace, r->name) != 0)
+                    continue;
+                const struct xlate_report *o = store_map_get(&old->map, key);
+                if (!o || !report_same(o, r))
+                    want_check(w, k, r->namespace, r->name);
+            }
+        }
+        schedule_pump(w, 0);
+    }
+    index_free(old);
+    note_queue(w);
+    return 0;
+}
+
+void status_writer_start(struct status_writer *w, uint64_t term)
+{
+    w->leading = 1;
+    w->term = term;
+    w->want_pass = 1;
+    if (w->ix)
+        full_pass(w);
+    schedule_pump(w, 0);
+}
+
+static int drop_item(void *user, const char *key, void *v)
+{
+    (void)key;
+    struct status_writer *w = user;
+    struct sw_item *it = v;
+    if (it->call) {
+        kube_call_cancel(it->call);
+        it->call = NULL;
+        w->st.cancelled++;
+        count_write(w, it->kind, "cancelled");
+    }
+    item_destroy(it);
+    return 0;
+}
+
+void status_writer_stop(struct status_writer *w)
+{
+    if (!w->leading && !w->items.len)
+        return;
+    w->leading = 0;
+    w->want_pass = 0;
+    pass_end(w);
+    store_map_foreach(&w->items, drop_item, w);
+    store_map_free(&w->items);
+    store_map_init(&w->items);
+    w->head = w->tail = NULL;
+    w->nqueued = w->ninflight = w->nparked = w->ndeferred = 0;
+    if (w->pump_armed)
+        evtimer_del(w->pump_ev);
+    if (w->park_armed)
+        evtimer_del(w->park_ev);
+    w->pump_armed = w->park_armed = 0;
+    note_queue(w);
+}
+
+void status_writer_object_changed(struct status_writer *w, enum xlate_kind kind, const char *key)
+{
+    if (!w->leading)
+        return;
+    const char *slash = strchr(key, '/');
+    if (!slash)
+        return;
+    char ns[256];
+    size_t nl = (size_t)(slash - key);
+    if (nl >= sizeof(ns))
+        return;
+    memcpy(ns, key, nl);
+    ns[nl] = '\0';
+    want_check(w, kind, ns, slash + 1);
+}
+
+void status_writer_recheck_gateway(struct status_writer *w, const char *group)
+{
+    status_writer_object_changed(w, XLATE_KIND_GATEWAY, group);
+}
+
+void status_writer_stats(const struct status_writer *w, struct status_writer_stats *out)
+{
+    *out = w->st;
+    out->queued = w->nqueued + w->nparked + w->ndeferred;
+    out->inflight = w->ninflight;
+    out->leading = w->leading;
+}
+
+int status_writer_idle(const struct status_writer *w)
+{
+    return w->leading && w->ix && !w->want_pass && !w->pass_snap && !w->nqueued && !w->ninflight &&
+           !w->nparked && !w->ndeferred;
+}
