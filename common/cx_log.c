@@ -51,6 +51,57 @@ int cx_log_enabled(enum cx_log_level lvl)
     return (int)lvl >= atomic_load(&log_min);
 }
 
+/* Length of the UTF-8 sequence at |p| that is a C1 control (U+0080..U+009F)
+ * or a line/paragraph separator (U+2028, U+2029): terminals and log
+ * viewers act on those as they do on C0 controls. 0 for anything else. */
+static size_t unicode_control(const unsigned char *p)
+{
+    if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+        return 2;
+    if (p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9))
+        return 3;
+    return 0;
+}
+
+size_t cx_log_escape(const char *in, char *out, size_t cap)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t k = 0;
+    if (cap == 0)
+        return 0;
+    const unsigned char *p = (const unsigned char *)(in ? in : "");
+    while (*p) {
+        char esc[8];
+        size_t n = 0, adv = 1;
+        size_t u = unicode_control(p);
+        if (u) {
+            unsigned cp = u == 2 ? p[1] : (p[2] == 0xa8 ? 0x2028u : 0x2029u);
+            n = (size_t)snprintf(esc, sizeof(esc), "\\u%04x", cp);
+            adv = u;
+        } else if (*p == '\n' || *p == '\r' || *p == '\t') {
+            esc[0] = '\\';
+            esc[1] = *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't';
+            n = 2;
+        } else if (*p < 0x20 || *p == 0x7f) {
+            esc[0] = '\\';
+            esc[1] = 'x';
+            esc[2] = hex[*p >> 4];
+            esc[3] = hex[*p & 15];
+            n = 4;
+        } else {
+            esc[0] = (char)*p;
+            n = 1;
+        }
+        if (k + n >= cap)
+            break; /* never half an escape */
+        memcpy(out + k, esc, n);
+        k += n;
+        p += adv;
+    }
+    out[k] = '\0';
+    return k;
+}
+
 void cx_vlog(enum cx_log_level lvl, const char *component, const char *fmt, va_list ap)
 {
     if (!cx_log_enabled(lvl))
@@ -74,8 +125,12 @@ void cx_vlog(enum cx_log_level lvl, const char *component, const char *fmt, va_l
         rc |= cx_json_escape(&b, msg);
         rc |= cx_buf_puts(&b, "}\n");
     } else {
+        /* A message carries peer-chosen text (a NACK's error, a header):
+         * escaped, it can never forge a line or drive a terminal. */
+        char esc[sizeof(msg) * 4];
+        cx_log_escape(msg, esc, sizeof(esc));
         rc = cx_buf_printf(&b, "%s %-5s %s: %s\n", ts, level_names[lvl],
-                           component ? component : "-", msg);
+                           component ? component : "-", esc);
     }
     if (rc == 0) {
         /* one write per line: lines from threads never interleave */

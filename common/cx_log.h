@@ -10,6 +10,7 @@
 #define CX_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 enum cx_log_level {
     CX_LOG_DEBUG = 0,
@@ -33,6 +34,14 @@ int cx_log_parse_format(const char *s, enum cx_log_format *out);
 
 /* True if a message at |lvl| would be printed. */
 int cx_log_enabled(enum cx_log_level lvl);
+
+/* Copies |in| into |out| (|cap| bytes, always terminated) with control
+ * characters escaped: \n \r \t, other C0 bytes and DEL as \xNN, C1
+ * controls and U+2028/U+2029 (UTF-8) as \uNNNN. Cut at |cap| without ever
+ * splitting an escape. Returns the bytes written. Text-format logs pass every
+ * message through it; anything that stores peer-chosen text for operators
+ * (NACK messages in a status) uses it too. */
+size_t cx_log_escape(const char *in, char *out, size_t cap);
 
 /* Logs one line from |component| ("election", "xds", ...). */
 __attribute__((format(printf, 3, 4))) void cx_log(enum cx_log_level lvl, const char *component,
