@@ -19,18 +19,18 @@
 
 /* ---- small helpers -------------------------------------------------------- */
 
-uint64_t xl_fnv(uint64_t h, const void *p, size_t n)
+uint64_t xlate_fnv(uint64_t h, const void *p, size_t n)
 {
     return cx_fnv64(h, p, n);
 }
 
-uint64_t xl_fnv_str(uint64_t h, const char *s)
+uint64_t xlate_fnv_str(uint64_t h, const char *s)
 {
     s = s ? s : "";
     return cx_fnv64(h, s, strlen(s) + 1);
 }
 
-int xl_list_push(struct xl_entry_list *l, struct xl_entry *e)
+int xlate_list_push(struct xl_entry_list *l, struct xl_entry *e)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 4;
@@ -56,7 +56,7 @@ static void list_clear(struct xl_entry_list *l)
     }
 }
 
-void xl_list_remove(struct xl_entry_list *l, struct xl_entry *e)
+void xlate_list_remove(struct xl_entry_list *l, struct xl_entry *e)
 {
     for (size_t i = 0; i < l->n; i++)
         if (l->items[i] == e) {
@@ -68,23 +68,23 @@ void xl_list_remove(struct xl_entry_list *l, struct xl_entry *e)
 
 static const char *label_get(void *user, const char *key)
 {
-    return xl_meta_label(&((const struct xl_entry *)user)->obj.meta, key);
+    return xlate_meta_label(&((const struct xl_entry *)user)->obj.meta, key);
 }
 
-int xl_selector_matches(const struct filter_selector *sel, const struct xl_entry *e)
+int xlate_selector_matches(const struct filter_selector *sel, const struct xl_entry *e)
 {
     if (!sel)
         return 1;
     return filter_selector_matches_fn(sel, label_get, (void *)e);
 }
 
-struct xl_entry *xl_find_key(struct xlate_ctx *ctx, enum xlate_kind kind, const char *key)
+struct xl_entry *xlate_find_key(struct xlate_ctx *ctx, enum xlate_kind kind, const char *key)
 {
-    return xl_map_gets(&ctx->by_key[kind], key);
+    return xlate_map_gets(&ctx->by_key[kind], key);
 }
 
-struct xl_entry *xl_find(struct xlate_ctx *ctx, enum xlate_kind kind, const char *ns,
-                         const char *name)
+struct xl_entry *xlate_find(struct xlate_ctx *ctx, enum xlate_kind kind, const char *ns,
+                            const char *name)
 {
     char key[600];
     size_t nl = strlen(ns), ml = strlen(name);
@@ -93,31 +93,32 @@ struct xl_entry *xl_find(struct xlate_ctx *ctx, enum xlate_kind kind, const char
     memcpy(key, ns, nl);
     key[nl] = '/';
     memcpy(key + nl + 1, name, ml);
-    return xl_map_get(&ctx->by_key[kind], key, nl + 1 + ml);
+    return xlate_map_get(&ctx->by_key[kind], key, nl + 1 + ml);
 }
 
-int xl_rep_dirty(struct xlate_ctx *ctx, struct xl_entry *e)
+int xlate_rep_dirty(struct xlate_ctx *ctx, struct xl_entry *e)
 {
     if (e->rep_dirty == ctx->pass)
         return 0;
     e->rep_dirty = ctx->pass;
-    return xl_list_push(&ctx->rep_list, e);
+    return xlate_list_push(&ctx->rep_list, e);
 }
 
 /* A VirtualService started or stopped being selected by a Gateway: its
  * report, and those of the RouteTables it has problems about, change. */
 static int usage_changed(struct xlate_ctx *ctx, struct xl_entry *v)
 {
-    if (xl_rep_dirty(ctx, v) != 0)
+    if (xlate_rep_dirty(ctx, v) != 0)
         return -1;
     for (int m = 0; m < XL_MODES; m++)
         for (size_t i = 0; i < v->res[m].nmsgs; i++)
-            if (v->res[m].msgs[i].target != v && xl_rep_dirty(ctx, v->res[m].msgs[i].target) != 0)
+            if (v->res[m].msgs[i].target != v &&
+                xlate_rep_dirty(ctx, v->res[m].msgs[i].target) != 0)
                 return -1;
     return 0;
 }
 
-int xl_entry_cmp(const struct xl_entry *x, const struct xl_entry *y)
+int xlate_entry_cmp(const struct xl_entry *x, const struct xl_entry *y)
 {
     /* (namespace, name) order; namespaces hold no byte below '-' */
     return strcmp(x->skey, y->skey);
@@ -146,7 +147,7 @@ static size_t bsearch_entry(struct xl_entry *const *items, size_t n, const struc
     *found = 0;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = items[mid] == e ? 0 : xl_entry_cmp(items[mid], e);
+        int c = items[mid] == e ? 0 : xlate_entry_cmp(items[mid], e);
         if (c == 0) {
             *found = 1;
             return mid;
@@ -190,14 +191,14 @@ static void sorted_remove(struct xl_entry **items, size_t *n, struct xl_entry *e
     (*n)--;
 }
 
-long xl_gw_find_sel(const struct xl_gw_memo *m, const struct xl_entry *vs)
+long xlate_gw_find_sel(const struct xl_gw_memo *m, const struct xl_entry *vs)
 {
     int found;
     size_t at = bsearch_entry(m->sel, m->nsel, vs, &found);
     return found ? (long)at : -1;
 }
 
-int xl_gw_is_sel(struct xl_gw_memo *m, const struct xl_entry *vs)
+int xlate_gw_is_sel(struct xl_gw_memo *m, const struct xl_entry *vs)
 {
     /* the entry at the finger or the one after it (pointers compared: no
      * entry is read), else a search */
@@ -213,12 +214,12 @@ int xl_gw_is_sel(struct xl_gw_memo *m, const struct xl_entry *vs)
     return found;
 }
 
-long xl_gw_find_acc(const struct xl_gw_memo *m, const struct xl_entry *vs)
+long xlate_gw_find_acc(const struct xl_gw_memo *m, const struct xl_entry *vs)
 {
     size_t lo = 0, hi = m->nacc;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = m->acc[mid].vs == vs ? 0 : xl_entry_cmp(m->acc[mid].vs, vs);
+        int c = m->acc[mid].vs == vs ? 0 : xlate_entry_cmp(m->acc[mid].vs, vs);
         if (c == 0)
             return (long)mid;
         if (c < 0)
@@ -303,26 +304,26 @@ struct xlate_ctx *xlate_ctx_new(void)
     return ctx;
 }
 
-struct xds_resource *xl_resource_new(struct xlate_ctx *ctx, enum xds_type type, const char *name,
-                                     uint8_t *bytes, size_t len)
+struct xds_resource *xlate_ctx_resource_new(struct xlate_ctx *ctx, enum xds_type type,
+                                            const char *name, uint8_t *bytes, size_t len)
 {
     char ver[XDS_VERSION_LEN + 1];
     cx_sha256_hex_with(ctx->sha, bytes ? (const void *)bytes : (const void *)"", len, ver,
                        XDS_VERSION_LEN);
-    return xds_resource_new_versioned(type, name, bytes, len, ver);
+    return xlate_resource_new_versioned(type, name, bytes, len, ver);
 }
 
 static void entry_free(struct xl_entry *e)
 {
     if (!e)
         return;
-    xl_object_release(&e->obj);
-    xl_arena_free(&e->arena);
+    xlate_object_release(&e->obj);
+    xlate_arena_free(&e->arena);
     for (int m = 0; e->res && m < XL_MODES; m++)
-        xl_res_clear(&e->res[m]);
+        xlate_res_clear(&e->res[m]);
     free(e->res);
-    xl_up_memo_free(e->up);
-    xl_gw_tls_free(e->gtls);
+    xlate_up_memo_free(e->up);
+    xlate_gw_tls_free(e->gtls);
     free(e->contrib.items);
     free(e->rep_msg);
     free(e);
@@ -331,7 +332,7 @@ static void entry_free(struct xl_entry *e)
 static void set_free(struct xds_resource_set *s)
 {
     for (size_t i = 0; i < s->n; i++)
-        xds_resource_unref(s->items[i]);
+        xlate_resource_unref(s->items[i]);
     free(s->items);
     memset(s, 0, sizeof(*s));
 }
@@ -339,9 +340,9 @@ static void set_free(struct xds_resource_set *s)
 static void free_map_vals(struct xl_map *m)
 {
     const struct xl_map_slot *s;
-    for (size_t i = 0; xl_map_next(m, &i, &s);)
+    for (size_t i = 0; xlate_map_next(m, &i, &s);)
         free(s->val);
-    xl_map_free(m);
+    xlate_map_free(m);
 }
 
 static void free_slots(struct xl_gw_memo *m)
@@ -361,15 +362,15 @@ static void gw_memo_free(struct xl_gw_memo *m)
     free_slots(m);
     free_map_vals(&m->conflicts);
     free_map_vals(&m->upcount);
-    xds_resource_unref(m->rc);
-    xds_resource_unref(m->listener);
+    xlate_resource_unref(m->rc);
+    xlate_resource_unref(m->listener);
     const struct xl_map_slot *s;
-    for (size_t i = 0; xl_map_next(&m->api_listeners, &i, &s);) {
+    for (size_t i = 0; xlate_map_next(&m->api_listeners, &i, &s);) {
         struct xl_api_listener *al = s->val;
-        xds_resource_unref(al->r);
+        xlate_resource_unref(al->r);
         free(al);
     }
-    xl_map_free(&m->api_listeners);
+    xlate_map_free(&m->api_listeners);
     for (int t = 0; t < XDS_TYPE_COUNT; t++)
         set_free(&m->sets[t]);
     free(m->touched.items);
@@ -389,14 +390,14 @@ static int gw_memo_drop(struct xlate_ctx *ctx, struct xl_gw_memo *m)
     for (size_t i = 0; i < m->nsel && rc == 0; i++)
         rc = usage_changed(ctx, m->sel[i]);
     const struct xl_map_slot *u;
-    for (size_t i = 0; rc == 0 && xl_map_next(&m->uncovered, &i, &u);) {
-        struct xl_entry *v = xl_find_key(ctx, XLATE_KIND_VIRTUAL_SERVICE, u->key);
+    for (size_t i = 0; rc == 0 && xlate_map_next(&m->uncovered, &i, &u);) {
+        struct xl_entry *v = xlate_find_key(ctx, XLATE_KIND_VIRTUAL_SERVICE, u->key);
         if (v)
-            rc = xl_rep_dirty(ctx, v);
+            rc = xlate_rep_dirty(ctx, v);
     }
     const struct xl_map_slot *s;
-    for (size_t i = 0; rc == 0 && xl_map_next(&m->upcount, &i, &s);)
-        rc = xl_rep_dirty(ctx, ((struct xl_ucount *)s->val)->up);
+    for (size_t i = 0; rc == 0 && xlate_map_next(&m->upcount, &i, &s);)
+        rc = xlate_rep_dirty(ctx, ((struct xl_ucount *)s->val)->up);
     gw_memo_free(m);
     return rc;
 }
@@ -404,12 +405,12 @@ static int gw_memo_drop(struct xlate_ctx *ctx, struct xl_gw_memo *m)
 static void free_list_map(struct xl_map *m)
 {
     const struct xl_map_slot *s;
-    for (size_t i = 0; xl_map_next(m, &i, &s);) {
+    for (size_t i = 0; xlate_map_next(m, &i, &s);) {
         struct xl_entry_list *l = s->val;
         free(l->items);
         free(l);
     }
-    xl_map_free(m);
+    xlate_map_free(m);
 }
 
 static void free_dep_list(struct xl_dep_list *l)
@@ -423,22 +424,22 @@ static void free_dep_list(struct xl_dep_list *l)
 static void free_deps(struct xl_map *m)
 {
     const struct xl_map_slot *s;
-    for (size_t i = 0; xl_map_next(m, &i, &s);)
+    for (size_t i = 0; xlate_map_next(m, &i, &s);)
         free_dep_list(s->val);
-    xl_map_free(m);
+    xlate_map_free(m);
 }
 
 /* Everything but the pass scratch lists. */
 static void ctx_clear(struct xlate_ctx *ctx)
 {
     const struct xl_map_slot *s;
-    for (size_t i = 0; xl_map_next(&ctx->gw_memo, &i, &s);)
+    for (size_t i = 0; xlate_map_next(&ctx->gw_memo, &i, &s);)
         gw_memo_free(s->val);
-    xl_map_free(&ctx->gw_memo);
+    xlate_map_free(&ctx->gw_memo);
     for (int k = 0; k < XLATE_KIND_COUNT; k++) {
-        for (size_t i = 0; xl_map_next(&ctx->by_key[k], &i, &s);)
+        for (size_t i = 0; xlate_map_next(&ctx->by_key[k], &i, &s);)
             entry_free(s->val);
-        xl_map_free(&ctx->by_key[k]);
+        xlate_map_free(&ctx->by_key[k]);
         free(ctx->list[k]);
         ctx->list[k] = NULL;
         ctx->nlist[k] = ctx->caplist[k] = 0;
@@ -446,7 +447,7 @@ static void ctx_clear(struct xlate_ctx *ctx)
     for (size_t i = 0; i < ctx->graveyard.n; i++)
         entry_free(ctx->graveyard.items[i]);
     ctx->graveyard.n = 0;
-    xl_map_free(&ctx->by_ptr);
+    xlate_map_free(&ctx->by_ptr);
     free_list_map(&ctx->slices_by_svc);
     free_list_map(&ctx->svc_ups);
     free_list_map(&ctx->rt_by_ns);
@@ -472,7 +473,7 @@ void xlate_ctx_free(struct xlate_ctx *ctx)
     free_map_vals(&ctx->dirty_refs);
     cx_sha256_ctx_free(ctx->sha);
     free(ctx->rroutes);
-    xl_arena_free(&ctx->rscratch);
+    xlate_arena_free(&ctx->rscratch);
     free(ctx);
 }
 
@@ -499,24 +500,24 @@ static const void *ptrkey_entry(const struct xl_entry *e)
 static void ptr_del(struct xlate_ctx *ctx, struct xl_entry *e)
 {
     if (e->obj_ptr)
-        xl_map_del(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN);
+        xlate_map_del(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN);
 }
 
 static int ptr_put(struct xlate_ctx *ctx, struct xl_entry *e)
 {
-    return xl_map_put(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN, e);
+    return xlate_map_put(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN, e);
 }
 
 static int mark_key(struct xl_map *m, const char *key)
 {
     size_t n = strlen(key);
-    if (xl_map_get(m, key, n))
+    if (xlate_map_get(m, key, n))
         return 0;
     char *k = malloc(n + 1);
     if (!k)
         return -1;
     memcpy(k, key, n + 1);
-    if (xl_map_put(m, k, n, k) != 0) {
+    if (xlate_map_put(m, k, n, k) != 0) {
         free(k);
         return -1;
     }
@@ -542,7 +543,7 @@ static int mark_dep(struct xlate_ctx *ctx, char c, const char *a)
 {
     char buf[600];
     const char pre[2] = {c, '\0'};
-    if (join_key(buf, sizeof(buf), pre, a) != 0 || !xl_map_gets(&ctx->deps, buf))
+    if (join_key(buf, sizeof(buf), pre, a) != 0 || !xlate_map_gets(&ctx->deps, buf))
         return 0;
     return mark_key(&ctx->changed_deps, buf);
 }
@@ -556,7 +557,7 @@ static int mark_service(struct xlate_ctx *ctx, const char *ns, const char *name)
     char buf[600];
     if (join_key(buf, sizeof(buf), ns, name) != 0)
         return 0;
-    const struct xl_entry_list *l = xl_map_gets(&ctx->svc_ups, buf);
+    const struct xl_entry_list *l = xlate_map_gets(&ctx->svc_ups, buf);
     int others = 0;
     for (size_t i = 0; l && i < l->n && !others; i++)
         others = l->items[i]->changed != ctx->pass;
@@ -578,15 +579,15 @@ static int touch(struct xlate_ctx *ctx, struct xl_entry_list *l, struct xl_entry
     if (e->touched == ctx->pass && e->kind != XLATE_KIND_GATEWAY)
         return 0;
     e->touched = ctx->pass;
-    return xl_list_push(l, e);
+    return xlate_list_push(l, e);
 }
 
 static uint64_t labels_hash(const struct xl_meta *m)
 {
     uint64_t h = CX_FNV64_INIT;
     for (size_t i = 0; i < m->nlabels; i++) {
-        h = xl_fnv_str(h, m->labels[i].key);
-        h = xl_fnv_str(h, m->labels[i].value);
+        h = xlate_fnv_str(h, m->labels[i].key);
+        h = xlate_fnv_str(h, m->labels[i].value);
     }
     return h;
 }
@@ -596,14 +597,14 @@ static uint64_t labels_hash(const struct xl_meta *m)
 static int index_add(struct xl_map *m, const char *key, struct xl_entry *e)
 {
     size_t n = strlen(key);
-    struct xl_entry_list *l = xl_map_get(m, key, n);
+    struct xl_entry_list *l = xlate_map_get(m, key, n);
     if (!l) {
         l = calloc(1, sizeof(*l) + n + 1);
         if (!l)
             return -1;
         char *k = (char *)(l + 1);
         memcpy(k, key, n + 1);
-        if (xl_map_put(m, k, n, l) != 0) {
+        if (xlate_map_put(m, k, n, l) != 0) {
             free(l);
             return -1;
         }
@@ -616,12 +617,12 @@ static int index_add(struct xl_map *m, const char *key, struct xl_entry *e)
 static void index_del(struct xl_map *m, const char *key, struct xl_entry *e)
 {
     size_t n = strlen(key);
-    struct xl_entry_list *l = xl_map_get(m, key, n);
+    struct xl_entry_list *l = xlate_map_get(m, key, n);
     if (!l)
         return;
     sorted_remove(l->items, &l->n, e);
     if (l->n == 0) {
-        xl_map_del(m, key, n);
+        xlate_map_del(m, key, n);
         free(l->items);
         free(l);
     }
@@ -673,7 +674,7 @@ static int index_entry(struct xlate_ctx *ctx, struct xl_entry *e, int add)
         if (e->parse_state == XLATE_REJECTED)
             return 0;
         /* the Secret and ConfigMap of spec.tls: their changes refresh it */
-        const struct xl_upstream_tls *t = xl_upstream_tls_of(&e->obj.u.up);
+        const struct xl_upstream_tls *t = xlate_upstream_tls_of(&e->obj.u.up);
         const struct xl_obj_ref *refs[2] = {t->has_ca ? &t->ca : NULL,
                                             t->has_client_cert ? &t->client_cert : NULL};
         for (int i = 0; i < 2; i++) {
@@ -744,22 +745,22 @@ static int reparse(struct xlate_ctx *ctx, struct xl_entry *e, const cJSON *obj, 
         index_entry(ctx, e, 0);
         /* sorted lists hold the entry by its name, which does not change */
     }
-    xl_object_release(&e->obj);
-    xl_arena_free(&e->arena);
+    xlate_object_release(&e->obj);
+    xlate_arena_free(&e->arena);
     /* a first parse starts with a chunk sized like the kind's last object:
      * objects of a kind are alike, so most fit in one chunk */
     if (!e->arena.hint)
         e->arena.hint = ctx->arena_hint[e->kind];
     e->digest = digest;
     e->obj_ptr = obj;
-    if (xl_api_parse(e->kind, obj, &e->arena, &e->obj) != 0) {
+    if (xlate_api_parse(e->kind, obj, &e->arena, &e->obj) != 0) {
         memset(&e->obj, 0, sizeof(e->obj));
         e->obj.kind = e->kind;
         e->digest = 0;
         e->obj_ptr = NULL;
         return -1;
     }
-    e->parse_state = xl_errors_state(&e->obj.errors);
+    e->parse_state = xlate_errors_state(&e->obj.errors);
     /* the largest of the kind so far: objects of a kind are alike, and one
      * that needs a little more gets a small second chunk */
     size_t want = (e->arena.live + 15) & ~(size_t)15;
@@ -771,19 +772,19 @@ static int reparse(struct xlate_ctx *ctx, struct xl_entry *e, const cJSON *obj, 
     int listed = e->changed == ctx->pass;
     e->changed = ctx->pass;
     if (e->kind == XLATE_KIND_SECRET)
-        e->cert_phase = (int)xl_tls_phase(&e->obj.u.secret.cert, ctx->now);
+        e->cert_phase = (int)xlate_tls_phase(&e->obj.u.secret.cert, ctx->now);
     ctx->stats.parsed++;
     if (e->kind == XLATE_KIND_VIRTUAL_SERVICE) {
-        uint64_t h = xl_fnv_str(CX_FNV64_INIT, e->obj.meta.creation);
+        uint64_t h = xlate_fnv_str(CX_FNV64_INIT, e->obj.meta.creation);
         for (size_t i = 0; i < e->obj.u.vs.ndomains; i++)
-            h = xl_fnv_str(h, e->obj.u.vs.domains[i]);
+            h = xlate_fnv_str(h, e->obj.u.vs.domains[i]);
         e->claim_hash = h;
     }
     if (!had && list_add(ctx, e) != 0)
         return -1;
     if (note_change(ctx, e) != 0 || index_entry(ctx, e, 1) != 0)
         return -1;
-    if ((!listed && xl_list_push(&ctx->changed, e) != 0) || xl_rep_dirty(ctx, e) != 0)
+    if ((!listed && xlate_list_push(&ctx->changed, e) != 0) || xlate_rep_dirty(ctx, e) != 0)
         return -1;
     return ptr_put(ctx, e);
 }
@@ -812,7 +813,7 @@ static struct xl_entry *entry_new(struct xlate_ctx *ctx, enum xlate_kind kind, c
     char *slash = memchr(e->skey, '/', keylen);
     if (slash)
         *slash = '\x01';
-    if (xl_map_put(&ctx->by_key[kind], e->key, keylen, e) != 0) {
+    if (xlate_map_put(&ctx->by_key[kind], e->key, keylen, e) != 0) {
         free(e->res);
         free(e);
         return NULL;
@@ -831,14 +832,14 @@ static int delete_entry(struct xlate_ctx *ctx, struct xl_entry *e)
         return -1;
     if (e->changed)
         index_entry(ctx, e, 0);
-    xl_map_del(&ctx->by_key[e->kind], e->key, e->keylen);
+    xlate_map_del(&ctx->by_key[e->kind], e->key, e->keylen);
     ptr_del(ctx, e);
     if (e->changed)
         ctx->list_changes[e->kind]++;
     ctx->reports_changed = 1;
-    if (xl_list_push(&ctx->graveyard, e) != 0)
+    if (xlate_list_push(&ctx->graveyard, e) != 0)
         return -1;
-    return xl_list_push(&ctx->changed, e);
+    return xlate_list_push(&ctx->changed, e);
 }
 
 static int commit_one(struct xlate_ctx *ctx, struct xl_entry *e)
@@ -889,7 +890,7 @@ static int ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *
     if (!digest)
         digest = xlate_digest(obj);
     struct ptrkey probe = {digest, obj};
-    struct xl_entry *e = xl_map_get(&ctx->by_ptr, &probe, PTRKEY_LEN);
+    struct xl_entry *e = xlate_map_get(&ctx->by_ptr, &probe, PTRKEY_LEN);
     if (e && e->kind == kind && e->seen != ctx->pass && e->digest == digest) {
         /* the very object of last pass: nothing to do */
         e->seen = ctx->pass;
@@ -903,7 +904,7 @@ static int ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *
     size_t n = object_key(obj, key, sizeof(key));
     if (!n)
         return 0; /* names this long cannot exist in Kubernetes */
-    e = xl_map_get(&ctx->by_key[kind], key, n);
+    e = xlate_map_get(&ctx->by_key[kind], key, n);
     if (!e) {
         e = entry_new(ctx, kind, key, n);
         if (!e)
@@ -913,7 +914,7 @@ static int ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *
         /* a full view holding the key twice */
         if (!e->duplicate) {
             e->duplicate = 1;
-            if (xl_rep_dirty(ctx, e) != 0)
+            if (xlate_rep_dirty(ctx, e) != 0)
                 return -1;
         }
         if (digest >= e->cand_digest)
@@ -924,7 +925,7 @@ static int ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *
         e->seen = ctx->pass;
         ctx->nseen[kind]++;
         int was_duplicate = e->duplicate;
-        if (e->duplicate && xl_rep_dirty(ctx, e) != 0)
+        if (e->duplicate && xlate_rep_dirty(ctx, e) != 0)
             return -1;
         e->duplicate = 0;
         if (!last_wins && !was_duplicate) {
@@ -941,7 +942,7 @@ static int ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *
     e->cand_digest = digest;
     if (!e->pending) {
         e->pending = 1;
-        if (xl_list_push(&ctx->pending, e) != 0)
+        if (xlate_list_push(&ctx->pending, e) != 0)
             return -1;
     }
     return 0;
@@ -978,7 +979,7 @@ static int sweep(struct xlate_ctx *ctx)
         if (!kind_listed(k)) {
             /* deleting leaves a tombstone: the walk goes on */
             const struct xl_map_slot *s;
-            for (size_t i = 0; xl_map_next(&ctx->by_key[k], &i, &s);) {
+            for (size_t i = 0; xlate_map_next(&ctx->by_key[k], &i, &s);) {
                 struct xl_entry *e = s->val;
                 if (e->seen != ctx->pass && delete_entry(ctx, e) != 0)
                     return -1;
@@ -1018,10 +1019,10 @@ static int keyed_cmp(const void *a, const void *b)
         return x->k0 < y->k0 ? -1 : 1;
     if (x->k1 != y->k1)
         return x->k1 < y->k1 ? -1 : 1;
-    return xl_entry_cmp(x->e, y->e);
+    return xlate_entry_cmp(x->e, y->e);
 }
 
-/* |out| gets the entries of |m| in xl_entry_cmp order; -1 when memory ran
+/* |out| gets the entries of |m| in xlate_entry_cmp order; -1 when memory ran
  * out. */
 static int sort_by_key(const struct xl_map *m, struct xl_entry **out, size_t *n)
 {
@@ -1030,7 +1031,7 @@ static int sort_by_key(const struct xl_map *m, struct xl_entry **out, size_t *n)
         return -1;
     size_t j = 0;
     const struct xl_map_slot *s;
-    for (size_t i = 0; xl_map_next(m, &i, &s);) {
+    for (size_t i = 0; xlate_map_next(m, &i, &s);) {
         struct xl_entry *e = s->val;
         /* the sort key is the key with one byte changed: same length */
         v[j++] = (struct keyed){be64(e->skey, e->keylen),
@@ -1087,10 +1088,10 @@ static int refresh_upstream(struct xlate_ctx *ctx, struct xl_entry *e)
     if (e->mark == ctx->pass)
         return 0;
     e->mark = ctx->pass;
-    int rc = e->deleted ? 0 : xl_upstream_refresh(ctx, e);
+    int rc = e->deleted ? 0 : xlate_upstream_refresh(ctx, e);
     if (rc < 0)
         return -1;
-    int exists = !e->deleted, valid = exists && xl_upstream_usable(e);
+    int exists = !e->deleted, valid = exists && xlate_upstream_usable(e);
     if (exists != e->up_exists || valid != e->up_valid) {
         /* what routes read: whether it is there and usable */
         if (mark_dep(ctx, 'U', e->key) != 0)
@@ -1101,7 +1102,7 @@ static int refresh_upstream(struct xlate_ctx *ctx, struct xl_entry *e)
     }
     if (rc && touch(ctx, &ctx->up_touched, e) != 0)
         return -1;
-    return xl_rep_dirty(ctx, e);
+    return xlate_rep_dirty(ctx, e);
 }
 
 static int upstreams(struct xlate_ctx *ctx)
@@ -1112,14 +1113,14 @@ static int upstreams(struct xlate_ctx *ctx)
             return -1;
     }
     const struct xl_map_slot *s;
-    for (size_t i = 0; xl_map_next(&ctx->dirty_services, &i, &s);) {
-        struct xl_entry_list *l = xl_map_get(&ctx->svc_ups, s->key, s->klen);
+    for (size_t i = 0; xlate_map_next(&ctx->dirty_services, &i, &s);) {
+        struct xl_entry_list *l = xlate_map_get(&ctx->svc_ups, s->key, s->klen);
         for (size_t k = 0; l && k < l->n; k++)
             if (refresh_upstream(ctx, l->items[k]) != 0)
                 return -1;
     }
-    for (size_t i = 0; xl_map_next(&ctx->dirty_refs, &i, &s);) {
-        struct xl_entry_list *l = xl_map_get(&ctx->ref_ups, s->key, s->klen);
+    for (size_t i = 0; xlate_map_next(&ctx->dirty_refs, &i, &s);) {
+        struct xl_entry_list *l = xlate_map_get(&ctx->ref_ups, s->key, s->klen);
         for (size_t k = 0; l && k < l->n; k++)
             if (refresh_upstream(ctx, l->items[k]) != 0)
                 return -1;
@@ -1139,11 +1140,11 @@ static int time_scan(struct xlate_ctx *ctx)
         const struct xl_secret *sec = &e->obj.u.secret;
         if (sec->state != XL_SECRET_OK)
             continue;
-        int phase = (int)xl_tls_phase(&sec->cert, ctx->now);
+        int phase = (int)xlate_tls_phase(&sec->cert, ctx->now);
         if (phase != e->cert_phase && e->changed != ctx->pass && mark_ref(ctx, 'S', e->key) != 0)
             return -1;
         e->cert_phase = phase;
-        int64_t t = xl_tls_next_change(&sec->cert, ctx->now);
+        int64_t t = xlate_tls_next_change(&sec->cert, ctx->now);
         if (t && (!next || t < next))
             next = t;
     }
@@ -1155,11 +1156,11 @@ static int invalidate_vs(struct xlate_ctx *ctx, struct xl_entry *e, int mode)
 {
     if (mode < 0) {
         for (int m = 0; m < XL_MODES; m++)
-            xl_res_drop(ctx, e, m);
+            xlate_res_drop(ctx, e, m);
     } else {
-        xl_res_drop(ctx, e, mode);
+        xlate_res_drop(ctx, e, mode);
     }
-    if (xl_rep_dirty(ctx, e) != 0)
+    if (xlate_rep_dirty(ctx, e) != 0)
         return -1;
     return touch(ctx, &ctx->vs_touched, e);
 }
@@ -1174,13 +1175,13 @@ static int invalidate(struct xlate_ctx *ctx)
             return -1;
     }
     const struct xl_map_slot *s;
-    for (size_t i = 0; xl_map_next(&ctx->changed_deps, &i, &s);) {
-        struct xl_dep_list *l = xl_map_del(&ctx->deps, s->key, s->klen);
+    for (size_t i = 0; xlate_map_next(&ctx->changed_deps, &i, &s);) {
+        struct xl_dep_list *l = xlate_map_del(&ctx->deps, s->key, s->klen);
         if (!l)
             continue;
         int rc = 0;
         for (size_t k = 0; k < l->n && rc == 0; k++) {
-            struct xl_entry *v = xl_find_key(ctx, XLATE_KIND_VIRTUAL_SERVICE, l->items[k].vskey);
+            struct xl_entry *v = xlate_find_key(ctx, XLATE_KIND_VIRTUAL_SERVICE, l->items[k].vskey);
             int m = l->items[k].mode;
             /* registrations of older resolutions are stale: skip them */
             if (v && v->res[m].valid && v->res[m].serial == l->items[k].serial)
@@ -1209,7 +1210,7 @@ static int selects(const struct xl_entry *gwe, const struct xl_entry *v)
 {
     const struct xl_gateway *g = &gwe->obj.u.gw;
     return !v->deleted && v->parse_state != XLATE_REJECTED && ns_allowed(g, v->obj.meta.ns) &&
-           xl_selector_matches(g->vs_selector, v);
+           xlate_selector_matches(g->vs_selector, v);
 }
 
 static int claim_cmp(const void *a, const void *b)
@@ -1218,7 +1219,7 @@ static int claim_cmp(const void *a, const void *b)
     const struct xl_entry *y = *(struct xl_entry *const *)b;
     /* the oldest VirtualService keeps a contested domain */
     int c = strcmp(x->obj.meta.creation, y->obj.meta.creation);
-    return c ? c : xl_entry_cmp(x, y);
+    return c ? c : xlate_entry_cmp(x, y);
 }
 
 static void lower(char *dst, const char *src, size_t cap)
@@ -1285,14 +1286,14 @@ static int set_put(struct xl_gw_memo *m, int t, struct xds_resource *r)
         int found;
         size_t at = set_pos_n(s, m->bulk_sorted[t], r->name, &found);
         if (found) {
-            xds_resource_unref(s->items[at]);
-            s->items[at] = xds_resource_ref(r);
+            xlate_resource_unref(s->items[at]);
+            s->items[at] = xlate_resource_ref(r);
             m->set_dirty[t] = 1;
             return 0;
         }
         if (set_grow(m, t) != 0)
             return -1;
-        s->items[s->n++] = xds_resource_ref(r);
+        s->items[s->n++] = xlate_resource_ref(r);
         m->unsorted[t] = 1;
         m->set_dirty[t] = 1;
         return 0;
@@ -1301,8 +1302,8 @@ static int set_put(struct xl_gw_memo *m, int t, struct xds_resource *r)
     size_t at = set_pos(s, r->name, &found);
     if (found) {
         if (s->items[at] != r) {
-            xds_resource_unref(s->items[at]);
-            s->items[at] = xds_resource_ref(r);
+            xlate_resource_unref(s->items[at]);
+            s->items[at] = xlate_resource_ref(r);
             m->set_dirty[t] = 1;
         }
         return 0;
@@ -1310,7 +1311,7 @@ static int set_put(struct xl_gw_memo *m, int t, struct xds_resource *r)
     if (set_grow(m, t) != 0)
         return -1;
     memmove(&s->items[at + 1], &s->items[at], (s->n - at) * sizeof(*s->items));
-    s->items[at] = xds_resource_ref(r);
+    s->items[at] = xlate_resource_ref(r);
     s->n++;
     m->set_dirty[t] = 1;
     return 0;
@@ -1325,13 +1326,13 @@ static void set_del(struct xl_gw_memo *m, int t, const char *name, const struct 
     size_t at = set_pos(s, name, &found);
     if (!found || (only && s->items[at] != only))
         return;
-    xds_resource_unref(s->items[at]);
+    xlate_resource_unref(s->items[at]);
     memmove(&s->items[at], &s->items[at + 1], (s->n - at - 1) * sizeof(*s->items));
     s->n--;
     m->set_dirty[t] = 1;
 }
 
-/* The set's version, exactly as xds_resource_set_seal computes it (sha256
+/* The set's version, exactly as xlate_resource_set_seal computes it (sha256
  * of "name\nversion\n" per item), without printf. */
 static int set_version(struct xlate_ctx *ctx, struct xds_resource_set *s)
 {
@@ -1367,7 +1368,7 @@ static int set_version(struct xlate_ctx *ctx, struct xds_resource_set *s)
  * Upstream deleted and re-created in one pass is two entries with one name */
 static struct xl_ucount *ucount_get(const struct xl_gw_memo *m, const struct xl_entry *up)
 {
-    return xl_map_get(&m->upcount, &up, sizeof(up));
+    return xlate_map_get(&m->upcount, &up, sizeof(up));
 }
 
 static int count_upstream(struct xlate_ctx *ctx, struct xl_gw_memo *m, struct xl_entry *up,
@@ -1383,31 +1384,31 @@ static int count_upstream(struct xlate_ctx *ctx, struct xl_gw_memo *m, struct xl
             return -1;
         c->up = up;
         c->count = 1;
-        if (xl_map_put(&m->upcount, &c->up, sizeof(c->up), c) != 0) {
+        if (xlate_map_put(&m->upcount, &c->up, sizeof(c->up), c) != 0) {
             free(c);
             return -1;
         }
-        if (xl_upstream_cluster(ctx, up, m->mode) != 0 ||
+        if (xlate_upstream_cluster(ctx, up, m->mode) != 0 ||
             set_put(m, XDS_CLUSTER, up->up->cluster[m->mode]) != 0 ||
             set_put(m, XDS_ENDPOINT, up->up->cla) != 0)
             return -1;
         c->put_pass = ctx->pass;
-        return xl_rep_dirty(ctx, up);
+        return xlate_rep_dirty(ctx, up);
     }
     if (!c)
         return 0;
     if (--c->count > 0)
         return 0;
-    xl_map_del(&m->upcount, &c->up, sizeof(c->up));
+    xlate_map_del(&m->upcount, &c->up, sizeof(c->up));
     free(c);
     /* unless a successor of the same name (deleted and re-created in one
      * pass) is counted and holds the slots now */
-    struct xl_entry *succ = xl_find_key(ctx, XLATE_KIND_UPSTREAM, up->key);
+    struct xl_entry *succ = xlate_find_key(ctx, XLATE_KIND_UPSTREAM, up->key);
     if (!(succ && succ != up && ucount_get(m, succ))) {
         set_del(m, XDS_CLUSTER, up->key, NULL);
         set_del(m, XDS_ENDPOINT, up->key, NULL);
     }
-    return xl_rep_dirty(ctx, up);
+    return xlate_rep_dirty(ctx, up);
 }
 
 static int slot_fill(struct xlate_ctx *ctx, struct xl_gw_memo *m, struct xl_slot *s,
@@ -1453,12 +1454,12 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
     if (!order)
         goto out;
     for (size_t i = 0; i < nold; i++)
-        (void)xl_rep_dirty(ctx, old[i].vs);
+        (void)xlate_rep_dirty(ctx, old[i].vs);
     const struct xl_map_slot *cs;
-    for (size_t i = 0; xl_map_next(&m->conflicts, &i, &cs);) {
-        struct xl_entry *v = xl_find_key(ctx, XLATE_KIND_VIRTUAL_SERVICE, cs->key);
+    for (size_t i = 0; xlate_map_next(&m->conflicts, &i, &cs);) {
+        struct xl_entry *v = xlate_find_key(ctx, XLATE_KIND_VIRTUAL_SERVICE, cs->key);
         if (v)
-            (void)xl_rep_dirty(ctx, v);
+            (void)xlate_rep_dirty(ctx, v);
     }
     free_map_vals(&m->conflicts);
     size_t n = 0;
@@ -1478,7 +1479,7 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
         const char *dom = NULL;
         for (size_t k = 0; k < vs->ndomains && !other; k++) {
             lower(d, vs->domains[k], sizeof(d));
-            other = xl_map_gets(&owner, d);
+            other = xlate_map_gets(&owner, d);
             dom = vs->domains[k];
         }
         if (other) {
@@ -1488,17 +1489,17 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
                      "oldest VirtualService keeps a domain)",
                      dom, other->key, gwe->key);
             char *msgc = strdup(buf);
-            if (!msgc || xl_map_put(&m->conflicts, v->key, v->keylen, msgc) != 0) {
+            if (!msgc || xlate_map_put(&m->conflicts, v->key, v->keylen, msgc) != 0) {
                 free(msgc);
                 goto out;
             }
-            (void)xl_rep_dirty(ctx, v);
+            (void)xlate_rep_dirty(ctx, v);
             continue;
         }
         for (size_t k = 0; k < vs->ndomains; k++) {
             lower(d, vs->domains[k], sizeof(d));
-            char *kd = xl_strdup(&keys, d);
-            if (!kd || xl_map_put(&owner, kd, strlen(kd), v) != 0)
+            char *kd = xlate_strdup(&keys, d);
+            if (!kd || xlate_map_put(&owner, kd, strlen(kd), v) != 0)
                 goto out;
         }
         v->mark = 1; /* accepted */
@@ -1517,7 +1518,7 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
         struct xl_entry *v = m->sel[i];
         if (v->mark != 1)
             continue;
-        (void)xl_rep_dirty(ctx, v);
+        (void)xlate_rep_dirty(ctx, v);
         if (slot_fill(ctx, m, &acc[nacc++], v) != 0) {
             m->bulk = 0;
             goto out;
@@ -1546,8 +1547,8 @@ out:
         free(acc);
     }
     free(order);
-    xl_map_free(&owner);
-    xl_arena_free(&keys);
+    xlate_map_free(&owner);
+    xlate_arena_free(&keys);
     return rc;
 }
 
@@ -1584,7 +1585,7 @@ static int build_rc(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_me
         vh[i] = (struct xl_bytes){m->acc[i].vh, m->acc[i].vhlen};
     uint8_t *bytes = NULL;
     size_t len = 0;
-    int rc = xl_encode_route_config(gwe->key, vh, m->nacc, &bytes, &len);
+    int rc = xlate_encode_route_config(gwe->key, vh, m->nacc, &bytes, &len);
     free(vh);
     if (rc != 0)
         return -1;
@@ -1593,12 +1594,12 @@ static int build_rc(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_me
     for (int i = 0; i < XDS_VERSION_LEN; i++)
         ver[i] = hex[(hbuf[i / 2] >> (i % 2 ? 0 : 4)) & 0xf];
     ver[XDS_VERSION_LEN] = '\0';
-    struct xds_resource *r = xds_resource_new_versioned(XDS_ROUTE, gwe->key, bytes, len, ver);
+    struct xds_resource *r = xlate_resource_new_versioned(XDS_ROUTE, gwe->key, bytes, len, ver);
     if (!r)
         return -1;
     if (m->rc)
         set_del(m, XDS_ROUTE, m->rc->name, NULL);
-    xds_resource_unref(m->rc);
+    xlate_resource_unref(m->rc);
     m->rc = r;
     memcpy(m->rc_hash, hbuf, sizeof(m->rc_hash));
     ctx->stats.resources_built++;
@@ -1619,22 +1620,22 @@ static int build_lds(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_m
             return 0;
         uint8_t *bytes = NULL;
         size_t len = 0;
-        if (t ? xl_gw_tls_listener(ctx, gwe, m, sp, &bytes, &len) != 0
-              : xl_encode_listener_envoy(gwe->key, g->bind_address, g->bind_port, gwe->key, sp,
-                                         &bytes, &len) != 0)
+        if (t ? xlate_gw_tls_listener(ctx, gwe, m, sp, &bytes, &len) != 0
+              : xlate_encode_listener_envoy(gwe->key, g->bind_address, g->bind_port, gwe->key, sp,
+                                            &bytes, &len) != 0)
             return -1;
         m->lds_dirty = 0;
         m->lds_tls_digest = t ? t->digest : 0;
-        struct xds_resource *r = xl_resource_new(ctx, XDS_LISTENER, gwe->key, bytes, len);
+        struct xds_resource *r = xlate_ctx_resource_new(ctx, XDS_LISTENER, gwe->key, bytes, len);
         if (!r)
             return -1;
         ctx->stats.resources_built++;
         if (m->listener && m->listener->len == r->len &&
             memcmp(m->listener->bytes, r->bytes, r->len) == 0) {
-            xds_resource_unref(r);
+            xlate_resource_unref(r);
             return 0;
         }
-        xds_resource_unref(m->listener);
+        xlate_resource_unref(m->listener);
         m->listener = r;
         return set_put(m, XDS_LISTENER, r);
     }
@@ -1651,13 +1652,13 @@ static int build_lds(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_m
             if (strchr(d, '*'))
                 continue;
             /* an API listener keeps its bytes while its domain stays served */
-            struct xl_api_listener *al = xl_map_del(&m->api_listeners, d, dl);
+            struct xl_api_listener *al = xlate_map_del(&m->api_listeners, d, dl);
             if (!al) {
                 uint8_t *bytes = NULL;
                 size_t len = 0;
                 al = calloc(1, sizeof(*al) + dl + 1);
-                if (!al || xl_encode_listener_api(d, gwe->key, sp, &bytes, &len) != 0 ||
-                    !(al->r = xl_resource_new(ctx, XDS_LISTENER, d, bytes, len))) {
+                if (!al || xlate_encode_listener_api(d, gwe->key, sp, &bytes, &len) != 0 ||
+                    !(al->r = xlate_ctx_resource_new(ctx, XDS_LISTENER, d, bytes, len))) {
                     free(al);
                     rc = -1;
                     break;
@@ -1665,8 +1666,8 @@ static int build_lds(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_m
                 memcpy(al->domain, d, dl + 1);
                 ctx->stats.resources_built++;
             }
-            if (xl_map_put(&fresh, al->domain, dl, al) != 0) {
-                xds_resource_unref(al->r);
+            if (xlate_map_put(&fresh, al->domain, dl, al) != 0) {
+                xlate_resource_unref(al->r);
                 free(al);
                 rc = -1;
                 break;
@@ -1675,12 +1676,12 @@ static int build_lds(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_m
     }
     /* listeners of domains no longer served go */
     const struct xl_map_slot *s;
-    for (size_t i = 0; xl_map_next(&m->api_listeners, &i, &s);) {
+    for (size_t i = 0; xlate_map_next(&m->api_listeners, &i, &s);) {
         struct xl_api_listener *al = s->val;
-        xds_resource_unref(al->r);
+        xlate_resource_unref(al->r);
         free(al);
     }
-    xl_map_free(&m->api_listeners);
+    xlate_map_free(&m->api_listeners);
     m->api_listeners = fresh;
     if (rc != 0)
         return -1;
@@ -1692,8 +1693,8 @@ static int build_lds(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_m
     if (!items)
         return -1;
     size_t j = 0;
-    for (size_t i = 0; xl_map_next(&fresh, &i, &s);)
-        items[j++] = xds_resource_ref(((struct xl_api_listener *)s->val)->r);
+    for (size_t i = 0; xlate_map_next(&fresh, &i, &s);)
+        items[j++] = xlate_resource_ref(((struct xl_api_listener *)s->val)->r);
     qsort(items, j, sizeof(*items), res_cmp_name);
     m->sets[XDS_LISTENER].items = items;
     m->sets[XDS_LISTENER].n = j;
@@ -1714,18 +1715,18 @@ static int addr_cmp(const void *a, const void *b)
 static int build_gateway(struct xlate_ctx *ctx, struct xl_entry *gwe)
 {
     const struct xl_gateway *g = &gwe->obj.u.gw;
-    struct xl_gw_memo *m = xl_map_get(&ctx->gw_memo, gwe->key, gwe->keylen);
+    struct xl_gw_memo *m = xlate_map_get(&ctx->gw_memo, gwe->key, gwe->keylen);
     int gw_changed = !m || m->gw_digest != gwe->digest;
     if (m && gw_changed) {
         /* mode, selector or bind address changed: start over */
-        xl_map_del(&ctx->gw_memo, gwe->key, gwe->keylen);
+        xlate_map_del(&ctx->gw_memo, gwe->key, gwe->keylen);
         if (gw_memo_drop(ctx, m) != 0)
             return -1;
         m = NULL;
     }
     if (!m) {
         m = calloc(1, sizeof(*m));
-        if (!m || xl_map_put(&ctx->gw_memo, gwe->key, gwe->keylen, m) != 0) {
+        if (!m || xlate_map_put(&ctx->gw_memo, gwe->key, gwe->keylen, m) != 0) {
             free(m);
             return -1;
         }
@@ -1739,14 +1740,14 @@ static int build_gateway(struct xlate_ctx *ctx, struct xl_entry *gwe)
         }
         m->claims_dirty = 1;
         for (size_t i = 0; i < m->nsel; i++)
-            if (xl_list_push(&m->touched, m->sel[i]) != 0)
+            if (xlate_list_push(&m->touched, m->sel[i]) != 0)
                 return -1;
     } else {
         /* membership and resolution changes of the touched VirtualServices */
         for (size_t i = 0; i < ctx->vs_touched.n; i++) {
             struct xl_entry *v = ctx->vs_touched.items[i];
             int want = selects(gwe, v);
-            long at = xl_gw_find_sel(m, v);
+            long at = xlate_gw_find_sel(m, v);
             if (want && at < 0) {
                 if (sorted_insert(&m->sel, &m->nsel, &m->capsel, v) != 0 ||
                     usage_changed(ctx, v) != 0)
@@ -1754,13 +1755,13 @@ static int build_gateway(struct xlate_ctx *ctx, struct xl_entry *gwe)
                 m->claims_dirty = 1;
             } else if (!want && at >= 0) {
                 sorted_remove(m->sel, &m->nsel, v);
-                if (xl_gw_find_acc(m, v) >= 0 || xl_map_get(&m->conflicts, v->key, v->keylen))
+                if (xlate_gw_find_acc(m, v) >= 0 || xlate_map_get(&m->conflicts, v->key, v->keylen))
                     m->claims_dirty = 1;
                 if (usage_changed(ctx, v) != 0)
                     return -1;
                 continue;
             }
-            if (want && xl_list_push(&m->touched, v) != 0)
+            if (want && xlate_list_push(&m->touched, v) != 0)
                 return -1;
         }
     }
@@ -1776,11 +1777,11 @@ static int build_gateway(struct xlate_ctx *ctx, struct xl_entry *gwe)
     for (size_t i = 0; i < m->touched.n; i++) {
         struct xl_entry *v = m->touched.items[i];
         struct xl_vs_res *r = &v->res[m->mode];
-        if (!r->valid && xl_resolve_vs(ctx, v, m->mode) != 0)
+        if (!r->valid && xlate_resolve_vs(ctx, v, m->mode) != 0)
             return -1;
         if (v->claim_changed[m->mode] == ctx->pass)
             m->claims_dirty = 1;
-        if (xl_rep_dirty(ctx, v) != 0)
+        if (xlate_rep_dirty(ctx, v) != 0)
             return -1;
     }
     ctx->stats.vhosts_reused += m->nsel - m->touched.n;
@@ -1791,7 +1792,7 @@ static int build_gateway(struct xlate_ctx *ctx, struct xl_entry *gwe)
     } else {
         /* same claims: patch the accepted slots of the touched ones */
         for (size_t i = 0; i < m->touched.n; i++) {
-            long at = xl_gw_find_acc(m, m->touched.items[i]);
+            long at = xlate_gw_find_acc(m, m->touched.items[i]);
             if (at < 0)
                 continue;
             struct xl_slot *s = &m->acc[at];
@@ -1809,14 +1810,14 @@ static int build_gateway(struct xlate_ctx *ctx, struct xl_entry *gwe)
     /* Upstreams whose Cluster or ClusterLoadAssignment was rebuilt */
     for (size_t i = 0; i < ctx->up_touched.n; i++) {
         struct xl_entry *up = ctx->up_touched.items[i];
-        if (up->deleted || !xl_upstream_usable(up) || !up->up->cla)
+        if (up->deleted || !xlate_upstream_usable(up) || !up->up->cla)
             continue;
         /* not sent to, or counted in this pass with the resources as they
          * are now (every Upstream of a first pass) */
         const struct xl_ucount *c = ucount_get(m, up);
         if (!c || c->put_pass == ctx->pass)
             continue;
-        if (xl_upstream_cluster(ctx, up, m->mode) != 0 ||
+        if (xlate_upstream_cluster(ctx, up, m->mode) != 0 ||
             set_put(m, XDS_CLUSTER, up->up->cluster[m->mode]) != 0 ||
             set_put(m, XDS_ENDPOINT, up->up->cla) != 0)
             return -1;
@@ -1859,7 +1860,7 @@ static int copy_set(struct xds_resource_set *dst, const struct xds_resource_set 
     for (size_t i = 0; i < src->n; i++) {
         if (i + 16 < src->n)
             __builtin_prefetch(src->items[i + 16], 1);
-        xds_resource_ref(src->items[i]);
+        xlate_resource_ref(src->items[i]);
     }
     return 0;
 }
@@ -1875,7 +1876,7 @@ static int pass(struct xlate_ctx *ctx, struct xlate_snapshot **out)
         if (e->deleted && e->kind == XLATE_KIND_VIRTUAL_SERVICE && invalidate_vs(ctx, e, -1) != 0)
             return -1;
         if (e->deleted && e->kind == XLATE_KIND_GATEWAY &&
-            gw_memo_drop(ctx, xl_map_del(&ctx->gw_memo, e->key, e->keylen)) != 0)
+            gw_memo_drop(ctx, xlate_map_del(&ctx->gw_memo, e->key, e->keylen)) != 0)
             return -1;
     }
     struct xlate_snapshot *snap = calloc(1, sizeof(*snap));
@@ -1888,18 +1889,18 @@ static int pass(struct xlate_ctx *ctx, struct xlate_snapshot **out)
         goto fail;
     for (size_t i = 0; i < ng; i++) {
         struct xl_entry *gwe = ctx->list[XLATE_KIND_GATEWAY][i];
-        if (xl_rep_dirty(ctx, gwe) != 0)
+        if (xlate_rep_dirty(ctx, gwe) != 0)
             goto fail;
-        if (xl_gw_tls_resolve(ctx, gwe) != 0)
+        if (xlate_gw_tls_resolve(ctx, gwe) != 0)
             goto fail;
         if (gwe->parse_state == XLATE_REJECTED || (gwe->gtls && gwe->gtls->fatal)) {
-            if (gw_memo_drop(ctx, xl_map_del(&ctx->gw_memo, gwe->key, gwe->keylen)) != 0)
+            if (gw_memo_drop(ctx, xlate_map_del(&ctx->gw_memo, gwe->key, gwe->keylen)) != 0)
                 goto fail;
             continue;
         }
         if (build_gateway(ctx, gwe) != 0)
             goto fail;
-        struct xl_gw_memo *m = xl_map_get(&ctx->gw_memo, gwe->key, gwe->keylen);
+        struct xl_gw_memo *m = xlate_map_get(&ctx->gw_memo, gwe->key, gwe->keylen);
         struct xlate_group *grp = &snap->groups[snap->ngroups++];
         grp->name = strdup(gwe->key);
         grp->mode = gwe->obj.u.gw.mode;
@@ -1913,7 +1914,7 @@ static int pass(struct xlate_ctx *ctx, struct xlate_snapshot **out)
         qsort(snap->groups, snap->ngroups, sizeof(*snap->groups), group_cmp);
     xlate_snapshot_seal(snap);
     snap->recheck_at = ctx->recheck_at;
-    if (xl_reports_build(ctx, snap) != 0)
+    if (xlate_reports_build(ctx, snap) != 0)
         goto fail;
     *out = snap;
     return 0;
@@ -1979,11 +1980,11 @@ static int reserve(struct xlate_ctx *ctx, const struct xlate_input *in)
         else
             unknown++;
     }
-    int rc = xl_map_reserve(&ctx->by_ptr, in->n);
+    int rc = xlate_map_reserve(&ctx->by_ptr, in->n);
     for (int k = 0; k < XLATE_KIND_COUNT; k++)
-        rc |= xl_map_reserve(&ctx->by_key[k], n[k] + unknown);
-    rc |= xl_map_reserve(&ctx->slices_by_svc, n[XLATE_KIND_ENDPOINT_SLICE] + unknown);
-    rc |= xl_map_reserve(&ctx->svc_ups, n[XLATE_KIND_UPSTREAM] + unknown);
+        rc |= xlate_map_reserve(&ctx->by_key[k], n[k] + unknown);
+    rc |= xlate_map_reserve(&ctx->slices_by_svc, n[XLATE_KIND_ENDPOINT_SLICE] + unknown);
+    rc |= xlate_map_reserve(&ctx->svc_ups, n[XLATE_KIND_UPSTREAM] + unknown);
     return rc ? -1 : 0;
 }
 
@@ -2023,7 +2024,7 @@ static void prefetch_key(const struct xlate_ctx *ctx, const struct xlate_object 
     char key[600];
     size_t n = object_key(o->obj, key, sizeof(key));
     if (n)
-        xl_map_prefetch(&ctx->by_key[o->kind], key, n);
+        xlate_map_prefetch(&ctx->by_key[o->kind], key, n);
 }
 
 int xlate_run(struct xlate_ctx *ctx, const struct xlate_input *in, struct xlate_snapshot **out,
@@ -2080,7 +2081,7 @@ int xlate_run_changes_at(struct xlate_ctx *ctx, const struct xlate_change *chang
         }
         if (c->kind < 0 || c->kind >= XLATE_KIND_COUNT || !c->name)
             continue;
-        struct xl_entry *e = xl_find(
+        struct xl_entry *e = xlate_find(
             ctx, c->kind, c->namespace && *c->namespace ? c->namespace : "default", c->name);
         if (e)
             rc = delete_entry(ctx, e);

@@ -54,7 +54,7 @@ static const char *const reason_names[XL_R_COUNT] = {
     [XL_R_CERT_UNUSED] = "CertificateUnused",
 };
 
-const char *xl_reason_name(enum xl_reason r)
+const char *xlate_reason_name(enum xl_reason r)
 {
     return (unsigned)r < XL_R_COUNT && reason_names[r] ? reason_names[r] : "Unknown";
 }
@@ -99,8 +99,8 @@ const char *xlate_kind_name(enum xlate_kind k)
 
 /* ---- errors -------------------------------------------------------------- */
 
-int xl_errors_add(struct xl_errors *e, struct xl_arena *a, enum xlate_state st, enum xl_reason r,
-                  const char *fmt, ...)
+int xlate_errors_add(struct xl_errors *e, struct xl_arena *a, enum xlate_state st, enum xl_reason r,
+                     const char *fmt, ...)
 {
     if (e->n >= XLATE_MAX_ERRORS) {
         e->dropped++;
@@ -119,16 +119,16 @@ int xl_errors_add(struct xl_errors *e, struct xl_arena *a, enum xlate_state st, 
     va_start(ap, fmt);
     vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
-    char *m = xl_strdup(a, buf);
+    char *m = xlate_strdup(a, buf);
     if (!e->items)
-        e->items = xl_alloc(a, XLATE_MAX_ERRORS * sizeof(*e->items));
+        e->items = xlate_alloc(a, XLATE_MAX_ERRORS * sizeof(*e->items));
     if (!m || !e->items)
         return -1;
     e->items[e->n++] = (struct xl_error){.reason = r, .state = st, .msg = m};
     return 0;
 }
 
-enum xlate_state xl_errors_state(const struct xl_errors *e)
+enum xlate_state xlate_errors_state(const struct xl_errors *e)
 {
     enum xlate_state s = XLATE_ACCEPTED;
     for (size_t i = 0; i < e->n; i++)
@@ -244,8 +244,8 @@ static void perr(struct pctx *p, enum xlate_state st, enum xl_reason r, const ch
     char path[512] = "";
     if (p->depth)
         path_render(p, path, sizeof(path));
-    int rc = path[0] ? xl_errors_add(&p->o->errors, p->a, st, r, "%s: %s", path, buf)
-                     : xl_errors_add(&p->o->errors, p->a, st, r, "%s", buf);
+    int rc = path[0] ? xlate_errors_add(&p->o->errors, p->a, st, r, "%s: %s", path, buf)
+                     : xlate_errors_add(&p->o->errors, p->a, st, r, "%s", buf);
     if (rc != 0)
         p->oom = 1;
 }
@@ -283,7 +283,7 @@ static const char *jtype(const cJSON *v)
 
 static char *dup(struct pctx *p, const char *s)
 {
-    char *r = xl_strdup(p->a, s ? s : "");
+    char *r = xlate_strdup(p->a, s ? s : "");
     if (!r)
         p->oom = 1;
     return r;
@@ -291,7 +291,7 @@ static char *dup(struct pctx *p, const char *s)
 
 static void *alloc(struct pctx *p, size_t n)
 {
-    void *r = xl_alloc(p->a, n ? n : 1);
+    void *r = xlate_alloc(p->a, n ? n : 1);
     if (!r)
         p->oom = 1;
     return r;
@@ -559,7 +559,7 @@ static int ipv4(const char *s)
     return *s == '\0';
 }
 
-int xl_is_ip(const char *s)
+int xlate_is_ip(const char *s)
 {
     unsigned char buf[16];
     return s && (ipv4(s) || (strchr(s, ':') && inet_pton(AF_INET6, s, buf) == 1));
@@ -595,7 +595,7 @@ static int dns_subdomain(const char *s)
     return 1;
 }
 
-int xl_domain_valid(const char *s, char *msg, size_t msglen)
+int xlate_domain_valid(const char *s, char *msg, size_t msglen)
 {
     size_t n = strlen(s);
     if (n == 0) {
@@ -669,7 +669,7 @@ static int label_cmp(const void *a, const void *b)
     return strcmp(((const struct xl_label *)a)->key, ((const struct xl_label *)b)->key);
 }
 
-const char *xl_meta_label(const struct xl_meta *m, const char *key)
+const char *xlate_meta_label(const struct xl_meta *m, const char *key)
 {
     size_t lo = 0, hi = m->nlabels;
     while (lo < hi) {
@@ -1435,7 +1435,7 @@ static void parse_gateway(struct pctx *p, const cJSON *spec)
     }
     g->bind_address = "0.0.0.0";
     int has_addr = get_str(p, spec, "bindAddress", 0, &g->bind_address) == 1;
-    if (has_addr && !xl_is_ip(g->bind_address)) {
+    if (has_addr && !xlate_is_ip(g->bind_address)) {
         size_t o = push_lit(p, ".bindAddress");
         REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not an IP address", g->bind_address);
         pop(p, o);
@@ -1518,7 +1518,7 @@ static void parse_virtual_service(struct pctx *p, const cJSON *spec)
             char msg[200];
             if (!cJSON_IsString(d)) {
                 REJECT(p, XL_R_INVALID_SPEC, "must be a string, got %s", jtype(d));
-            } else if (xl_domain_valid(d->valuestring, msg, sizeof(msg)) != 0) {
+            } else if (xlate_domain_valid(d->valuestring, msg, sizeof(msg)) != 0) {
                 REJECT(p, XL_R_INVALID_DOMAIN, "invalid domain \"%.100s\": %s", d->valuestring,
                        msg);
             } else {
@@ -1608,7 +1608,7 @@ static void parse_upstream(struct pctx *p, const cJSON *spec)
                     }
                     static const char *const hallowed[] = {"address", "port", "weight", NULL};
                     check_fields(p, h, hallowed);
-                    if (get_str(p, h, "address", 1, &x->address) == 1 && !xl_is_ip(x->address)) {
+                    if (get_str(p, h, "address", 1, &x->address) == 1 && !xlate_is_ip(x->address)) {
                         size_t o3 = push_lit(p, ".address");
                         REJECT(p, XL_R_INVALID_SPEC,
                                "\"%s\" is not an IP address (EDS endpoints must be IP literals)",
@@ -1699,7 +1699,7 @@ static void parse_service(struct pctx *p, const cJSON *obj)
 static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
 {
     struct xl_endpoint_slice *s = &p->o->u.eps;
-    const char *svc = xl_meta_label(&p->o->meta, "kubernetes.io/service-name");
+    const char *svc = xlate_meta_label(&p->o->meta, "kubernetes.io/service-name");
     s->service = svc ? dup(p, svc) : NULL;
     const char *at = cx_json_str(obj, "addressType");
     s->ip_family = at && strcmp(at, "IPv4") == 0 ? 4 : at && strcmp(at, "IPv6") == 0 ? 6 : 0;
@@ -1755,7 +1755,7 @@ static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
         const cJSON *a;
         cJSON_ArrayForEach(a, addrs)
         {
-            if (cJSON_IsString(a) && xl_is_ip(a->valuestring))
+            if (cJSON_IsString(a) && xlate_is_ip(a->valuestring))
                 x->addresses[x->naddresses++] = dup(p, a->valuestring);
         }
         const cJSON *ready = cx_json_member(conds, "ready");
@@ -1825,7 +1825,7 @@ static int secret_value(struct pctx *p, const cJSON *obj, const char *key, uint8
     *out = alloc(p, n / 4 * 3 + 1);
     if (!*out)
         return -1;
-    long d = xl_b64_decode(dv->valuestring, n, *out);
+    long d = xlate_b64_decode(dv->valuestring, n, *out);
     if (d < 0) {
         snprintf(why, whylen, "data.%s is not valid base64", key);
         return -1;
@@ -1866,7 +1866,7 @@ static void parse_secret(struct pctx *p, const cJSON *obj)
                                   : "tls.key is missing or empty");
         s->state = XL_SECRET_MISSING;
     } else {
-        if (xl_tls_check_pair(p->a, s) != 0)
+        if (xlate_tls_check_pair(p->a, s) != 0)
             p->oom = 1;
         return;
     }
@@ -1902,7 +1902,7 @@ static void parse_config_map(struct pctx *p, const cJSON *obj)
     qsort(c->data, c->ndata, sizeof(*c->data), label_cmp);
 }
 
-const char *xl_config_map_get(const struct xl_config_map *c, const char *key)
+const char *xlate_config_map_get(const struct xl_config_map *c, const char *key)
 {
     size_t lo = 0, hi = c->ndata;
     while (lo < hi) {
@@ -1918,19 +1918,19 @@ const char *xl_config_map_get(const struct xl_config_map *c, const char *key)
     return NULL;
 }
 
-const struct xl_gateway_tls *xl_gateway_tls_of(const struct xl_gateway *g)
+const struct xl_gateway_tls *xlate_gateway_tls_of(const struct xl_gateway *g)
 {
     static const struct xl_gateway_tls none;
     return g->tls ? g->tls : &none;
 }
 
-const struct xl_upstream_tls *xl_upstream_tls_of(const struct xl_upstream *u)
+const struct xl_upstream_tls *xlate_upstream_tls_of(const struct xl_upstream *u)
 {
     static const struct xl_upstream_tls none;
     return u->tls ? u->tls : &none;
 }
 
-void xl_object_release(struct xl_object *o)
+void xlate_object_release(struct xl_object *o)
 {
     struct xl_route *routes = NULL;
     size_t n = 0;
@@ -1954,7 +1954,8 @@ void xl_object_release(struct xl_object *o)
     }
 }
 
-int xl_api_parse(enum xlate_kind kind, const cJSON *obj, struct xl_arena *a, struct xl_object *out)
+int xlate_api_parse(enum xlate_kind kind, const cJSON *obj, struct xl_arena *a,
+                    struct xl_object *out)
 {
     struct pctx p; /* the segments are written before they are read */
     p.a = a;
@@ -1980,7 +1981,7 @@ int xl_api_parse(enum xlate_kind kind, const cJSON *obj, struct xl_arena *a, str
         else
             parse_config_map(&p, obj);
         if (p.oom) {
-            xl_object_release(out);
+            xlate_object_release(out);
             return -1;
         }
         return 0;
@@ -2028,7 +2029,7 @@ int xl_api_parse(enum xlate_kind kind, const cJSON *obj, struct xl_arena *a, str
         }
     }
     if (p.oom) {
-        xl_object_release(out);
+        xlate_object_release(out);
         return -1;
     }
     return 0;

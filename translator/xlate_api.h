@@ -26,38 +26,38 @@ const char *xlate_kind_name(enum xlate_kind k);
 
 /* Parses |obj| as |kind| into |out| (allocating from |a|). Metadata is filled
  * whenever it is readable; every problem goes to out->errors. Returns 0, or
- * -1 when memory ran out (|out| is then unusable). Call xl_object_release()
+ * -1 when memory ran out (|out| is then unusable). Call xlate_object_release()
  * before freeing the arena. */
-__attribute__((warn_unused_result)) int xl_api_parse(enum xlate_kind kind, const cJSON *obj,
-                                                     struct xl_arena *a, struct xl_object *out);
+__attribute__((warn_unused_result)) int xlate_api_parse(enum xlate_kind kind, const cJSON *obj,
+                                                        struct xl_arena *a, struct xl_object *out);
 
 /* spec.tls of a parsed Gateway or Upstream: all zero (enabled 0) when it
  * has none. */
-const struct xl_gateway_tls *xl_gateway_tls_of(const struct xl_gateway *g);
-const struct xl_upstream_tls *xl_upstream_tls_of(const struct xl_upstream *u);
+const struct xl_gateway_tls *xlate_gateway_tls_of(const struct xl_gateway *g);
+const struct xl_upstream_tls *xlate_upstream_tls_of(const struct xl_upstream *u);
 
 /* Frees what the arena does not own (label selectors). */
-void xl_object_release(struct xl_object *o);
+void xlate_object_release(struct xl_object *o);
 
 /* Records a problem. Returns 0 or -1 (memory). */
-__attribute__((format(printf, 5, 6))) int xl_errors_add(struct xl_errors *e, struct xl_arena *a,
-                                                        enum xlate_state st, enum xl_reason r,
-                                                        const char *fmt, ...);
+__attribute__((format(printf, 5, 6))) int xlate_errors_add(struct xl_errors *e, struct xl_arena *a,
+                                                           enum xlate_state st, enum xl_reason r,
+                                                           const char *fmt, ...);
 /* XLATE_REJECTED if any error rejects, XLATE_WARNING if any warns, else
  * XLATE_ACCEPTED. */
-enum xlate_state xl_errors_state(const struct xl_errors *e);
+enum xlate_state xlate_errors_state(const struct xl_errors *e);
 
 /* Value of label |key| in |m| (binary search), or NULL. */
-const char *xl_meta_label(const struct xl_meta *m, const char *key);
+const char *xlate_meta_label(const struct xl_meta *m, const char *key);
 
 /* 0 if |s| is a valid virtual-host domain (exact, "*", "*suffix" or
  * "prefix*", optional :port), else -1 and a message in |msg|. */
-int xl_domain_valid(const char *s, char *msg, size_t msglen);
+int xlate_domain_valid(const char *s, char *msg, size_t msglen);
 
 /* Value of data key |key| of a ConfigMap (binary search), or NULL. */
-const char *xl_config_map_get(const struct xl_config_map *c, const char *key);
+const char *xlate_config_map_get(const struct xl_config_map *c, const char *key);
 
 /* 1 if |s| is an IPv4 or IPv6 literal. */
-int xl_is_ip(const char *s);
+int xlate_is_ip(const char *s);
 
 #endif

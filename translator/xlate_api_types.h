@@ -78,7 +78,7 @@ enum xl_reason {
     XL_R_COUNT,
 };
 
-const char *xl_reason_name(enum xl_reason r);
+const char *xlate_reason_name(enum xl_reason r);
 
 /* One problem found in an object: "spec.routes[1].match.regex: ...". */
 struct xl_error {
@@ -88,7 +88,7 @@ struct xl_error {
 };
 
 struct xl_errors {
-    struct xl_error *items; /* in the arena given to xl_errors_add; NULL while none */
+    struct xl_error *items; /* in the arena given to xlate_errors_add; NULL while none */
     size_t n;
     size_t dropped; /* errors beyond XLATE_MAX_ERRORS */
 };
@@ -220,7 +220,7 @@ struct xl_gateway {
     size_t n_vs_namespaces;
     int all_namespaces; /* "*" */
     /* spec.tls, in the arena; NULL when absent: read it through
-     * xl_gateway_tls_of (most Gateways have none, and the parsed form of
+     * xlate_gateway_tls_of (most Gateways have none, and the parsed form of
      * every object is as big as the largest kind's) */
     struct xl_gateway_tls *tls;
 };
@@ -260,7 +260,7 @@ struct xl_upstream {
     enum xl_lb_policy lb;
     int64_t connect_timeout_ns;
     int has_connect_timeout;
-    struct xl_upstream_tls *tls; /* like xl_gateway.tls: xl_upstream_tls_of */
+    struct xl_upstream_tls *tls; /* like xl_gateway.tls: xlate_upstream_tls_of */
 };
 
 struct xl_service_port {

@@ -65,7 +65,7 @@ typedef Envoy__Type__Matcher__V3__StringMatcher StringMatcher;
 
 static void *new_msg(struct xl_arena *a, size_t size, const void *init)
 {
-    void *p = xl_alloc(a, size);
+    void *p = xlate_alloc(a, size);
     if (p)
         memcpy(p, init, size);
     return p;
@@ -91,7 +91,7 @@ static Google__Protobuf__Any *any_of(struct xl_arena *a, const char *type_url,
     if (!any)
         return NULL;
     size_t n = protobuf_c_message_get_packed_size(m);
-    uint8_t *b = xl_alloc(a, n ? n : 1);
+    uint8_t *b = xlate_alloc(a, n ? n : 1);
     if (!b)
         return NULL;
     protobuf_c_message_pack(m, b);
@@ -347,9 +347,9 @@ static void rw_route_action(struct rw *w, const struct xl_rroute *r, enum xlate_
     rw_close(w, 2, mark); /* Route.route */
 }
 
-int xl_encode_vhost(const char *name, char *const *domains, size_t ndomains,
-                    const struct xl_rroute *routes, size_t nroutes, enum xlate_gateway_mode mode,
-                    uint8_t **out, size_t *len)
+int xlate_encode_vhost(const char *name, char *const *domains, size_t ndomains,
+                       const struct xl_rroute *routes, size_t nroutes, enum xlate_gateway_mode mode,
+                       uint8_t **out, size_t *len)
 {
     struct rw w = {.cap = 256 + 192 * nroutes};
     w.buf = malloc(w.cap);
@@ -367,8 +367,8 @@ int xl_encode_vhost(const char *name, char *const *domains, size_t ndomains,
     return rw_finish(&w, out, len);
 }
 
-int xl_encode_route_config(const char *name, const struct xl_bytes *vhosts, size_t n, uint8_t **out,
-                           size_t *len)
+int xlate_encode_route_config(const char *name, const struct xl_bytes *vhosts, size_t n,
+                              uint8_t **out, size_t *len)
 {
     size_t nlen = strlen(name);
     size_t total = nlen ? 1 + 10 + nlen : 0;
@@ -407,7 +407,7 @@ static Hcm *hcm(struct xl_arena *a, const char *rc_name, const char *stat_prefix
     HttpFilter *hf =
         NEW(a, HttpFilter,
             ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_FILTER__INIT);
-    HttpFilter **hfs = xl_alloc(a, sizeof(*hfs));
+    HttpFilter **hfs = xlate_alloc(a, sizeof(*hfs));
     Router router = ENVOY__EXTENSIONS__FILTERS__HTTP__ROUTER__V3__ROUTER__INIT;
     if (!h || !rds || !hf || !hfs)
         return NULL;
@@ -433,7 +433,7 @@ static Hcm *hcm(struct xl_arena *a, const char *rc_name, const char *stat_prefix
 static Filter **hcm_filters(struct xl_arena *a, const char *rc_name, const char *stat_prefix)
 {
     Filter *f = NEW(a, Filter, ENVOY__CONFIG__LISTENER__V3__FILTER__INIT);
-    Filter **fs = xl_alloc(a, sizeof(*fs));
+    Filter **fs = xlate_alloc(a, sizeof(*fs));
     Hcm *h = hcm(a, rc_name, stat_prefix);
     if (!f || !fs || !h)
         return NULL;
@@ -459,16 +459,16 @@ static Address *socket_address(struct xl_arena *a, const char *address, uint32_t
     return addr;
 }
 
-int xl_encode_listener_envoy(const char *name, const char *address, uint32_t port,
-                             const char *rc_name, const char *stat_prefix, uint8_t **out,
-                             size_t *len)
+int xlate_encode_listener_envoy(const char *name, const char *address, uint32_t port,
+                                const char *rc_name, const char *stat_prefix, uint8_t **out,
+                                size_t *len)
 {
     struct xl_arena a = {0};
     int rc = -1;
     Listener l = ENVOY__CONFIG__LISTENER__V3__LISTENER__INIT;
     Address *addr = socket_address(&a, address, port);
     FilterChain *fc = NEW(&a, FilterChain, ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN__INIT);
-    FilterChain **fcs = xl_alloc(&a, sizeof(*fcs));
+    FilterChain **fcs = xlate_alloc(&a, sizeof(*fcs));
     Filter **fs = hcm_filters(&a, rc_name, stat_prefix);
     if (!addr || !fc || !fcs || !fs)
         goto out;
@@ -481,7 +481,7 @@ int xl_encode_listener_envoy(const char *name, const char *address, uint32_t por
     l.n_filter_chains = 1;
     rc = pack(&l.base, out, len);
 out:
-    xl_arena_free(&a);
+    xlate_arena_free(&a);
     return rc;
 }
 
@@ -501,7 +501,7 @@ static DataSource *data_source(struct xl_arena *a, const uint8_t *p, size_t n, i
             text = 0;
     if (text) {
         d->specifier_case = ENVOY__CONFIG__CORE__V3__DATA_SOURCE__SPECIFIER_INLINE_STRING;
-        if (!(d->inline_string = xl_strndup(a, (const char *)p, n)))
+        if (!(d->inline_string = xlate_strndup(a, (const char *)p, n)))
             return NULL;
     } else {
         d->specifier_case = ENVOY__CONFIG__CORE__V3__DATA_SOURCE__SPECIFIER_INLINE_BYTES;
@@ -563,7 +563,7 @@ static FilterChain *tls_chain(struct xl_arena *a, const struct xl_downstream_tls
     CommonTlsContext *ctc =
         NEW(a, CommonTlsContext,
             ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__COMMON_TLS_CONTEXT__INIT);
-    TlsCertificate **certs = xl_alloc(a, sizeof(*certs));
+    TlsCertificate **certs = xlate_alloc(a, sizeof(*certs));
     if (!fc || !dtc || !ctc || !certs || !(certs[0] = tls_certificate(a, &c->cert)) ||
         tls_params(a, ctc, tls->min_version, tls->max_version) != 0)
         return NULL;
@@ -607,21 +607,21 @@ static FilterChain *tls_chain(struct xl_arena *a, const struct xl_downstream_tls
     return fc;
 }
 
-int xl_encode_listener_envoy_tls(const char *name, const char *address, uint32_t port,
-                                 const char *rc_name, const char *stat_prefix,
-                                 const struct xl_downstream_tls *tls,
-                                 const struct xl_tls_chain *chains, size_t nchains,
-                                 const struct xl_tls_chain *dflt, uint8_t **out, size_t *len)
+int xlate_encode_listener_envoy_tls(const char *name, const char *address, uint32_t port,
+                                    const char *rc_name, const char *stat_prefix,
+                                    const struct xl_downstream_tls *tls,
+                                    const struct xl_tls_chain *chains, size_t nchains,
+                                    const struct xl_tls_chain *dflt, uint8_t **out, size_t *len)
 {
     struct xl_arena a = {0};
     int rc = -1;
     Listener l = ENVOY__CONFIG__LISTENER__V3__LISTENER__INIT;
     Address *addr = socket_address(&a, address, port);
     Filter **fs = hcm_filters(&a, rc_name, stat_prefix);
-    FilterChain **fcs = xl_alloc(&a, (nchains ? nchains : 1) * sizeof(*fcs));
+    FilterChain **fcs = xlate_alloc(&a, (nchains ? nchains : 1) * sizeof(*fcs));
     ListenerFilter *lf =
         NEW(&a, ListenerFilter, ENVOY__CONFIG__LISTENER__V3__LISTENER_FILTER__INIT);
-    ListenerFilter **lfs = xl_alloc(&a, sizeof(*lfs));
+    ListenerFilter **lfs = xlate_alloc(&a, sizeof(*lfs));
     TlsInspector ti = ENVOY__EXTENSIONS__FILTERS__LISTENER__TLS_INSPECTOR__V3__TLS_INSPECTOR__INIT;
     if (!addr || !fs || !fcs || !lf || !lfs)
         goto out;
@@ -645,12 +645,12 @@ int xl_encode_listener_envoy_tls(const char *name, const char *address, uint32_t
     l.n_listener_filters = 1;
     rc = pack(&l.base, out, len);
 out:
-    xl_arena_free(&a);
+    xlate_arena_free(&a);
     return rc;
 }
 
-int xl_encode_listener_api(const char *name, const char *rc_name, const char *stat_prefix,
-                           uint8_t **out, size_t *len)
+int xlate_encode_listener_api(const char *name, const char *rc_name, const char *stat_prefix,
+                              uint8_t **out, size_t *len)
 {
     struct xl_arena a = {0};
     int rc = -1;
@@ -663,14 +663,15 @@ int xl_encode_listener_api(const char *name, const char *rc_name, const char *st
     l.api_listener = al;
     rc = pack(&l.base, out, len);
 out:
-    xl_arena_free(&a);
+    xlate_arena_free(&a);
     return rc;
 }
 
-int xl_encode_cluster(const char *name, enum xl_lb_policy lb, int64_t connect_timeout_ns,
-                      int has_connect_timeout, uint8_t **out, size_t *len)
+int xlate_encode_cluster(const char *name, enum xl_lb_policy lb, int64_t connect_timeout_ns,
+                         int has_connect_timeout, uint8_t **out, size_t *len)
 {
-    return xl_encode_cluster_tls(name, lb, connect_timeout_ns, has_connect_timeout, NULL, out, len);
+    return xlate_encode_cluster_tls(name, lb, connect_timeout_ns, has_connect_timeout, NULL, out,
+                                    len);
 }
 
 static TransportSocket *upstream_tls(struct xl_arena *a, const struct xl_upstream_tls_enc *t)
@@ -684,7 +685,7 @@ static TransportSocket *upstream_tls(struct xl_arena *a, const struct xl_upstrea
     if (!utc || !ctc || tls_params(a, ctc, t->min_version, t->max_version) != 0)
         return NULL;
     if (t->client) {
-        TlsCertificate **certs = xl_alloc(a, sizeof(*certs));
+        TlsCertificate **certs = xlate_alloc(a, sizeof(*certs));
         if (!certs || !(certs[0] = tls_certificate(a, t->client)))
             return NULL;
         ctc->tls_certificates = certs;
@@ -698,7 +699,7 @@ static TransportSocket *upstream_tls(struct xl_arena *a, const struct xl_upstrea
             return NULL;
         if (t->nsans) {
             vc->match_typed_subject_alt_names =
-                xl_alloc(a, t->nsans * sizeof(*vc->match_typed_subject_alt_names));
+                xlate_alloc(a, t->nsans * sizeof(*vc->match_typed_subject_alt_names));
             if (!vc->match_typed_subject_alt_names)
                 return NULL;
             for (size_t i = 0; i < t->nsans; i++) {
@@ -729,9 +730,9 @@ static TransportSocket *upstream_tls(struct xl_arena *a, const struct xl_upstrea
     return tls_socket(a, XL_TYPE_URL_UPSTREAM_TLS, &utc->base);
 }
 
-int xl_encode_cluster_tls(const char *name, enum xl_lb_policy lb, int64_t connect_timeout_ns,
-                          int has_connect_timeout, const struct xl_upstream_tls_enc *tls,
-                          uint8_t **out, size_t *len)
+int xlate_encode_cluster_tls(const char *name, enum xl_lb_policy lb, int64_t connect_timeout_ns,
+                             int has_connect_timeout, const struct xl_upstream_tls_enc *tls,
+                             uint8_t **out, size_t *len)
 {
     /* one per Upstream and mode: written back to front like virtual hosts;
      * the transport socket (TLS, rare) is packed by protobuf-c and put in
@@ -746,7 +747,7 @@ int xl_encode_cluster_tls(const char *name, enum xl_lb_policy lb, int64_t connec
         uint8_t *d = ts ? rw_front(&w, n) : NULL;
         if (d)
             protobuf_c_message_pack(&ts->base, d);
-        xl_arena_free(&a);
+        xlate_arena_free(&a);
         if (!d) {
             free(w.buf);
             return -1;
@@ -888,8 +889,8 @@ static size_t zone_run(const struct xl_lb_endpoint *eps, size_t n, size_t i)
     return j - i;
 }
 
-int xl_encode_cla(const char *name, const struct xl_lb_endpoint *eps, size_t n, uint8_t **out,
-                  size_t *len)
+int xlate_encode_cla(const char *name, const struct xl_lb_endpoint *eps, size_t n, uint8_t **out,
+                     size_t *len)
 {
     size_t nl = strlen(name), total = nl ? cx_ld_len(nl) : 0;
     for (size_t i = 0; i < n;) {

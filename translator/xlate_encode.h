@@ -64,9 +64,9 @@ struct xl_rroute {
 
 /* One VirtualHost. Returns 0 or -1 (memory). */
 __attribute__((warn_unused_result)) int
-xl_encode_vhost(const char *name, char *const *domains, size_t ndomains,
-                const struct xl_rroute *routes, size_t nroutes, enum xlate_gateway_mode mode,
-                uint8_t **out, size_t *len);
+xlate_encode_vhost(const char *name, char *const *domains, size_t ndomains,
+                   const struct xl_rroute *routes, size_t nroutes, enum xlate_gateway_mode mode,
+                   uint8_t **out, size_t *len);
 
 struct xl_bytes {
     const uint8_t *data;
@@ -75,16 +75,17 @@ struct xl_bytes {
 
 /* A RouteConfiguration named |name| holding the encoded virtual hosts in
  * order. Byte-identical to encoding the whole message at once. */
-__attribute__((warn_unused_result)) int xl_encode_route_config(const char *name,
-                                                               const struct xl_bytes *vhosts,
-                                                               size_t n, uint8_t **out,
-                                                               size_t *len);
+__attribute__((warn_unused_result)) int xlate_encode_route_config(const char *name,
+                                                                  const struct xl_bytes *vhosts,
+                                                                  size_t n, uint8_t **out,
+                                                                  size_t *len);
 
 /* Envoy mode: a socket Listener on address:port whose one filter chain is an
  * HttpConnectionManager using RDS (ADS) for |rc_name|, router filter last. */
 __attribute__((warn_unused_result)) int
-xl_encode_listener_envoy(const char *name, const char *address, uint32_t port, const char *rc_name,
-                         const char *stat_prefix, uint8_t **out, size_t *len);
+xlate_encode_listener_envoy(const char *name, const char *address, uint32_t port,
+                            const char *rc_name, const char *stat_prefix, uint8_t **out,
+                            size_t *len);
 
 /* A certificate and its private key (PEM), for a TLS context. */
 struct xl_tls_cert {
@@ -113,29 +114,29 @@ struct xl_downstream_tls {
     int require_client_cert;
 };
 
-/* Envoy mode with TLS: like xl_encode_listener_envoy, plus the TLS
+/* Envoy mode with TLS: like xlate_encode_listener_envoy, plus the TLS
  * inspector listener filter, one filter chain per entry of |chains|
  * (filter_chain_match.server_names, a DownstreamTlsContext transport
  * socket, the same HttpConnectionManager) and |dflt| as the
  * default_filter_chain (clients without SNI, or asking for a name no chain
  * lists). */
-__attribute__((warn_unused_result)) int xl_encode_listener_envoy_tls(
+__attribute__((warn_unused_result)) int xlate_encode_listener_envoy_tls(
     const char *name, const char *address, uint32_t port, const char *rc_name,
     const char *stat_prefix, const struct xl_downstream_tls *tls, const struct xl_tls_chain *chains,
     size_t nchains, const struct xl_tls_chain *dflt, uint8_t **out, size_t *len);
 
 /* Proxyless mode: an API Listener named |name| (the gRPC target) whose
  * api_listener is an HttpConnectionManager using RDS (ADS) for |rc_name|. */
-__attribute__((warn_unused_result)) int xl_encode_listener_api(const char *name,
-                                                               const char *rc_name,
-                                                               const char *stat_prefix,
-                                                               uint8_t **out, size_t *len);
+__attribute__((warn_unused_result)) int xlate_encode_listener_api(const char *name,
+                                                                  const char *rc_name,
+                                                                  const char *stat_prefix,
+                                                                  uint8_t **out, size_t *len);
 
 /* An EDS Cluster (eds_config ADS, no service_name: the EDS name is |name|). */
-__attribute__((warn_unused_result)) int xl_encode_cluster(const char *name, enum xl_lb_policy lb,
-                                                          int64_t connect_timeout_ns,
-                                                          int has_connect_timeout, uint8_t **out,
-                                                          size_t *len);
+__attribute__((warn_unused_result)) int xlate_encode_cluster(const char *name, enum xl_lb_policy lb,
+                                                             int64_t connect_timeout_ns,
+                                                             int has_connect_timeout, uint8_t **out,
+                                                             size_t *len);
 
 /* TLS to a cluster's endpoints (an UpstreamTlsContext transport socket). */
 struct xl_upstream_tls_enc {
@@ -148,11 +149,11 @@ struct xl_upstream_tls_enc {
     enum xl_tls_version min_version, max_version;
 };
 
-/* xl_encode_cluster with a TLS transport socket when |tls| is not NULL. */
+/* xlate_encode_cluster with a TLS transport socket when |tls| is not NULL. */
 __attribute__((warn_unused_result)) int
-xl_encode_cluster_tls(const char *name, enum xl_lb_policy lb, int64_t connect_timeout_ns,
-                      int has_connect_timeout, const struct xl_upstream_tls_enc *tls, uint8_t **out,
-                      size_t *len);
+xlate_encode_cluster_tls(const char *name, enum xl_lb_policy lb, int64_t connect_timeout_ns,
+                         int has_connect_timeout, const struct xl_upstream_tls_enc *tls,
+                         uint8_t **out, size_t *len);
 
 struct xl_lb_endpoint {
     const char *address; /* IP literal */
@@ -164,8 +165,8 @@ struct xl_lb_endpoint {
 /* A ClusterLoadAssignment. |eps| must be sorted by zone, then address and
  * port, without duplicates; each zone becomes one locality (weight = the
  * sum of its endpoints' weights), priority 0, endpoints HEALTHY. */
-__attribute__((warn_unused_result)) int xl_encode_cla(const char *name,
-                                                      const struct xl_lb_endpoint *eps, size_t n,
-                                                      uint8_t **out, size_t *len);
+__attribute__((warn_unused_result)) int xlate_encode_cla(const char *name,
+                                                         const struct xl_lb_endpoint *eps, size_t n,
+                                                         uint8_t **out, size_t *len);
 
 #endif

@@ -171,7 +171,7 @@ struct xl_gw_memo {
     enum xlate_gateway_mode mode;
     struct xl_entry **sel; /* selected VirtualServices, sorted */
     size_t nsel, capsel;
-    size_t sel_finger;   /* xl_gw_is_sel: where the last lookup ended */
+    size_t sel_finger;   /* xlate_gw_is_sel: where the last lookup ended */
     struct xl_slot *acc; /* accepted (served, no conflict), sorted */
     size_t nacc;
     struct xl_map conflicts; /* VirtualService key -> message (malloc) */
@@ -241,7 +241,7 @@ struct xlate_ctx {
     int reports_changed;
     struct xlate_stats stats;
     struct cx_sha256_ctx *sha; /* resource versions and virtual-host hashes */
-    /* xl_resolve_vs's scratch, kept from one resolution to the next */
+    /* xlate_resolve_vs's scratch, kept from one resolution to the next */
     struct xl_rroute *rroutes;
     size_t caprroutes;
     struct xl_arena rscratch;
@@ -249,67 +249,67 @@ struct xlate_ctx {
 
 /* xlate_resolve.c: (re)computes e->res[mode] for a VirtualService entry and
  * registers its dependencies. Returns 0 or -1 (memory). */
-int xl_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_mode mode);
+int xlate_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_mode mode);
 /* Drops e->res[mode] (its RouteTable problems go with it). */
-void xl_res_drop(struct xlate_ctx *ctx, struct xl_entry *e, int mode);
-void xl_res_clear(struct xl_vs_res *r);
+void xlate_res_drop(struct xlate_ctx *ctx, struct xl_entry *e, int mode);
+void xlate_res_clear(struct xl_vs_res *r);
 
 /* xlate_upstream.c: refreshes the Upstream's endpoints and CLA (and its
  * clusters already built). Returns 1 if a resource pointer changed, 0 if
  * not, -1 (memory). */
-int xl_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e);
+int xlate_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e);
 /* Ensures e->up->cluster[mode] is current. Returns 0 or -1. */
-int xl_upstream_cluster(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_mode mode);
-void xl_up_memo_free(struct xl_up_memo *m);
+int xlate_upstream_cluster(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_mode mode);
+void xlate_up_memo_free(struct xl_up_memo *m);
 
 /* 1 if Upstream |up| can be routed to: parsed fine and its TLS references
  * usable. */
-static inline int xl_upstream_usable(const struct xl_entry *up)
+static inline int xlate_upstream_usable(const struct xl_entry *up)
 {
     return up->parse_state != XLATE_REJECTED && !(up->up && up->up->tls_bad);
 }
 
 /* xlate_tlsref.c: resolves |gwe|'s spec.tls (envoy mode) into gwe->gtls for
  * this pass. Returns 0 or -1 (memory). */
-int xl_gw_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *gwe);
-void xl_gw_tls_free(struct xl_gw_tls *t);
+int xlate_gw_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *gwe);
+void xlate_gw_tls_free(struct xl_gw_tls *t);
 /* Encodes |gwe|'s TLS listener from the memo's accepted virtual hosts:
  * assigns every served host name to the certificate covering it best,
  * records the VirtualServices' uncovered domains and the unused
  * certificates in the memo. Returns 0 or -1. */
-int xl_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
-                       const char *stat_prefix, uint8_t **out, size_t *len);
+int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
+                          const char *stat_prefix, uint8_t **out, size_t *len);
 /* Resolves an Upstream's spec.tls into e->up (tls_bad, tls_key, errors).
  * Returns 0 or -1. */
-int xl_up_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *e);
+int xlate_up_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *e);
 
 /* xlate_report.c: recomputes the reports of ctx->rep_list (and every
  * Gateway's) and gives |snap| its report block (shared with the previous
  * snapshot when nothing changed). Returns 0 or -1. */
-int xl_reports_build(struct xlate_ctx *ctx, struct xlate_snapshot *snap);
+int xlate_reports_build(struct xlate_ctx *ctx, struct xlate_snapshot *snap);
 
 /* xlate.c helpers */
-struct xl_entry *xl_find(struct xlate_ctx *ctx, enum xlate_kind kind, const char *ns,
-                         const char *name);
-struct xl_entry *xl_find_key(struct xlate_ctx *ctx, enum xlate_kind kind, const char *key);
-int xl_list_push(struct xl_entry_list *l, struct xl_entry *e);
-void xl_list_remove(struct xl_entry_list *l, struct xl_entry *e);
+struct xl_entry *xlate_find(struct xlate_ctx *ctx, enum xlate_kind kind, const char *ns,
+                            const char *name);
+struct xl_entry *xlate_find_key(struct xlate_ctx *ctx, enum xlate_kind kind, const char *key);
+int xlate_list_push(struct xl_entry_list *l, struct xl_entry *e);
+void xlate_list_remove(struct xl_entry_list *l, struct xl_entry *e);
 /* Marks |e|'s report for recompute this pass. Returns 0 or -1. */
-int xl_rep_dirty(struct xlate_ctx *ctx, struct xl_entry *e);
+int xlate_rep_dirty(struct xlate_ctx *ctx, struct xl_entry *e);
 /* 1 if |sel| (NULL: everything) matches the entry's labels. */
-int xl_selector_matches(const struct filter_selector *sel, const struct xl_entry *e);
-int xl_entry_cmp(const struct xl_entry *x, const struct xl_entry *y);
+int xlate_selector_matches(const struct filter_selector *sel, const struct xl_entry *e);
+int xlate_entry_cmp(const struct xl_entry *x, const struct xl_entry *y);
 /* Index of |vs| in the memo's selection or accepted list, or -1. */
-long xl_gw_find_sel(const struct xl_gw_memo *m, const struct xl_entry *vs);
-/* Whether |vs| is selected: xl_gw_find_sel >= 0, in constant time when
+long xlate_gw_find_sel(const struct xl_gw_memo *m, const struct xl_entry *vs);
+/* Whether |vs| is selected: xlate_gw_find_sel >= 0, in constant time when
  * the calls come in name order (the reports walk VirtualServices so). */
-int xl_gw_is_sel(struct xl_gw_memo *m, const struct xl_entry *vs);
-long xl_gw_find_acc(const struct xl_gw_memo *m, const struct xl_entry *vs);
-/* xds_resource_new with the context's SHA-256 (same version). Takes
+int xlate_gw_is_sel(struct xl_gw_memo *m, const struct xl_entry *vs);
+long xlate_gw_find_acc(const struct xl_gw_memo *m, const struct xl_entry *vs);
+/* xlate_resource_new with the context's SHA-256 (same version). Takes
  * ownership of |bytes|. */
-struct xds_resource *xl_resource_new(struct xlate_ctx *ctx, enum xds_type type, const char *name,
-                                     uint8_t *bytes, size_t len);
-uint64_t xl_fnv(uint64_t h, const void *p, size_t n);
-uint64_t xl_fnv_str(uint64_t h, const char *s);
+struct xds_resource *xlate_ctx_resource_new(struct xlate_ctx *ctx, enum xds_type type,
+                                            const char *name, uint8_t *bytes, size_t len);
+uint64_t xlate_fnv(uint64_t h, const void *p, size_t n);
+uint64_t xlate_fnv_str(uint64_t h, const char *s);
 
 #endif

@@ -62,7 +62,7 @@ int xlate_render_groups_flags(const struct xlate_snapshot *s, int depth, unsigne
                 if (rc)
                     break;
                 int r = xlate_pbjson_render_any(
-                    xds_type_url((enum xds_type)t), set->items[i]->bytes, set->items[i]->len,
+                    xlate_type_url((enum xds_type)t), set->items[i]->bytes, set->items[i]->len,
                     flags | XLATE_PBJSON_PRETTY | XLATE_PBJSON_INDENT(depth + 5), out);
                 if (r == XLATE_PBJSON_EDECODE)
                     return -2;

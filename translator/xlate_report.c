@@ -81,7 +81,7 @@ static int finish(struct xlate_ctx *ctx, struct xl_entry *e, const struct plist 
             st = l->items[i].state;
             reason = l->items[i].reason;
         }
-    const char *rname = xl_reason_name(reason);
+    const char *rname = xlate_reason_name(reason);
     /* most objects have no problem, or one */
     if (l->n == 0)
         return store(ctx, e, st, rname, ok_msg, strlen(ok_msg));
@@ -123,8 +123,8 @@ static size_t uses_of(struct xlate_ctx *ctx, const struct xl_entry *v, struct xl
     *modes = 0;
     for (size_t i = 0; i < ctx->nlist[XLATE_KIND_GATEWAY]; i++) {
         struct xl_entry *g = ctx->list[XLATE_KIND_GATEWAY][i];
-        struct xl_gw_memo *m = xl_map_get(&ctx->gw_memo, g->key, g->keylen);
-        if (!m || !xl_gw_is_sel(m, v))
+        struct xl_gw_memo *m = xlate_map_get(&ctx->gw_memo, g->key, g->keylen);
+        if (!m || !xlate_gw_is_sel(m, v))
             continue;
         *modes |= 1 << m->mode;
         if (n < cap) {
@@ -148,7 +148,7 @@ static void dup_problem(struct plist *l, const struct xl_entry *e, char *buf, si
 
 static int report_gateway(struct xlate_ctx *ctx, struct xl_entry *e)
 {
-    struct xl_gw_memo *m = xl_map_get(&ctx->gw_memo, e->key, e->keylen);
+    struct xl_gw_memo *m = xlate_map_get(&ctx->gw_memo, e->key, e->keylen);
     struct plist l = {0};
     char dbuf[700], ok[400];
     add_errors(&l, &e->obj.errors);
@@ -205,21 +205,21 @@ static int report_virtual_service(struct xlate_ctx *ctx, struct xl_entry *e)
                     nroutes = r->nroutes;
             }
             for (size_t i = 0; i < nuses; i++) {
-                const char *c = xl_map_get(&memos[i]->conflicts, e->key, e->keylen);
+                const char *c = xlate_map_get(&memos[i]->conflicts, e->key, e->keylen);
                 if (c)
                     add(&l, XLATE_REJECTED, XL_R_DOMAIN_CONFLICT, c);
-                const char *u = xl_map_get(&memos[i]->uncovered, e->key, e->keylen);
+                const char *u = xlate_map_get(&memos[i]->uncovered, e->key, e->keylen);
                 if (u)
                     add(&l, XLATE_WARNING, XL_R_DOMAIN_NOT_COVERED, u);
             }
             /* "served by Gateway(s) a, b with N route(s)", truncated to |ok| */
             const char *end = ok + sizeof(ok);
-            char *o = xl_cat(ok, end, nuses == 1 ? "served by Gateway " : "served by Gateways ");
+            char *o = xlate_cat(ok, end, nuses == 1 ? "served by Gateway " : "served by Gateways ");
             for (size_t i = 0; i < nuses; i++)
-                o = xl_cat(xl_cat(o, end, i ? ", " : ""), end, gws[i]->key);
+                o = xlate_cat(xlate_cat(o, end, i ? ", " : ""), end, gws[i]->key);
             if (o + 1 < end) {
-                o = xl_cat_u(xl_cat(o, end, " with "), end, nroutes);
-                xl_cat(o, end, nroutes == 1 ? " route" : " routes");
+                o = xlate_cat_u(xlate_cat(o, end, " with "), end, nroutes);
+                xlate_cat(o, end, nroutes == 1 ? " route" : " routes");
             }
         }
     }
@@ -228,7 +228,7 @@ static int report_virtual_service(struct xlate_ctx *ctx, struct xl_entry *e)
 
 static int entry_ptr_cmp(const void *a, const void *b)
 {
-    return xl_entry_cmp(*(struct xl_entry *const *)a, *(struct xl_entry *const *)b);
+    return xlate_entry_cmp(*(struct xl_entry *const *)a, *(struct xl_entry *const *)b);
 }
 
 static int report_route_table(struct xlate_ctx *ctx, struct xl_entry *e)
@@ -276,8 +276,8 @@ static int report_upstream(struct xlate_ctx *ctx, struct xl_entry *e)
     int modes = 0;
     for (size_t i = 0; i < ctx->nlist[XLATE_KIND_GATEWAY]; i++) {
         struct xl_entry *g = ctx->list[XLATE_KIND_GATEWAY][i];
-        struct xl_gw_memo *m = xl_map_get(&ctx->gw_memo, g->key, g->keylen);
-        if (m && xl_map_get(&m->upcount, &e, sizeof(e)))
+        struct xl_gw_memo *m = xlate_map_get(&ctx->gw_memo, g->key, g->keylen);
+        if (m && xlate_map_get(&m->upcount, &e, sizeof(e)))
             modes |= 1 << m->mode;
     }
     struct plist l = {0};
@@ -289,7 +289,7 @@ static int report_upstream(struct xlate_ctx *ctx, struct xl_entry *e)
         add_errors(&l, &e->up->tls_errors);
     if (e->parse_state != XLATE_REJECTED && e->up && !e->up->tls_bad) {
         add_errors(&l, &e->up->ep_errors);
-        if ((modes & (1 << XLATE_MODE_PROXYLESS)) && xl_upstream_tls_of(u)->enabled)
+        if ((modes & (1 << XLATE_MODE_PROXYLESS)) && xlate_upstream_tls_of(u)->enabled)
             add(&l, XLATE_WARNING, XL_R_UNSUPPORTED,
                 "spec.tls: not applied for proxyless Gateways: gRPC clients take their TLS "
                 "settings from the certificate providers of their xDS bootstrap");
@@ -301,8 +301,8 @@ static int report_upstream(struct xlate_ctx *ctx, struct xl_entry *e)
                      u->lb == XL_LB_RANDOM ? "Random" : "LeastRequest");
             add(&l, XLATE_WARNING, XL_R_UNSUPPORTED, lbbuf);
         }
-        xl_cat(xl_cat_u(ok, ok + sizeof(ok), e->up->nendpoints), ok + sizeof(ok),
-               e->up->nendpoints == 1 ? " endpoint" : " endpoints");
+        xlate_cat(xlate_cat_u(ok, ok + sizeof(ok), e->up->nendpoints), ok + sizeof(ok),
+                  e->up->nendpoints == 1 ? " endpoint" : " endpoints");
     }
     return finish(ctx, e, &l, ok);
 }
@@ -494,7 +494,7 @@ static struct xlate_report_block *patch_block(struct xlate_ctx *ctx)
     return b;
 }
 
-int xl_reports_build(struct xlate_ctx *ctx, struct xlate_snapshot *snap)
+int xlate_reports_build(struct xlate_ctx *ctx, struct xlate_snapshot *snap)
 {
     int any = 0;
     for (size_t i = 0; i < ctx->rep_list.n; i++) {

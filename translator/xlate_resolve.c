@@ -47,10 +47,10 @@ struct rctx {
     struct xl_entry *cycle_at;
 };
 
-void xl_res_clear(struct xl_vs_res *r)
+void xlate_res_clear(struct xl_vs_res *r)
 {
     free(r->vh);
-    xl_arena_free(&r->arena);
+    xlate_arena_free(&r->arena);
     free(r->ups);
     free(r->msgs);
     size_t hint = r->arena.hint;
@@ -83,7 +83,7 @@ static void msg(struct rctx *rc, struct xl_entry *target, enum xlate_state st, e
         res->msgs = m;
         rc->capmsgs = cap;
     }
-    char *t = xl_strdup(&res->arena, buf);
+    char *t = xlate_strdup(&res->arena, buf);
     if (!t) {
         rc->oom = 1;
         return;
@@ -177,13 +177,13 @@ static struct xl_entry *lookup_upstream(struct rctx *rc, struct xl_entry *owner,
     if (last && strcmp(last->name, ref->name) == 0 && strcmp(last->ns, ref->ns) == 0)
         return rc->last_up; /* found and usable, its dependency recorded */
     dep(rc, 'U', ref->ns, ref->name);
-    struct xl_entry *up = xl_find(rc->ctx, XLATE_KIND_UPSTREAM, ref->ns, ref->name);
+    struct xl_entry *up = xlate_find(rc->ctx, XLATE_KIND_UPSTREAM, ref->ns, ref->name);
     if (!up) {
         msg(rc, owner, XLATE_WARNING, XL_R_UPSTREAM_NOT_FOUND,
             "%s: Upstream %s/%s not found; route left out", path, ref->ns, ref->name);
         return NULL;
     }
-    if (!xl_upstream_usable(up)) {
+    if (!xlate_upstream_usable(up)) {
         msg(rc, owner, XLATE_WARNING, XL_R_UPSTREAM_REJECTED,
             "%s: Upstream %s/%s is rejected; route left out", path, ref->ns, ref->name);
         return NULL;
@@ -274,7 +274,7 @@ static int expand_table(struct rctx *rc, struct xl_entry *owner, const char *pat
     }
     /* headers: the delegating route's come first */
     size_t nh = in->headers.n + parent->match.nheaders;
-    const struct xl_header **h = nh ? xl_alloc(&rc->scratch, nh * sizeof(*h)) : NULL;
+    const struct xl_header **h = nh ? xlate_alloc(&rc->scratch, nh * sizeof(*h)) : NULL;
     if (nh && !h) {
         rc->oom = 1;
         return -1;
@@ -312,7 +312,7 @@ static void delegate(struct rctx *rc, struct xl_entry *owner, const char *path,
 {
     const struct xl_delegate *d = &r->delegate;
     if (d->name) {
-        struct xl_entry *rt = xl_find(rc->ctx, XLATE_KIND_ROUTE_TABLE, d->ns, d->name);
+        struct xl_entry *rt = xlate_find(rc->ctx, XLATE_KIND_ROUTE_TABLE, d->ns, d->name);
         if (!rt) {
             dep(rc, 'R', d->ns, d->name);
             msg(rc, owner, XLATE_WARNING, XL_R_ROUTE_TABLE_NOT_FOUND,
@@ -325,10 +325,10 @@ static void delegate(struct rctx *rc, struct xl_entry *owner, const char *path,
     /* by selector: every RouteTable of the namespace whose labels match,
      * in name order */
     dep(rc, 'N', d->ns, NULL);
-    struct xl_entry_list *l = xl_map_gets(&rc->ctx->rt_by_ns, d->ns);
+    struct xl_entry_list *l = xlate_map_gets(&rc->ctx->rt_by_ns, d->ns);
     size_t found = 0;
     for (size_t i = 0; l && i < l->n && !rc->oom; i++) {
-        if (!xl_selector_matches(d->selector, l->items[i]))
+        if (!xlate_selector_matches(d->selector, l->items[i]))
             continue;
         found++;
         expand_table(rc, owner, path, l->items[i], r, in);
@@ -355,8 +355,9 @@ static void expand_routes(struct rctx *rc, struct xl_entry *owner, const struct 
     for (size_t i = 0; i < n && !rc->oom && !rc->cycle_at; i++) {
         const struct xl_route *r = &routes[i];
         char path[64];
-        xl_cat(xl_cat_u(xl_cat(path, path + sizeof(path), "spec.routes["), path + sizeof(path), i),
-               path + sizeof(path), "]");
+        xlate_cat(xlate_cat_u(xlate_cat(path, path + sizeof(path), "spec.routes["),
+                              path + sizeof(path), i),
+                  path + sizeof(path), "]");
         if (r->action == XL_ACT_DELEGATE) {
             delegate(rc, owner, path, r, in);
             continue;
@@ -372,7 +373,7 @@ static void expand_routes(struct rctx *rc, struct xl_entry *owner, const struct 
             use_upstream(rc, up);
             cluster = up->key;
         } else {
-            wc = xl_alloc(&rc->scratch, r->nweighted * sizeof(*wc));
+            wc = xlate_alloc(&rc->scratch, r->nweighted * sizeof(*wc));
             if (!wc) {
                 rc->oom = 1;
                 return;
@@ -397,8 +398,8 @@ static void expand_routes(struct rctx *rc, struct xl_entry *owner, const struct 
                 continue;
             for (size_t k = 0; k < r->nweighted; k++) {
                 struct xl_entry *up =
-                    xl_find(rc->ctx, XLATE_KIND_UPSTREAM, r->weighted[k].upstream.ns,
-                            r->weighted[k].upstream.name);
+                    xlate_find(rc->ctx, XLATE_KIND_UPSTREAM, r->weighted[k].upstream.ns,
+                               r->weighted[k].upstream.name);
                 if (up && r->weighted[k].weight)
                     use_upstream(rc, up);
             }
@@ -436,7 +437,7 @@ static void expand_routes(struct rctx *rc, struct xl_entry *owner, const struct 
         out->case_sensitive = r->match.case_sensitive && (in->prefix ? in->case_sensitive : 1);
         if (in->headers.n || r->match.nheaders) {
             size_t nh = in->headers.n + r->match.nheaders;
-            const struct xl_header **h = xl_alloc(&rc->scratch, nh * sizeof(*h));
+            const struct xl_header **h = xlate_alloc(&rc->scratch, nh * sizeof(*h));
             if (!h) {
                 rc->oom = 1;
                 return;
@@ -479,7 +480,7 @@ static void dep_list_compact(struct xlate_ctx *ctx, struct xl_dep_list *l, uint3
         struct xl_dep_item *it = &l->items[i];
         int live = it->serial == serial;
         if (!live) {
-            const struct xl_entry *v = xl_find_key(ctx, XLATE_KIND_VIRTUAL_SERVICE, it->vskey);
+            const struct xl_entry *v = xlate_find_key(ctx, XLATE_KIND_VIRTUAL_SERVICE, it->vskey);
             live = v && v->res[it->mode].valid && v->res[it->mode].serial == it->serial;
         }
         if (live)
@@ -493,14 +494,14 @@ static void dep_list_compact(struct xlate_ctx *ctx, struct xl_dep_list *l, uint3
 static int register_dep(struct xlate_ctx *ctx, const char *key, size_t klen, struct xl_entry *e,
                         int mode, uint32_t serial)
 {
-    struct xl_dep_list *l = xl_map_get(&ctx->deps, key, klen);
+    struct xl_dep_list *l = xlate_map_get(&ctx->deps, key, klen);
     if (!l) {
         l = calloc(1, sizeof(*l) + klen + 1);
         if (!l)
             return -1;
         char *k = (char *)(l + 1);
         memcpy(k, key, klen + 1);
-        if (xl_map_put(&ctx->deps, k, klen, l) != 0) {
+        if (xlate_map_put(&ctx->deps, k, klen, l) != 0) {
             free(l);
             return -1;
         }
@@ -535,11 +536,11 @@ static int has_msgs_for(const struct xl_vs_res *r, const struct xl_entry *target
     return 0;
 }
 
-void xl_res_drop(struct xlate_ctx *ctx, struct xl_entry *e, int mode)
+void xlate_res_drop(struct xlate_ctx *ctx, struct xl_entry *e, int mode)
 {
     struct xl_vs_res *r = &e->res[mode];
     if (!r->valid && !r->vh && !r->nmsgs) {
-        xl_res_clear(r);
+        xlate_res_clear(r);
         return;
     }
     /* problems this resolution found about RouteTables leave with it */
@@ -549,16 +550,16 @@ void xl_res_drop(struct xlate_ctx *ctx, struct xl_entry *e, int mode)
             continue;
         r->valid = 0;
         if (!has_msgs_for(&e->res[!mode], t))
-            xl_list_remove(&t->contrib, e);
-        (void)xl_rep_dirty(ctx, t);
+            xlate_list_remove(&t->contrib, e);
+        (void)xlate_rep_dirty(ctx, t);
     }
-    xl_res_clear(r);
+    xlate_res_clear(r);
 }
 
-int xl_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_mode mode)
+int xlate_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_mode mode)
 {
     struct xl_vs_res *res = &e->res[mode];
-    xl_res_drop(ctx, e, mode);
+    xlate_res_drop(ctx, e, mode);
     /* the serial first: dependencies are registered under it as they are read */
     res->serial = ++ctx->res_serial;
     struct rctx rc = {.ctx = ctx,
@@ -582,8 +583,8 @@ int xl_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_
         goto out;
     res->nroutes = rc.routes.n;
     if (rc.routes.n) {
-        if (xl_encode_vhost(e->key, vs->domains, vs->ndomains, rc.routes.items, rc.routes.n, mode,
-                            &res->vh, &res->vhlen) != 0)
+        if (xlate_encode_vhost(e->key, vs->domains, vs->ndomains, rc.routes.items, rc.routes.n,
+                               mode, &res->vh, &res->vhlen) != 0)
             goto out;
         uint8_t h[CX_SHA256_LEN];
         cx_sha256_with(ctx->sha, res->vh, res->vhlen, h);
@@ -592,7 +593,7 @@ int xl_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_
     }
     res->valid = 1;
     int served = res->nroutes > 0;
-    uint64_t ck = xl_fnv(e->claim_hash, &served, sizeof(served));
+    uint64_t ck = xlate_fnv(e->claim_hash, &served, sizeof(served));
     if (ck != e->claim_key[mode]) {
         e->claim_key[mode] = ck;
         e->claim_changed[mode] = ctx->pass;
@@ -604,7 +605,7 @@ int xl_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_
         int found = 0;
         for (size_t k = 0; k < t->contrib.n; k++)
             found |= t->contrib.items[k] == e;
-        if ((!found && xl_list_push(&t->contrib, e) != 0) || xl_rep_dirty(ctx, t) != 0)
+        if ((!found && xlate_list_push(&t->contrib, e) != 0) || xlate_rep_dirty(ctx, t) != 0)
             goto out;
     }
     rcode = 0;
@@ -612,9 +613,9 @@ out:
     /* the route list and the scratch arena serve the next resolution */
     ctx->rroutes = rc.routes.items;
     ctx->caprroutes = rc.routes.cap;
-    xl_arena_reset(&rc.scratch);
+    xlate_arena_reset(&rc.scratch);
     ctx->rscratch = rc.scratch;
     if (rcode != 0)
-        xl_res_drop(ctx, e, mode);
+        xlate_res_drop(ctx, e, mode);
     return rcode;
 }

@@ -15,17 +15,17 @@ static const char *const type_urls[XDS_TYPE_COUNT] = {
 };
 static const char *const type_short[XDS_TYPE_COUNT] = {"LDS", "RDS", "CDS", "EDS"};
 
-const char *xds_type_url(enum xds_type t)
+const char *xlate_type_url(enum xds_type t)
 {
     return (unsigned)t < XDS_TYPE_COUNT ? type_urls[t] : "";
 }
 
-const char *xds_type_short(enum xds_type t)
+const char *xlate_type_short(enum xds_type t)
 {
     return (unsigned)t < XDS_TYPE_COUNT ? type_short[t] : "?";
 }
 
-int xds_type_from_url(const char *url)
+int xlate_type_from_url(const char *url)
 {
     for (int i = 0; i < XDS_TYPE_COUNT; i++)
         if (url && strcmp(url, type_urls[i]) == 0)
@@ -33,8 +33,8 @@ int xds_type_from_url(const char *url)
     return -1;
 }
 
-struct xds_resource *xds_resource_new(enum xds_type type, const char *name, uint8_t *bytes,
-                                      size_t len)
+struct xds_resource *xlate_resource_new(enum xds_type type, const char *name, uint8_t *bytes,
+                                        size_t len)
 {
     struct xds_resource *r = calloc(1, sizeof(*r));
     char *n = strdup(name);
@@ -53,8 +53,8 @@ struct xds_resource *xds_resource_new(enum xds_type type, const char *name, uint
     return r;
 }
 
-struct xds_resource *xds_resource_new_versioned(enum xds_type type, const char *name,
-                                                uint8_t *bytes, size_t len, const char *version)
+struct xds_resource *xlate_resource_new_versioned(enum xds_type type, const char *name,
+                                                  uint8_t *bytes, size_t len, const char *version)
 {
     struct xds_resource *r = calloc(1, sizeof(*r));
     char *n = strdup(name);
@@ -75,14 +75,14 @@ struct xds_resource *xds_resource_new_versioned(enum xds_type type, const char *
     return r;
 }
 
-struct xds_resource *xds_resource_ref(struct xds_resource *r)
+struct xds_resource *xlate_resource_ref(struct xds_resource *r)
 {
     if (r)
         atomic_fetch_add(&r->refs, 1);
     return r;
 }
 
-void xds_resource_unref(struct xds_resource *r)
+void xlate_resource_unref(struct xds_resource *r)
 {
     if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
         return;
@@ -98,7 +98,7 @@ static int res_cmp(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-int xds_resource_set_seal(struct xds_resource_set *set)
+int xlate_resource_set_seal(struct xds_resource_set *set)
 {
     if (set->n > 1)
         qsort(set->items, set->n, sizeof(set->items[0]), res_cmp);
@@ -117,7 +117,7 @@ int xds_resource_set_seal(struct xds_resource_set *set)
     return rc;
 }
 
-struct xds_resource *xds_resource_set_find(const struct xds_resource_set *set, const char *name)
+struct xds_resource *xlate_resource_set_find(const struct xds_resource_set *set, const char *name)
 {
     size_t lo = 0, hi = set->n;
     while (lo < hi) {
@@ -148,7 +148,7 @@ void xlate_snapshot_unref(struct xlate_snapshot *s)
         struct xlate_group *grp = &s->groups[g];
         for (int t = 0; t < XDS_TYPE_COUNT; t++) {
             for (size_t i = 0; i < grp->types[t].n; i++)
-                xds_resource_unref(grp->types[t].items[i]);
+                xlate_resource_unref(grp->types[t].items[i]);
             free(grp->types[t].items);
         }
         free(grp->name);

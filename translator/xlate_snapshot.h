@@ -13,29 +13,29 @@
 /* Creates a resource holding a copy of |name| and taking ownership of |bytes|
  * (malloc'ed, |len| bytes); computes its version. Returns it with one
  * reference, or NULL when memory ran out (|bytes| is freed then too). */
-struct xds_resource *xds_resource_new(enum xds_type type, const char *name, uint8_t *bytes,
-                                      size_t len);
-/* Like xds_resource_new but with |version| given by the caller: a content
+struct xds_resource *xlate_resource_new(enum xds_type type, const char *name, uint8_t *bytes,
+                                        size_t len);
+/* Like xlate_resource_new but with |version| given by the caller: a content
  * hash it already has (the translator hashes a RouteConfiguration from its
  * virtual hosts' hashes instead of re-hashing megabytes). |version| is
  * XDS_VERSION_LEN lower-case hex characters. */
-struct xds_resource *xds_resource_new_versioned(enum xds_type type, const char *name,
-                                                uint8_t *bytes, size_t len, const char *version);
-struct xds_resource *xds_resource_ref(struct xds_resource *r);
-void xds_resource_unref(struct xds_resource *r);
+struct xds_resource *xlate_resource_new_versioned(enum xds_type type, const char *name,
+                                                  uint8_t *bytes, size_t len, const char *version);
+struct xds_resource *xlate_resource_ref(struct xds_resource *r);
+void xlate_resource_unref(struct xds_resource *r);
 
 /* Sorts |set| by name and computes its version. Returns 0, or -1 if two
  * resources share a name. */
-__attribute__((warn_unused_result)) int xds_resource_set_seal(struct xds_resource_set *set);
+__attribute__((warn_unused_result)) int xlate_resource_set_seal(struct xds_resource_set *set);
 
 /* Finds |name| in a sealed set (binary search); NULL if absent. */
-struct xds_resource *xds_resource_set_find(const struct xds_resource_set *set, const char *name);
+struct xds_resource *xlate_resource_set_find(const struct xds_resource_set *set, const char *name);
 
 /* Type URL and short name ("LDS"...) of a type, and the type of a URL
  * (-1 if unknown). */
-const char *xds_type_url(enum xds_type t);
-const char *xds_type_short(enum xds_type t);
-int xds_type_from_url(const char *url);
+const char *xlate_type_url(enum xds_type t);
+const char *xlate_type_short(enum xds_type t);
+int xlate_type_from_url(const char *url);
 
 struct xlate_snapshot *xlate_snapshot_ref(struct xlate_snapshot *s);
 void xlate_snapshot_unref(struct xlate_snapshot *s);

@@ -29,7 +29,7 @@ static int b64_val(unsigned char c)
     return -1;
 }
 
-long xl_b64_decode(const char *in, size_t len, uint8_t *out)
+long xlate_b64_decode(const char *in, size_t len, uint8_t *out)
 {
     if (len % 4 != 0)
         return -1;
@@ -120,7 +120,7 @@ static int64_t asn1_time(const ASN1_TIME *t)
 
 static char *lower_dup(struct xl_arena *a, const unsigned char *s, size_t n)
 {
-    char *r = xl_strndup(a, (const char *)s, n);
+    char *r = xlate_strndup(a, (const char *)s, n);
     for (size_t i = 0; r && i < n; i++)
         if (r[i] >= 'A' && r[i] <= 'Z')
             r[i] = (char)(r[i] - 'A' + 'a');
@@ -136,7 +136,7 @@ static int cert_info(struct xl_arena *a, X509 *x, struct xl_cert_info *c)
     int n = gens ? sk_GENERAL_NAME_num(gens) : 0;
     int rc = 0;
     if (n > 0) {
-        c->dns = xl_alloc(a, (size_t)n * sizeof(char *));
+        c->dns = xlate_alloc(a, (size_t)n * sizeof(char *));
         if (!c->dns)
             rc = -1;
     }
@@ -171,11 +171,11 @@ static int problem(struct xl_arena *a, struct xl_secret *s, enum xl_secret_state
                    const char *msg)
 {
     s->state = st;
-    s->problem = xl_strdup(a, msg);
+    s->problem = xlate_strdup(a, msg);
     return s->problem ? 0 : -1;
 }
 
-int xl_tls_check_pair(struct xl_arena *a, struct xl_secret *s)
+int xlate_tls_check_pair(struct xl_arena *a, struct xl_secret *s)
 {
     char why[160], msg[400], label[48];
     int rc = 0;
@@ -253,7 +253,7 @@ out:
     return rc;
 }
 
-size_t xl_tls_check_ca(const char *pem, size_t len, char *msg, size_t msglen)
+size_t xlate_tls_check_ca(const char *pem, size_t len, char *msg, size_t msglen)
 {
     char why[160], label[48];
     if (only_certificates(pem, len, label, sizeof(label)) != 0) {
@@ -287,7 +287,7 @@ size_t xl_tls_check_ca(const char *pem, size_t len, char *msg, size_t msglen)
     return n;
 }
 
-int xl_tls_pem_not_after(const uint8_t *pem, size_t len, int64_t *out)
+int xlate_tls_pem_not_after(const uint8_t *pem, size_t len, int64_t *out)
 {
     if (len > XL_TLS_MAX_PEM)
         return -1;
@@ -306,7 +306,7 @@ int xl_tls_pem_not_after(const uint8_t *pem, size_t len, int64_t *out)
 
 /* ---- names -------------------------------------------------------------------------- */
 
-int xl_tls_name_covers(const char *name, const char *host)
+int xlate_tls_name_covers(const char *name, const char *host)
 {
     if (!name || !host || !*name || !*host)
         return 0;
@@ -320,20 +320,20 @@ int xl_tls_name_covers(const char *name, const char *host)
     return strcasecmp(name + 1, dot) == 0 ? 1 : 0;
 }
 
-int xl_tls_cert_covers(const struct xl_cert_info *c, const char *host)
+int xlate_tls_cert_covers(const struct xl_cert_info *c, const char *host)
 {
     int best = 0;
     for (size_t i = 0; i < c->ndns && best < 2; i++) {
-        int v = xl_tls_name_covers(c->dns[i], host);
+        int v = xlate_tls_name_covers(c->dns[i], host);
         if (v > best)
             best = v;
     }
     if (c->ndns == 0 && c->cn)
-        best = xl_tls_name_covers(c->cn, host);
+        best = xlate_tls_name_covers(c->cn, host);
     return best;
 }
 
-void xl_tls_names_str(const struct xl_cert_info *c, char *buf, size_t n)
+void xlate_tls_names_str(const struct xl_cert_info *c, char *buf, size_t n)
 {
     size_t o = 0;
     buf[0] = '\0';
@@ -356,7 +356,7 @@ void xl_tls_names_str(const struct xl_cert_info *c, char *buf, size_t n)
 
 /* ---- time ---------------------------------------------------------------------------- */
 
-enum xl_cert_phase xl_tls_phase(const struct xl_cert_info *c, int64_t now)
+enum xl_cert_phase xlate_tls_phase(const struct xl_cert_info *c, int64_t now)
 {
     if (now == 0)
         return XL_CERT_VALID;
@@ -367,7 +367,7 @@ enum xl_cert_phase xl_tls_phase(const struct xl_cert_info *c, int64_t now)
     return XL_CERT_VALID;
 }
 
-int64_t xl_tls_next_change(const struct xl_cert_info *c, int64_t now)
+int64_t xlate_tls_next_change(const struct xl_cert_info *c, int64_t now)
 {
     if (now == 0)
         return 0;
@@ -378,7 +378,7 @@ int64_t xl_tls_next_change(const struct xl_cert_info *c, int64_t now)
     return 0;
 }
 
-void xl_tls_time_str(int64_t t, char *buf, size_t n)
+void xlate_tls_time_str(int64_t t, char *buf, size_t n)
 {
     time_t tt = (time_t)t;
     struct tm tm;
@@ -388,7 +388,7 @@ void xl_tls_time_str(int64_t t, char *buf, size_t n)
 
 /* ---- references ------------------------------------------------------------------------ */
 
-int xl_tls_ref_allowed(const char *from, const char *to, const char *allow)
+int xlate_tls_ref_allowed(const char *from, const char *to, const char *allow)
 {
     if (strcmp(from, to) == 0)
         return 1;

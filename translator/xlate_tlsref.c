@@ -30,14 +30,14 @@ static enum xl_reason ref_entry(struct xlate_ctx *ctx, enum xlate_kind kind, con
                                 size_t n)
 {
     const char *what = xlate_kind_name(kind);
-    *e = xl_find(ctx, kind, ref->ns, ref->name);
+    *e = xlate_find(ctx, kind, ref->ns, ref->name);
     if (!*e) {
         snprintf(why, n, "%s %s/%s not found", what, ref->ns, ref->name);
         return kind == XLATE_KIND_SECRET ? XL_R_SECRET_NOT_FOUND : XL_R_CONFIG_MAP_NOT_FOUND;
     }
     const char *allow =
         kind == XLATE_KIND_SECRET ? (*e)->obj.u.secret.allow_from : (*e)->obj.u.cm.allow_from;
-    if (!xl_tls_ref_allowed(from, ref->ns, allow)) {
+    if (!xlate_tls_ref_allowed(from, ref->ns, allow)) {
         snprintf(why, n,
                  "%s %s/%s is in another namespace and does not allow references from "
                  "namespace %s (annotation " XLATE_ALLOW_REFS_ANNOTATION ")",
@@ -85,16 +85,16 @@ static enum xl_reason ca_usable(struct xlate_ctx *ctx, const char *from,
     if (r != XL_R_NONE)
         return r;
     const struct xl_config_map *c = &ce->obj.u.cm;
-    const char *v = xl_config_map_get(c, ref->key);
+    const char *v = xlate_config_map_get(c, ref->key);
     if (!v) {
         snprintf(why, n, "ConfigMap %s/%s has no key %s", ref->ns, ref->name, ref->key);
         return XL_R_INVALID_CERTIFICATE;
     }
-    uint64_t k = xl_fnv_str(xl_fnv(CX_FNV64_INIT, &ce->digest, sizeof(ce->digest)), ref->key);
+    uint64_t k = xlate_fnv_str(xlate_fnv(CX_FNV64_INIT, &ce->digest, sizeof(ce->digest)), ref->key);
     k = k ? k : 1;
     if (!cache || *cache != k) {
         char msg[300];
-        int ok = xl_tls_check_ca(v, strlen(v), msg, sizeof(msg)) > 0;
+        int ok = xlate_tls_check_ca(v, strlen(v), msg, sizeof(msg)) > 0;
         if (cache) {
             *cache = k;
             *cache_ok = ok;
@@ -124,17 +124,17 @@ static int validity(struct xl_errors *e, struct xl_arena *a, const char *path,
     const char *peers = client ? "backends" : "clients";
     const struct xl_cert_info *c = &se->obj.u.secret.cert;
     char t[40];
-    switch (xl_tls_phase(c, now)) {
+    switch (xlate_tls_phase(c, now)) {
     case XL_CERT_EXPIRED:
-        xl_tls_time_str(c->not_after, t, sizeof(t));
-        return xl_errors_add(
+        xlate_tls_time_str(c->not_after, t, sizeof(t));
+        return xlate_errors_add(
             e, a, XLATE_WARNING, XL_R_CERT_EXPIRED,
             "%s: the certificate of Secret %s expired at %s; it is still %s and %s "
             "refuse it: renew it",
             path, se->key, t, used, peers);
     case XL_CERT_NOT_YET_VALID:
-        xl_tls_time_str(c->not_before, t, sizeof(t));
-        return xl_errors_add(
+        xlate_tls_time_str(c->not_before, t, sizeof(t));
+        return xlate_errors_add(
             e, a, XLATE_WARNING, XL_R_CERT_NOT_YET_VALID,
             "%s: the certificate of Secret %s is not valid before %s; it is %s and "
             "%s refuse it until then",
@@ -147,37 +147,37 @@ static int validity(struct xl_errors *e, struct xl_arena *a, const char *path,
 
 /* ---- Gateways ---------------------------------------------------------------------- */
 
-void xl_gw_tls_free(struct xl_gw_tls *t)
+void xlate_gw_tls_free(struct xl_gw_tls *t)
 {
     if (!t)
         return;
-    xl_arena_free(&t->arena);
+    xlate_arena_free(&t->arena);
     free(t);
 }
 
-int xl_gw_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *gwe)
+int xlate_gw_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *gwe)
 {
     const struct xl_gateway *g = &gwe->obj.u.gw;
-    const struct xl_gateway_tls *tls = xl_gateway_tls_of(g);
+    const struct xl_gateway_tls *tls = xlate_gateway_tls_of(g);
     if (gwe->parse_state == XLATE_REJECTED || g->mode != XLATE_MODE_ENVOY || !tls->enabled) {
-        xl_gw_tls_free(gwe->gtls);
+        xlate_gw_tls_free(gwe->gtls);
         gwe->gtls = NULL;
         return 0;
     }
     struct xl_gw_tls *t = gwe->gtls;
     if (!t && !(t = gwe->gtls = calloc(1, sizeof(*t))))
         return -1;
-    xl_arena_free(&t->arena);
+    xlate_arena_free(&t->arena);
     memset(&t->errors, 0, sizeof(t->errors));
     t->fatal = 0;
     t->ncerts = 0;
     t->client_ca = NULL;
     size_t n = tls->ncerts;
     struct xl_arena *a = &t->arena;
-    t->certs = xl_alloc(a, (n ? n : 1) * sizeof(*t->certs));
-    t->cert_index = xl_alloc(a, (n ? n : 1) * sizeof(*t->cert_index));
-    char(*why)[600] = xl_alloc(a, (n ? n : 1) * sizeof(*why));
-    enum xl_reason *rs = xl_alloc(a, (n ? n : 1) * sizeof(*rs));
+    t->certs = xlate_alloc(a, (n ? n : 1) * sizeof(*t->certs));
+    t->cert_index = xlate_alloc(a, (n ? n : 1) * sizeof(*t->cert_index));
+    char(*why)[600] = xlate_alloc(a, (n ? n : 1) * sizeof(*why));
+    enum xl_reason *rs = xlate_alloc(a, (n ? n : 1) * sizeof(*rs));
     if (!t->certs || !t->cert_index || !why || !rs)
         return -1;
     uint64_t d = CX_FNV64_INIT;
@@ -189,8 +189,8 @@ int xl_gw_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *gwe)
             continue;
         t->certs[t->ncerts] = se;
         t->cert_index[t->ncerts++] = i;
-        d = xl_fnv(d, &se->digest, sizeof(se->digest));
-        d = xl_fnv(d, &i, sizeof(i));
+        d = xlate_fnv(d, &se->digest, sizeof(se->digest));
+        d = xlate_fnv(d, &i, sizeof(i));
     }
     t->fatal = t->ncerts == 0;
     int rc = 0;
@@ -201,13 +201,13 @@ int xl_gw_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *gwe)
             rc = validity(&t->errors, a, path, t->certs[u++], ctx->now, 0);
             continue;
         }
-        rc = xl_errors_add(&t->errors, a, XLATE_WARNING, rs[i],
-                           "%s.secretRef: %s; certificate left out", path, why[i]);
+        rc = xlate_errors_add(&t->errors, a, XLATE_WARNING, rs[i],
+                              "%s.secretRef: %s; certificate left out", path, why[i]);
     }
     /* nothing to serve: rejected, for the reason of the first certificate */
     if (rc == 0 && t->fatal)
-        rc = xl_errors_add(&t->errors, a, XLATE_REJECTED, n ? rs[0] : XL_R_INVALID_SPEC,
-                           "spec.tls: no certificate is usable, so the Gateway is not served");
+        rc = xlate_errors_add(&t->errors, a, XLATE_REJECTED, n ? rs[0] : XL_R_INVALID_SPEC,
+                              "spec.tls: no certificate is usable, so the Gateway is not served");
     if (rc == 0 && tls->has_client_ca) {
         struct xl_entry *ce;
         const char *pem;
@@ -215,15 +215,16 @@ int xl_gw_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *gwe)
         enum xl_reason r = ca_usable(ctx, from, &tls->client_ca, &ce, &pem, &t->ca_checked,
                                      &t->ca_ok, t->ca_msg, sizeof(t->ca_msg), cwhy, sizeof(cwhy));
         if (r != XL_R_NONE) {
-            rc = xl_errors_add(&t->errors, a, XLATE_REJECTED, r,
-                               "spec.tls.clientValidation.caConfigMapRef: %s; client certificates "
-                               "cannot be verified, so the Gateway is not served",
-                               cwhy);
+            rc = xlate_errors_add(
+                &t->errors, a, XLATE_REJECTED, r,
+                "spec.tls.clientValidation.caConfigMapRef: %s; client certificates "
+                "cannot be verified, so the Gateway is not served",
+                cwhy);
             t->fatal = 1;
         } else {
             t->client_ca = pem;
-            d = xl_fnv(d, &ce->digest, sizeof(ce->digest));
-            d = xl_fnv_str(d, tls->client_ca.key);
+            d = xlate_fnv(d, &ce->digest, sizeof(ce->digest));
+            d = xlate_fnv_str(d, tls->client_ca.key);
         }
     }
     t->digest = d;
@@ -264,7 +265,7 @@ static int sni_host(const char *d, char *out, size_t n)
     for (size_t i = 0; i < l; i++)
         out[i] = (d[i] >= 'A' && d[i] <= 'Z') ? (char)(d[i] - 'A' + 'a') : d[i];
     out[l] = '\0';
-    if (l == 0 || out[l - 1] == '*' || strcmp(out, "*") == 0 || xl_is_ip(out))
+    if (l == 0 || out[l - 1] == '*' || strcmp(out, "*") == 0 || xlate_is_ip(out))
         return 0;
     return 1;
 }
@@ -281,19 +282,19 @@ static void free_notes(struct xl_gw_memo *m)
 static int dirty_keys(struct xlate_ctx *ctx, const struct xl_map *m)
 {
     const struct xl_map_slot *s;
-    for (size_t i = 0; xl_map_next(m, &i, &s);) {
-        struct xl_entry *v = xl_find_key(ctx, XLATE_KIND_VIRTUAL_SERVICE, s->key);
-        if (v && xl_rep_dirty(ctx, v) != 0)
+    for (size_t i = 0; xlate_map_next(m, &i, &s);) {
+        struct xl_entry *v = xlate_find_key(ctx, XLATE_KIND_VIRTUAL_SERVICE, s->key);
+        if (v && xlate_rep_dirty(ctx, v) != 0)
             return -1;
     }
     return 0;
 }
 
-int xl_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
-                       const char *stat_prefix, uint8_t **out, size_t *len)
+int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
+                          const char *stat_prefix, uint8_t **out, size_t *len)
 {
     const struct xl_gateway *g = &gwe->obj.u.gw;
-    const struct xl_gateway_tls *gt = xl_gateway_tls_of(g);
+    const struct xl_gateway_tls *gt = xlate_gateway_tls_of(g);
     const struct xl_gw_tls *t = gwe->gtls;
     struct xl_arena a = {0};
     struct xl_map seen = {0}, fresh = {0};
@@ -303,9 +304,9 @@ int xl_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw
     size_t total = 0;
     for (size_t i = 0; i < m->nacc; i++)
         total += m->acc[i].vs->obj.u.vs.ndomains;
-    struct assign *as = xl_alloc(&a, (total ? total : 1) * sizeof(*as));
-    struct xl_tls_chain *chains = xl_alloc(&a, (t->ncerts ? t->ncerts : 1) * sizeof(*chains));
-    int *used = xl_alloc(&a, (t->ncerts ? t->ncerts : 1) * sizeof(*used));
+    struct assign *as = xlate_alloc(&a, (total ? total : 1) * sizeof(*as));
+    struct xl_tls_chain *chains = xlate_alloc(&a, (t->ncerts ? t->ncerts : 1) * sizeof(*chains));
+    int *used = xlate_alloc(&a, (t->ncerts ? t->ncerts : 1) * sizeof(*used));
     char **notes = calloc(t->ncerts ? t->ncerts : 1, sizeof(*notes));
     size_t nas = 0, nchains = 0, nnotes = 0;
     if (!as || !chains || !used || !notes)
@@ -317,12 +318,12 @@ int xl_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw
         msg.len = 0;
         for (size_t k = 0; k < v->ndomains; k++) {
             char host[300];
-            if (!sni_host(v->domains[k], host, sizeof(host)) || xl_map_gets(&seen, host))
+            if (!sni_host(v->domains[k], host, sizeof(host)) || xlate_map_gets(&seen, host))
                 continue;
             size_t best = 0;
             int score = 0;
             for (size_t j = 0; j < t->ncerts && score < 2; j++) {
-                int sc = xl_tls_cert_covers(&t->certs[j]->obj.u.secret.cert, host);
+                int sc = xlate_tls_cert_covers(&t->certs[j]->obj.u.secret.cert, host);
                 if (sc > score) {
                     score = sc;
                     best = j;
@@ -338,15 +339,15 @@ int xl_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw
                     goto out;
                 continue;
             }
-            char *h = xl_strdup(&a, host);
-            if (!h || xl_map_put(&seen, h, strlen(h), h) != 0)
+            char *h = xlate_strdup(&a, host);
+            if (!h || xlate_map_put(&seen, h, strlen(h), h) != 0)
                 goto out;
             as[nas++] = (struct assign){best, h};
             used[best] = 1;
         }
         if (msg.len) {
             char *c = strndup(msg.data, msg.len);
-            if (!c || xl_map_put(&fresh, vs->key, vs->keylen, c) != 0) {
+            if (!c || xlate_map_put(&fresh, vs->key, vs->keylen, c) != 0) {
                 free(c);
                 goto out;
             }
@@ -357,7 +358,7 @@ int xl_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw
         size_t j = i;
         while (j < nas && as[j].cert == as[i].cert)
             j++;
-        char **names = xl_alloc(&a, (j - i) * sizeof(*names));
+        char **names = xlate_alloc(&a, (j - i) * sizeof(*names));
         if (!names)
             goto out;
         for (size_t k = i; k < j; k++)
@@ -375,7 +376,7 @@ int xl_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw
         if (used[j])
             continue;
         char names[300], buf[700];
-        xl_tls_names_str(&t->certs[j]->obj.u.secret.cert, names, sizeof(names));
+        xlate_tls_names_str(&t->certs[j]->obj.u.secret.cert, names, sizeof(names));
         snprintf(buf, sizeof(buf),
                  "spec.tls.certificates[%zu]: Secret %s covers none of the served domains (it "
                  "names %s); not used",
@@ -398,16 +399,16 @@ int xl_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw
         .client_ca_len = t->client_ca ? strlen(t->client_ca) : 0,
         .require_client_cert = t->client_ca && !gt->client_cert_optional,
     };
-    if (xl_encode_listener_envoy_tls(gwe->key, g->bind_address, g->bind_port, gwe->key, stat_prefix,
-                                     &dt, chains, nchains, &dflt, out, len) != 0)
+    if (xlate_encode_listener_envoy_tls(gwe->key, g->bind_address, g->bind_port, gwe->key,
+                                        stat_prefix, &dt, chains, nchains, &dflt, out, len) != 0)
         goto out;
     /* the VirtualServices whose coverage messages come or go */
     if (dirty_keys(ctx, &m->uncovered) != 0 || dirty_keys(ctx, &fresh) != 0)
         goto out;
     const struct xl_map_slot *sl;
-    for (size_t i = 0; xl_map_next(&m->uncovered, &i, &sl);)
+    for (size_t i = 0; xlate_map_next(&m->uncovered, &i, &sl);)
         free(sl->val);
-    xl_map_free(&m->uncovered);
+    xlate_map_free(&m->uncovered);
     m->uncovered = fresh;
     memset(&fresh, 0, sizeof(fresh));
     free_notes(m);
@@ -422,27 +423,27 @@ out:
         free(notes);
     }
     const struct xl_map_slot *fs;
-    for (size_t i = 0; xl_map_next(&fresh, &i, &fs);)
+    for (size_t i = 0; xlate_map_next(&fresh, &i, &fs);)
         free(fs->val);
-    xl_map_free(&fresh);
-    xl_map_free(&seen);
-    xl_arena_free(&a);
+    xlate_map_free(&fresh);
+    xlate_map_free(&seen);
+    xlate_arena_free(&a);
     cx_buf_free(&msg);
     return rc;
 }
 
 /* ---- Upstreams ---------------------------------------------------------------------------- */
 
-int xl_up_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *e)
+int xlate_up_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *e)
 {
     struct xl_up_memo *m = e->up;
-    const struct xl_upstream_tls *tls = xl_upstream_tls_of(&e->obj.u.up);
-    xl_arena_free(&m->tls_arena);
+    const struct xl_upstream_tls *tls = xlate_upstream_tls_of(&e->obj.u.up);
+    xlate_arena_free(&m->tls_arena);
     memset(&m->tls_errors, 0, sizeof(m->tls_errors));
     m->tls_bad = 0;
     m->tls_ca_cm = m->tls_cert = NULL;
     m->tls_ca_pem = NULL;
-    uint64_t k = xl_fnv(CX_FNV64_INIT, &e->digest, sizeof(e->digest));
+    uint64_t k = xlate_fnv(CX_FNV64_INIT, &e->digest, sizeof(e->digest));
     m->tls_key = k;
     if (!tls->enabled || e->parse_state == XLATE_REJECTED)
         return 0;
@@ -455,23 +456,24 @@ int xl_up_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *e)
         enum xl_reason r =
             ca_usable(ctx, from, &tls->ca, &ce, &pem, NULL, NULL, NULL, 0, why, sizeof(why));
         if (r != XL_R_NONE) {
-            rc = xl_errors_add(&m->tls_errors, &m->tls_arena, XLATE_REJECTED, r,
-                               "spec.tls.caConfigMapRef: %s; the backend's certificate cannot be "
-                               "verified, so the Upstream is not used",
-                               why);
+            rc =
+                xlate_errors_add(&m->tls_errors, &m->tls_arena, XLATE_REJECTED, r,
+                                 "spec.tls.caConfigMapRef: %s; the backend's certificate cannot be "
+                                 "verified, so the Upstream is not used",
+                                 why);
             m->tls_bad = 1;
         } else {
             m->tls_ca_cm = ce;
             m->tls_ca_pem = pem;
-            k = xl_fnv(k, &ce->digest, sizeof(ce->digest));
-            k = xl_fnv_str(k, tls->ca.key);
+            k = xlate_fnv(k, &ce->digest, sizeof(ce->digest));
+            k = xlate_fnv_str(k, tls->ca.key);
         }
     }
     if (rc == 0 && tls->has_client_cert) {
         struct xl_entry *se;
         enum xl_reason r = secret_usable(ctx, from, &tls->client_cert, &se, why, sizeof(why));
         if (r != XL_R_NONE) {
-            rc = xl_errors_add(
+            rc = xlate_errors_add(
                 &m->tls_errors, &m->tls_arena, XLATE_REJECTED, r,
                 "spec.tls.clientCertificate.secretRef: %s; the Upstream has no client "
                 "certificate to present, so it is not used",
@@ -479,7 +481,7 @@ int xl_up_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *e)
             m->tls_bad = 1;
         } else {
             m->tls_cert = se;
-            k = xl_fnv(k, &se->digest, sizeof(se->digest));
+            k = xlate_fnv(k, &se->digest, sizeof(se->digest));
             rc = validity(&m->tls_errors, &m->tls_arena, "spec.tls.clientCertificate", se, ctx->now,
                           1);
         }

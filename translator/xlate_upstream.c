@@ -13,15 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-void xl_up_memo_free(struct xl_up_memo *m)
+void xlate_up_memo_free(struct xl_up_memo *m)
 {
     if (!m)
         return;
-    xds_resource_unref(m->cla);
+    xlate_resource_unref(m->cla);
     for (int i = 0; i < XL_MODES; i++)
-        xds_resource_unref(m->cluster[i]);
-    xl_arena_free(&m->ep_arena);
-    xl_arena_free(&m->tls_arena);
+        xlate_resource_unref(m->cluster[i]);
+    xlate_arena_free(&m->ep_arena);
+    xlate_arena_free(&m->tls_arena);
     free(m->svc_key);
     free(m->ref_keys[0]);
     free(m->ref_keys[1]);
@@ -73,10 +73,10 @@ static int swap_resource(struct xlate_ctx *ctx, struct xds_resource **slot, enum
         ctx->stats.resources_reused++;
         return 0;
     }
-    struct xds_resource *r = xl_resource_new(ctx, type, name, bytes, len);
+    struct xds_resource *r = xlate_ctx_resource_new(ctx, type, name, bytes, len);
     if (!r)
         return -1;
-    xds_resource_unref(old);
+    xlate_resource_unref(old);
     *slot = r;
     ctx->stats.resources_built++;
     return 1;
@@ -90,7 +90,7 @@ static const char *port_list(struct xl_arena *a, const struct xl_service *svc)
     for (size_t i = 0; i < svc->nports; i++)
         rc |= cx_buf_printf(&b, "%s%s%s%u", i ? ", " : "", svc->ports[i].name,
                             svc->ports[i].name[0] ? "/" : "", svc->ports[i].port);
-    const char *s = xl_strdup(a, rc == 0 && b.data ? b.data : "none");
+    const char *s = xlate_strdup(a, rc == 0 && b.data ? b.data : "none");
     cx_buf_free(&b);
     return s ? s : "";
 }
@@ -116,10 +116,10 @@ static int collect(struct xl_entry *e, struct xl_up_memo *m, const struct xl_ent
         goto done;
     }
     if (!svc) {
-        if (xl_errors_add(&m->ep_errors, &m->ep_arena, XLATE_WARNING, XL_R_SERVICE_NOT_FOUND,
-                          "spec.kube.service: Service %s/%s not found; the Upstream has no "
-                          "endpoints",
-                          u->kube_ns, u->kube_service) != 0)
+        if (xlate_errors_add(&m->ep_errors, &m->ep_arena, XLATE_WARNING, XL_R_SERVICE_NOT_FOUND,
+                             "spec.kube.service: Service %s/%s not found; the Upstream has no "
+                             "endpoints",
+                             u->kube_ns, u->kube_service) != 0)
             return -1;
         return 0;
     }
@@ -135,9 +135,9 @@ static int collect(struct xl_entry *e, struct xl_up_memo *m, const struct xl_ent
             snprintf(want, sizeof(want), "\"%s\"", u->kube_port_name);
         else
             snprintf(want, sizeof(want), "%u", u->kube_port);
-        if (xl_errors_add(&m->ep_errors, &m->ep_arena, XLATE_WARNING, XL_R_PORT_NOT_FOUND,
-                          "spec.kube.port: Service %s has no port %s (its ports: %s)", svc->key,
-                          want, port_list(&m->ep_arena, s)) != 0)
+        if (xlate_errors_add(&m->ep_errors, &m->ep_arena, XLATE_WARNING, XL_R_PORT_NOT_FOUND,
+                             "spec.kube.port: Service %s has no port %s (its ports: %s)", svc->key,
+                             want, port_list(&m->ep_arena, s)) != 0)
             return -1;
         return 0;
     }
@@ -175,8 +175,9 @@ static int collect(struct xl_entry *e, struct xl_up_memo *m, const struct xl_ent
             snprintf(want, sizeof(want), "\"%s\"", u->kube_port_name);
         else
             snprintf(want, sizeof(want), "%u", u->kube_port);
-        if (xl_errors_add(&m->ep_errors, &m->ep_arena, XLATE_WARNING, XL_R_NO_ENDPOINTS,
-                          "Service %s has no ready endpoints for port %s", svc->key, want) != 0) {
+        if (xlate_errors_add(&m->ep_errors, &m->ep_arena, XLATE_WARNING, XL_R_NO_ENDPOINTS,
+                             "Service %s has no ready endpoints for port %s", svc->key,
+                             want) != 0) {
             free(eps);
             return -1;
         }
@@ -208,7 +209,7 @@ static int encode_cluster(struct xlate_ctx *ctx, struct xl_entry *e, int mode)
     size_t len = 0;
     /* TLS to the endpoints: envoy mode only (gRPC clients take theirs from
      * certificate providers; the report warns) */
-    const struct xl_upstream_tls *t = xl_upstream_tls_of(u);
+    const struct xl_upstream_tls *t = xlate_upstream_tls_of(u);
     struct xl_tls_cert client = {0};
     struct xl_upstream_tls_enc tls = {0};
     if (t->enabled && mode == XLATE_MODE_ENVOY) {
@@ -225,9 +226,9 @@ static int encode_cluster(struct xlate_ctx *ctx, struct xl_entry *e, int mode)
             tls.client = &client;
         }
     }
-    if (xl_encode_cluster_tls(e->key, lb, u->connect_timeout_ns, u->has_connect_timeout,
-                              t->enabled && mode == XLATE_MODE_ENVOY ? &tls : NULL, &bytes,
-                              &len) != 0)
+    if (xlate_encode_cluster_tls(e->key, lb, u->connect_timeout_ns, u->has_connect_timeout,
+                                 t->enabled && mode == XLATE_MODE_ENVOY ? &tls : NULL, &bytes,
+                                 &len) != 0)
         return -1;
     int rc = swap_resource(ctx, &m->cluster[mode], XDS_CLUSTER, e->key, bytes, len);
     if (rc >= 0)
@@ -235,23 +236,23 @@ static int encode_cluster(struct xlate_ctx *ctx, struct xl_entry *e, int mode)
     return rc;
 }
 
-int xl_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e)
+int xlate_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e)
 {
     struct xl_up_memo *m = e->up;
     int changed = 0;
     const struct xl_upstream *u = &e->obj.u.up;
-    if (xl_up_tls_resolve(ctx, e) != 0)
+    if (xlate_up_tls_resolve(ctx, e) != 0)
         return -1;
-    if (!xl_upstream_usable(e)) {
+    if (!xlate_upstream_usable(e)) {
         changed = m->cla != NULL || m->cluster[0] || m->cluster[1];
-        xds_resource_unref(m->cla);
+        xlate_resource_unref(m->cla);
         m->cla = NULL;
         for (int i = 0; i < XL_MODES; i++) {
-            xds_resource_unref(m->cluster[i]);
+            xlate_resource_unref(m->cluster[i]);
             m->cluster[i] = NULL;
         }
         m->ep_digest = 0;
-        xl_arena_free(&m->ep_arena);
+        xlate_arena_free(&m->ep_arena);
         memset(&m->ep_errors, 0, sizeof(m->ep_errors));
         m->nendpoints = 0;
         return changed;
@@ -265,21 +266,21 @@ int xl_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e)
             return -1;
         changed |= rc;
     }
-    uint64_t d = xl_fnv(CX_FNV64_INIT, &e->digest, sizeof(e->digest));
+    uint64_t d = xlate_fnv(CX_FNV64_INIT, &e->digest, sizeof(e->digest));
     struct xl_entry *svc = NULL;
     struct xl_entry_list *sl = NULL;
     if (u->is_kube) {
-        svc = xl_find(ctx, XLATE_KIND_SERVICE, u->kube_ns, u->kube_service);
+        svc = xlate_find(ctx, XLATE_KIND_SERVICE, u->kube_ns, u->kube_service);
         uint64_t sd = svc ? svc->digest : 0;
-        d = xl_fnv(d, &sd, sizeof(sd));
-        sl = svc ? xl_map_gets(&ctx->slices_by_svc, svc->key) : NULL;
+        d = xlate_fnv(d, &sd, sizeof(sd));
+        sl = svc ? xlate_map_gets(&ctx->slices_by_svc, svc->key) : NULL;
         for (size_t i = 0; sl && i < sl->n; i++)
-            d = xl_fnv(d, &sl->items[i]->digest, sizeof(sl->items[i]->digest));
+            d = xlate_fnv(d, &sl->items[i]->digest, sizeof(sl->items[i]->digest));
     }
     if (m->cla && m->ep_digest == d)
         return changed;
     m->ep_digest = d;
-    xl_arena_free(&m->ep_arena);
+    xlate_arena_free(&m->ep_arena);
     memset(&m->ep_errors, 0, sizeof(m->ep_errors));
     m->nendpoints = 0;
     struct xl_lb_endpoint *eps = NULL;
@@ -288,7 +289,7 @@ int xl_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e)
         return -1;
     uint8_t *bytes = NULL;
     size_t len = 0;
-    int rc = xl_encode_cla(e->key, eps, n, &bytes, &len);
+    int rc = xlate_encode_cla(e->key, eps, n, &bytes, &len);
     free(eps);
     if (rc != 0)
         return -1;
@@ -299,7 +300,7 @@ int xl_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e)
     return changed | rc;
 }
 
-int xl_upstream_cluster(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_mode mode)
+int xlate_upstream_cluster(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_mode mode)
 {
     struct xl_up_memo *m = e->up;
     if (m->cluster[mode] && m->cluster_digest[mode] == m->tls_key)

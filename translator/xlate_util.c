@@ -50,7 +50,7 @@ static unsigned char *arena_get(struct xl_arena *a, size_t n, size_t align)
     return p;
 }
 
-void *xl_alloc(struct xl_arena *a, size_t n)
+void *xlate_alloc(struct xl_arena *a, size_t n)
 {
     unsigned char *p = arena_get(a, n ? n : 1, 16);
     if (p)
@@ -59,7 +59,7 @@ void *xl_alloc(struct xl_arena *a, size_t n)
 }
 
 /* Strings are packed byte after byte: no alignment, no zeroing. */
-char *xl_strndup(struct xl_arena *a, const char *s, size_t n)
+char *xlate_strndup(struct xl_arena *a, const char *s, size_t n)
 {
     char *p = (char *)arena_get(a, n + 1, 1);
     if (p) {
@@ -69,12 +69,12 @@ char *xl_strndup(struct xl_arena *a, const char *s, size_t n)
     return p;
 }
 
-char *xl_strdup(struct xl_arena *a, const char *s)
+char *xlate_strdup(struct xl_arena *a, const char *s)
 {
-    return s ? xl_strndup(a, s, strlen(s)) : NULL;
+    return s ? xlate_strndup(a, s, strlen(s)) : NULL;
 }
 
-char *xl_printf(struct xl_arena *a, const char *fmt, ...)
+char *xlate_printf(struct xl_arena *a, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -91,7 +91,7 @@ char *xl_printf(struct xl_arena *a, const char *fmt, ...)
     return p;
 }
 
-void xl_arena_free(struct xl_arena *a)
+void xlate_arena_free(struct xl_arena *a)
 {
     struct xl_chunk *c = a->head;
     while (c) {
@@ -108,7 +108,7 @@ void xl_arena_free(struct xl_arena *a)
     a->live = 0;
 }
 
-void xl_arena_reset(struct xl_arena *a)
+void xlate_arena_reset(struct xl_arena *a)
 {
     if (!a->head)
         return;
@@ -126,7 +126,7 @@ void xl_arena_reset(struct xl_arena *a)
 
 /* ---- bounded strings ------------------------------------------------------- */
 
-char *xl_cat(char *p, const char *end, const char *s)
+char *xlate_cat(char *p, const char *end, const char *s)
 {
     size_t room = (size_t)(end - p) - 1, n = strlen(s);
     if (n > room)
@@ -136,7 +136,7 @@ char *xl_cat(char *p, const char *end, const char *s)
     return p + n;
 }
 
-char *xl_cat_u(char *p, const char *end, uint64_t v)
+char *xlate_cat_u(char *p, const char *end, uint64_t v)
 {
     char d[24];
     size_t k = sizeof(d);
@@ -145,7 +145,7 @@ char *xl_cat_u(char *p, const char *end, uint64_t v)
         d[--k] = (char)('0' + v % 10);
         v /= 10;
     } while (v);
-    return xl_cat(p, end, d + k);
+    return xlate_cat(p, end, d + k);
 }
 
 /* ---- map ------------------------------------------------------------------ */
@@ -157,7 +157,7 @@ static const char tomb_marker = 0;
  * and 16-byte (digest, pointer) pairs, looked up several times per object,
  * and byte-at-a-time FNV showed. In-process only: nothing depends on the
  * values (nor on the order they give a map's iteration). */
-uint64_t xl_hash(const void *key, size_t len)
+uint64_t xlate_hash(const void *key, size_t len)
 {
     const unsigned char *p = key;
     uint64_t h = UINT64_C(0x9e3779b97f4a7c15) ^ len, w;
@@ -191,9 +191,9 @@ static struct xl_map_slot *find(const struct xl_map *m, uint64_t h, const void *
     }
 }
 
-void *xl_map_get(const struct xl_map *m, const void *key, size_t klen)
+void *xlate_map_get(const struct xl_map *m, const void *key, size_t klen)
 {
-    struct xl_map_slot *s = find(m, xl_hash(key, klen), key, klen);
+    struct xl_map_slot *s = find(m, xlate_hash(key, klen), key, klen);
     return s ? s->val : NULL;
 }
 
@@ -226,7 +226,7 @@ static int grow(struct xl_map *m)
     return rehash(m, ncap);
 }
 
-int xl_map_reserve(struct xl_map *m, size_t n)
+int xlate_map_reserve(struct xl_map *m, size_t n)
 {
     size_t ncap = m->cap ? m->cap : 16;
     while ((n + 1) * 4 >= ncap * 3)
@@ -234,9 +234,9 @@ int xl_map_reserve(struct xl_map *m, size_t n)
     return ncap > m->cap ? rehash(m, ncap) : 0;
 }
 
-int xl_map_put(struct xl_map *m, const void *key, size_t klen, void *val)
+int xlate_map_put(struct xl_map *m, const void *key, size_t klen, void *val)
 {
-    uint64_t h = xl_hash(key, klen);
+    uint64_t h = xlate_hash(key, klen);
     struct xl_map_slot *s = find(m, h, key, klen);
     if (s) {
         s->val = val;
@@ -255,9 +255,9 @@ int xl_map_put(struct xl_map *m, const void *key, size_t klen, void *val)
     return 0;
 }
 
-void *xl_map_del(struct xl_map *m, const void *key, size_t klen)
+void *xlate_map_del(struct xl_map *m, const void *key, size_t klen)
 {
-    struct xl_map_slot *s = find(m, xl_hash(key, klen), key, klen);
+    struct xl_map_slot *s = find(m, xlate_hash(key, klen), key, klen);
     if (!s)
         return NULL;
     void *v = s->val;
@@ -268,13 +268,13 @@ void *xl_map_del(struct xl_map *m, const void *key, size_t klen)
     return v;
 }
 
-void xl_map_free(struct xl_map *m)
+void xlate_map_free(struct xl_map *m)
 {
     free(m->slots);
     memset(m, 0, sizeof(*m));
 }
 
-int xl_map_next(const struct xl_map *m, size_t *i, const struct xl_map_slot **slot)
+int xlate_map_next(const struct xl_map *m, size_t *i, const struct xl_map_slot **slot)
 {
     while (*i < m->cap) {
         const struct xl_map_slot *s = &m->slots[(*i)++];

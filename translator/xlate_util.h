@@ -24,26 +24,26 @@ struct xl_arena {
     size_t live;  /* bytes handed out since the last free */
 };
 
-/* Zeroed memory, 16-byte aligned, valid until xl_arena_free. NULL when memory
+/* Zeroed memory, 16-byte aligned, valid until xlate_arena_free. NULL when memory
  * ran out. */
-void *xl_alloc(struct xl_arena *a, size_t n);
+void *xlate_alloc(struct xl_arena *a, size_t n);
 /* Copies of strings, packed without alignment. */
-char *xl_strdup(struct xl_arena *a, const char *s);
-char *xl_strndup(struct xl_arena *a, const char *s, size_t n);
-__attribute__((format(printf, 2, 3))) char *xl_printf(struct xl_arena *a, const char *fmt, ...);
-void xl_arena_free(struct xl_arena *a);
+char *xlate_strdup(struct xl_arena *a, const char *s);
+char *xlate_strndup(struct xl_arena *a, const char *s, size_t n);
+__attribute__((format(printf, 2, 3))) char *xlate_printf(struct xl_arena *a, const char *fmt, ...);
+void xlate_arena_free(struct xl_arena *a);
 /* Forgets everything allocated but keeps the newest chunk for what comes
  * next (a scratch arena reused call after call). */
-void xl_arena_reset(struct xl_arena *a);
+void xlate_arena_reset(struct xl_arena *a);
 
 /* ---- bounded strings without printf ----------------------------------------- */
 
-/* Appends |s| (xl_cat) or the decimal |v| (xl_cat_u) to the string ending
+/* Appends |s| (xlate_cat) or the decimal |v| (xlate_cat_u) to the string ending
  * at |p| in a buffer ending at |end| (exclusive; p < end), truncating; the
  * result is NUL-terminated. Returns the new end of the string. For names
  * and messages built once per object, where snprintf's cost shows. */
-char *xl_cat(char *p, const char *end, const char *s);
-char *xl_cat_u(char *p, const char *end, uint64_t v);
+char *xlate_cat(char *p, const char *end, const char *s);
+char *xlate_cat_u(char *p, const char *end, uint64_t v);
 
 /* ---- string -> pointer map ------------------------------------------------ */
 
@@ -61,34 +61,34 @@ struct xl_map {
     size_t tombs;
 };
 
-uint64_t xl_hash(const void *key, size_t len);
+uint64_t xlate_hash(const void *key, size_t len);
 
 /* Key bytes are not copied: they must live as long as the entry. */
-void *xl_map_get(const struct xl_map *m, const void *key, size_t klen);
+void *xlate_map_get(const struct xl_map *m, const void *key, size_t klen);
 /* Inserts or replaces. Returns 0, or -1 when memory ran out. */
-__attribute__((warn_unused_result)) int xl_map_put(struct xl_map *m, const void *key, size_t klen,
-                                                   void *val);
+__attribute__((warn_unused_result)) int xlate_map_put(struct xl_map *m, const void *key,
+                                                      size_t klen, void *val);
 /* Makes room for |n| entries in all, so that as many puts never rehash.
  * Returns 0, or -1 when memory ran out (the map is unchanged). */
-__attribute__((warn_unused_result)) int xl_map_reserve(struct xl_map *m, size_t n);
+__attribute__((warn_unused_result)) int xlate_map_reserve(struct xl_map *m, size_t n);
 /* Removes |key|; returns its value or NULL. */
-void *xl_map_del(struct xl_map *m, const void *key, size_t klen);
-void xl_map_free(struct xl_map *m);
+void *xlate_map_del(struct xl_map *m, const void *key, size_t klen);
+void xlate_map_free(struct xl_map *m);
 
 /* Asks for the slot where |key|'s probe starts: a lookup soon after finds
  * it in the cache. */
-static inline void xl_map_prefetch(const struct xl_map *m, const void *key, size_t klen)
+static inline void xlate_map_prefetch(const struct xl_map *m, const void *key, size_t klen)
 {
     if (m->cap)
-        __builtin_prefetch(&m->slots[xl_hash(key, klen) & (m->cap - 1)]);
+        __builtin_prefetch(&m->slots[xlate_hash(key, klen) & (m->cap - 1)]);
 }
 
-static inline void *xl_map_gets(const struct xl_map *m, const char *key)
+static inline void *xlate_map_gets(const struct xl_map *m, const char *key)
 {
-    return xl_map_get(m, key, __builtin_strlen(key));
+    return xlate_map_get(m, key, __builtin_strlen(key));
 }
 
-/* Iteration: for (size_t i = 0; xl_map_next(m, &i, &slot);) */
-int xl_map_next(const struct xl_map *m, size_t *i, const struct xl_map_slot **slot);
+/* Iteration: for (size_t i = 0; xlate_map_next(m, &i, &slot);) */
+int xlate_map_next(const struct xl_map *m, size_t *i, const struct xl_map_slot **slot);
 
 #endif

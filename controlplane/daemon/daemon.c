@@ -239,10 +239,10 @@ static size_t sw_gateway_conditions(void *user, const char *group, struct status
         struct xds_nack_stat st;
         if (xds_server_nack_stat(d->xds, group, (enum xds_type)t, &st) != 0 || !st.active)
             continue;
-        rc |=
-            cx_buf_printf(&b, "%s%s version %s rejected by %u proxy stream%s (last: node %s: %s)",
-                          rejecting ? "; " : "", xds_type_short((enum xds_type)t), st.last_version,
-                          st.active, st.active == 1 ? "" : "s", st.last_node, st.last_message);
+        rc |= cx_buf_printf(&b, "%s%s version %s rejected by %u proxy stream%s (last: node %s: %s)",
+                            rejecting ? "; " : "", xlate_type_short((enum xds_type)t),
+                            st.last_version, st.active, st.active == 1 ? "" : "s", st.last_node,
+                            st.last_message);
         rejecting = 1;
     }
     if (rc != 0 && b.len == 0)
@@ -263,7 +263,7 @@ static void on_nack(void *user, const struct xds_nack *n)
 {
     struct daemon *d = user;
     cx_warn("xds", "gateway %s: node %s rejected %s version %s: %s", n->group, n->node_id,
-            xds_type_short(n->type), n->rejected_version, n->message);
+            xlate_type_short(n->type), n->rejected_version, n->message);
     status_writer_recheck_gateway(d->sw, n->group);
 }
 

@@ -126,9 +126,9 @@ static void note_certificate(struct daemon *d, struct kube_obj *obj, int stored)
     const char *crt = stored ? cx_json_path_str(obj->json, "data", "tls.crt", NULL) : NULL;
     size_t n = crt ? strlen(crt) : 0;
     uint8_t *pem = n ? malloc(n / 4 * 3 + 1) : NULL;
-    long len = pem ? xl_b64_decode(crt, n, pem) : -1;
+    long len = pem ? xlate_b64_decode(crt, n, pem) : -1;
     int64_t not_after = 0;
-    if (len > 0 && xl_tls_pem_not_after(pem, (size_t)len, &not_after) == 0)
+    if (len > 0 && xlate_tls_pem_not_after(pem, (size_t)len, &not_after) == 0)
         cx_series_set(s, (double)not_after);
     else if (s)
         cx_series_hide(s);

@@ -103,7 +103,7 @@ static int render_stream(struct enc *e, const struct xlate_group *g, const char 
             rc |= xlate_render_indent(out, 5);
             if (rc)
                 break;
-            rc = xlate_pbjson_render_any(xds_type_url((enum xds_type)t), set->items[i]->bytes,
+            rc = xlate_pbjson_render_any(xlate_type_url((enum xds_type)t), set->items[i]->bytes,
                                          set->items[i]->len,
                                          XLATE_PBJSON_PRETTY | XLATE_PBJSON_INDENT(5), out);
             if (rc == 0)

@@ -116,7 +116,7 @@ static void free_names(struct xds_ads_stream *s, struct xds_ads_type_state *t)
 static void free_sent(struct xds_ads_type_state *t)
 {
     for (size_t i = 0; i < t->nsent; i++)
-        xds_resource_unref(t->sent[i]);
+        xlate_resource_unref(t->sent[i]);
     free(t->sent);
     t->sent = NULL;
     t->nsent = 0;
@@ -269,7 +269,7 @@ static void prune_sent(struct xds_ads_type_state *t)
         if (names_have(t, t->sent[i]->name))
             t->sent[k++] = t->sent[i];
         else
-            xds_resource_unref(t->sent[i]);
+            xlate_resource_unref(t->sent[i]);
     }
     t->nsent = k;
 }
@@ -349,7 +349,7 @@ int xds_ads_on_request(struct xds_ads_stream *s, const uint8_t *msg, size_t len,
         rc = XDS_ADS_EINVAL;
         goto out;
     }
-    int type = xds_type_from_url(req->type_url);
+    int type = xlate_type_from_url(req->type_url);
     if (type < 0) {
         ev->verdict = XDS_ADS_UNKNOWN_TYPE;
         goto out;
@@ -406,7 +406,7 @@ out:
 void xds_ads_response_clear(struct xds_ads_response *r)
 {
     for (size_t i = 0; i < r->n; i++)
-        xds_resource_unref(r->items[i]);
+        xlate_resource_unref(r->items[i]);
     free(r->items);
     r->items = NULL;
     r->n = 0;
@@ -481,7 +481,7 @@ static int sent_replace(struct xds_ads_type_state *t, struct xds_resource **want
         if (!v)
             return XDS_ADS_ENOMEM;
         for (size_t i = 0; i < n; i++)
-            v[i] = xds_resource_ref(want[i]);
+            v[i] = xlate_resource_ref(want[i]);
     }
     free_sent(t);
     t->sent = v;
@@ -502,8 +502,8 @@ static int sent_merge(struct xds_ads_type_state *t, struct xds_resource **upd, s
             v[k++] = t->sent[i++];
         } else {
             if (c == 0)
-                xds_resource_unref(t->sent[i++]);
-            v[k++] = xds_resource_ref(upd[j++]);
+                xlate_resource_unref(t->sent[i++]);
+            v[k++] = xlate_resource_ref(upd[j++]);
         }
     }
     free(t->sent);
@@ -578,7 +578,7 @@ static int eval_type(struct xds_ads_stream *s, enum xds_type type,
         goto out;
     }
     for (size_t i = 0; i < nsend; i++)
-        items[i] = xds_resource_ref(send[i]);
+        items[i] = xlate_resource_ref(send[i]);
     memset(out, 0, sizeof(*out));
     out->type = type;
     out->items = items;
@@ -624,7 +624,7 @@ static size_t any_size(const char *url, const struct xds_resource *r)
 
 size_t xds_ads_resources_size(enum xds_type type, struct xds_resource *const *items, size_t n)
 {
-    const char *url = xds_type_url(type);
+    const char *url = xlate_type_url(type);
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
         total += cx_ld_len(any_size(url, items[i]));
@@ -633,7 +633,7 @@ size_t xds_ads_resources_size(enum xds_type type, struct xds_resource *const *it
 
 size_t xds_ads_response_size(const struct xds_ads_response *r, const char *identifier)
 {
-    const char *url = xds_type_url(r->type);
+    const char *url = xlate_type_url(r->type);
     size_t n = 0;
     if (r->version[0])
         n += cx_ld_len(strlen(r->version));
@@ -666,7 +666,7 @@ int xds_ads_emit_head(const struct xds_ads_response *r, xds_ads_emit_fn emit, vo
 int xds_ads_emit_resources(enum xds_type type, struct xds_resource *const *items, size_t n,
                            xds_ads_emit_fn emit, void *user)
 {
-    const char *url = xds_type_url(type);
+    const char *url = xlate_type_url(type);
     size_t urllen = strlen(url);
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -685,7 +685,7 @@ int xds_ads_emit_resources(enum xds_type type, struct xds_resource *const *items
 int xds_ads_emit_tail(const struct xds_ads_response *r, const char *identifier,
                       xds_ads_emit_fn emit, void *user)
 {
-    const char *url = xds_type_url(r->type);
+    const char *url = xlate_type_url(r->type);
     int rc = emit_ld(emit, user, 0x22, strlen(url), url);
     if (rc == 0 && r->nonce[0])
         rc = emit_ld(emit, user, 0x2a, strlen(r->nonce), r->nonce);

@@ -26,7 +26,7 @@ struct xds_cache *xds_cache_new(void)
     struct xds_cache *c = calloc(1, sizeof(*c));
     if (!c)
         return NULL;
-    if (xds_resource_set_seal(&c->empty) != 0) {
+    if (xlate_resource_set_seal(&c->empty) != 0) {
         free(c);
         return NULL;
     }

@@ -58,7 +58,7 @@ int xds_rest_discovery(const struct xds_cache *cache, const char *default_group,
     }
     const cJSON *turl = field(req, "type_url", "typeUrl");
     if (turl && (!cJSON_IsString(turl) ||
-                 (turl->valuestring[0] && strcmp(turl->valuestring, xds_type_url(type)) != 0))) {
+                 (turl->valuestring[0] && strcmp(turl->valuestring, xlate_type_url(type)) != 0))) {
         code = fail(out, 400, "type_url does not match the endpoint\n");
         goto out;
     }
@@ -97,7 +97,7 @@ int xds_rest_discovery(const struct xds_cache *cache, const char *default_group,
         code = 304;
         goto out;
     }
-    const char *url = xds_type_url(type);
+    const char *url = xlate_type_url(type);
     int rc = cx_buf_puts(out, "{\"version_info\":");
     rc |= cx_json_escape(out, set->version);
     rc |= cx_buf_puts(out, ",\"resources\":[");

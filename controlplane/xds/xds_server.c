@@ -107,7 +107,7 @@ static void metrics_init(struct xds_metrics *m)
         cx_counter("coxswain_xds_nacks_total",
                    "NACKs (requests with error_detail) by node group and type.", "group,type");
     for (int t = 0; t <= XDS_TYPE_COUNT; t++) {
-        const char *tn = t < XDS_TYPE_COUNT ? xds_type_short((enum xds_type)t) : "unknown";
+        const char *tn = t < XDS_TYPE_COUNT ? xlate_type_short((enum xds_type)t) : "unknown";
         if (t < XDS_TYPE_COUNT) {
             m->pushes[t] = pushes ? cx_metric_with(pushes, tn) : NULL;
             m->push_bytes[t] = bytes ? cx_metric_with(bytes, tn) : NULL;
@@ -162,7 +162,7 @@ static int emit_blob(void *user, const void *p, size_t n, struct xds_resource *r
 static void memo_clear(struct memo_entry *e)
 {
     for (size_t i = 0; i < e->n; i++)
-        xds_resource_unref(e->items[i]);
+        xlate_resource_unref(e->items[i]);
     free(e->items);
     blob_unref(e->blob);
     memset(e, 0, sizeof(*e));
@@ -203,7 +203,7 @@ static struct blob *memo_get(struct xds_server *s, const struct xds_ads_response
     }
     memo_clear(victim);
     for (size_t i = 0; i < r->n; i++)
-        items[i] = xds_resource_ref(r->items[i]);
+        items[i] = xlate_resource_ref(r->items[i]);
     *victim = (struct memo_entry){.hash = h,
                                   .last_use = ++s->memo_clock,
                                   .type = r->type,
@@ -255,7 +255,7 @@ static int send_response(struct sstream *ss, const struct xds_ads_response *r)
         m_add(s->m.push_bytes[r->type], (double)(size + 5));
         m_add(s->m.push_resources[r->type], (double)r->n);
         cx_debug("xds", "push %s version %s nonce %s (%zu resources, %zu bytes) to %s",
-                 xds_type_short(r->type), r->version, r->nonce, r->n, size, ss->ads.node_id);
+                 xlate_type_short(r->type), r->version, r->nonce, r->n, size, ss->ads.node_id);
     }
     return rc;
 }
@@ -300,7 +300,7 @@ static void note_nack(struct sstream *ss, const struct xds_ads_event *ev)
     struct xds_nack_stat *st = xds_cache_nack(&ss->watch, t);
     s->stats.nacks_total++;
     if (s->m.nacks)
-        cx_metric_inc(s->m.nacks, ss->ads.group, xds_type_short(t));
+        cx_metric_inc(s->m.nacks, ss->ads.group, xlate_type_short(t));
     if (!st)
         return;
     st->total++;
@@ -313,7 +313,7 @@ static void note_nack(struct sstream *ss, const struct xds_ads_event *ev)
     snprintf(st->last_node, sizeof(st->last_node), "%s", ss->ads.node_id);
     snprintf(st->last_message, sizeof(st->last_message), "%s", ev->nack_message);
     cx_warn("xds", "NACK from node \"%s\" (group \"%s\", %s) for %s version %s: code %d: %s",
-            ss->ads.node_id, ss->ads.group, xds_h2_stream_peer(ss->h2), xds_type_short(t),
+            ss->ads.node_id, ss->ads.group, xds_h2_stream_peer(ss->h2), xlate_type_short(t),
             ev->version, ev->nack_code, ev->nack_message);
     if (s->nack_cb) {
         struct xds_nack n = {
@@ -407,8 +407,9 @@ static int ads_message(void *ctx, const uint8_t *msg, size_t len, const char **e
     if (cx_log_enabled(CX_LOG_DEBUG) && ev.type >= 0) {
         const struct xds_ads_type_state *ts = &ss->ads.types[ev.type];
         cx_debug("xds", "request %s %s from %s: %zu names%s, nonce sent %s, awaiting %d",
-                 xds_type_short((enum xds_type)ev.type), verdict_names[ev.verdict], ss->ads.node_id,
-                 ts->nnames, ts->wildcard ? " (wildcard)" : "", ts->nonce_sent, ts->awaiting);
+                 xlate_type_short((enum xds_type)ev.type), verdict_names[ev.verdict],
+                 ss->ads.node_id, ts->nnames, ts->wildcard ? " (wildcard)" : "", ts->nonce_sent,
+                 ts->awaiting);
     }
     m_add(s->m.requests[ev.type >= 0 ? ev.type : XDS_TYPE_COUNT][ev.verdict], 1);
     if (ev.verdict == XDS_ADS_NACK)

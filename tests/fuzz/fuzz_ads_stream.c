@@ -23,7 +23,7 @@ static struct xds_resource *res(enum xds_type t, const char *name, const char *p
     size_t n = strlen(payload);
     uint8_t *b = malloc(n + 1);
     memcpy(b, payload, n + 1);
-    return xds_resource_new(t, name, b, n);
+    return xlate_resource_new(t, name, b, n);
 }
 
 /* Two versions of one group: "l1","r1","c1"/"c2","c1" (EDS); the second
@@ -46,7 +46,7 @@ static void build(void)
                     continue;
                 s->items[s->n++] = res((enum xds_type)t, names[t][i], v && i == 0 ? "v2" : "v1");
             }
-            if (xds_resource_set_seal(s) != 0)
+            if (xlate_resource_set_seal(s) != 0)
                 abort();
         }
     }
@@ -79,7 +79,7 @@ static void drain(struct ctx *c)
         Envoy__Service__Discovery__V3__DiscoveryResponse *d =
             envoy__service__discovery__v3__discovery_response__unpack(NULL, b.len,
                                                                       (uint8_t *)b.data);
-        if (!d || strcmp(d->type_url, xds_type_url(r.type)) != 0 || d->n_resources != r.n)
+        if (!d || strcmp(d->type_url, xlate_type_url(r.type)) != 0 || d->n_resources != r.n)
             abort();
         envoy__service__discovery__v3__discovery_response__free_unpacked(d, NULL);
         cx_buf_free(&b);

@@ -28,34 +28,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(s.key, rest + cut, n - cut);
     s.crtlen = cut;
     s.keylen = n - cut;
-    if (xl_tls_check_pair(&a, &s) == 0) {
+    if (xlate_tls_check_pair(&a, &s) == 0) {
         if (s.state == XL_SECRET_OK && s.cert.nchain == 0)
             abort();
         if (s.state != XL_SECRET_OK && !s.problem)
             abort();
         for (size_t i = 0; i < s.cert.ndns; i++)
-            (void)xl_tls_cert_covers(&s.cert, s.cert.dns[i]);
+            (void)xlate_tls_cert_covers(&s.cert, s.cert.dns[i]);
         char names[200];
-        xl_tls_names_str(&s.cert, names, sizeof(names));
+        xlate_tls_names_str(&s.cert, names, sizeof(names));
     }
     if (ERR_peek_error() != 0)
         abort();
     char msg[300];
-    (void)xl_tls_check_ca((const char *)rest, n, msg, sizeof(msg));
+    (void)xlate_tls_check_ca((const char *)rest, n, msg, sizeof(msg));
     uint8_t *out = malloc(n / 4 * 3 + 1);
-    long d = xl_b64_decode((const char *)rest, n - n % 4, out);
+    long d = xlate_b64_decode((const char *)rest, n - n % 4, out);
     if (d > (long)(n / 4 * 3))
         abort();
     free(out);
     /* names: the two halves as a certificate name and a host */
     char *x = strndup((const char *)s.crt, s.crtlen), *y = strndup((const char *)s.key, s.keylen);
-    int c = xl_tls_name_covers(x, y);
+    int c = xlate_tls_name_covers(x, y);
     if (c < 0 || c > 2)
         abort();
     free(x);
     free(y);
     free(s.crt);
     free(s.key);
-    xl_arena_free(&a);
+    xlate_arena_free(&a);
     return 0;
 }

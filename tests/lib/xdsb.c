@@ -18,7 +18,7 @@ static struct xds_resource *pack(enum xds_type t, const char *name, const Protob
     if (!buf)
         return NULL;
     protobuf_c_message_pack(m, buf);
-    return xds_resource_new(t, name, buf, n);
+    return xlate_resource_new(t, name, buf, n);
 }
 
 #define HCM_PFX Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__

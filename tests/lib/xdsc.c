@@ -487,7 +487,7 @@ static void ads_on_message(void *user, struct xdsc_call *call, const uint8_t *ms
     if (!r)
         return;
     a->responses++;
-    int t = xds_type_from_url(r->type_url);
+    int t = xlate_type_from_url(r->type_url);
     if (t >= 0) {
         snprintf(a->version[t], sizeof(a->version[t]), "%s", r->version_info);
         snprintf(a->nonce[t], sizeof(a->nonce[t]), "%s", r->nonce);
@@ -562,7 +562,7 @@ int xdsc_encode_request(struct cx_buf *out, enum xds_type type, const char *cons
     Google__Protobuf__Struct__FieldsEntry *fes[1] = {&fe};
     Google__Protobuf__Value val = GOOGLE__PROTOBUF__VALUE__INIT;
     Google__Rpc__Status st = GOOGLE__RPC__STATUS__INIT;
-    req.type_url = (char *)xds_type_url(type);
+    req.type_url = (char *)xlate_type_url(type);
     req.version_info = (char *)(version ? version : "");
     req.response_nonce = (char *)(nonce ? nonce : "");
     req.resource_names = (char **)names;
@@ -805,7 +805,7 @@ struct xds_resource *xdsc_fake_resource(enum xds_type type, const char *name, co
     cx_buf_free(&b);
     if (!bytes)
         return NULL;
-    return xds_resource_new(type, name, bytes, len);
+    return xlate_resource_new(type, name, bytes, len);
 }
 
 struct xlate_snapshot *xdsc_snapshot_new(void)
@@ -827,7 +827,7 @@ int xdsc_snapshot_add(struct xlate_snapshot *s, const char *group, struct xds_re
     if (!g) {
         struct xlate_group *v = realloc(s->groups, (s->ngroups + 1) * sizeof(*v));
         if (!v) {
-            xds_resource_unref(r);
+            xlate_resource_unref(r);
             return -1;
         }
         s->groups = v;
@@ -839,7 +839,7 @@ int xdsc_snapshot_add(struct xlate_snapshot *s, const char *group, struct xds_re
     struct xds_resource_set *set = &g->types[r->type];
     struct xds_resource **items = realloc(set->items, (set->n + 1) * sizeof(*items));
     if (!items) {
-        xds_resource_unref(r);
+        xlate_resource_unref(r);
         return -1;
     }
     set->items = items;
@@ -858,7 +858,7 @@ int xdsc_snapshot_seal(struct xlate_snapshot *s)
         qsort(s->groups, s->ngroups, sizeof(*s->groups), group_cmp);
     for (size_t g = 0; g < s->ngroups; g++)
         for (int t = 0; t < XDS_TYPE_COUNT; t++)
-            if (xds_resource_set_seal(&s->groups[g].types[t]) != 0)
+            if (xlate_resource_set_seal(&s->groups[g].types[t]) != 0)
                 return -1;
     xlate_snapshot_seal(s);
     return 0;

@@ -411,7 +411,7 @@ static void test_python_translator_snapshot_routing(void)
                snap->reports[i].message ? snap->reports[i].message : "");
     const struct xlate_group *g = xlate_snapshot_group(snap, GROUP);
     REQUIRE(g != NULL);
-    CHECK(xds_resource_set_find(&g->types[XDS_LISTENER], "tr.test") != NULL);
+    CHECK(xlate_resource_set_find(&g->types[XDS_LISTENER], "tr.test") != NULL);
     xds_server_set_snapshot(srv, snap);
     xlate_snapshot_unref(snap);
     xlate_ctx_free(ctx);

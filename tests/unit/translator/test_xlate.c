@@ -43,7 +43,7 @@ static int sets_sane(const struct xlate_snapshot *s)
             struct xds_resource_set copy = {.n = set->n,
                                             .items = malloc((set->n + 1) * sizeof(void *))};
             memcpy(copy.items, set->items, set->n * sizeof(void *));
-            int ok = xds_resource_set_seal(&copy) == 0 && strcmp(copy.version, set->version) == 0;
+            int ok = xlate_resource_set_seal(&copy) == 0 && strcmp(copy.version, set->version) == 0;
             free(copy.items);
             if (!ok)
                 return 0;
@@ -436,7 +436,7 @@ static struct xds_resource *find(const struct xlate_snapshot *s, const char *gro
                                  const char *name)
 {
     const struct xlate_group *g = xlate_snapshot_group(s, group);
-    return g ? xds_resource_set_find(&g->types[t], name) : NULL;
+    return g ? xlate_resource_set_find(&g->types[t], name) : NULL;
 }
 
 static int same_versions(const struct xlate_snapshot *a, const struct xlate_snapshot *b)

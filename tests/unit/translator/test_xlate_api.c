@@ -19,14 +19,14 @@ static void parse(struct parsed *p, enum xlate_kind kind, const char *json)
     p->json = cJSON_Parse(json);
     if (!p->json)
         cxt_fail(__FILE__, __LINE__, 1, "bad test JSON: %s", json);
-    if (xl_api_parse(kind, p->json, &p->a, &p->o) != 0)
+    if (xlate_api_parse(kind, p->json, &p->a, &p->o) != 0)
         cxt_fail(__FILE__, __LINE__, 1, "parse ran out of memory");
 }
 
 static void done(struct parsed *p)
 {
-    xl_object_release(&p->o);
-    xl_arena_free(&p->a);
+    xlate_object_release(&p->o);
+    xlate_arena_free(&p->a);
     cJSON_Delete(p->json);
 }
 
@@ -36,9 +36,9 @@ static int has(const struct parsed *p, enum xl_reason reason, const char *msg)
     for (size_t i = 0; i < p->o.errors.n; i++)
         if (p->o.errors.items[i].reason == reason && strcmp(p->o.errors.items[i].msg, msg) == 0)
             return 1;
-    fprintf(stderr, "# want [%s] %s; have:\n", xl_reason_name(reason), msg);
+    fprintf(stderr, "# want [%s] %s; have:\n", xlate_reason_name(reason), msg);
     for (size_t i = 0; i < p->o.errors.n; i++)
-        fprintf(stderr, "#   [%s] %s\n", xl_reason_name(p->o.errors.items[i].reason),
+        fprintf(stderr, "#   [%s] %s\n", xlate_reason_name(p->o.errors.items[i].reason),
                 p->o.errors.items[i].msg);
     return 0;
 }
@@ -78,8 +78,8 @@ static void test_gateway_defaults_and_errors(void)
     CHECK_INT_EQ(p.o.meta.generation, 3);
     CHECK_STR_EQ(p.o.meta.uid, "u1");
     CHECK_STR_EQ(p.o.meta.labels[0].key, "a"); /* sorted */
-    CHECK_STR_EQ(xl_meta_label(&p.o.meta, "z"), "1");
-    CHECK(xl_meta_label(&p.o.meta, "q") == NULL);
+    CHECK_STR_EQ(xlate_meta_label(&p.o.meta, "z"), "1");
+    CHECK(xlate_meta_label(&p.o.meta, "q") == NULL);
     CHECK_INT_EQ(p.o.u.gw.mode, XLATE_MODE_ENVOY);
     CHECK_STR_EQ(p.o.u.gw.bind_address, "0.0.0.0");
     CHECK_INT_EQ(p.o.u.gw.bind_port, 8080);
@@ -96,7 +96,7 @@ static void test_gateway_defaults_and_errors(void)
     CHECK(p.o.u.gw.all_namespaces);
     CHECK_STR_EQ(p.o.u.gw.vs_namespaces[0], "a");
     CHECK(p.o.u.gw.vs_selector != NULL);
-    CHECK_INT_EQ(xl_errors_state(&p.o.errors), XLATE_WARNING);
+    CHECK_INT_EQ(xlate_errors_state(&p.o.errors), XLATE_WARNING);
     CHECK(has(&p, XL_R_UNSUPPORTED,
               "spec.bindPort: ignored in proxyless mode (gRPC clients open no listener)"));
     done(&p);
@@ -104,7 +104,7 @@ static void test_gateway_defaults_and_errors(void)
     parse(&p, XLATE_KIND_GATEWAY,
           "{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"Gateway\",\"metadata\":{\"name\":\"g\"},"
           "\"spec\":{\"bindPort\":\"80\",\"bindAddress\":\"::1\",\"extra\":1}}");
-    CHECK_INT_EQ(xl_errors_state(&p.o.errors), XLATE_REJECTED);
+    CHECK_INT_EQ(xlate_errors_state(&p.o.errors), XLATE_REJECTED);
     CHECK(has(&p, XL_R_INVALID_SPEC, "spec.bindPort: must be an integer, got string"));
     CHECK(has(&p, XL_R_UNKNOWN_FIELD, "spec.extra: unknown field"));
     CHECK_STR_EQ(p.o.u.gw.bind_address, "::1");
@@ -165,7 +165,7 @@ static void test_precise_errors(void)
            "{\"match\":{\"path\":\"/p\"},\"delegate\":{\"name\":\"t\"}},"
            "{\"upstream\":{\"name\":\"u\"},\"prefixRewrite\":\"/x\",\"match\":{\"regex\":\"/r\"}},"
            "\"oops\"]}"));
-    CHECK_INT_EQ(xl_errors_state(&p.o.errors), XLATE_REJECTED);
+    CHECK_INT_EQ(xlate_errors_state(&p.o.errors), XLATE_REJECTED);
     CHECK(has(&p, XL_R_INVALID_DOMAIN, "spec.domains[1]: duplicate domain \"A.com\""));
     CHECK(has(&p, XL_R_INVALID_DOMAIN,
               "spec.domains[2]: invalid domain \"x*y\": a wildcard must be the whole domain or "
@@ -195,7 +195,7 @@ static void test_precise_errors(void)
     parse(&p, XLATE_KIND_VIRTUAL_SERVICE, doc);
     CHECK_INT_EQ(p.o.errors.n, XLATE_MAX_ERRORS);
     CHECK_INT_EQ(p.o.errors.dropped, 30 - XLATE_MAX_ERRORS);
-    CHECK_INT_EQ(xl_errors_state(&p.o.errors), XLATE_REJECTED);
+    CHECK_INT_EQ(xlate_errors_state(&p.o.errors), XLATE_REJECTED);
     CHECK(has(&p, XL_R_UNKNOWN_FIELD, "spec.routes[15].match.prefx: unknown field"));
     done(&p);
 }
@@ -320,13 +320,14 @@ static void test_unsupported_version_and_missing_spec(void)
 static void test_helpers(void)
 {
     char msg[200];
-    CHECK_INT_EQ(xl_domain_valid("*", msg, sizeof(msg)), 0);
-    CHECK_INT_EQ(xl_domain_valid("example.*", msg, sizeof(msg)), 0);
-    CHECK_INT_EQ(xl_domain_valid("[::1]:8080", msg, sizeof(msg)), 0);
-    CHECK_INT_EQ(xl_domain_valid("a**", msg, sizeof(msg)), -1);
-    CHECK_INT_EQ(xl_domain_valid("", msg, sizeof(msg)), -1);
-    CHECK_INT_EQ(xl_domain_valid("a b", msg, sizeof(msg)), -1);
-    CHECK(xl_is_ip("10.0.0.1") && xl_is_ip("fd00::1") && !xl_is_ip("10.0.0") && !xl_is_ip(NULL));
+    CHECK_INT_EQ(xlate_domain_valid("*", msg, sizeof(msg)), 0);
+    CHECK_INT_EQ(xlate_domain_valid("example.*", msg, sizeof(msg)), 0);
+    CHECK_INT_EQ(xlate_domain_valid("[::1]:8080", msg, sizeof(msg)), 0);
+    CHECK_INT_EQ(xlate_domain_valid("a**", msg, sizeof(msg)), -1);
+    CHECK_INT_EQ(xlate_domain_valid("", msg, sizeof(msg)), -1);
+    CHECK_INT_EQ(xlate_domain_valid("a b", msg, sizeof(msg)), -1);
+    CHECK(xlate_is_ip("10.0.0.1") && xlate_is_ip("fd00::1") && !xlate_is_ip("10.0.0") &&
+          !xlate_is_ip(NULL));
     /* the IPv4 fast path agrees with inet_pton on edge cases and on random
      * strings over the characters that matter */
     static const char *const v4[] = {
@@ -336,9 +337,9 @@ static void test_helpers(void)
     unsigned char ab[16];
     for (size_t i = 0; i < sizeof(v4) / sizeof(v4[0]); i++) {
         int want = inet_pton(AF_INET, v4[i], ab) == 1 || inet_pton(AF_INET6, v4[i], ab) == 1;
-        if (xl_is_ip(v4[i]) != want)
-            fprintf(stderr, "xl_is_ip(\"%s\") != %d\n", v4[i], want);
-        CHECK_INT_EQ(xl_is_ip(v4[i]), want);
+        if (xlate_is_ip(v4[i]) != want)
+            fprintf(stderr, "xlate_is_ip(\"%s\") != %d\n", v4[i], want);
+        CHECK_INT_EQ(xlate_is_ip(v4[i]), want);
     }
     uint32_t seed = 12345;
     for (int i = 0; i < 200000; i++) {
@@ -352,21 +353,21 @@ static void test_helpers(void)
         }
         str[len] = '\0';
         int want = inet_pton(AF_INET, str, ab) == 1 || inet_pton(AF_INET6, str, ab) == 1;
-        if (xl_is_ip(str) != want) {
-            fprintf(stderr, "xl_is_ip(\"%s\") != %d\n", str, want);
-            CHECK_INT_EQ(xl_is_ip(str), want);
+        if (xlate_is_ip(str) != want) {
+            fprintf(stderr, "xlate_is_ip(\"%s\") != %d\n", str, want);
+            CHECK_INT_EQ(xlate_is_ip(str), want);
             break;
         }
     }
-    CHECK_STR_EQ(xl_reason_name(XL_R_DELEGATION_CYCLE), "DelegationCycle");
-    CHECK_STR_EQ(xl_reason_name(XL_R_COUNT), "Unknown");
+    CHECK_STR_EQ(xlate_reason_name(XL_R_DELEGATION_CYCLE), "DelegationCycle");
+    CHECK_STR_EQ(xlate_reason_name(XL_R_COUNT), "Unknown");
     struct xl_errors e = {0};
     struct xl_arena a = {0};
-    CHECK_INT_EQ(xl_errors_state(&e), XLATE_ACCEPTED);
-    CHECK_INT_EQ(xl_errors_add(&e, &a, XLATE_WARNING, XL_R_REGEX_SIZE, "w %d", 1), 0);
-    CHECK_INT_EQ(xl_errors_state(&e), XLATE_WARNING);
+    CHECK_INT_EQ(xlate_errors_state(&e), XLATE_ACCEPTED);
+    CHECK_INT_EQ(xlate_errors_add(&e, &a, XLATE_WARNING, XL_R_REGEX_SIZE, "w %d", 1), 0);
+    CHECK_INT_EQ(xlate_errors_state(&e), XLATE_WARNING);
     CHECK_STR_EQ(e.items[0].msg, "w 1");
-    xl_arena_free(&a);
+    xlate_arena_free(&a);
 }
 
 static const struct cxt_case cases[] = {

@@ -45,7 +45,7 @@ static void test_listeners(void)
 {
     uint8_t *b = NULL;
     size_t len = 0;
-    REQUIRE_INT_EQ(xl_encode_listener_envoy("ns/gw", "::", 8443, "ns/gw", "ns_gw", &b, &len), 0);
+    REQUIRE_INT_EQ(xlate_encode_listener_envoy("ns/gw", "::", 8443, "ns/gw", "ns_gw", &b, &len), 0);
     Envoy__Config__Listener__V3__Listener *l =
         envoy__config__listener__v3__listener__unpack(NULL, len, b);
     REQUIRE(l);
@@ -60,7 +60,7 @@ static void test_listeners(void)
     protobuf_c_message_free_unpacked(&l->base, NULL);
     free(b);
 
-    REQUIRE_INT_EQ(xl_encode_listener_api("greeter:50051", "ns/mesh", "ns_mesh", &b, &len), 0);
+    REQUIRE_INT_EQ(xlate_encode_listener_api("greeter:50051", "ns/mesh", "ns_mesh", &b, &len), 0);
     l = envoy__config__listener__v3__listener__unpack(NULL, len, b);
     REQUIRE(l);
     /* gRPC: the name is the dialled target, no address, an ApiListener */
@@ -108,7 +108,8 @@ static void test_cluster_tls_bytes(void)
         uint8_t *b = NULL;
         size_t len = 0;
         REQUIRE_INT_EQ(
-            xl_encode_cluster_tls("ns/tls", XL_LB_RING_HASH, 250000000, 1, &cases[i], &b, &len), 0);
+            xlate_encode_cluster_tls("ns/tls", XL_LB_RING_HASH, 250000000, 1, &cases[i], &b, &len),
+            0);
         Envoy__Config__Cluster__V3__Cluster *c =
             envoy__config__cluster__v3__cluster__unpack(NULL, len, b);
         REQUIRE(c);
@@ -136,7 +137,7 @@ static void test_cluster(void)
     for (size_t i = 0; i < 4; i++) {
         uint8_t *b = NULL;
         size_t len = 0;
-        REQUIRE_INT_EQ(xl_encode_cluster("ns/up", lbs[i].lb, 1500000000, i == 0, &b, &len), 0);
+        REQUIRE_INT_EQ(xlate_encode_cluster("ns/up", lbs[i].lb, 1500000000, i == 0, &b, &len), 0);
         Envoy__Config__Cluster__V3__Cluster *c =
             envoy__config__cluster__v3__cluster__unpack(NULL, len, b);
         REQUIRE(c);
@@ -175,7 +176,7 @@ static void test_cla(void)
     };
     uint8_t *b = NULL;
     size_t len = 0;
-    REQUIRE_INT_EQ(xl_encode_cla("ns/up", eps, 3, &b, &len), 0);
+    REQUIRE_INT_EQ(xlate_encode_cla("ns/up", eps, 3, &b, &len), 0);
     Envoy__Config__Endpoint__V3__ClusterLoadAssignment *c =
         envoy__config__endpoint__v3__cluster_load_assignment__unpack(NULL, len, b);
     REQUIRE(c);
@@ -203,7 +204,7 @@ static void test_cla(void)
     protobuf_c_message_free_unpacked(&c->base, NULL);
     free(b);
     /* no endpoints: an empty assignment, still named */
-    REQUIRE_INT_EQ(xl_encode_cla("ns/empty", NULL, 0, &b, &len), 0);
+    REQUIRE_INT_EQ(xlate_encode_cla("ns/empty", NULL, 0, &b, &len), 0);
     c = envoy__config__endpoint__v3__cluster_load_assignment__unpack(NULL, len, b);
     REQUIRE(c);
     CHECK_STR_EQ(c->cluster_name, "ns/empty");
@@ -212,7 +213,7 @@ static void test_cla(void)
     free(b);
 }
 
-/* The ClusterLoadAssignment as protobuf-c packs it: what xl_encode_cla,
+/* The ClusterLoadAssignment as protobuf-c packs it: what xlate_encode_cla,
  * which writes the bytes directly, must give byte for byte. */
 static uint8_t *reference_cla(const char *name, const struct xl_lb_endpoint *eps, size_t n,
                               size_t *len)
@@ -305,7 +306,7 @@ static void test_cla_bytes(void)
         size_t want_len = 0, len = 0;
         uint8_t *want = reference_cla(cases[c].name, cases[c].eps, cases[c].n, &want_len);
         uint8_t *b = NULL;
-        REQUIRE_INT_EQ(xl_encode_cla(cases[c].name, cases[c].eps, cases[c].n, &b, &len), 0);
+        REQUIRE_INT_EQ(xlate_encode_cla(cases[c].name, cases[c].eps, cases[c].n, &b, &len), 0);
         CHECK_INT_EQ(len, want_len);
         CHECK(len == want_len && memcmp(b, want, len) == 0);
         free(b);
@@ -313,7 +314,7 @@ static void test_cla_bytes(void)
     }
 }
 
-/* ---- the VirtualHost as protobuf-c packs it (xl_encode_vhost writes the
+/* ---- the VirtualHost as protobuf-c packs it (xlate_encode_vhost writes the
  * bytes directly and must give the same, byte for byte) ---------------------- */
 
 typedef Envoy__Config__Route__V3__VirtualHost VirtualHost;
@@ -331,7 +332,7 @@ typedef Envoy__Type__Matcher__V3__RegexMatcher__GoogleRE2 GoogleRE2;
 
 static void *new_msg(struct xl_arena *a, size_t size, const void *init)
 {
-    void *p = xl_alloc(a, size);
+    void *p = xlate_alloc(a, size);
     if (p)
         memcpy(p, init, size);
     return p;
@@ -426,7 +427,7 @@ static Route *ref_route(struct xl_arena *a, const struct xl_rroute *r, enum xlat
             return NULL;
     }
     if (r->nheaders) {
-        m->headers = xl_alloc(a, r->nheaders * sizeof(*m->headers));
+        m->headers = xlate_alloc(a, r->nheaders * sizeof(*m->headers));
         if (!m->headers)
             return NULL;
         for (size_t i = 0; i < r->nheaders; i++)
@@ -443,7 +444,7 @@ static Route *ref_route(struct xl_arena *a, const struct xl_rroute *r, enum xlat
             NEW(a, WeightedCluster, ENVOY__CONFIG__ROUTE__V3__WEIGHTED_CLUSTER__INIT);
         if (!wc)
             return NULL;
-        wc->clusters = xl_alloc(a, r->nwc * sizeof(*wc->clusters));
+        wc->clusters = xlate_alloc(a, r->nwc * sizeof(*wc->clusters));
         if (!wc->clusters)
             return NULL;
         for (size_t i = 0; i < r->nwc; i++) {
@@ -510,7 +511,7 @@ static int reference_vhost(const char *name, char *const *domains, size_t ndomai
     vh.name = (char *)name;
     vh.domains = (char **)domains;
     vh.n_domains = ndomains;
-    vh.routes = xl_alloc(&a, (nroutes ? nroutes : 1) * sizeof(*vh.routes));
+    vh.routes = xlate_alloc(&a, (nroutes ? nroutes : 1) * sizeof(*vh.routes));
     if (!vh.routes)
         goto out;
     for (size_t i = 0; i < nroutes; i++)
@@ -522,7 +523,7 @@ static int reference_vhost(const char *name, char *const *domains, size_t ndomai
     protobuf_c_message_pack(&vh.base, *out);
     rc = 0;
 out:
-    xl_arena_free(&a);
+    xlate_arena_free(&a);
     return rc;
 }
 
@@ -605,8 +606,8 @@ static void test_vhost_bytes(void)
                                            cases[c].routes, cases[c].nroutes, mode, &want,
                                            &want_len),
                            0);
-            REQUIRE_INT_EQ(xl_encode_vhost(cases[c].name, cases[c].domains, cases[c].ndomains,
-                                           cases[c].routes, cases[c].nroutes, mode, &b, &len),
+            REQUIRE_INT_EQ(xlate_encode_vhost(cases[c].name, cases[c].domains, cases[c].ndomains,
+                                              cases[c].routes, cases[c].nroutes, mode, &b, &len),
                            0);
             CHECK_INT_EQ(len, want_len);
             CHECK(len == want_len && memcmp(b, want, len) == 0);
@@ -651,10 +652,10 @@ static void test_vhost_modes_and_rc_assembly(void)
     char *domains[] = {"a.example.com"};
     uint8_t *env = NULL, *pl = NULL;
     size_t envlen = 0, pllen = 0;
-    REQUIRE_INT_EQ(xl_encode_vhost("ns/vs", domains, 1, routes, 3, XLATE_MODE_ENVOY, &env, &envlen),
-                   0);
     REQUIRE_INT_EQ(
-        xl_encode_vhost("ns/vs", domains, 1, routes, 3, XLATE_MODE_PROXYLESS, &pl, &pllen), 0);
+        xlate_encode_vhost("ns/vs", domains, 1, routes, 3, XLATE_MODE_ENVOY, &env, &envlen), 0);
+    REQUIRE_INT_EQ(
+        xlate_encode_vhost("ns/vs", domains, 1, routes, 3, XLATE_MODE_PROXYLESS, &pl, &pllen), 0);
     Envoy__Config__Route__V3__VirtualHost *e =
         envoy__config__route__v3__virtual_host__unpack(NULL, envlen, env);
     Envoy__Config__Route__V3__VirtualHost *p =
@@ -697,7 +698,7 @@ static void test_vhost_modes_and_rc_assembly(void)
     struct xl_bytes vh[2] = {{env, envlen}, {pl, pllen}};
     uint8_t *rc = NULL;
     size_t rclen = 0;
-    REQUIRE_INT_EQ(xl_encode_route_config("ns/gw", vh, 2, &rc, &rclen), 0);
+    REQUIRE_INT_EQ(xlate_encode_route_config("ns/gw", vh, 2, &rc, &rclen), 0);
     Envoy__Config__Route__V3__RouteConfiguration whole =
         ENVOY__CONFIG__ROUTE__V3__ROUTE_CONFIGURATION__INIT;
     Envoy__Config__Route__V3__VirtualHost *vhs[2] = {e, p};
@@ -712,7 +713,7 @@ static void test_vhost_modes_and_rc_assembly(void)
     free(wb);
     free(rc);
     /* no virtual host: just the name */
-    REQUIRE_INT_EQ(xl_encode_route_config("ns/empty", NULL, 0, &rc, &rclen), 0);
+    REQUIRE_INT_EQ(xlate_encode_route_config("ns/empty", NULL, 0, &rc, &rclen), 0);
     Envoy__Config__Route__V3__RouteConfiguration *back =
         envoy__config__route__v3__route_configuration__unpack(NULL, rclen, rc);
     REQUIRE(back);

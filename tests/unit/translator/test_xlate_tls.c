@@ -32,37 +32,37 @@ static char *file(const char *name, size_t *len)
 static void test_base64(void)
 {
     uint8_t out[16];
-    CHECK_INT_EQ(xl_b64_decode("aGVsbG8=", 8, out), 5);
+    CHECK_INT_EQ(xlate_b64_decode("aGVsbG8=", 8, out), 5);
     CHECK(memcmp(out, "hello", 5) == 0);
-    CHECK_INT_EQ(xl_b64_decode("aGk=", 4, out), 2);
-    CHECK_INT_EQ(xl_b64_decode("YWJj", 4, out), 3);
-    CHECK_INT_EQ(xl_b64_decode("", 0, out), 0);
-    CHECK_INT_EQ(xl_b64_decode("aGVsbG8", 7, out), -1);  /* not a multiple of 4 */
-    CHECK_INT_EQ(xl_b64_decode("aG=sbG8=", 8, out), -1); /* padding inside */
-    CHECK_INT_EQ(xl_b64_decode("aGVs\nG8=", 8, out), -1);
-    CHECK_INT_EQ(xl_b64_decode("!!!!", 4, out), -1);
+    CHECK_INT_EQ(xlate_b64_decode("aGk=", 4, out), 2);
+    CHECK_INT_EQ(xlate_b64_decode("YWJj", 4, out), 3);
+    CHECK_INT_EQ(xlate_b64_decode("", 0, out), 0);
+    CHECK_INT_EQ(xlate_b64_decode("aGVsbG8", 7, out), -1);  /* not a multiple of 4 */
+    CHECK_INT_EQ(xlate_b64_decode("aG=sbG8=", 8, out), -1); /* padding inside */
+    CHECK_INT_EQ(xlate_b64_decode("aGVs\nG8=", 8, out), -1);
+    CHECK_INT_EQ(xlate_b64_decode("!!!!", 4, out), -1);
 }
 
 static void test_names(void)
 {
-    CHECK_INT_EQ(xl_tls_name_covers("www.example.com", "www.example.com"), 2);
-    CHECK_INT_EQ(xl_tls_name_covers("WWW.Example.com", "www.example.COM"), 2);
-    CHECK_INT_EQ(xl_tls_name_covers("*.example.com", "a.example.com"), 1);
-    CHECK_INT_EQ(xl_tls_name_covers("*.example.com", "example.com"), 0);
-    CHECK_INT_EQ(xl_tls_name_covers("*.example.com", "a.b.example.com"), 0);
-    CHECK_INT_EQ(xl_tls_name_covers("*.example.com", "*.example.com"), 2);
-    CHECK_INT_EQ(xl_tls_name_covers("*.example.com", "*.a.example.com"), 0);
-    CHECK_INT_EQ(xl_tls_name_covers("a.example.com", "*.example.com"), 0);
-    CHECK_INT_EQ(xl_tls_name_covers("*.example.com", ".example.com"), 0);
-    CHECK_INT_EQ(xl_tls_name_covers("*", "a"), 0);
-    CHECK_INT_EQ(xl_tls_name_covers("", "a"), 0);
+    CHECK_INT_EQ(xlate_tls_name_covers("www.example.com", "www.example.com"), 2);
+    CHECK_INT_EQ(xlate_tls_name_covers("WWW.Example.com", "www.example.COM"), 2);
+    CHECK_INT_EQ(xlate_tls_name_covers("*.example.com", "a.example.com"), 1);
+    CHECK_INT_EQ(xlate_tls_name_covers("*.example.com", "example.com"), 0);
+    CHECK_INT_EQ(xlate_tls_name_covers("*.example.com", "a.b.example.com"), 0);
+    CHECK_INT_EQ(xlate_tls_name_covers("*.example.com", "*.example.com"), 2);
+    CHECK_INT_EQ(xlate_tls_name_covers("*.example.com", "*.a.example.com"), 0);
+    CHECK_INT_EQ(xlate_tls_name_covers("a.example.com", "*.example.com"), 0);
+    CHECK_INT_EQ(xlate_tls_name_covers("*.example.com", ".example.com"), 0);
+    CHECK_INT_EQ(xlate_tls_name_covers("*", "a"), 0);
+    CHECK_INT_EQ(xlate_tls_name_covers("", "a"), 0);
 
-    CHECK(xl_tls_ref_allowed("a", "a", NULL));
-    CHECK(!xl_tls_ref_allowed("a", "b", NULL));
-    CHECK(xl_tls_ref_allowed("edge", "certs", "team-a, edge"));
-    CHECK(xl_tls_ref_allowed("edge", "certs", " *"));
-    CHECK(!xl_tls_ref_allowed("edge", "certs", "edges,edg,team"));
-    CHECK(!xl_tls_ref_allowed("edge", "certs", ""));
+    CHECK(xlate_tls_ref_allowed("a", "a", NULL));
+    CHECK(!xlate_tls_ref_allowed("a", "b", NULL));
+    CHECK(xlate_tls_ref_allowed("edge", "certs", "team-a, edge"));
+    CHECK(xlate_tls_ref_allowed("edge", "certs", " *"));
+    CHECK(!xlate_tls_ref_allowed("edge", "certs", "edges,edg,team"));
+    CHECK(!xlate_tls_ref_allowed("edge", "certs", ""));
 }
 
 static struct xl_secret pair(struct xl_arena *a, const char *crt, const char *key)
@@ -70,7 +70,7 @@ static struct xl_secret pair(struct xl_arena *a, const char *crt, const char *ke
     struct xl_secret s = {0};
     s.crt = (uint8_t *)file(crt, &s.crtlen);
     s.key = (uint8_t *)file(key, &s.keylen);
-    REQUIRE_INT_EQ(xl_tls_check_pair(a, &s), 0);
+    REQUIRE_INT_EQ(xlate_tls_check_pair(a, &s), 0);
     return s;
 }
 
@@ -93,10 +93,10 @@ static void test_pairs(void)
     CHECK_STR_EQ(s.cert.cn, "www.example.com");
     CHECK_INT_EQ(s.cert.not_before, 1704067200);  /* 2024-01-01 */
     CHECK_INT_EQ(s.cert.not_after, 4859740800LL); /* 2124-01-01 */
-    CHECK_INT_EQ(xl_tls_cert_covers(&s.cert, "example.com"), 2);
-    CHECK_INT_EQ(xl_tls_cert_covers(&s.cert, "api.example.com"), 0);
+    CHECK_INT_EQ(xlate_tls_cert_covers(&s.cert, "example.com"), 2);
+    CHECK_INT_EQ(xlate_tls_cert_covers(&s.cert, "api.example.com"), 0);
     char names[100];
-    xl_tls_names_str(&s.cert, names, sizeof(names));
+    xlate_tls_names_str(&s.cert, names, sizeof(names));
     CHECK_STR_EQ(names, "www.example.com, example.com");
     drop(&s);
 
@@ -131,17 +131,17 @@ static void test_pairs(void)
                               "-----END ENCRYPTED PRIVATE KEY-----\n";
     e.key = (uint8_t *)enc;
     e.keylen = sizeof(enc) - 1;
-    REQUIRE_INT_EQ(xl_tls_check_pair(&a, &e), 0);
+    REQUIRE_INT_EQ(xlate_tls_check_pair(&a, &e), 0);
     CHECK_INT_EQ(e.state, XL_SECRET_BAD_PEM);
     CHECK(e.problem && strstr(e.problem, "encrypted"));
     free(e.crt);
 
     s = pair(&a, "shop.crt", "shop.key");
-    CHECK_INT_EQ(xl_tls_cert_covers(&s.cert, "a.shop.example.com"), 1);
-    CHECK_INT_EQ(xl_tls_cert_covers(&s.cert, "*.shop.example.com"), 2);
-    CHECK_INT_EQ(xl_tls_cert_covers(&s.cert, "shop.example.com"), 0);
+    CHECK_INT_EQ(xlate_tls_cert_covers(&s.cert, "a.shop.example.com"), 1);
+    CHECK_INT_EQ(xlate_tls_cert_covers(&s.cert, "*.shop.example.com"), 2);
+    CHECK_INT_EQ(xlate_tls_cert_covers(&s.cert, "shop.example.com"), 0);
     drop(&s);
-    xl_arena_free(&a);
+    xlate_arena_free(&a);
 }
 
 static void test_validity(void)
@@ -150,20 +150,20 @@ static void test_validity(void)
     struct xl_secret old = pair(&a, "expired.crt", "expired.key");
     struct xl_secret fut = pair(&a, "future.crt", "future.key");
     CHECK_INT_EQ(old.state, XL_SECRET_OK);
-    CHECK_INT_EQ(xl_tls_phase(&old.cert, T2025), XL_CERT_EXPIRED);
-    CHECK_INT_EQ(xl_tls_phase(&old.cert, old.cert.not_after), XL_CERT_VALID);
-    CHECK_INT_EQ(xl_tls_phase(&old.cert, old.cert.not_after + 1), XL_CERT_EXPIRED);
-    CHECK_INT_EQ(xl_tls_phase(&old.cert, 0), XL_CERT_VALID); /* not checked */
-    CHECK_INT_EQ(xl_tls_phase(&fut.cert, T2025), XL_CERT_NOT_YET_VALID);
-    CHECK_INT_EQ(xl_tls_next_change(&fut.cert, T2025), fut.cert.not_before);
-    CHECK_INT_EQ(xl_tls_next_change(&old.cert, T2025), 0);
-    CHECK_INT_EQ(xl_tls_next_change(&old.cert, old.cert.not_before), old.cert.not_after + 1);
+    CHECK_INT_EQ(xlate_tls_phase(&old.cert, T2025), XL_CERT_EXPIRED);
+    CHECK_INT_EQ(xlate_tls_phase(&old.cert, old.cert.not_after), XL_CERT_VALID);
+    CHECK_INT_EQ(xlate_tls_phase(&old.cert, old.cert.not_after + 1), XL_CERT_EXPIRED);
+    CHECK_INT_EQ(xlate_tls_phase(&old.cert, 0), XL_CERT_VALID); /* not checked */
+    CHECK_INT_EQ(xlate_tls_phase(&fut.cert, T2025), XL_CERT_NOT_YET_VALID);
+    CHECK_INT_EQ(xlate_tls_next_change(&fut.cert, T2025), fut.cert.not_before);
+    CHECK_INT_EQ(xlate_tls_next_change(&old.cert, T2025), 0);
+    CHECK_INT_EQ(xlate_tls_next_change(&old.cert, old.cert.not_before), old.cert.not_after + 1);
     char t[40];
-    xl_tls_time_str(old.cert.not_after, t, sizeof(t));
+    xlate_tls_time_str(old.cert.not_after, t, sizeof(t));
     CHECK_STR_EQ(t, "2001-01-01T00:00:00Z");
     drop(&old);
     drop(&fut);
-    xl_arena_free(&a);
+    xlate_arena_free(&a);
 }
 
 static void test_ca_bundles(void)
@@ -171,16 +171,16 @@ static void test_ca_bundles(void)
     size_t len;
     char msg[300];
     char *ca = file("chain.crt", &len);
-    CHECK_INT_EQ(xl_tls_check_ca(ca, len, msg, sizeof(msg)), 2);
+    CHECK_INT_EQ(xlate_tls_check_ca(ca, len, msg, sizeof(msg)), 2);
     free(ca);
-    CHECK_INT_EQ(xl_tls_check_ca("", 0, msg, sizeof(msg)), 0);
+    CHECK_INT_EQ(xlate_tls_check_ca("", 0, msg, sizeof(msg)), 0);
     CHECK_STR_EQ(msg, "holds no PEM certificate");
     char *key = file("ca.key", &len);
-    CHECK_INT_EQ(xl_tls_check_ca(key, len, msg, sizeof(msg)), 0);
+    CHECK_INT_EQ(xlate_tls_check_ca(key, len, msg, sizeof(msg)), 0);
     CHECK(strstr(msg, "PRIVATE KEY") != NULL);
     free(key);
     static const char bad[] = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
-    CHECK_INT_EQ(xl_tls_check_ca(bad, sizeof(bad) - 1, msg, sizeof(msg)), 0);
+    CHECK_INT_EQ(xlate_tls_check_ca(bad, sizeof(bad) - 1, msg, sizeof(msg)), 0);
     CHECK(strstr(msg, "not a valid PEM") != NULL);
 }
 
@@ -277,7 +277,7 @@ static void world_free(struct world *w)
 static struct xds_resource *find(const struct xlate_snapshot *s, enum xds_type t, const char *name)
 {
     const struct xlate_group *g = xlate_snapshot_group(s, "default/gw");
-    return g ? xds_resource_set_find(&g->types[t], name) : NULL;
+    return g ? xlate_resource_set_find(&g->types[t], name) : NULL;
 }
 
 static const struct xlate_report *report(const struct xlate_snapshot *s, const char *kind,

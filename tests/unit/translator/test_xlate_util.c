@@ -9,31 +9,31 @@
 static void test_arena(void)
 {
     struct xl_arena a = {0};
-    char *p = xl_alloc(&a, 3);
-    char *q = xl_alloc(&a, 1);
+    char *p = xlate_alloc(&a, 3);
+    char *q = xlate_alloc(&a, 1);
     REQUIRE(p && q);
     CHECK_INT_EQ((uintptr_t)p % 16, 0);
     CHECK_INT_EQ((uintptr_t)q % 16, 0);
     CHECK(q >= p + 16 || q + 16 <= p);
     /* zeroed, large allocations, strings */
-    unsigned char *big = xl_alloc(&a, 100000);
+    unsigned char *big = xlate_alloc(&a, 100000);
     REQUIRE(big);
     int zero = 1;
     for (size_t i = 0; i < 100000; i++)
         zero &= big[i] == 0;
     CHECK(zero);
-    CHECK_STR_EQ(xl_strdup(&a, "hello"), "hello");
-    CHECK_STR_EQ(xl_strndup(&a, "hello", 3), "hel");
-    CHECK_STR_EQ(xl_printf(&a, "%s-%d", "x", 42), "x-42");
-    CHECK(xl_strdup(&a, NULL) == NULL);
+    CHECK_STR_EQ(xlate_strdup(&a, "hello"), "hello");
+    CHECK_STR_EQ(xlate_strndup(&a, "hello", 3), "hel");
+    CHECK_STR_EQ(xlate_printf(&a, "%s-%d", "x", 42), "x-42");
+    CHECK(xlate_strdup(&a, NULL) == NULL);
     /* strings are packed byte after byte; the next allocation is aligned
      * and zeroed again */
-    char *s1 = xl_strdup(&a, "ab");
-    char *s2 = xl_strdup(&a, "cde");
+    char *s1 = xlate_strdup(&a, "ab");
+    char *s2 = xlate_strdup(&a, "cde");
     REQUIRE(s1 && s2);
     CHECK(s2 == s1 + 3);
     CHECK_STR_EQ(s1, "ab");
-    unsigned char *after = xl_alloc(&a, 24);
+    unsigned char *after = xlate_alloc(&a, 24);
     REQUIRE(after);
     CHECK_INT_EQ((uintptr_t)after % 16, 0);
     CHECK(after >= (unsigned char *)s2 + 4);
@@ -41,32 +41,32 @@ static void test_arena(void)
     size_t live = a.live;
     CHECK_INT_GE(live, 100000);
     CHECK_INT_GE(a.total, live);
-    xl_arena_free(&a);
+    xlate_arena_free(&a);
     CHECK(a.head == NULL);
     CHECK_INT_EQ(a.total, 0);
     CHECK_INT_EQ(a.live, 0);
     /* the next use starts with one chunk as big as what was used */
     CHECK_INT_EQ(a.hint, live);
-    REQUIRE(xl_alloc(&a, 50000));
-    REQUIRE(xl_alloc(&a, 50000));
+    REQUIRE(xlate_alloc(&a, 50000));
+    REQUIRE(xlate_alloc(&a, 50000));
     CHECK_INT_EQ(a.total, live); /* both fit in the first chunk */
-    xl_arena_free(&a);
+    xlate_arena_free(&a);
 
     /* reset: the newest chunk stays for what comes next, the rest goes */
     struct xl_arena r = {.hint = 64};
-    REQUIRE(xl_alloc(&r, 48));
-    REQUIRE(xl_alloc(&r, 48)); /* a second chunk */
+    REQUIRE(xlate_alloc(&r, 48));
+    REQUIRE(xlate_alloc(&r, 48)); /* a second chunk */
     void *newest = r.head;
     size_t size = r.total - 64;
-    xl_arena_reset(&r);
+    xlate_arena_reset(&r);
     CHECK(r.head == newest && r.head != NULL);
     CHECK_INT_EQ(r.total, size);
     CHECK_INT_EQ(r.live, 0);
-    unsigned char *again = xl_alloc(&r, 16);
+    unsigned char *again = xlate_alloc(&r, 16);
     REQUIRE(again);
     CHECK(r.head == newest && r.total == size); /* served by the kept chunk */
     CHECK(again[0] == 0 && again[15] == 0);
-    xl_arena_free(&r);
+    xlate_arena_free(&r);
 }
 
 static void test_sha256_ctx(void)
@@ -97,38 +97,38 @@ static void test_map(void)
     static char keys[5000][16];
     for (int i = 0; i < 5000; i++) {
         snprintf(keys[i], sizeof(keys[i]), "key-%d", i);
-        REQUIRE_INT_EQ(xl_map_put(&m, keys[i], strlen(keys[i]), (void *)(intptr_t)(i + 1)), 0);
+        REQUIRE_INT_EQ(xlate_map_put(&m, keys[i], strlen(keys[i]), (void *)(intptr_t)(i + 1)), 0);
     }
     CHECK_INT_EQ(m.n, 5000);
-    CHECK((intptr_t)xl_map_gets(&m, "key-4321") == 4322);
-    CHECK(xl_map_gets(&m, "key-5000") == NULL);
+    CHECK((intptr_t)xlate_map_gets(&m, "key-4321") == 4322);
+    CHECK(xlate_map_gets(&m, "key-5000") == NULL);
     /* replace keeps the count */
-    REQUIRE_INT_EQ(xl_map_put(&m, keys[7], strlen(keys[7]), (void *)(intptr_t)99), 0);
+    REQUIRE_INT_EQ(xlate_map_put(&m, keys[7], strlen(keys[7]), (void *)(intptr_t)99), 0);
     CHECK_INT_EQ(m.n, 5000);
-    CHECK((intptr_t)xl_map_gets(&m, "key-7") == 99);
+    CHECK((intptr_t)xlate_map_gets(&m, "key-7") == 99);
     /* deletes leave tombstones that lookups step over */
     for (int i = 0; i < 5000; i += 2)
-        CHECK(xl_map_del(&m, keys[i], strlen(keys[i])) != NULL);
-    CHECK(xl_map_del(&m, "key-0", 5) == NULL);
+        CHECK(xlate_map_del(&m, keys[i], strlen(keys[i])) != NULL);
+    CHECK(xlate_map_del(&m, "key-0", 5) == NULL);
     CHECK_INT_EQ(m.n, 2500);
-    CHECK(xl_map_gets(&m, "key-10") == NULL);
-    CHECK((intptr_t)xl_map_gets(&m, "key-11") == 12);
+    CHECK(xlate_map_gets(&m, "key-10") == NULL);
+    CHECK((intptr_t)xlate_map_gets(&m, "key-11") == 12);
     /* re-insert through the tombstones, then iterate */
     for (int i = 0; i < 5000; i += 2)
-        REQUIRE_INT_EQ(xl_map_put(&m, keys[i], strlen(keys[i]), (void *)(intptr_t)(i + 1)), 0);
+        REQUIRE_INT_EQ(xlate_map_put(&m, keys[i], strlen(keys[i]), (void *)(intptr_t)(i + 1)), 0);
     size_t seen = 0, it = 0;
     const struct xl_map_slot *s;
-    while (xl_map_next(&m, &it, &s))
+    while (xlate_map_next(&m, &it, &s))
         seen++;
     CHECK_INT_EQ(seen, 5000);
     /* binary keys (embedded NULs) */
     static const char bin1[4] = {'a', 0, 'b', 0}, bin2[4] = {'a', 0, 'c', 0};
-    REQUIRE_INT_EQ(xl_map_put(&m, bin1, 4, (void *)1), 0);
-    CHECK(xl_map_get(&m, bin2, 4) == NULL);
-    CHECK(xl_map_get(&m, bin1, 4) == (void *)1);
-    xl_map_free(&m);
-    CHECK(xl_map_gets(&m, "key-1") == NULL);
-    CHECK(xl_hash("x", 1) != 0);
+    REQUIRE_INT_EQ(xlate_map_put(&m, bin1, 4, (void *)1), 0);
+    CHECK(xlate_map_get(&m, bin2, 4) == NULL);
+    CHECK(xlate_map_get(&m, bin1, 4) == (void *)1);
+    xlate_map_free(&m);
+    CHECK(xlate_map_gets(&m, "key-1") == NULL);
+    CHECK(xlate_hash("x", 1) != 0);
 }
 
 static const struct cxt_case cases[] = {

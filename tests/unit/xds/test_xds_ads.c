@@ -99,7 +99,7 @@ static const char *nx(struct fx *f, struct xds_ads_response *keep)
         return "ERROR";
     if (rc == 0)
         return out;
-    size_t k = (size_t)snprintf(out, sizeof(out), "%s ", xds_type_short(r.type));
+    size_t k = (size_t)snprintf(out, sizeof(out), "%s ", xlate_type_short(r.type));
     for (size_t i = 0; i < r.n; i++)
         k += (size_t)snprintf(out + k, sizeof(out) - k, "%s%s", i ? "," : "", r.items[i]->name);
     if (keep)
@@ -362,7 +362,7 @@ static void test_coalesces_while_awaiting_ack(void)
     xds_ads_response_clear(&r);
     /* one response, with the latest content */
     REQUIRE_STR_EQ(nx(&f, &r), "EDS a");
-    struct xds_resource *now = xds_resource_set_find(
+    struct xds_resource *now = xlate_resource_set_find(
         &xlate_snapshot_group(xds_cache_snapshot(f.cache), "ns/gw")->types[XDS_ENDPOINT], "a");
     CHECK_STR_EQ(r.items[0]->version, now->version);
     xds_ads_response_clear(&r);
@@ -513,7 +513,7 @@ static void test_response_encoding(void)
     CHECK_INT_EQ(d->resources[0]->value.len, res->len);
     CHECK(d->control_plane == NULL);
     envoy__service__discovery__v3__discovery_response__free_unpacked(d, NULL);
-    xds_resource_unref(res);
+    xlate_resource_unref(res);
     free(big);
     cx_buf_free(&b);
     xds_ads_response_clear(&r);

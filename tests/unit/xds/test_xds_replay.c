@@ -70,7 +70,7 @@ static const char *drain(struct fx *f)
     struct xds_ads_response r;
     while (xds_ads_next(&f->st, sets, 1, &r) == 1) {
         k += (size_t)snprintf(out + k, sizeof(out) - k, "%s%s %s:", k ? "; " : "",
-                              xds_type_short(r.type), r.nonce);
+                              xlate_type_short(r.type), r.nonce);
         for (size_t i = 0; i < r.n; i++)
             k += (size_t)snprintf(out + k, sizeof(out) - k, " %s", r.items[i]->name);
         xds_ads_response_clear(&r);
