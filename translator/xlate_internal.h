@@ -288,28 +288,83 @@ int xlate_up_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *e);
  * snapshot when nothing changed). Returns 0 or -1. */
 int xlate_reports_build(struct xlate_ctx *ctx, struct xlate_snapshot *snap);
 
-/* xlate.c helpers */
+/* xlate_entry.c: entries, their lists and sorted arrays */
 struct xl_entry *xlate_find(struct xlate_ctx *ctx, enum xlate_kind kind, const char *ns,
                             const char *name);
 struct xl_entry *xlate_find_key(struct xlate_ctx *ctx, enum xlate_kind kind, const char *key);
 int xlate_list_push(struct xl_entry_list *l, struct xl_entry *e);
 void xlate_list_remove(struct xl_entry_list *l, struct xl_entry *e);
+/* Empties a pass's list (one a big pass grew is freed). */
+void xlate_list_clear(struct xl_entry_list *l);
 /* Marks |e|'s report for recompute this pass. Returns 0 or -1. */
 int xlate_rep_dirty(struct xlate_ctx *ctx, struct xl_entry *e);
+/* A VirtualService started or stopped being selected by a Gateway: marks
+ * its report and those of the RouteTables it has problems about. Returns 0
+ * or -1. */
+int xlate_usage_changed(struct xlate_ctx *ctx, struct xl_entry *v);
 /* 1 if |sel| (NULL: everything) matches the entry's labels. */
 int xlate_selector_matches(const struct filter_selector *sel, const struct xl_entry *e);
+/* (namespace, name) order. */
 int xlate_entry_cmp(const struct xl_entry *x, const struct xl_entry *y);
+/* qsort, unless |base| is in order already (one comparison per item). */
+void xlate_sort_unless_sorted(void *base, size_t n, size_t size,
+                              int (*cmp)(const void *, const void *));
+/* Sorted arrays of entries (xlate_entry_cmp order, no duplicates): insert
+ * (returns 0 or -1) and remove. */
+int xlate_sorted_insert(struct xl_entry ***items, size_t *n, size_t *cap, struct xl_entry *e);
+void xlate_sorted_remove(struct xl_entry **items, size_t *n, struct xl_entry *e);
 /* Index of |vs| in the memo's selection or accepted list, or -1. */
 long xlate_gw_find_sel(const struct xl_gw_memo *m, const struct xl_entry *vs);
 /* Whether |vs| is selected: xlate_gw_find_sel >= 0, in constant time when
  * the calls come in name order (the reports walk VirtualServices so). */
 int xlate_gw_is_sel(struct xl_gw_memo *m, const struct xl_entry *vs);
 long xlate_gw_find_acc(const struct xl_gw_memo *m, const struct xl_entry *vs);
+/* Frees every value of |m| (malloc'ed), then the map. */
+void xlate_map_free_vals(struct xl_map *m);
+void xlate_dep_list_free(struct xl_dep_list *l);
+uint64_t xlate_fnv(uint64_t h, const void *p, size_t n);
+uint64_t xlate_fnv_str(uint64_t h, const char *s);
+
+/* xlate_ingest.c: the first half of a pass. */
+/* Offers input object |obj| (kind, digest as in struct xlate_object) to its
+ * entry, creating it; a full view (|last_wins| 0) parses it at once, a
+ * change (|last_wins| 1) waits for xlate_settle. Returns 1 when |obj| is
+ * the very object of the last pass (nothing of it read), 0 otherwise, -1
+ * when memory ran out. */
+int xlate_ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *obj, uint64_t digest,
+                     int last_wins);
+/* Deletes |e|: it leaves every index now and is freed at the end of the
+ * pass. Returns 0 or -1. */
+int xlate_delete_entry(struct xlate_ctx *ctx, struct xl_entry *e);
+/* Full view: deletes every entry the pass did not see. Returns 0 or -1. */
+int xlate_sweep(struct xlate_ctx *ctx);
+/* After the pass's inputs: parses the pending candidates, brings the sorted
+ * per-kind lists up to date, scans certificate validity times, refreshes
+ * Upstreams and invalidates the VirtualServices whose dependencies
+ * changed (ctx->vs_touched, ctx->up_touched filled). Returns 0 or -1. */
+int xlate_settle(struct xlate_ctx *ctx);
+/* Drops |e|'s resolution for |mode| (-1: both) and puts it on
+ * ctx->vs_touched. Returns 0 or -1. */
+int xlate_invalidate_vs(struct xlate_ctx *ctx, struct xl_entry *e, int mode);
+/* "<namespace>/<name>" of |obj| in |key|: its length, 0 if it does not fit. */
+size_t xlate_object_key(const cJSON *obj, char *key, size_t cap);
+void xlate_entry_free(struct xl_entry *e);
+
+/* xlate_gateway.c: the second half of a pass. */
+/* Brings accepted Gateway |gwe|'s memo (ctx->gw_memo) up to date with this
+ * pass's touched VirtualServices and Upstreams: selection, resolutions,
+ * domain claims, the four resource sets and their versions. Returns 0 or
+ * -1 (memory). */
+int xlate_build_gateway(struct xlate_ctx *ctx, struct xl_entry *gwe);
+/* Frees a Gateway's memo (NULL: nothing), marking the reports that
+ * depended on it. Returns 0 or -1. */
+int xlate_gw_memo_drop(struct xlate_ctx *ctx, struct xl_gw_memo *m);
+void xlate_gw_memo_free(struct xl_gw_memo *m);
+
+/* xlate.c: the context */
 /* xlate_resource_new with the context's SHA-256 (same version). Takes
  * ownership of |bytes|. */
 struct xds_resource *xlate_ctx_resource_new(struct xlate_ctx *ctx, enum xds_type type,
                                             const char *name, uint8_t *bytes, size_t len);
-uint64_t xlate_fnv(uint64_t h, const void *p, size_t n);
-uint64_t xlate_fnv_str(uint64_t h, const char *s);
 
 #endif

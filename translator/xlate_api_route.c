@@ -1,0 +1,361 @@
+/*
+ * Routes of VirtualServices and RouteTables: matches (path, headers),
+ * actions (upstream, weighted, delegate), timeouts, retries, rewrites.
+ */
+#include "xlate_api_parse.h"
+
+#include "filter_selector.h"
+
+#include <string.h>
+
+/* ---- routes -------------------------------------------------------------- */
+
+static void parse_ref(struct pctx *p, const cJSON *v, struct xl_ref *ref)
+{
+    static const char *const allowed[] = {"name", "namespace", NULL};
+    const cJSON *f[2];
+    xlate_fields(p, v, allowed, f);
+    if (str_v(p, f[0], "name", 1, &ref->name) == 1 && !xlate_dns_subdomain(ref->name)) {
+        size_t o = push_lit(p, ".name");
+        REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid object name", ref->name);
+        pop(p, o);
+    }
+    if (str_v(p, f[1], "namespace", 0, &ref->ns) == 1 && !xlate_dns_label(ref->ns)) {
+        size_t o = push_lit(p, ".namespace");
+        REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid namespace name", ref->ns);
+        pop(p, o);
+    }
+    if (!ref->ns)
+        ref->ns = p->o->meta.ns;
+}
+
+static void parse_match(struct pctx *p, const cJSON *v, struct xl_match *m)
+{
+    static const char *const allowed[] = {"prefix",  "path",          "regex",
+                                          "headers", "caseSensitive", NULL};
+    m->kind = XL_PATH_PREFIX;
+    m->value = "/";
+    m->case_sensitive = 1;
+    if (!v)
+        return;
+    const cJSON *f[5];
+    xlate_fields(p, v, allowed, f);
+    char *prefix = NULL, *path = NULL, *regex = NULL;
+    int np = str_v(p, f[0], "prefix", 0, &prefix) == 1;
+    int nx = str_v(p, f[1], "path", 0, &path) == 1;
+    int nr = str_v(p, f[2], "regex", 0, &regex) == 1;
+    if (np + nx + nr > 1) {
+        REJECT(p, XL_R_INVALID_SPEC, "prefix, path and regex are mutually exclusive");
+    } else if (np) {
+        m->value = prefix;
+        if (prefix[0] != '/') {
+            size_t o = push_lit(p, ".prefix");
+            REJECT(p, XL_R_INVALID_SPEC, "must start with \"/\", got \"%s\"", prefix);
+            pop(p, o);
+        }
+    } else if (nx) {
+        m->kind = XL_PATH_EXACT;
+        m->value = path;
+        if (path[0] != '/') {
+            size_t o = push_lit(p, ".path");
+            REJECT(p, XL_R_INVALID_SPEC, "must start with \"/\", got \"%s\"", path);
+            pop(p, o);
+        }
+    } else if (nr) {
+        m->kind = XL_PATH_REGEX;
+        m->value = regex;
+        size_t o = push_lit(p, ".regex");
+        xlate_check_regex(p, regex);
+        pop(p, o);
+    }
+    if (m->value && xlate_has_ctl(m->value))
+        REJECT(p, XL_R_INVALID_SPEC, "the path must not contain control characters");
+    if (bool_v(p, f[4], "caseSensitive", &m->case_sensitive) == 1)
+        m->has_case = 1;
+    const cJSON *hs = arr_v(p, f[3], "headers", 0, XLATE_MAX_HEADERS);
+    if (!hs)
+        return;
+    m->nheaders = cx_json_count(hs);
+    m->headers = palloc(p, m->nheaders * sizeof(*m->headers));
+    if (!m->headers)
+        return;
+    size_t i = 0;
+    const cJSON *h;
+    cJSON_ArrayForEach(h, hs)
+    {
+        struct xl_header *x = &m->headers[i];
+        size_t o = xlate_path_push(p, ".headers[%zu]", i++);
+        if (!cJSON_IsObject(h)) {
+            REJECT(p, XL_R_INVALID_SPEC, "must be an object, got %s", jtype(h));
+            pop(p, o);
+            continue;
+        }
+        static const char *const hallowed[] = {"name",    "exact",  "prefix", "regex",
+                                               "present", "invert", NULL};
+        const cJSON *hf[6];
+        xlate_fields(p, h, hallowed, hf);
+        if (str_v(p, hf[0], "name", 1, &x->name) == 1 && !xlate_header_name_ok(x->name)) {
+            size_t o2 = push_lit(p, ".name");
+            REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid header name", x->name);
+            pop(p, o2);
+        }
+        char *exact = NULL, *pre = NULL, *re = NULL;
+        int present = 0;
+        int ne = str_v(p, hf[1], "exact", 0, &exact) == 1;
+        int npf = str_v(p, hf[2], "prefix", 0, &pre) == 1;
+        int nre = str_v(p, hf[3], "regex", 0, &re) == 1;
+        int npr = bool_v(p, hf[4], "present", &present) == 1;
+        if (ne + npf + nre + npr > 1) {
+            REJECT(p, XL_R_INVALID_SPEC, "exact, prefix, regex and present are mutually exclusive");
+        } else if (ne) {
+            x->kind = XL_HDR_EXACT;
+            x->value = exact;
+        } else if (npf) {
+            x->kind = XL_HDR_PREFIX;
+            x->value = pre;
+            if (!pre[0]) {
+                size_t o2 = push_lit(p, ".prefix");
+                REJECT(p, XL_R_INVALID_SPEC, "must not be empty (use present: true)");
+                pop(p, o2);
+            }
+        } else if (nre) {
+            x->kind = XL_HDR_REGEX;
+            x->value = re;
+            size_t o2 = push_lit(p, ".regex");
+            xlate_check_regex(p, re);
+            pop(p, o2);
+        } else {
+            x->kind = XL_HDR_PRESENT;
+            if (npr && !present) {
+                size_t o2 = push_lit(p, ".present");
+                REJECT(p, XL_R_INVALID_SPEC,
+                       "present: false matches nothing; use present: true with invert: true "
+                       "to require the header to be absent");
+                pop(p, o2);
+            }
+        }
+        if (x->value && xlate_has_ctl(x->value))
+            REJECT(p, XL_R_INVALID_SPEC, "the header value must not contain control characters");
+        bool_v(p, hf[5], "invert", &x->invert);
+        pop(p, o);
+    }
+}
+
+/* Envoy's x-envoy-retry-on and x-envoy-retry-grpc-on conditions. */
+static const char *const retry_conditions[] = {
+    "5xx",
+    "gateway-error",
+    "reset",
+    "reset-before-request",
+    "connect-failure",
+    "envoy-ratelimited",
+    "retriable-4xx",
+    "refused-stream",
+    "retriable-status-codes",
+    "retriable-headers",
+    "http3-post-connect-failure",
+    "cancelled",
+    "deadline-exceeded",
+    "internal",
+    "resource-exhausted",
+    "unavailable",
+    NULL,
+};
+
+static void parse_retries(struct pctx *p, const cJSON *v, struct xl_route *r)
+{
+    static const char *const allowed[] = {"attempts", "on", NULL};
+    xlate_check_fields(p, v, allowed);
+    uint64_t attempts = 1;
+    get_uint(p, v, "attempts", 0, 1, 100, XL_R_INVALID_SPEC, &attempts);
+    r->retry_attempts = (uint32_t)attempts;
+    r->has_retries = 1;
+    char *on = NULL;
+    if (get_str(p, v, "on", 0, &on) != 1) {
+        r->retry_on = "5xx";
+        return;
+    }
+    r->retry_on = on;
+    size_t o = push_lit(p, ".on");
+    /* a comma-separated list; every item must be a known condition */
+    const char *s = on;
+    if (!*s)
+        REJECT(p, XL_R_INVALID_SPEC, "must name at least one condition");
+    while (*s) {
+        const char *comma = strchr(s, ',');
+        size_t n = comma ? (size_t)(comma - s) : strlen(s);
+        int ok = 0;
+        for (const char *const *c = retry_conditions; *c; c++)
+            if (strlen(*c) == n && strncmp(*c, s, n) == 0)
+                ok = 1;
+        if (!ok) {
+            REJECT(p, XL_R_INVALID_SPEC,
+                   "unknown retry condition \"%.*s\" (known: 5xx, gateway-error, reset, "
+                   "connect-failure, retriable-4xx, refused-stream, retriable-status-codes, "
+                   "cancelled, deadline-exceeded, internal, resource-exhausted, unavailable, ...)",
+                   (int)(n > 64 ? 64 : n), s);
+            break;
+        }
+        s += n;
+        if (*s == ',')
+            s++;
+    }
+    pop(p, o);
+}
+
+static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
+{
+    static const char *const allowed[] = {"match",   "upstream", "weighted",      "delegate",
+                                          "timeout", "retries",  "prefixRewrite", NULL};
+    if (!cJSON_IsObject(v)) {
+        REJECT(p, XL_R_INVALID_SPEC, "must be an object, got %s", jtype(v));
+        return;
+    }
+    enum { F_MATCH, F_UPSTREAM, F_WEIGHTED, F_DELEGATE, F_TIMEOUT, F_RETRIES, F_REWRITE };
+    const cJSON *f[7];
+    xlate_fields(p, v, allowed, f);
+    const cJSON *m = obj_v(p, f[F_MATCH], "match", 0);
+    size_t o = push_lit(p, ".match");
+    parse_match(p, m, &r->match);
+    pop(p, o);
+
+    const cJSON *up = f[F_UPSTREAM], *w = f[F_WEIGHTED], *d = f[F_DELEGATE];
+    int nact = !!up + !!w + !!d;
+    if (nact == 0) {
+        REJECT(p, XL_R_INVALID_SPEC, "one of upstream, weighted or delegate is required");
+    } else if (nact > 1) {
+        REJECT(p, XL_R_INVALID_SPEC, "upstream, weighted and delegate are mutually exclusive");
+    } else if (up) {
+        r->action = XL_ACT_UPSTREAM;
+        const cJSON *uo = obj_v(p, up, "upstream", 1);
+        o = push_lit(p, ".upstream");
+        if (uo)
+            parse_ref(p, uo, &r->upstream);
+        pop(p, o);
+    } else if (w) {
+        r->action = XL_ACT_WEIGHTED;
+        const cJSON *arr = arr_v(p, w, "weighted", 1, XLATE_MAX_WEIGHTED);
+        if (arr) {
+            r->nweighted = cx_json_count(arr);
+            r->weighted = palloc(p, r->nweighted * sizeof(*r->weighted));
+            if (!r->weighted)
+                return;
+            size_t i = 0;
+            const cJSON *e;
+            cJSON_ArrayForEach(e, arr)
+            {
+                struct xl_weighted *x = &r->weighted[i];
+                size_t o2 = xlate_path_push(p, ".weighted[%zu]", i++);
+                if (!cJSON_IsObject(e)) {
+                    REJECT(p, XL_R_INVALID_SPEC, "must be an object, got %s", jtype(e));
+                    pop(p, o2);
+                    continue;
+                }
+                static const char *const wallowed[] = {"upstream", "weight", NULL};
+                const cJSON *wf[2];
+                xlate_fields(p, e, wallowed, wf);
+                const cJSON *uo = obj_v(p, wf[0], "upstream", 1);
+                size_t o3 = push_lit(p, ".upstream");
+                if (uo)
+                    parse_ref(p, uo, &x->upstream);
+                pop(p, o3);
+                uint64_t weight = 1;
+                uint_v(p, wf[1], "weight", 0, 0, UINT32_MAX, XL_R_INVALID_WEIGHTS, &weight);
+                x->weight = (uint32_t)weight;
+                r->weight_sum += weight;
+                for (size_t k = 0; k + 1 < i && x->upstream.name; k++)
+                    if (r->weighted[k].upstream.name &&
+                        strcmp(r->weighted[k].upstream.name, x->upstream.name) == 0 &&
+                        strcmp(r->weighted[k].upstream.ns, x->upstream.ns) == 0) {
+                        REJECT(p, XL_R_INVALID_SPEC,
+                               "upstream %s/%s is listed twice (see weighted[%zu])", x->upstream.ns,
+                               x->upstream.name, k);
+                        break;
+                    }
+                pop(p, o2);
+            }
+            o = push_lit(p, ".weighted");
+            if (r->weight_sum == 0)
+                REJECT(p, XL_R_INVALID_WEIGHTS, "weights sum to 0: no traffic could be routed");
+            else if (r->weight_sum > UINT32_MAX)
+                REJECT(p, XL_R_INVALID_WEIGHTS, "weights sum to %llu, more than %u",
+                       (unsigned long long)r->weight_sum, UINT32_MAX);
+            pop(p, o);
+        }
+    } else {
+        r->action = XL_ACT_DELEGATE;
+        const cJSON *dobj = obj_v(p, d, "delegate", 1);
+        o = push_lit(p, ".delegate");
+        if (dobj) {
+            static const char *const dallowed[] = {"name", "namespace", "selector", NULL};
+            xlate_check_fields(p, dobj, dallowed);
+            int hn = get_str(p, dobj, "name", 0, &r->delegate.name) == 1;
+            get_str(p, dobj, "namespace", 0, &r->delegate.ns);
+            if (r->delegate.ns && !xlate_dns_label(r->delegate.ns)) {
+                size_t o2 = push_lit(p, ".namespace");
+                REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid namespace name",
+                       r->delegate.ns);
+                pop(p, o2);
+            }
+            if (!r->delegate.ns)
+                r->delegate.ns = p->o->meta.ns;
+            const cJSON *sel = get(dobj, "selector");
+            if (hn && sel) {
+                REJECT(p, XL_R_INVALID_SPEC, "name and selector are mutually exclusive");
+            } else if (sel) {
+                size_t o2 = push_lit(p, ".selector");
+                r->delegate.selector = xlate_parse_selector(p, sel);
+                pop(p, o2);
+            } else if (!hn) {
+                REJECT(p, XL_R_INVALID_SPEC, "one of name or selector is required");
+            }
+        }
+        pop(p, o);
+        if (r->match.kind != XL_PATH_PREFIX) {
+            o = push_lit(p, ".match");
+            REJECT(p, XL_R_INVALID_SPEC, "a delegating route needs a prefix match");
+            pop(p, o);
+        }
+    }
+    if (duration_v(p, f[F_TIMEOUT], "timeout", &r->timeout_ns) == 1)
+        r->has_timeout = 1;
+    const cJSON *rt = obj_v(p, f[F_RETRIES], "retries", 0);
+    if (rt) {
+        o = push_lit(p, ".retries");
+        parse_retries(p, rt, r);
+        pop(p, o);
+    }
+    if (str_v(p, f[F_REWRITE], "prefixRewrite", 0, &r->prefix_rewrite) == 1) {
+        o = push_lit(p, ".prefixRewrite");
+        if (r->match.kind == XL_PATH_REGEX)
+            REJECT(p, XL_R_INVALID_SPEC, "cannot be used with a regex match");
+        else if (r->action == XL_ACT_DELEGATE)
+            REJECT(p, XL_R_INVALID_SPEC, "cannot be used on a delegating route");
+        else if (xlate_has_ctl(r->prefix_rewrite))
+            REJECT(p, XL_R_INVALID_SPEC, "must not contain control characters");
+        pop(p, o);
+    }
+}
+
+/* spec.routes, |v| as xlate_fields() or get() found it. */
+void xlate_parse_routes(struct pctx *p, const cJSON *v, struct xl_route **out, size_t *nout)
+{
+    const cJSON *arr = arr_v(p, v, "routes", 1, XLATE_MAX_ROUTES);
+    if (!arr)
+        return;
+    *nout = cx_json_count(arr);
+    *out = palloc(p, *nout * sizeof(**out));
+    if (!*out) {
+        *nout = 0;
+        return;
+    }
+    size_t i = 0;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, arr)
+    {
+        size_t o = xlate_path_push(p, ".routes[%zu]", i);
+        parse_route(p, r, &(*out)[i]);
+        i++;
+        pop(p, o);
+    }
+}

@@ -1,0 +1,773 @@
+/*
+ * Gateways, the second half of a pass (see xlate_internal.h): each
+ * accepted Gateway's memo is patched for what the pass touched, in four
+ * phases (selection, resolution, domain claims, resources), and holds the
+ * Gateway's four sorted resource sets, patched in place so unchanged
+ * resources keep their bytes.
+ */
+#include "xlate_internal.h"
+
+#include "cx_hash.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- gateways --------------------------------------------------------------------- */
+
+static int ns_allowed(const struct xl_gateway *g, const char *ns)
+{
+    if (g->all_namespaces)
+        return 1;
+    for (size_t i = 0; i < g->n_vs_namespaces; i++)
+        if (strcmp(g->vs_namespaces[i], ns) == 0)
+            return 1;
+    return 0;
+}
+
+static int selects(const struct xl_entry *gwe, const struct xl_entry *v)
+{
+    const struct xl_gateway *g = &gwe->obj.u.gw;
+    return !v->deleted && v->parse_state != XLATE_REJECTED && ns_allowed(g, v->obj.meta.ns) &&
+           xlate_selector_matches(g->vs_selector, v);
+}
+
+static int claim_cmp(const void *a, const void *b)
+{
+    const struct xl_entry *x = *(struct xl_entry *const *)a;
+    const struct xl_entry *y = *(struct xl_entry *const *)b;
+    /* the oldest VirtualService keeps a contested domain */
+    int c = strcmp(x->obj.meta.creation, y->obj.meta.creation);
+    return c ? c : xlate_entry_cmp(x, y);
+}
+
+static void lower(char *dst, const char *src, size_t cap)
+{
+    size_t i = 0;
+    for (; src[i] && i + 1 < cap; i++)
+        dst[i] = (src[i] >= 'A' && src[i] <= 'Z') ? (char)(src[i] - 'A' + 'a') : src[i];
+    dst[i] = '\0';
+}
+
+static int res_cmp_name(const void *a, const void *b)
+{
+    return strcmp((*(struct xds_resource *const *)a)->name,
+                  (*(struct xds_resource *const *)b)->name);
+}
+
+static void set_free(struct xds_resource_set *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        xlate_resource_unref(s->items[i]);
+    free(s->items);
+    memset(s, 0, sizeof(*s));
+}
+
+static void free_slots(struct xl_gw_memo *m)
+{
+    for (size_t i = 0; i < m->nacc; i++)
+        free(m->acc[i].ups);
+    free(m->acc);
+    m->acc = NULL;
+    m->nacc = 0;
+}
+
+void xlate_gw_memo_free(struct xl_gw_memo *m)
+{
+    if (!m)
+        return;
+    free(m->sel);
+    free_slots(m);
+    xlate_map_free_vals(&m->conflicts);
+    xlate_map_free_vals(&m->upcount);
+    xlate_resource_unref(m->rc);
+    xlate_resource_unref(m->listener);
+    const struct xl_map_slot *s;
+    for (size_t i = 0; xlate_map_next(&m->api_listeners, &i, &s);) {
+        struct xl_api_listener *al = s->val;
+        xlate_resource_unref(al->r);
+        free(al);
+    }
+    xlate_map_free(&m->api_listeners);
+    for (int t = 0; t < XDS_TYPE_COUNT; t++)
+        set_free(&m->sets[t]);
+    free(m->touched.items);
+    xlate_map_free_vals(&m->uncovered);
+    for (size_t i = 0; i < m->ncert_notes; i++)
+        free(m->cert_notes[i]);
+    free(m->cert_notes);
+    free(m);
+}
+
+/* Frees a Gateway's memo, marking the reports that depended on it. */
+int xlate_gw_memo_drop(struct xlate_ctx *ctx, struct xl_gw_memo *m)
+{
+    int rc = 0;
+    if (!m)
+        return 0;
+    for (size_t i = 0; i < m->nsel && rc == 0; i++)
+        rc = xlate_usage_changed(ctx, m->sel[i]);
+    const struct xl_map_slot *u;
+    for (size_t i = 0; rc == 0 && xlate_map_next(&m->uncovered, &i, &u);) {
+        struct xl_entry *v = xlate_find_key(ctx, XLATE_KIND_VIRTUAL_SERVICE, u->key);
+        if (v)
+            rc = xlate_rep_dirty(ctx, v);
+    }
+    const struct xl_map_slot *s;
+    for (size_t i = 0; rc == 0 && xlate_map_next(&m->upcount, &i, &s);)
+        rc = xlate_rep_dirty(ctx, ((struct xl_ucount *)s->val)->up);
+    xlate_gw_memo_free(m);
+    return rc;
+}
+
+/* Sorted resource sets (by name; names unique): find, insert, remove,
+ * replace. The set holds one reference per item. */
+static size_t set_pos_n(const struct xds_resource_set *s, size_t n, const char *name, int *found)
+{
+    size_t lo = 0, hi = n;
+    *found = 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(s->items[mid]->name, name);
+        if (c == 0) {
+            *found = 1;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static size_t set_pos(const struct xds_resource_set *s, const char *name, int *found)
+{
+    return set_pos_n(s, s->n, name, found);
+}
+
+static int set_grow(struct xl_gw_memo *m, int t)
+{
+    struct xds_resource_set *s = &m->sets[t];
+    if (s->n < m->cap[t])
+        return 0;
+    size_t nc = m->cap[t] ? m->cap[t] * 2 : 8;
+    struct xds_resource **ni = realloc(s->items, nc * sizeof(*ni));
+    if (!ni)
+        return -1;
+    s->items = ni;
+    m->cap[t] = nc;
+    return 0;
+}
+
+static int set_put(struct xl_gw_memo *m, int t, struct xds_resource *r)
+{
+    struct xds_resource_set *s = &m->sets[t];
+    if (m->bulk) {
+        /* compute_claims adds many: append now, sort once after; a name
+         * already in the sorted part (an Upstream re-created this pass) is
+         * replaced in place */
+        int found;
+        size_t at = set_pos_n(s, m->bulk_sorted[t], r->name, &found);
+        if (found) {
+            xlate_resource_unref(s->items[at]);
+            s->items[at] = xlate_resource_ref(r);
+            m->set_dirty[t] = 1;
+            return 0;
+        }
+        if (set_grow(m, t) != 0)
+            return -1;
+        s->items[s->n++] = xlate_resource_ref(r);
+        m->unsorted[t] = 1;
+        m->set_dirty[t] = 1;
+        return 0;
+    }
+    int found;
+    size_t at = set_pos(s, r->name, &found);
+    if (found) {
+        if (s->items[at] != r) {
+            xlate_resource_unref(s->items[at]);
+            s->items[at] = xlate_resource_ref(r);
+            m->set_dirty[t] = 1;
+        }
+        return 0;
+    }
+    if (set_grow(m, t) != 0)
+        return -1;
+    memmove(&s->items[at + 1], &s->items[at], (s->n - at) * sizeof(*s->items));
+    s->items[at] = xlate_resource_ref(r);
+    s->n++;
+    m->set_dirty[t] = 1;
+    return 0;
+}
+
+/* Removes |name| from the set if it is |only| (or any, when |only| is
+ * NULL). */
+static void set_del(struct xl_gw_memo *m, int t, const char *name, const struct xds_resource *only)
+{
+    struct xds_resource_set *s = &m->sets[t];
+    int found;
+    size_t at = set_pos(s, name, &found);
+    if (!found || (only && s->items[at] != only))
+        return;
+    xlate_resource_unref(s->items[at]);
+    memmove(&s->items[at], &s->items[at + 1], (s->n - at - 1) * sizeof(*s->items));
+    s->n--;
+    m->set_dirty[t] = 1;
+}
+
+/* The set's version, exactly as xlate_resource_set_seal computes it (sha256
+ * of "name\nversion\n" per item), without printf. */
+static int set_version(struct xlate_ctx *ctx, struct xds_resource_set *s)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        if (i + 8 < s->n)
+            __builtin_prefetch(s->items[i + 8]);
+        total += strlen(s->items[i]->name) + XDS_VERSION_LEN + 2;
+    }
+    char *buf = malloc(total ? total : 1);
+    if (!buf)
+        return -1;
+    size_t o = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        size_t nl = strlen(s->items[i]->name);
+        memcpy(buf + o, s->items[i]->name, nl);
+        o += nl;
+        buf[o++] = '\n';
+        size_t vl = strlen(s->items[i]->version);
+        memcpy(buf + o, s->items[i]->version, vl);
+        o += vl;
+        buf[o++] = '\n';
+    }
+    cx_sha256_hex_with(ctx->sha, o ? buf : "", o, s->version, XDS_VERSION_LEN);
+    free(buf);
+    return 0;
+}
+
+/* Upstream |up| is sent to by one more (|delta| = 1) or one fewer (-1)
+ * accepted VirtualService of the Gateway; the CDS and EDS sets follow the
+ * count's 0 <-> 1 transitions. */
+/* upcount is keyed by the Upstream entry itself (8 bytes of pointer): an
+ * Upstream deleted and re-created in one pass is two entries with one name */
+static struct xl_ucount *ucount_get(const struct xl_gw_memo *m, const struct xl_entry *up)
+{
+    return xlate_map_get(&m->upcount, &up, sizeof(up));
+}
+
+static int count_upstream(struct xlate_ctx *ctx, struct xl_gw_memo *m, struct xl_entry *up,
+                          int delta)
+{
+    struct xl_ucount *c = ucount_get(m, up);
+    if (delta > 0) {
+        if (c) {
+            c->count++;
+            return 0;
+        }
+        if (!(c = calloc(1, sizeof(*c))))
+            return -1;
+        c->up = up;
+        c->count = 1;
+        if (xlate_map_put(&m->upcount, &c->up, sizeof(c->up), c) != 0) {
+            free(c);
+            return -1;
+        }
+        if (xlate_upstream_cluster(ctx, up, m->mode) != 0 ||
+            set_put(m, XDS_CLUSTER, up->up->cluster[m->mode]) != 0 ||
+            set_put(m, XDS_ENDPOINT, up->up->cla) != 0)
+            return -1;
+        c->put_pass = ctx->pass;
+        return xlate_rep_dirty(ctx, up);
+    }
+    if (!c)
+        return 0;
+    if (--c->count > 0)
+        return 0;
+    xlate_map_del(&m->upcount, &c->up, sizeof(c->up));
+    free(c);
+    /* unless a successor of the same name (deleted and re-created in one
+     * pass) is counted and holds the slots now */
+    struct xl_entry *succ = xlate_find_key(ctx, XLATE_KIND_UPSTREAM, up->key);
+    if (!(succ && succ != up && ucount_get(m, succ))) {
+        set_del(m, XDS_CLUSTER, up->key, NULL);
+        set_del(m, XDS_ENDPOINT, up->key, NULL);
+    }
+    return xlate_rep_dirty(ctx, up);
+}
+
+static int slot_fill(struct xlate_ctx *ctx, struct xl_gw_memo *m, struct xl_slot *s,
+                     struct xl_entry *v)
+{
+    const struct xl_vs_res *r = &v->res[m->mode];
+    s->vs = v;
+    s->vh = r->vh;
+    s->vhlen = r->vhlen;
+    memcpy(s->hash, r->vh_hash, sizeof(s->hash));
+    s->ups = malloc((r->nups ? r->nups : 1) * sizeof(*s->ups));
+    if (!s->ups)
+        return -1;
+    memcpy(s->ups, r->ups, r->nups * sizeof(*s->ups));
+    s->nups = r->nups;
+    for (size_t i = 0; i < s->nups; i++)
+        if (count_upstream(ctx, m, s->ups[i], 1) != 0)
+            return -1;
+    return 0;
+}
+
+static void slot_release(struct xlate_ctx *ctx, struct xl_gw_memo *m, struct xl_slot *s)
+{
+    for (size_t i = 0; i < s->nups; i++)
+        (void)count_upstream(ctx, m, s->ups[i], -1);
+    free(s->ups);
+    s->ups = NULL;
+    s->nups = 0;
+}
+
+/* Domain claims over the whole selection: each domain goes to the oldest
+ * VirtualService; a younger one asking for a taken domain is rejected on
+ * this Gateway. Rebuilds the accepted slots, their Upstream counts and the
+ * conflict messages. */
+static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m)
+{
+    int rc = -1;
+    struct xl_entry **order = malloc((m->nsel ? m->nsel : 1) * sizeof(*order));
+    struct xl_map owner = {0};
+    struct xl_arena keys = {0};
+    struct xl_slot *acc = NULL, *old = m->acc;
+    size_t nold = m->nacc, nacc = 0;
+    if (!order)
+        goto out;
+    for (size_t i = 0; i < nold; i++)
+        (void)xlate_rep_dirty(ctx, old[i].vs);
+    const struct xl_map_slot *cs;
+    for (size_t i = 0; xlate_map_next(&m->conflicts, &i, &cs);) {
+        struct xl_entry *v = xlate_find_key(ctx, XLATE_KIND_VIRTUAL_SERVICE, cs->key);
+        if (v)
+            (void)xlate_rep_dirty(ctx, v);
+    }
+    xlate_map_free_vals(&m->conflicts);
+    size_t n = 0;
+    for (size_t i = 0; i < m->nsel; i++) {
+        struct xl_entry *v = m->sel[i];
+        v->mark = 0;
+        if (v->res[m->mode].nroutes)
+            order[n++] = v;
+    }
+    xlate_sort_unless_sorted(order, n, sizeof(*order), claim_cmp);
+    size_t naccepted = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct xl_entry *v = order[i];
+        const struct xl_virtual_service *vs = &v->obj.u.vs;
+        char d[300];
+        struct xl_entry *other = NULL;
+        const char *dom = NULL;
+        for (size_t k = 0; k < vs->ndomains && !other; k++) {
+            lower(d, vs->domains[k], sizeof(d));
+            other = xlate_map_gets(&owner, d);
+            dom = vs->domains[k];
+        }
+        if (other) {
+            char buf[900];
+            snprintf(buf, sizeof(buf),
+                     "domain \"%s\" is already served by VirtualService %s on Gateway %s (the "
+                     "oldest VirtualService keeps a domain)",
+                     dom, other->key, gwe->key);
+            char *msgc = strdup(buf);
+            if (!msgc || xlate_map_put(&m->conflicts, v->key, v->keylen, msgc) != 0) {
+                free(msgc);
+                goto out;
+            }
+            (void)xlate_rep_dirty(ctx, v);
+            continue;
+        }
+        for (size_t k = 0; k < vs->ndomains; k++) {
+            lower(d, vs->domains[k], sizeof(d));
+            char *kd = xlate_strdup(&keys, d);
+            if (!kd || xlate_map_put(&owner, kd, strlen(kd), v) != 0)
+                goto out;
+        }
+        v->mark = 1; /* accepted */
+        naccepted++;
+    }
+    acc = calloc(naccepted ? naccepted : 1, sizeof(*acc));
+    if (!acc)
+        goto out;
+    /* the new slots count their Upstreams before the old ones let go, so an
+     * Upstream in both never leaves the sets; new ones are appended and the
+     * sets sorted once */
+    m->bulk = 1;
+    for (int t = 0; t < XDS_TYPE_COUNT; t++)
+        m->bulk_sorted[t] = m->sets[t].n;
+    for (size_t i = 0; i < m->nsel; i++) {
+        struct xl_entry *v = m->sel[i];
+        if (v->mark != 1)
+            continue;
+        (void)xlate_rep_dirty(ctx, v);
+        if (slot_fill(ctx, m, &acc[nacc++], v) != 0) {
+            m->bulk = 0;
+            goto out;
+        }
+    }
+    m->bulk = 0;
+    for (int t = 0; t < XDS_TYPE_COUNT; t++)
+        if (m->unsorted[t]) {
+            xlate_sort_unless_sorted(m->sets[t].items, m->sets[t].n, sizeof(*m->sets[t].items),
+                                     res_cmp_name);
+            m->unsorted[t] = 0;
+        }
+    for (size_t i = 0; i < nold; i++)
+        slot_release(ctx, m, &old[i]);
+    free(old);
+    m->acc = acc;
+    m->nacc = nacc;
+    acc = NULL;
+    m->rc_dirty = 1;
+    m->lds_dirty = 1;
+    rc = 0;
+out:
+    if (acc) {
+        for (size_t i = 0; i < nacc; i++)
+            free(acc[i].ups);
+        free(acc);
+    }
+    free(order);
+    xlate_map_free(&owner);
+    xlate_arena_free(&keys);
+    return rc;
+}
+
+static void stat_prefix(char *out, size_t cap, const char *key)
+{
+    size_t i = 0;
+    for (; key[i] && i + 1 < cap; i++)
+        out[i] = key[i] == '/' ? '_' : key[i];
+    out[i] = '\0';
+}
+
+static int build_rc(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m)
+{
+    uint8_t hbuf[CX_SHA256_LEN];
+    size_t klen = strlen(gwe->key);
+    size_t hl = klen + 1 + m->nacc * 16;
+    uint8_t *hin = malloc(hl);
+    if (!hin)
+        return -1;
+    memcpy(hin, gwe->key, klen);
+    hin[klen] = '\n';
+    for (size_t i = 0; i < m->nacc; i++)
+        memcpy(hin + klen + 1 + i * 16, m->acc[i].hash, 16);
+    cx_sha256_with(ctx->sha, hin, hl, hbuf);
+    free(hin);
+    if (m->rc && memcmp(hbuf, m->rc_hash, sizeof(m->rc_hash)) == 0) {
+        ctx->stats.resources_reused++;
+        return 0;
+    }
+    struct xl_bytes *vh = malloc((m->nacc ? m->nacc : 1) * sizeof(*vh));
+    if (!vh)
+        return -1;
+    for (size_t i = 0; i < m->nacc; i++)
+        vh[i] = (struct xl_bytes){m->acc[i].vh, m->acc[i].vhlen};
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    int rc = xlate_encode_route_config(gwe->key, vh, m->nacc, &bytes, &len);
+    free(vh);
+    if (rc != 0)
+        return -1;
+    static const char hex[] = "0123456789abcdef";
+    char ver[XDS_VERSION_LEN + 1];
+    for (int i = 0; i < XDS_VERSION_LEN; i++)
+        ver[i] = hex[(hbuf[i / 2] >> (i % 2 ? 0 : 4)) & 0xf];
+    ver[XDS_VERSION_LEN] = '\0';
+    struct xds_resource *r = xlate_resource_new_versioned(XDS_ROUTE, gwe->key, bytes, len, ver);
+    if (!r)
+        return -1;
+    if (m->rc)
+        set_del(m, XDS_ROUTE, m->rc->name, NULL);
+    xlate_resource_unref(m->rc);
+    m->rc = r;
+    memcpy(m->rc_hash, hbuf, sizeof(m->rc_hash));
+    ctx->stats.resources_built++;
+    return set_put(m, XDS_ROUTE, r);
+}
+
+static int build_lds(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
+                     int gw_changed)
+{
+    const struct xl_gateway *g = &gwe->obj.u.gw;
+    char sp[300];
+    stat_prefix(sp, sizeof(sp), gwe->key);
+    if (m->mode == XLATE_MODE_ENVOY) {
+        const struct xl_gw_tls *t = gwe->gtls;
+        /* a TLS listener also follows its certificates and the served
+         * domains (SNI) */
+        if (m->listener && !gw_changed && (!t || (!m->lds_dirty && m->lds_tls_digest == t->digest)))
+            return 0;
+        uint8_t *bytes = NULL;
+        size_t len = 0;
+        if (t ? xlate_gw_tls_listener(ctx, gwe, m, sp, &bytes, &len) != 0
+              : xlate_encode_listener_envoy(gwe->key, g->bind_address, g->bind_port, gwe->key, sp,
+                                            &bytes, &len) != 0)
+            return -1;
+        m->lds_dirty = 0;
+        m->lds_tls_digest = t ? t->digest : 0;
+        struct xds_resource *r = xlate_ctx_resource_new(ctx, XDS_LISTENER, gwe->key, bytes, len);
+        if (!r)
+            return -1;
+        ctx->stats.resources_built++;
+        if (m->listener && m->listener->len == r->len &&
+            memcmp(m->listener->bytes, r->bytes, r->len) == 0) {
+            xlate_resource_unref(r);
+            return 0;
+        }
+        xlate_resource_unref(m->listener);
+        m->listener = r;
+        return set_put(m, XDS_LISTENER, r);
+    }
+    if (!m->lds_dirty && !gw_changed)
+        return 0;
+    /* one API Listener per exact domain of an accepted VirtualService */
+    struct xl_map fresh = {0};
+    int rc = 0;
+    for (size_t i = 0; i < m->nacc && rc == 0; i++) {
+        const struct xl_virtual_service *vs = &m->acc[i].vs->obj.u.vs;
+        for (size_t k = 0; k < vs->ndomains && rc == 0; k++) {
+            const char *d = vs->domains[k];
+            size_t dl = strlen(d);
+            if (strchr(d, '*'))
+                continue;
+            /* an API listener keeps its bytes while its domain stays served */
+            struct xl_api_listener *al = xlate_map_del(&m->api_listeners, d, dl);
+            if (!al) {
+                uint8_t *bytes = NULL;
+                size_t len = 0;
+                al = calloc(1, sizeof(*al) + dl + 1);
+                if (!al || xlate_encode_listener_api(d, gwe->key, sp, &bytes, &len) != 0 ||
+                    !(al->r = xlate_ctx_resource_new(ctx, XDS_LISTENER, d, bytes, len))) {
+                    free(al);
+                    rc = -1;
+                    break;
+                }
+                memcpy(al->domain, d, dl + 1);
+                ctx->stats.resources_built++;
+            }
+            if (xlate_map_put(&fresh, al->domain, dl, al) != 0) {
+                xlate_resource_unref(al->r);
+                free(al);
+                rc = -1;
+                break;
+            }
+        }
+    }
+    /* listeners of domains no longer served go */
+    const struct xl_map_slot *s;
+    for (size_t i = 0; xlate_map_next(&m->api_listeners, &i, &s);) {
+        struct xl_api_listener *al = s->val;
+        xlate_resource_unref(al->r);
+        free(al);
+    }
+    xlate_map_free(&m->api_listeners);
+    m->api_listeners = fresh;
+    if (rc != 0)
+        return -1;
+    /* rebuild the sorted set from the map */
+    set_free(&m->sets[XDS_LISTENER]);
+    m->cap[XDS_LISTENER] = 0;
+    size_t n = fresh.n;
+    struct xds_resource **items = malloc((n ? n : 1) * sizeof(*items));
+    if (!items)
+        return -1;
+    size_t j = 0;
+    for (size_t i = 0; xlate_map_next(&fresh, &i, &s);)
+        items[j++] = xlate_resource_ref(((struct xl_api_listener *)s->val)->r);
+    qsort(items, j, sizeof(*items), res_cmp_name);
+    m->sets[XDS_LISTENER].items = items;
+    m->sets[XDS_LISTENER].n = j;
+    m->cap[XDS_LISTENER] = n ? n : 1;
+    m->set_dirty[XDS_LISTENER] = 1;
+    m->lds_dirty = 0;
+    return 0;
+}
+
+/* qsort order of entry pointers by address */
+static int addr_cmp(const void *a, const void *b)
+{
+    const void *pa = *(void *const *)a, *pb = *(void *const *)b;
+    uintptr_t x = (uintptr_t)pa, y = (uintptr_t)pb;
+    return (x > y) - (x < y);
+}
+
+/* Phase 1, selection. Accepts an accepted Gateway entry; its memo is kept
+ * while the Gateway's digest is unchanged, and dropped otherwise (mode,
+ * selector or bind address changed: start over; the reports that depended
+ * on it are marked). Leaves behind the memo in ctx->gw_memo with
+ * |m->sel| holding every VirtualService the Gateway selects (selects():
+ * not deleted, not Rejected, in an allowed namespace, matching the
+ * selector), |m->touched| the selected ones this pass must look at again,
+ * and claims_dirty set when membership changed. *gw_changed says whether
+ * the memo is new. Returns the memo, or NULL (memory). */
+static struct xl_gw_memo *gw_select(struct xlate_ctx *ctx, struct xl_entry *gwe, int *gw_changed)
+{
+    struct xl_gw_memo *m = xlate_map_get(&ctx->gw_memo, gwe->key, gwe->keylen);
+    *gw_changed = !m || m->gw_digest != gwe->digest;
+    if (m && *gw_changed) {
+        xlate_map_del(&ctx->gw_memo, gwe->key, gwe->keylen);
+        if (xlate_gw_memo_drop(ctx, m) != 0)
+            return NULL;
+        m = NULL;
+    }
+    if (!m) {
+        m = calloc(1, sizeof(*m));
+        if (!m || xlate_map_put(&ctx->gw_memo, gwe->key, gwe->keylen, m) != 0) {
+            free(m);
+            return NULL;
+        }
+        m->mode = gwe->obj.u.gw.mode;
+        m->gw_digest = gwe->digest;
+        for (size_t i = 0; i < ctx->nlist[XLATE_KIND_VIRTUAL_SERVICE]; i++) {
+            struct xl_entry *v = ctx->list[XLATE_KIND_VIRTUAL_SERVICE][i];
+            if (selects(gwe, v) && (xlate_sorted_insert(&m->sel, &m->nsel, &m->capsel, v) != 0 ||
+                                    xlate_usage_changed(ctx, v) != 0))
+                return NULL;
+        }
+        m->claims_dirty = 1;
+        for (size_t i = 0; i < m->nsel; i++)
+            if (xlate_list_push(&m->touched, m->sel[i]) != 0)
+                return NULL;
+        return m;
+    }
+    /* membership and resolution changes of the touched VirtualServices */
+    for (size_t i = 0; i < ctx->vs_touched.n; i++) {
+        struct xl_entry *v = ctx->vs_touched.items[i];
+        int want = selects(gwe, v);
+        long at = xlate_gw_find_sel(m, v);
+        if (want && at < 0) {
+            if (xlate_sorted_insert(&m->sel, &m->nsel, &m->capsel, v) != 0 ||
+                xlate_usage_changed(ctx, v) != 0)
+                return NULL;
+            m->claims_dirty = 1;
+        } else if (!want && at >= 0) {
+            xlate_sorted_remove(m->sel, &m->nsel, v);
+            if (xlate_gw_find_acc(m, v) >= 0 || xlate_map_get(&m->conflicts, v->key, v->keylen))
+                m->claims_dirty = 1;
+            if (xlate_usage_changed(ctx, v) != 0)
+                return NULL;
+            continue;
+        }
+        if (want && xlate_list_push(&m->touched, v) != 0)
+            return NULL;
+    }
+    return m;
+}
+
+/* Phase 2, resolution. Accepts the memo with its touched list; every
+ * touched VirtualService without a current resolution for the Gateway's
+ * mode is resolved (routes after delegation, its encoded virtual host:
+ * xlate_resolve_vs, which records what it refuses in the resolution's
+ * messages). Leaves behind a valid resolution for each, their reports
+ * marked, and claims_dirty set when a claim (domains, creation, served or
+ * not) changed. Returns 0 or -1 (memory). */
+static int gw_resolve(struct xlate_ctx *ctx, struct xl_gw_memo *m)
+{
+    /* Many at once (a first pass) are resolved in memory order, where
+     * entries and their parse arenas were allocated one after another,
+     * instead of in name order (scattered). Nothing in the output follows
+     * this order: each resolution is its own, and a RouteTable's report
+     * sorts what its delegators left (test_large_first_pass_order_free). */
+    if (m->touched.n > 256)
+        qsort(m->touched.items, m->touched.n, sizeof(*m->touched.items), addr_cmp);
+    for (size_t i = 0; i < m->touched.n; i++) {
+        struct xl_entry *v = m->touched.items[i];
+        struct xl_vs_res *r = &v->res[m->mode];
+        if (!r->valid && xlate_resolve_vs(ctx, v, m->mode) != 0)
+            return -1;
+        if (v->claim_changed[m->mode] == ctx->pass)
+            m->claims_dirty = 1;
+        if (xlate_rep_dirty(ctx, v) != 0)
+            return -1;
+    }
+    ctx->stats.vhosts_reused += m->nsel - m->touched.n;
+    return 0;
+}
+
+/* Phase 3, acceptance. Accepts the resolved selection; when claims are
+ * dirty, domains are claimed anew over the whole selection (the oldest
+ * VirtualService keeps a domain; a younger one is refused on this Gateway
+ * with a DomainConflict message), otherwise only the touched accepted
+ * slots take their new virtual hosts. Leaves behind |m->acc| (the accepted
+ * slots, in name order) with their Upstreams counted into the CDS and EDS
+ * sets, rc_dirty set when the route configuration must be rebuilt, and an
+ * empty touched list. Returns 0 or -1 (memory). */
+static int gw_accept(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m)
+{
+    if (m->claims_dirty) {
+        if (compute_claims(ctx, gwe, m) != 0)
+            return -1;
+        m->claims_dirty = 0;
+    } else {
+        /* same claims: patch the accepted slots of the touched ones */
+        for (size_t i = 0; i < m->touched.n; i++) {
+            long at = xlate_gw_find_acc(m, m->touched.items[i]);
+            if (at < 0)
+                continue;
+            struct xl_slot *s = &m->acc[at];
+            struct xl_slot old = *s;
+            s->ups = NULL;
+            if (slot_fill(ctx, m, s, old.vs) != 0) {
+                free(old.ups);
+                return -1;
+            }
+            slot_release(ctx, m, &old);
+            m->rc_dirty = 1;
+        }
+    }
+    xlate_list_clear(&m->touched);
+    return 0;
+}
+
+/* Phase 4, resources. Accepts the accepted slots; puts the Clusters and
+ * ClusterLoadAssignments this pass rebuilt for Upstreams the Gateway
+ * sends to, rebuilds the RouteConfiguration when a slot changed and the
+ * Listener(s) when the Gateway, its certificates or (proxyless, TLS) its
+ * served domains changed. Refuses nothing. Leaves behind the four sets
+ * sorted by name with their versions current. Returns 0 or -1 (memory). */
+static int gw_emit(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
+                   int gw_changed)
+{
+    for (size_t i = 0; i < ctx->up_touched.n; i++) {
+        struct xl_entry *up = ctx->up_touched.items[i];
+        if (up->deleted || !xlate_upstream_usable(up) || !up->up->cla)
+            continue;
+        /* not sent to, or counted in this pass with the resources as they
+         * are now (every Upstream of a first pass) */
+        const struct xl_ucount *c = ucount_get(m, up);
+        if (!c || c->put_pass == ctx->pass)
+            continue;
+        if (xlate_upstream_cluster(ctx, up, m->mode) != 0 ||
+            set_put(m, XDS_CLUSTER, up->up->cluster[m->mode]) != 0 ||
+            set_put(m, XDS_ENDPOINT, up->up->cla) != 0)
+            return -1;
+    }
+    if ((m->rc_dirty || !m->rc) && build_rc(ctx, gwe, m) != 0)
+        return -1;
+    m->rc_dirty = 0;
+    if (build_lds(ctx, gwe, m, gw_changed) != 0)
+        return -1;
+    for (int t = 0; t < XDS_TYPE_COUNT; t++) {
+        if (!m->set_dirty[t] && m->sets[t].version[0])
+            continue;
+        if (set_version(ctx, &m->sets[t]) != 0)
+            return -1;
+        m->set_dirty[t] = 0;
+    }
+    return 0;
+}
+
+int xlate_build_gateway(struct xlate_ctx *ctx, struct xl_entry *gwe)
+{
+    int gw_changed;
+    struct xl_gw_memo *m = gw_select(ctx, gwe, &gw_changed);
+    if (!m || gw_resolve(ctx, m) != 0 || gw_accept(ctx, gwe, m) != 0 ||
+        gw_emit(ctx, gwe, m, gw_changed) != 0)
+        return -1;
+    return 0;
+}
