@@ -7,6 +7,8 @@
 #   integration  $BUILD/tests/integration/**/test_* (C) and
 #                tests/integration/**/test_*.{sh,py}      (one at a time)
 #   e2e          tests/e2e/**/test_*.{sh,py}, $BUILD/tests/e2e/**/test_*
+#   hostile      tests/hostile/**/test_*.py, $BUILD/tests/hostile/**/test_*
+#                (hostile inputs against live replicas; tests/hostile/hostilelib.py)
 # A program that dies, times out, or reports fewer cases than it planned
 # counts as failed cases, never as passes.
 #
@@ -49,6 +51,7 @@ shopt -s globstar nullglob
     collect integration "$BUILD"/tests/integration/**/test_* tests/integration/**/test_*.sh \
         tests/integration/**/test_*.py
     collect e2e "$BUILD"/tests/e2e/**/test_* tests/e2e/**/test_*.sh tests/e2e/**/test_*.py
+    collect hostile "$BUILD"/tests/hostile/**/test_* tests/hostile/**/test_*.py
 } | grep -vE '\.(d|o)$' >"$logdir/programs"
 
 # run_one KIND PATH: runs one program, writes its TAP to a log and a
@@ -117,7 +120,7 @@ report_one() {
     grep -E '^ok [0-9]+.*# SKIP' "$log" | sed 's/^/    skipped: /'
 }
 
-# Unit programs in parallel, then integration and e2e one at a time (they
+# Unit programs in parallel, then integration, e2e and hostile one at a time (they
 # start servers and measure time).
 awk -F'\t' '$1=="unit"{print $2}' "$logdir/programs" |
     xargs -r -P "$JOBS" -I{} bash -c 'run_one unit "$1"' _ {}

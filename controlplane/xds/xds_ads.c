@@ -2,6 +2,7 @@
 
 #include "cx_hash.h"
 #include "cx_wire.h"
+#include "xds_pbcheck.h"
 #include "xlate_snapshot.h"
 
 #include "envoy/service/discovery/v3/discovery.pb-c.h"
@@ -334,6 +335,14 @@ int xds_ads_on_request(struct xds_ads_stream *s, const uint8_t *msg, size_t len,
 {
     memset(ev, 0, sizeof(*ev));
     ev->type = -1;
+    /* Bounded before protobuf-c, whose decoder recurses without a limit. */
+    int pc = xds_pbcheck(&envoy__service__discovery__v3__discovery_request__descriptor, msg, len);
+    if (pc == XDS_PB_TOO_DEEP || pc == XDS_PB_TOO_MANY) {
+        ev->pb_error = pc;
+        return XDS_ADS_EBOUND;
+    }
+    if (pc != XDS_PB_OK)
+        return XDS_ADS_EINVAL;
     Envoy__Service__Discovery__V3__DiscoveryRequest *req =
         envoy__service__discovery__v3__discovery_request__unpack(NULL, len, msg);
     if (!req)

@@ -40,8 +40,10 @@ void xds_ads_stream_free(struct xds_ads_stream *s);
  * node and its group: node.metadata["coxswain.dev/gateway"] (a string), else
  * node.cluster, else |default_group| (may be NULL: ""). Fills |ev| with what
  * happened. Returns 0, or one of: XDS_ADS_EINVAL (not a DiscoveryRequest,
- * empty type_url), XDS_ADS_ELIMIT (too many names), XDS_ADS_ENOMEM; the
- * stream should then end with an error. */
+ * empty type_url), XDS_ADS_EBOUND (nested deeper than XDS_PB_MAX_DEPTH or
+ * too many elements: refused on the wire before decoding, ev->pb_error says
+ * which), XDS_ADS_ELIMIT (too many names), XDS_ADS_ENOMEM; the stream
+ * should then end with an error. */
 __attribute__((warn_unused_result)) int xds_ads_on_request(struct xds_ads_stream *s,
                                                            const uint8_t *msg, size_t len,
                                                            const char *default_group,

@@ -8,6 +8,7 @@
 #include "xds_cache.h"
 #include "xds_frame.h"
 #include "xds_h2.h"
+#include "xds_pbcheck.h"
 #include "xlate_snapshot.h"
 
 #include <event2/buffer.h>
@@ -47,6 +48,17 @@ struct sstream {
     uint8_t nack_active[XDS_TYPE_COUNT];
 };
 
+/* Why a stream was ended by us (coxswain_xds_refused_total{reason}). */
+enum refuse_reason {
+    REFUSE_INVALID = 0, /* not a DiscoveryRequest */
+    REFUSE_BOUNDS = 1,  /* nesting / element count over the decoding bounds */
+    REFUSE_NAMES = 2,   /* too many resource names */
+    REFUSE_GROUPS = 3,  /* too many node groups */
+    REFUSE_COUNT = 4,
+};
+static const char *const refuse_names[REFUSE_COUNT] = {"invalid", "decode_bounds", "names",
+                                                       "groups"};
+
 /* Series looked up once (the registry is process-wide; several servers in
  * one process, as in tests, add up). */
 struct xds_metrics {
@@ -55,6 +67,7 @@ struct xds_metrics {
     struct cx_series *push_resources[XDS_TYPE_COUNT], *latency[XDS_TYPE_COUNT];
     struct cx_series *requests[XDS_TYPE_COUNT + 1][5]; /* [type or unknown][verdict] */
     struct cx_metric *nacks;                           /* {group,type} */
+    struct cx_series *refused[REFUSE_COUNT];
 };
 
 struct xds_server {
@@ -106,6 +119,11 @@ static void metrics_init(struct xds_metrics *m)
     m->nacks =
         cx_counter("coxswain_xds_nacks_total",
                    "NACKs (requests with error_detail) by node group and type.", "group,type");
+    struct cx_metric *refused = cx_counter(
+        "coxswain_xds_refused_total",
+        "Streams ended by the server because of what the client sent, by reason.", "reason");
+    for (int r = 0; r < REFUSE_COUNT; r++)
+        m->refused[r] = refused ? cx_metric_with(refused, refuse_names[r]) : NULL;
     for (int t = 0; t <= XDS_TYPE_COUNT; t++) {
         const char *tn = t < XDS_TYPE_COUNT ? xlate_type_short((enum xds_type)t) : "unknown";
         if (t < XDS_TYPE_COUNT) {
@@ -384,6 +402,7 @@ static int ads_message(void *ctx, const uint8_t *msg, size_t len, const char **e
     int rc = xds_ads_on_request(&ss->ads, msg, len, s->default_group, &ev);
     if (ev.first_node && !ss->registered) {
         if (xds_cache_watch_add(s->cache, &ss->watch, ss->ads.group) != 0) {
+            m_add(s->m.refused[REFUSE_GROUPS], 1);
             *errmsg = "too many node groups";
             return XDS_GRPC_RESOURCE_EXHAUSTED;
         }
@@ -395,11 +414,20 @@ static int ads_message(void *ctx, const uint8_t *msg, size_t len, const char **e
     case 0:
         break;
     case XDS_ADS_EINVAL:
+        m_add(s->m.refused[REFUSE_INVALID], 1);
         *errmsg = "not a DiscoveryRequest with a type_url";
         return XDS_GRPC_INVALID_ARGUMENT;
     case XDS_ADS_ELIMIT:
+        m_add(s->m.refused[REFUSE_NAMES], 1);
         *errmsg = "too many resource names";
         return XDS_GRPC_RESOURCE_EXHAUSTED;
+    case XDS_ADS_EBOUND:
+        s->stats.refused_bounds_total++;
+        m_add(s->m.refused[REFUSE_BOUNDS], 1);
+        cx_debug("xds", "refused a DiscoveryRequest from %s: %s", xds_h2_stream_peer(ss->h2),
+                 xds_pbcheck_strerror(ev.pb_error));
+        *errmsg = xds_pbcheck_strerror(ev.pb_error);
+        return XDS_GRPC_INVALID_ARGUMENT;
     default:
         *errmsg = "out of memory";
         return XDS_GRPC_INTERNAL;

@@ -140,6 +140,7 @@ struct xds_ads_event {
     uint8_t names_changed;             /* the subscription changed */
     int64_t origin_ns;                 /* ACK/NACK: origin_ns of the answered response */
     int nack_code;                     /* NACK: error_detail.code */
+    int pb_error;                      /* XDS_ADS_EBOUND: the enum xds_pbcheck_err */
     char version[XDS_VERSION_LEN + 1]; /* ACK/NACK: the version answered (ours) */
     char nack_message[XDS_NACK_MSG_MAX];
 };
@@ -148,6 +149,7 @@ enum xds_ads_err {
     XDS_ADS_EINVAL = -1, /* not a DiscoveryRequest, or no type_url */
     XDS_ADS_ENOMEM = -2,
     XDS_ADS_ELIMIT = -3, /* too many names */
+    XDS_ADS_EBOUND = -4, /* nesting or element count over the decoding bounds (xds_pbcheck) */
 };
 
 /* One response to send: |items| hold a reference each. */
@@ -215,6 +217,7 @@ struct xds_server_stats {
     uint64_t push_bytes_total[XDS_TYPE_COUNT];
     uint64_t push_resources_total[XDS_TYPE_COUNT];
     uint64_t snapshots_total;
+    uint64_t refused_bounds_total; /* requests over the decoding bounds (xds_pbcheck) */
 };
 
 #endif
