@@ -1,0 +1,285 @@
+/* Connections of the gRPC transport: accept, the HTTP/2 session on a
+ * bufferevent (h2c or TLS), flushing with backpressure, the handshake
+ * deadline and keepalive timer, and teardown. */
+#include "xds_h2_impl.h"
+
+#include "cx_time.h"
+
+#include <arpa/inet.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/listener.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+/* ---- connections ------------------------------------------------------------- */
+
+static void conn_notify_writable(struct h2_conn *c)
+{
+    for (struct xds_h2_stream *st = c->streams; st; st = st->next) {
+        if (st->notify) {
+            st->notify = 0;
+            if (st->ctx && st->method->on_writable && !st->finishing)
+                st->method->on_writable(st->ctx);
+        }
+    }
+}
+
+/* Hands what nghttp2 has to the socket; closes the connection when the
+ * session is over. Returns 0, or -1 when |c| was freed. */
+static int conn_flush(struct h2_conn *c)
+{
+    if (nghttp2_session_send(c->session) != 0) {
+        xds_h2_conn_free(c);
+        return -1;
+    }
+    conn_notify_writable(c);
+    if (nghttp2_session_want_write(c->session) &&
+        evbuffer_get_length(bufferevent_get_output(c->bev)) < CONN_OUT_HIGH) {
+        /* a stream queued more while we notified: go again soon */
+        xds_h2_conn_schedule_flush(c);
+    }
+    if (!nghttp2_session_want_read(c->session) && !nghttp2_session_want_write(c->session)) {
+        if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+            xds_h2_conn_free(c);
+            return -1;
+        }
+        c->draining = 1;
+        bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+    }
+    return 0;
+}
+
+static void on_flush_ev(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    conn_flush(arg);
+}
+
+void xds_h2_conn_schedule_flush(struct h2_conn *c)
+{
+    if (!event_pending(c->flush_ev, EV_TIMEOUT, NULL))
+        event_active(c->flush_ev, EV_TIMEOUT, 0);
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    struct h2_conn *c = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    c->last_rx_ns = cx_mono_ns();
+    while (evbuffer_get_length(in) > 0) {
+        struct evbuffer_iovec v;
+        if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+            break;
+        ssize_t rv = nghttp2_session_mem_recv(c->session, v.iov_base, v.iov_len);
+        if (rv < 0) {
+            xds_h2_conn_free(c);
+            return;
+        }
+        evbuffer_drain(in, (size_t)rv);
+    }
+    conn_flush(c);
+}
+
+static void on_write(struct bufferevent *bev, void *arg)
+{
+    struct h2_conn *c = arg;
+    if (c->draining) {
+        if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+            xds_h2_conn_free(c);
+        return;
+    }
+    conn_flush(c);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    (void)bev;
+    struct h2_conn *c = arg;
+    if (what & BEV_EVENT_CONNECTED)
+        return; /* TLS handshake done */
+    if ((what & BEV_EVENT_ERROR) && c->tls && !c->preface_ok)
+        c->srv->counts.tls_failures++;
+    xds_h2_conn_free(c);
+}
+
+/* One timer per connection: the handshake deadline until the preface came,
+ * then the keepalive tick. */
+static void conn_arm_timer(struct h2_conn *c)
+{
+    const struct xds_h2_server *s = c->srv;
+    int ms = s->keepalive_ms;
+    if (!c->preface_ok && (ms < 0 || s->handshake_ms < ms))
+        ms = s->handshake_ms;
+    if (ms < 0)
+        return;
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(c->timer, &tv);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct h2_conn *c = arg;
+    struct xds_h2_server *s = c->srv;
+    int64_t now = cx_mono_ns();
+    if (!c->preface_ok) {
+        if (now - c->accepted_ns >= (int64_t)s->handshake_ms * CX_NS_PER_MS) {
+            xds_h2_conn_free(c); /* no TLS handshake / HTTP/2 preface in time */
+            return;
+        }
+        conn_arm_timer(c);
+        return;
+    }
+    if (s->keepalive_ms < 0)
+        return;
+    if (c->ping_out) {
+        xds_h2_conn_free(c); /* the last PING went unanswered for a whole interval */
+        return;
+    }
+    if (now - c->last_rx_ns >= (int64_t)s->keepalive_ms * CX_NS_PER_MS) {
+        if (nghttp2_submit_ping(c->session, NGHTTP2_FLAG_NONE, NULL) == 0)
+            c->ping_out = 1;
+        xds_h2_conn_schedule_flush(c);
+    }
+    conn_arm_timer(c);
+}
+
+void xds_h2_server_check_done(struct xds_h2_server *s)
+{
+    if (s->shutting && !s->conns && s->done_ev)
+        event_active(s->done_ev, EV_TIMEOUT, 0);
+}
+
+void xds_h2_conn_free(struct h2_conn *c)
+{
+    struct xds_h2_server *s = c->srv;
+    while (c->streams)
+        xds_h2_stream_free_(c->streams);
+    if (c->session)
+        nghttp2_session_del(c->session);
+    if (c->bev)
+        bufferevent_free(c->bev);
+    if (c->flush_ev)
+        event_free(c->flush_ev);
+    if (c->timer)
+        event_free(c->timer);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    s->counts.connections--;
+    free(c);
+    xds_h2_server_check_done(s);
+}
+
+void xds_h2_on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
+                      void *arg)
+{
+    (void)l;
+    (void)salen;
+    struct xds_h2_server *s = arg;
+    if (s->shutting || s->counts.connections >= s->max_connections) {
+        s->counts.connections_rejected++;
+        evutil_closesocket(fd);
+        return;
+    }
+    struct h2_conn *c = calloc(1, sizeof(*c));
+    nghttp2_session_callbacks *cbs = NULL;
+    nghttp2_option *opt = NULL;
+    if (!c) {
+        evutil_closesocket(fd);
+        return;
+    }
+    c->srv = s;
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (sa->sa_family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+        port = ntohs(in->sin_port);
+        snprintf(c->peer, sizeof(c->peer), "%s:%d", host, port);
+    } else if (sa->sa_family == AF_INET6) {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+        port = ntohs(in6->sin6_port);
+        snprintf(c->peer, sizeof(c->peer), "[%s]:%d", host, port);
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    evutil_make_socket_nonblocking(fd);
+    /* Linked first so that conn_free can undo a partial setup. */
+    c->next = s->conns;
+    if (s->conns)
+        s->conns->prev = c;
+    s->conns = c;
+    s->counts.connections++;
+    s->counts.connections_total++;
+    if (s->ssl_ctx) {
+        SSL *ssl = SSL_new(s->ssl_ctx);
+        if (!ssl) {
+            evutil_closesocket(fd);
+            goto fail;
+        }
+        c->tls = 1;
+        c->bev = bufferevent_openssl_socket_new(s->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                                BEV_OPT_CLOSE_ON_FREE);
+        if (!c->bev) {
+            SSL_free(ssl);
+            evutil_closesocket(fd);
+            goto fail;
+        }
+        bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
+    } else {
+        c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+        if (!c->bev) {
+            evutil_closesocket(fd);
+            goto fail;
+        }
+    }
+    c->flush_ev = event_new(s->base, -1, 0, on_flush_ev, c);
+    c->timer = evtimer_new(s->base, on_timer, c);
+    cbs = xds_h2_callbacks_new();
+    if (!c->flush_ev || !c->timer || !cbs || nghttp2_option_new(&opt) != 0)
+        goto fail;
+    /* Flood and abuse limits come from nghttp2's defaults; we add ours. */
+    nghttp2_option_set_max_outbound_ack(opt, 1000);
+    /* An ADS connection carries one long-lived stream: HPACK's dynamic
+     * tables would save a few bytes once and cost memory forever. */
+    nghttp2_option_set_max_deflate_dynamic_table_size(opt, 0);
+    if (nghttp2_session_server_new3(&c->session, cbs, c, opt, &xds_h2_mem) != 0)
+        goto fail;
+    nghttp2_settings_entry iv[] = {
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, s->max_streams},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, HDR_MAX},
+        {NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, 0},
+        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20},
+    };
+    if (nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0])) != 0)
+        goto fail;
+    /* A larger connection window so that many streams can send at once. */
+    nghttp2_session_set_local_window_size(c->session, NGHTTP2_FLAG_NONE, 0, 8 << 20);
+    nghttp2_session_callbacks_del(cbs);
+    nghttp2_option_del(opt);
+    c->last_rx_ns = cx_mono_ns();
+    bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+    bufferevent_setwatermark(c->bev, EV_WRITE, CONN_OUT_LOW, 0);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    c->accepted_ns = c->last_rx_ns;
+    conn_arm_timer(c);
+    conn_flush(c);
+    return;
+fail:
+    if (cbs)
+        nghttp2_session_callbacks_del(cbs);
+    if (opt)
+        nghttp2_option_del(opt);
+    xds_h2_conn_free(c);
+}

@@ -1,0 +1,112 @@
+/*
+ * xds_h2_impl: the gRPC transport's private structures, shared by its
+ * files and by nothing else: xds_h2.c (server, listener, TLS, shutdown),
+ * xds_h2_conn.c (connections: accept, socket I/O, timers),
+ * xds_h2_stream.c (calls and the nghttp2 callbacks) and xds_h2_mem.c
+ * (nghttp2's allocator). Main loop only.
+ */
+#ifndef XDS_H2_IMPL_H
+#define XDS_H2_IMPL_H
+
+#include "xds_frame.h"
+#include "xds_h2.h"
+
+#include <event2/bufferevent.h>
+#include <nghttp2/nghttp2.h>
+
+/* Connection output (bytes in the bufferevent) above which nghttp2 is told
+ * to wait, and below which it is resumed. */
+#define CONN_OUT_HIGH ((size_t)512 << 10)
+#define CONN_OUT_LOW  ((size_t)64 << 10)
+/* Request header bytes per stream. */
+#define HDR_MAX      16384
+#define PATH_MAX_LEN 512
+
+struct h2_conn;
+
+struct xds_h2_stream {
+    struct h2_conn *conn;
+    struct xds_h2_stream *prev, *next;
+    int32_t id;
+    const struct xds_h2_method *method;
+    void *ctx;             /* from on_open; NULL until then */
+    struct h2_reqhdr *hdr; /* request headers, until the call is routed */
+    size_t hdr_bytes;
+    struct xds_deframer df;
+    struct evbuffer *out;
+    uint8_t responded; /* response HEADERS submitted */
+    uint8_t finishing; /* trailers requested */
+    uint8_t trailed;   /* trailers submitted */
+    uint8_t deferred;  /* data provider deferred */
+    uint8_t congested; /* queued went above XDS_H2_STREAM_LOW */
+    uint8_t notify;    /* on_writable due */
+    int status;
+    char *message; /* grpc-message, set when finishing (NULL: none) */
+};
+
+/* What routing a call needs; freed once it is routed (an idle stream keeps
+ * nothing of its request headers). */
+struct h2_reqhdr {
+    char path[PATH_MAX_LEN];
+    char ctype[128];
+    char hmethod[16];
+};
+
+struct h2_conn {
+    struct xds_h2_server *srv;
+    struct h2_conn *prev, *next;
+    struct bufferevent *bev;
+    nghttp2_session *session;
+    struct xds_h2_stream *streams;
+    struct event *flush_ev;
+    struct event *timer;
+    int64_t last_rx_ns;
+    int64_t accepted_ns;
+    uint8_t preface_ok;
+    uint8_t ping_out;
+    uint8_t closing;  /* GOAWAY submitted */
+    uint8_t draining; /* close as soon as the output is written */
+    uint8_t tls;
+    char peer[64];
+};
+
+struct xds_h2_server {
+    struct event_base *base;
+    struct evconnlistener *listener;
+    SSL_CTX *ssl_ctx;
+    const struct xds_h2_method *methods;
+    size_t nmethods;
+    void *user;
+    size_t max_message;
+    unsigned max_connections;
+    unsigned max_streams;
+    int keepalive_ms;
+    int handshake_ms;
+    int port;
+    struct h2_conn *conns;
+    struct xds_h2_counts counts;
+    uint8_t shutting;
+    struct event *grace_ev;
+    struct event *done_ev;
+    void (*done)(void *);
+    void *done_arg;
+};
+
+/* xds_h2_conn.c */
+void xds_h2_conn_free(struct h2_conn *c);
+void xds_h2_conn_schedule_flush(struct h2_conn *c);
+void xds_h2_on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
+                      void *arg);
+/* Runs |done| once the last connection is gone during shutdown. */
+void xds_h2_server_check_done(struct xds_h2_server *s);
+
+/* xds_h2_stream.c */
+struct xds_h2_stream *xds_h2_stream_new(struct h2_conn *c, int32_t id);
+/* Unlinks and frees |st|, telling its method first. */
+void xds_h2_stream_free_(struct xds_h2_stream *st);
+nghttp2_session_callbacks *xds_h2_callbacks_new(void);
+
+/* xds_h2_mem.c */
+extern nghttp2_mem xds_h2_mem;
+
+#endif
