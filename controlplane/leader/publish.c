@@ -7,6 +7,7 @@
 #include "cx_metrics.h"
 #include "cx_ratelimit.h"
 #include "cx_time.h"
+#include "leader_queue.h"
 #include "store_kinds.h"
 #include "store_map.h"
 #include "xlate_snapshot.h"
@@ -21,6 +22,7 @@
 #define PUB_RETRY_FIRST_NS   (500 * CX_NS_PER_MS)
 #define PUB_RETRY_MAX_NS     (30 * CX_NS_PER_S)
 #define PUB_REFUSED_WAIT_NS  (100 * CX_NS_PER_MS)
+#define PUB_MAX_INFLIGHT     4
 
 static const char *const type_keys[XDS_TYPE_COUNT] = {"listeners", "routes", "clusters",
                                                       "endpoints"};
@@ -39,16 +41,12 @@ int publish_name(const char *group, char *out, size_t n)
 /* ---- the publisher ------------------------------------------------------------------ */
 
 struct pub_item {
+    struct leader_item li; /* key: name */
     struct publish *p;
     struct kube_call *call;
     struct leader_guard_presend presend; /* the last-moment guard check */
-    unsigned queued : 1;
-    unsigned parked : 1;
-    unsigned recheck : 1;
-    unsigned encoding : 1; /* waits for the encoder thread */
-    int64_t due_ns;
+    unsigned encoding : 1;               /* waits for the encoder thread */
     int fails;
-    struct pub_item *next;
     /* In flight: what the write will make true. */
     int sending_op;                            /* 0 create, 1 update, 2 delete */
     char sending_version[XDS_VERSION_LEN + 1]; /* "" for a delete */
@@ -74,21 +72,16 @@ struct publish {
     struct publish_opts o;
     char *ns;
     struct cx_ratelimit rl;
-    struct event *pump_ev, *park_ev;
-    int pump_armed, park_armed;
-    int64_t pump_due_ns;
+    struct leader_queue q; /* of struct pub_item */
     int leading;
     uint64_t term;
     struct xlate_snapshot *snap;
     struct store_map groups; /* PS name -> struct pub_group * (current snapshot) */
     struct pub_group **glist;
     size_t nglist;
-    struct store_map items; /* PS name -> struct pub_item * */
     struct publish_encoder *enc;
     struct store_map blobs; /* PS name -> struct publish_blob * (latest encoded) */
     size_t nencoding;
-    struct pub_item *head, *tail;
-    size_t nqueued, ninflight, nparked;
     struct publish_stats st;
     struct {
         struct cx_metric *consistent;
@@ -96,22 +89,25 @@ struct publish {
     } m;
 };
 
-static void schedule_pump(struct publish *p, int64_t delay_ns);
+/* The item that embeds |l|. */
+static inline struct pub_item *item_of(const struct leader_item *l)
+{
+    return (struct pub_item *)(void *)((char *)(uintptr_t)l - offsetof(struct pub_item, li));
+}
 
 static struct pub_item *item_get(struct publish *p, const char *name)
 {
-    struct pub_item *it = store_map_get(&p->items, name);
-    if (it)
-        return it;
+    struct leader_item *l = leader_queue_find(&p->q, name);
+    if (l)
+        return item_of(l);
     size_t n = strlen(name);
-    it = calloc(1, sizeof(*it) + n + 1);
+    struct pub_item *it = calloc(1, sizeof(*it) + n + 1);
     if (!it)
         return NULL;
     it->p = p;
     memcpy(it->name, name, n + 1);
-    int err;
-    store_map_put(&p->items, it->name, it, &err);
-    if (err) {
+    it->li.key = it->name;
+    if (leader_queue_add(&p->q, &it->li) != 0) {
         free(it);
         return NULL;
     }
@@ -137,32 +133,9 @@ static void item_destroy(struct pub_item *it)
     free(it);
 }
 
-static void maybe_release(struct pub_item *it)
-{
-    if (it->queued || it->parked || it->call || it->w_valid || it->encoding)
-        return;
-    store_map_remove(&it->p->items, it->name);
-    item_destroy(it);
-}
-
 static void enqueue(struct publish *p, struct pub_item *it)
 {
-    if (it->call)
-        it->recheck = 1;
-    if (it->queued || it->call)
-        return;
-    if (it->parked) {
-        it->parked = 0;
-        p->nparked--;
-    }
-    it->queued = 1;
-    it->next = NULL;
-    if (p->tail)
-        p->tail->next = it;
-    else
-        p->head = it;
-    p->tail = it;
-    p->nqueued++;
+    leader_queue_push(&p->q, &it->li);
 }
 
 static void want(struct publish *p, const char *name)
@@ -175,20 +148,12 @@ static void want(struct publish *p, const char *name)
         return;
     }
     enqueue(p, it);
-    schedule_pump(p, 0);
+    leader_queue_schedule(&p->q, 0);
 }
 
 static void park(struct publish *p, struct pub_item *it, int64_t delay_ns)
 {
-    if (!it->parked)
-        p->nparked++;
-    it->parked = 1;
-    it->due_ns = cx_mono_ns() + delay_ns;
-    if (!p->park_armed) {
-        struct timeval tv = {.tv_sec = 0, .tv_usec = 250000};
-        evtimer_add(p->park_ev, &tv);
-        p->park_armed = 1;
-    }
+    leader_queue_park(&p->q, &it->li, delay_ns);
 }
 
 static int is_ours(const struct kube_obj *o)
@@ -275,7 +240,6 @@ static void on_written(struct kube_result *r, void *arg)
     struct pub_item *it = arg;
     struct publish *p = it->p;
     it->call = NULL;
-    p->ninflight--;
     int del = it->sending_op == 2;
     const char *op = del ? "delete" : it->sending_op == 1 ? "update" : "create";
     if (r->err.code == KUBE_OK || (del && r->err.code == KUBE_E_NOT_FOUND)) {
@@ -326,16 +290,15 @@ static void on_written(struct kube_result *r, void *arg)
     }
     free(it->sending_rv_before);
     it->sending_rv_before = NULL;
-    if (it->recheck && p->leading && !it->parked)
-        enqueue(p, it);
-    it->recheck = 0;
-    maybe_release(it);
-    schedule_pump(p, 0);
+    leader_queue_write_done(&p->q, &it->li);
 }
 
-/* Returns 0 done (written or nothing to do), 1 try later (*wait_ns). */
-static int reconcile(struct publish *p, struct pub_item *it, int64_t *wait_ns)
+/* The queue's check: compares |it| with the published object and writes
+ * the difference. */
+static enum leader_check reconcile(void *user, struct leader_item *l, int64_t *wait_ns)
 {
+    struct publish *p = user;
+    struct pub_item *it = item_of(l);
     struct pub_group *pg = store_map_get(&p->groups, it->name);
     struct kube_obj *pub = p->o.lookup(p->o.user, it->name);
     const char *pub_rv = pub ? pub->rv : "";
@@ -354,28 +317,28 @@ static int reconcile(struct publish *p, struct pub_item *it, int64_t *wait_ns)
     const struct publish_blob *blob = NULL;
     if (pg) {
         if (exists && strcmp(version, pg->version) == 0)
-            return 0;
+            return LEADER_CHECK_DONE;
         /* The snapshot is encoded off the main loop; come back with it. */
         blob = store_map_get(&p->blobs, it->name);
         if (!blob || strcmp(blob->version, pg->version) != 0) {
             if (publish_encoder_submit(p->enc, p->snap, pg->g->name, it->name, pg->version) != 0) {
                 park(p, it, PUB_RETRY_FIRST_NS);
-                return 0;
+                return LEADER_CHECK_DONE;
             }
             if (!it->encoding)
                 p->nencoding++;
             it->encoding = 1;
-            return 0;
+            return LEADER_CHECK_DONE;
         }
     } else {
         if (!exists || (pub && !is_ours(pub)))
-            return 0;
+            return LEADER_CHECK_DONE;
         del = 1;
     }
     int64_t w = cx_ratelimit_take(&p->rl, cx_mono_ns());
     if (w > 0) {
         *wait_ns = w;
-        return 1;
+        return LEADER_CHECK_LATER;
     }
     int64_t timeout_ns = 0;
     uint64_t term = 0;
@@ -384,7 +347,7 @@ static int reconcile(struct publish *p, struct pub_item *it, int64_t *wait_ns)
         p->st.refused++;
         count(p, del ? "delete" : exists ? "update" : "create", "refused");
         *wait_ns = PUB_REFUSED_WAIT_NS;
-        return 1;
+        return LEADER_CHECK_LATER;
     }
     int64_t ms = leader_guard_timeout_ms(timeout_ns);
     it->presend = (struct leader_guard_presend){.g = &p->o.guard, .term = term};
@@ -417,94 +380,13 @@ static int reconcile(struct publish *p, struct pub_item *it, int64_t *wait_ns)
     }
     if (!it->call)
         goto fail;
-    p->ninflight++;
-    return 0;
+    leader_queue_sent(&p->q, &it->li);
+    return LEADER_CHECK_DONE;
 fail:
     free(it->sending_rv_before);
     it->sending_rv_before = NULL;
     park(p, it, PUB_RETRY_FIRST_NS);
-    return 0;
-}
-
-static void pump(struct publish *p)
-{
-    while (p->leading && p->snap && p->head && p->ninflight < 4) {
-        struct pub_item *it = p->head;
-        p->head = it->next;
-        if (!p->head)
-            p->tail = NULL;
-        it->queued = 0;
-        p->nqueued--;
-        int64_t wait = 0;
-        if (reconcile(p, it, &wait) == 1) {
-            it->queued = 1;
-            it->next = p->head;
-            p->head = it;
-            if (!p->tail)
-                p->tail = it;
-            p->nqueued++;
-            schedule_pump(p, wait);
-            return;
-        }
-        maybe_release(it);
-    }
-}
-
-static void on_pump(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    struct publish *p = arg;
-    p->pump_armed = 0;
-    pump(p);
-}
-
-static void schedule_pump(struct publish *p, int64_t delay_ns)
-{
-    int64_t due = cx_mono_ns() + delay_ns;
-    if (p->pump_armed && p->pump_due_ns <= due)
-        return;
-    struct timeval tv = {.tv_sec = (time_t)(delay_ns / CX_NS_PER_S),
-                         .tv_usec = (suseconds_t)((delay_ns % CX_NS_PER_S) / 1000)};
-    evtimer_add(p->pump_ev, &tv);
-    p->pump_armed = 1;
-    p->pump_due_ns = due;
-}
-
-struct unpark_ctx {
-    struct publish *p;
-    int64_t now;
-    int any;
-};
-
-static int unpark_one(void *user, const char *key, void *v)
-{
-    (void)key;
-    struct unpark_ctx *c = user;
-    struct pub_item *it = v;
-    if (it->parked) {
-        if (it->due_ns <= c->now)
-            enqueue(c->p, it);
-        else
-            c->any = 1;
-    }
-    return 0;
-}
-
-static void on_park(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    struct publish *p = arg;
-    p->park_armed = 0;
-    struct unpark_ctx c = {p, cx_mono_ns(), 0};
-    store_map_foreach(&p->items, unpark_one, &c);
-    if (c.any) {
-        struct timeval tv = {.tv_sec = 0, .tv_usec = 250000};
-        evtimer_add(p->park_ev, &tv);
-        p->park_armed = 1;
-    }
-    schedule_pump(p, 0);
+    return LEADER_CHECK_DONE;
 }
 
 /* ---- public --------------------------------------------------------------------- */
@@ -523,12 +405,13 @@ static void on_encoded(void *user, struct publish_blob *blob)
         return;
     }
     publish_blob_free(old);
-    struct pub_item *it = store_map_get(&p->items, blob->name);
+    struct leader_item *l = leader_queue_find(&p->q, blob->name);
+    struct pub_item *it = l ? item_of(l) : NULL;
     if (it && it->encoding) {
         it->encoding = 0;
         p->nencoding--;
         enqueue(p, it);
-        schedule_pump(p, 0);
+        leader_queue_schedule(&p->q, 0);
     }
 }
 
@@ -540,24 +423,48 @@ static int free_blob(void *user, const char *key, void *v)
     return 0;
 }
 
+static int q_ready(void *user)
+{
+    struct publish *p = user;
+    return p->leading && p->snap;
+}
+
+static int q_busy(void *user, const struct leader_item *l)
+{
+    (void)user;
+    const struct pub_item *it = item_of(l);
+    return it->w_valid || it->encoding;
+}
+
+static void q_destroy(void *user, struct leader_item *l)
+{
+    (void)user;
+    item_destroy(item_of(l));
+}
+
+static const struct leader_queue_ops queue_ops = {
+    .ready = q_ready,
+    .check = reconcile,
+    .busy = q_busy,
+    .destroy = q_destroy,
+};
+
 struct publish *publish_new(struct event_base *base, const struct publish_opts *o)
 {
     struct publish *p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
+    int qrc = leader_queue_init(&p->q, base, &queue_ops, p, PUB_MAX_INFLIGHT, 0);
     p->base = base;
     p->o = *o;
     if (!p->o.max_bytes)
         p->o.max_bytes = PUBLISH_MAX_BYTES_DEFAULT;
     p->ns = strdup(o->namespace ? o->namespace : "default");
     store_map_init(&p->groups);
-    store_map_init(&p->items);
     store_map_init(&p->blobs);
     p->enc = publish_encoder_new(base, p->o.max_bytes, on_encoded, p);
     cx_ratelimit_init(&p->rl, o->qps, o->burst < 1 ? 1 : o->burst, cx_mono_ns());
-    p->pump_ev = evtimer_new(base, on_pump, p);
-    p->park_ev = evtimer_new(base, on_park, p);
-    if (!p->ns || !p->pump_ev || !p->park_ev || !p->enc) {
+    if (qrc != 0 || !p->ns || !p->enc) {
         publish_free(p);
         return NULL;
     }
@@ -584,14 +491,6 @@ static void groups_clear(struct publish *p, int hide)
     store_map_init(&p->groups);
 }
 
-static int destroy_item(void *user, const char *key, void *v)
-{
-    (void)user;
-    (void)key;
-    item_destroy(v);
-    return 0;
-}
-
 void publish_free(struct publish *p)
 {
     if (!p)
@@ -600,14 +499,9 @@ void publish_free(struct publish *p)
     p->enc = NULL;
     store_map_foreach(&p->blobs, free_blob, NULL);
     store_map_free(&p->blobs);
-    store_map_foreach(&p->items, destroy_item, NULL);
-    store_map_free(&p->items);
+    leader_queue_free(&p->q);
     groups_clear(p, 0);
     xlate_snapshot_unref(p->snap);
-    if (p->pump_ev)
-        event_free(p->pump_ev);
-    if (p->park_ev)
-        event_free(p->park_ev);
     free(p->ns);
     free(p);
 }
@@ -700,33 +594,23 @@ void publish_start(struct publish *p, uint64_t term)
         want(p, p->glist[i]->name);
     struct stale_ctx c = {p};
     p->o.foreach (p->o.user, want_stale, &c);
-    schedule_pump(p, 0);
+    leader_queue_schedule(&p->q, 0);
 }
 
-static int drop_item(void *user, const char *key, void *v)
+static void drop_item(void *user, struct leader_item *l)
 {
-    (void)key;
     struct publish *p = user;
-    struct pub_item *it = v;
+    struct pub_item *it = item_of(l);
     if (it->call)
         count(p, "any", "cancelled");
     item_destroy(it);
-    return 0;
 }
 
 void publish_stop(struct publish *p)
 {
     p->leading = 0;
-    store_map_foreach(&p->items, drop_item, p);
-    store_map_free(&p->items);
-    store_map_init(&p->items);
-    p->head = p->tail = NULL;
-    p->nqueued = p->ninflight = p->nparked = p->nencoding = 0;
-    if (p->pump_armed)
-        evtimer_del(p->pump_ev);
-    if (p->park_armed)
-        evtimer_del(p->park_ev);
-    p->pump_armed = p->park_armed = 0;
+    leader_queue_clear(&p->q, drop_item);
+    p->nencoding = 0;
 }
 
 void publish_object_changed(struct publish *p, const char *name)
@@ -741,12 +625,13 @@ void publish_object_changed(struct publish *p, const char *name)
 void publish_stats(const struct publish *p, struct publish_stats *out)
 {
     *out = p->st;
-    out->queued = p->nqueued + p->nparked + p->nencoding;
-    out->inflight = p->ninflight;
+    out->queued = p->q.nqueued + p->q.nparked + p->nencoding;
+    out->inflight = p->q.ninflight;
     out->leading = p->leading;
 }
 
 int publish_idle(const struct publish *p)
 {
-    return p->leading && p->snap && !p->nqueued && !p->ninflight && !p->nparked && !p->nencoding;
+    return p->leading && p->snap && !p->q.nqueued && !p->q.ninflight && !p->q.nparked &&
+           !p->nencoding;
 }

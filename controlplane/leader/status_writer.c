@@ -5,6 +5,7 @@
 #include "cx_metrics.h"
 #include "cx_ratelimit.h"
 #include "cx_time.h"
+#include "leader_queue.h"
 #include "store_kinds.h"
 #include "store_map.h"
 #include "xlate.h"
@@ -105,15 +106,11 @@ static int report_same(const struct xlate_report *a, const struct xlate_report *
 /* ---- items: one per object the writer is busy with ----------------------------- */
 
 struct sw_item {
+    struct leader_item li; /* key: key; parked until a retry time (after a
+                            * 409, an informer change queues it sooner) */
     struct status_writer *w;
-    struct sw_item *next; /* FIFO */
     enum xlate_kind kind;
-    unsigned queued : 1;
-    unsigned parked : 1;   /* waiting for a retry time (or, after a 409, the informer) */
-    unsigned conflict : 1; /* parked after a 409: an informer change unparks it */
     unsigned deferred : 1; /* waits for the next snapshot */
-    unsigned recheck : 1;  /* asked for while a write was in flight */
-    int64_t due_ns;        /* parked until */
     int fails;             /* consecutive failures (retry backoff) */
     struct kube_call *call;
     struct leader_guard_presend presend; /* the last-moment guard check */
@@ -134,11 +131,7 @@ struct status_writer {
     struct event_base *base;
     struct status_writer_opts o;
     struct cx_ratelimit rl;
-    struct event *pump_ev; /* run the queue (now or after a delay) */
-    struct event *park_ev; /* wake parked items */
-    int pump_armed;
-    int64_t pump_due_ns;
-    int park_armed;
+    struct leader_queue q; /* of struct sw_item */
 
     int leading;
     uint64_t term;
@@ -151,9 +144,6 @@ struct status_writer {
     struct xlate_snapshot *pass_snap;
     size_t pass_next;
 
-    struct store_map items; /* key -> struct sw_item * */
-    struct sw_item *head, *tail;
-    size_t nqueued, ninflight, nparked;
     struct sw_item **deferred;
     size_t ndeferred, capdeferred;
 
@@ -166,13 +156,18 @@ struct status_writer {
     } m;
 };
 
-static void schedule_pump(struct status_writer *w, int64_t delay_ns);
 static void pass_end(struct status_writer *w);
+
+/* The item that embeds |l|. */
+static inline struct sw_item *item_of(const struct leader_item *l)
+{
+    return (struct sw_item *)(void *)((char *)(uintptr_t)l - offsetof(struct sw_item, li));
+}
 
 static void note_queue(struct status_writer *w)
 {
     if (w->m.queue)
-        cx_series_set(w->m.queue, (double)(w->nqueued + w->nparked + w->ndeferred));
+        cx_series_set(w->m.queue, (double)(w->q.nqueued + w->q.nparked + w->ndeferred));
 }
 
 static struct sw_item *item_get(struct status_writer *w, enum xlate_kind kind, const char *ns,
@@ -181,11 +176,11 @@ static struct sw_item *item_get(struct status_writer *w, enum xlate_kind kind, c
     char key[SW_KEY_MAX];
     if (make_key(key, sizeof(key), xlate_kind_name(kind), ns, name) != 0)
         return NULL;
-    struct sw_item *it = store_map_get(&w->items, key);
-    if (it)
-        return it;
+    struct leader_item *l = leader_queue_find(&w->q, key);
+    if (l)
+        return item_of(l);
     size_t kl = strlen(key), nl = strlen(ns ? ns : ""), ml = strlen(name);
-    it = calloc(1, sizeof(*it) + kl + 1 + nl + 1 + ml + 1 + nl + 1 + ml + 1);
+    struct sw_item *it = calloc(1, sizeof(*it) + kl + 1 + nl + 1 + ml + 1 + nl + 1 + ml + 1);
     if (!it)
         return NULL;
     it->w = w;
@@ -202,9 +197,8 @@ static struct sw_item *item_get(struct status_writer *w, enum xlate_kind kind, c
     p[nl] = '/';
     memcpy(p + nl + 1, name, ml + 1);
     it->objkey = p;
-    int err;
-    store_map_put(&w->items, it->key, it, &err);
-    if (err) {
+    it->li.key = it->key;
+    if (leader_queue_add(&w->q, &it->li) != 0) {
         free(it);
         return NULL;
     }
@@ -230,72 +224,14 @@ static void item_destroy(struct sw_item *it)
     free(it);
 }
 
-/* Frees |it| once nothing refers to it any more. */
-static void maybe_release(struct sw_item *it)
-{
-    if (it->queued || it->parked || it->deferred || it->call || it->written)
-        return;
-    store_map_remove(&it->w->items, it->key);
-    item_destroy(it);
-}
-
 static void enqueue(struct status_writer *w, struct sw_item *it)
 {
-    if (it->call)
-        it->recheck = 1; /* checked again when the write ends */
-    if (it->queued || it->call)
-        return;
-    if (it->parked) {
-        it->parked = 0;
-        it->conflict = 0;
-        w->nparked--;
-    }
-    it->queued = 1;
-    it->next = NULL;
-    if (w->tail)
-        w->tail->next = it;
-    else
-        w->head = it;
-    w->tail = it;
-    w->nqueued++;
+    leader_queue_push(&w->q, &it->li);
 }
 
-static struct sw_item *dequeue(struct status_writer *w)
+static void park(struct status_writer *w, struct sw_item *it, int64_t delay_ns)
 {
-    struct sw_item *it = w->head;
-    if (!it)
-        return NULL;
-    w->head = it->next;
-    if (!w->head)
-        w->tail = NULL;
-    it->next = NULL;
-    it->queued = 0;
-    w->nqueued--;
-    return it;
-}
-
-static void push_front(struct status_writer *w, struct sw_item *it)
-{
-    it->queued = 1;
-    it->next = w->head;
-    w->head = it;
-    if (!w->tail)
-        w->tail = it;
-    w->nqueued++;
-}
-
-static void park(struct status_writer *w, struct sw_item *it, int64_t delay_ns, int conflict)
-{
-    if (!it->parked)
-        w->nparked++;
-    it->parked = 1;
-    it->conflict = conflict ? 1 : 0;
-    it->due_ns = cx_mono_ns() + delay_ns;
-    if (!w->park_armed) {
-        struct timeval tv = {.tv_sec = 0, .tv_usec = 250000};
-        evtimer_add(w->park_ev, &tv);
-        w->park_armed = 1;
-    }
+    leader_queue_park(&w->q, &it->li, delay_ns);
 }
 
 static void defer_item(struct status_writer *w, struct sw_item *it)
@@ -306,7 +242,7 @@ static void defer_item(struct status_writer *w, struct sw_item *it)
         size_t nc = w->capdeferred ? w->capdeferred * 2 : 64;
         struct sw_item **nd = realloc(w->deferred, nc * sizeof(*nd));
         if (!nd) {
-            park(w, it, SW_RETRY_FIRST_NS, 0); /* no memory: check again later */
+            park(w, it, SW_RETRY_FIRST_NS); /* no memory: check again later */
             return;
         }
         w->deferred = nd;
@@ -328,7 +264,7 @@ static void want_check(struct status_writer *w, enum xlate_kind kind, const char
         return;
     }
     enqueue(w, it);
-    schedule_pump(w, 0);
+    leader_queue_schedule(&w->q, 0);
 }
 
 /* ---- writing ----------------------------------------------------------------------- */
@@ -370,7 +306,6 @@ static void on_written(struct kube_result *r, void *arg)
     struct sw_item *it = arg;
     struct status_writer *w = it->w;
     it->call = NULL;
-    w->ninflight--;
     if (w->m.duration)
         cx_series_observe(w->m.duration, (double)(cx_mono_ns() - it->sent_ns) / 1e9);
     cJSON *sent = it->sending;
@@ -407,7 +342,7 @@ static void on_written(struct kube_result *r, void *arg)
         w->st.conflicts++;
         cx_debug("status", "conflict writing %s %s; waiting for the informer",
                  xlate_kind_name(it->kind), it->objkey);
-        park(w, it, SW_CONFLICT_WAIT_NS, 1);
+        park(w, it, SW_CONFLICT_WAIT_NS);
         break;
     case KUBE_E_NOT_FOUND:
         break; /* deleted meanwhile: its delete event ends the story */
@@ -423,19 +358,13 @@ static void on_written(struct kube_result *r, void *arg)
                 xlate_kind_name(it->kind), it->objkey, result_name(r->err.code), r->err.message,
                 (long long)(d / CX_NS_PER_MS));
         if (w->leading)
-            park(w, it, d, 0);
+            park(w, it, d);
         break;
     }
     }
     cJSON_Delete(sent);
     free(sent_rv);
-    if (it->recheck && w->leading && !it->parked) {
-        it->recheck = 0;
-        enqueue(w, it);
-    }
-    it->recheck = 0;
-    maybe_release(it);
-    schedule_pump(w, 0);
+    leader_queue_write_done(&w->q, &it->li);
 }
 
 /* Sends |status| for |it| with |rv| as the precondition. Returns 0 when
@@ -483,26 +412,23 @@ static int send_write(struct status_writer *w, struct sw_item *it, cJSON *status
         it->sent_rv = NULL;
         return -1;
     }
-    w->ninflight++;
+    leader_queue_sent(&w->q, &it->li);
     w->st.writes++;
     return 0;
 }
 
-enum check_outcome {
-    CHECK_DONE = 0,  /* nothing to write, or written */
-    CHECK_LATER = 1, /* rate limit or guard: put it back, stop for now */
-};
-
-/* Compares and, if needed, writes one object. */
-static enum check_outcome check(struct status_writer *w, struct sw_item *it, int64_t *wait_ns)
+/* The queue's check: compares one object and, if needed, writes it. */
+static enum leader_check check(void *user, struct leader_item *l, int64_t *wait_ns)
 {
+    struct status_writer *w = user;
+    struct sw_item *it = item_of(l);
     w->st.checks++;
     struct kube_obj *obj = w->o.lookup(w->o.user, it->kind, it->objkey);
     struct xlate_report *rep = w->ix ? store_map_get(&w->ix->map, it->key) : NULL;
     if (!obj || !rep) {
         clear_written(it);
         cx_series_inc(w->m.c_missing);
-        return CHECK_DONE;
+        return LEADER_CHECK_DONE;
     }
     const cJSON *cur = cJSON_GetObjectItemCaseSensitive(obj->json, "status");
     const char *rv = obj->rv;
@@ -527,11 +453,11 @@ static enum check_outcome check(struct status_writer *w, struct sw_item *it, int
             w->st.deferred++;
             cx_series_inc(w->m.c_deferred);
             defer_item(w, it);
-            return CHECK_DONE;
+            return LEADER_CHECK_DONE;
         }
         if (other) {
             cx_series_inc(w->m.c_missing);
-            return CHECK_DONE;
+            return LEADER_CHECK_DONE;
         }
     }
     struct status_condition extra[SW_MAX_EXTRA];
@@ -540,32 +466,32 @@ static enum check_outcome check(struct status_writer *w, struct sw_item *it, int
         nextra = w->o.gateway_conditions(w->o.user, it->objkey, extra, SW_MAX_EXTRA);
     cJSON *desired = status_desired(rep, extra, nextra, cur, cx_wall_ns());
     if (!desired) {
-        park(w, it, SW_RETRY_FIRST_NS, 0);
-        return CHECK_DONE;
+        park(w, it, SW_RETRY_FIRST_NS);
+        return LEADER_CHECK_DONE;
     }
     if (status_up_to_date(desired, cur)) {
         w->st.up_to_date++;
         cx_series_inc(w->m.c_up);
         cJSON_Delete(desired);
-        return CHECK_DONE;
+        return LEADER_CHECK_DONE;
     }
     int64_t wait = cx_ratelimit_take(&w->rl, cx_mono_ns());
     if (wait > 0) {
         cJSON_Delete(desired);
         *wait_ns = wait;
-        return CHECK_LATER;
+        return LEADER_CHECK_LATER;
     }
     cx_series_inc(w->m.c_write);
     int rc = send_write(w, it, desired, rv);
     if (rc == 0)
-        return CHECK_DONE; /* |desired| now belongs to the item */
+        return LEADER_CHECK_DONE; /* |desired| now belongs to the item */
     cJSON_Delete(desired);
     if (rc == 1) {
         *wait_ns = SW_REFUSED_WAIT_NS;
-        return CHECK_LATER;
+        return LEADER_CHECK_LATER;
     }
-    park(w, it, SW_RETRY_FIRST_NS, 0);
-    return CHECK_DONE;
+    park(w, it, SW_RETRY_FIRST_NS);
+    return LEADER_CHECK_DONE;
 }
 
 /* The full pass's next report: 0 when it needs nothing (up to date, gone,
@@ -579,7 +505,8 @@ static struct sw_item *pass_step(struct status_writer *w, const struct xlate_rep
     if (make_key(key, sizeof(key), r->kind, r->namespace, r->name) != 0 ||
         kube_obj_key(r->namespace, r->name, objkey, sizeof(objkey)) != 0)
         return NULL;
-    struct sw_item *it = store_map_get(&w->items, key);
+    struct leader_item *l = leader_queue_find(&w->q, key);
+    struct sw_item *it = l ? item_of(l) : NULL;
     if (!it) {
         /* The cheap comparison first: no item unless something is to do. */
         w->st.checks++;
@@ -617,96 +544,52 @@ static struct sw_item *pass_step(struct status_writer *w, const struct xlate_rep
     return it;
 }
 
-static void pump(struct status_writer *w)
+/* The queue is empty: advance the full pass, if one is running. */
+static int q_idle(void *user)
 {
-    size_t max = w->o.max_inflight > 0 ? (size_t)w->o.max_inflight : 4;
-    int budget = SW_CHECKS_PER_TURN;
-    while (w->leading && w->ix && w->ninflight < max) {
-        if (budget-- <= 0) {
-            schedule_pump(w, 0);
-            break;
-        }
-        if (!w->head) {
-            /* Queue empty: advance the full pass, if one is running. */
-            if (!w->pass_snap)
-                break;
-            if (w->pass_next >= w->pass_snap->nreports) {
-                pass_end(w);
-                break;
-            }
-            pass_step(w, &w->pass_snap->reports[w->pass_next++]);
-            continue;
-        }
-        struct sw_item *it = dequeue(w);
-        int64_t wait = 0;
-        if (check(w, it, &wait) == CHECK_LATER) {
-            push_front(w, it);
-            schedule_pump(w, wait);
-            break;
-        }
-        maybe_release(it);
-    }
-    note_queue(w);
-}
-
-static void on_pump(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    struct status_writer *w = arg;
-    w->pump_armed = 0;
-    pump(w);
-}
-
-static void schedule_pump(struct status_writer *w, int64_t delay_ns)
-{
-    int64_t due = cx_mono_ns() + delay_ns;
-    if (w->pump_armed && w->pump_due_ns <= due)
-        return;
-    struct timeval tv = {.tv_sec = (time_t)(delay_ns / CX_NS_PER_S),
-                         .tv_usec = (suseconds_t)((delay_ns % CX_NS_PER_S) / 1000)};
-    evtimer_add(w->pump_ev, &tv);
-    w->pump_armed = 1;
-    w->pump_due_ns = due;
-}
-
-struct park_ctx {
-    struct status_writer *w;
-    int64_t now;
-    int any;
-};
-
-static int unpark_one(void *user, const char *key, void *v)
-{
-    (void)key;
-    struct park_ctx *c = user;
-    struct sw_item *it = v;
-    if (!it->parked)
+    struct status_writer *w = user;
+    if (!w->pass_snap)
         return 0;
-    if (it->due_ns <= c->now)
-        enqueue(c->w, it);
-    else
-        c->any = 1;
-    return 0;
+    if (w->pass_next >= w->pass_snap->nreports) {
+        pass_end(w);
+        return 0;
+    }
+    pass_step(w, &w->pass_snap->reports[w->pass_next++]);
+    return 1;
 }
 
-static void on_park(evutil_socket_t fd, short what, void *arg)
+static int q_ready(void *user)
 {
-    (void)fd;
-    (void)what;
-    struct status_writer *w = arg;
-    w->park_armed = 0;
-    if (!w->nparked)
-        return;
-    struct park_ctx c = {w, cx_mono_ns(), 0};
-    store_map_foreach(&w->items, unpark_one, &c);
-    if (c.any) {
-        struct timeval tv = {.tv_sec = 0, .tv_usec = 250000};
-        evtimer_add(w->park_ev, &tv);
-        w->park_armed = 1;
-    }
-    schedule_pump(w, 0);
+    const struct status_writer *w = user;
+    return w->leading && w->ix;
 }
+
+static int q_busy(void *user, const struct leader_item *l)
+{
+    (void)user;
+    const struct sw_item *it = item_of(l);
+    return it->deferred || it->written;
+}
+
+static void q_destroy(void *user, struct leader_item *l)
+{
+    (void)user;
+    item_destroy(item_of(l));
+}
+
+static void q_pumped(void *user)
+{
+    note_queue(user);
+}
+
+static const struct leader_queue_ops queue_ops = {
+    .ready = q_ready,
+    .check = check,
+    .idle = q_idle,
+    .busy = q_busy,
+    .destroy = q_destroy,
+    .pumped = q_pumped,
+};
 
 /* ---- public ---------------------------------------------------------------------- */
 
@@ -717,11 +600,9 @@ struct status_writer *status_writer_new(struct event_base *base, const struct st
         return NULL;
     w->base = base;
     w->o = *o;
-    store_map_init(&w->items);
     cx_ratelimit_init(&w->rl, o->qps, o->burst < 1 ? 1 : o->burst, cx_mono_ns());
-    w->pump_ev = evtimer_new(base, on_pump, w);
-    w->park_ev = evtimer_new(base, on_park, w);
-    if (!w->pump_ev || !w->park_ev) {
+    size_t max = o->max_inflight > 0 ? (size_t)o->max_inflight : 4;
+    if (leader_queue_init(&w->q, base, &queue_ops, w, max, SW_CHECKS_PER_TURN) != 0) {
         status_writer_free(w);
         return NULL;
     }
@@ -746,27 +627,14 @@ struct status_writer *status_writer_new(struct event_base *base, const struct st
     return w;
 }
 
-static int destroy_item(void *user, const char *key, void *v)
-{
-    (void)user;
-    (void)key;
-    item_destroy(v);
-    return 0;
-}
-
 void status_writer_free(struct status_writer *w)
 {
     if (!w)
         return;
-    store_map_foreach(&w->items, destroy_item, NULL);
-    store_map_free(&w->items);
+    leader_queue_free(&w->q);
     free(w->deferred);
     pass_end(w);
     index_free(w->ix);
-    if (w->pump_ev)
-        event_free(w->pump_ev);
-    if (w->park_ev)
-        event_free(w->park_ev);
     free(w);
 }
 
@@ -779,7 +647,7 @@ static void full_pass(struct status_writer *w)
     w->pass_next = 0;
     cx_info("status", "reconciling the status of every object (%zu reports, term %llu)",
             w->pass_snap->nreports, (unsigned long long)w->term);
-    schedule_pump(w, 0);
+    leader_queue_schedule(&w->q, 0);
 }
 
 static void pass_end(struct status_writer *w)
@@ -824,7 +692,7 @@ int status_writer_set_snapshot(struct status_writer *w, struct xlate_snapshot *s
                     want_check(w, k, r->namespace, r->name);
             }
         }
-        schedule_pump(w, 0);
+        leader_queue_schedule(&w->q, 0);
     }
     index_free(old);
     note_queue(w);
@@ -838,14 +706,13 @@ void status_writer_start(struct status_writer *w, uint64_t term)
     w->want_pass = 1;
     if (w->ix)
         full_pass(w);
-    schedule_pump(w, 0);
+    leader_queue_schedule(&w->q, 0);
 }
 
-static int drop_item(void *user, const char *key, void *v)
+static void drop_item(void *user, struct leader_item *l)
 {
-    (void)key;
     struct status_writer *w = user;
-    struct sw_item *it = v;
+    struct sw_item *it = item_of(l);
     if (it->call) {
         kube_call_cancel(it->call);
         it->call = NULL;
@@ -853,26 +720,17 @@ static int drop_item(void *user, const char *key, void *v)
         count_write(w, it->kind, "cancelled");
     }
     item_destroy(it);
-    return 0;
 }
 
 void status_writer_stop(struct status_writer *w)
 {
-    if (!w->leading && !w->items.len)
+    if (!w->leading && !leader_queue_len(&w->q))
         return;
     w->leading = 0;
     w->want_pass = 0;
     pass_end(w);
-    store_map_foreach(&w->items, drop_item, w);
-    store_map_free(&w->items);
-    store_map_init(&w->items);
-    w->head = w->tail = NULL;
-    w->nqueued = w->ninflight = w->nparked = w->ndeferred = 0;
-    if (w->pump_armed)
-        evtimer_del(w->pump_ev);
-    if (w->park_armed)
-        evtimer_del(w->park_ev);
-    w->pump_armed = w->park_armed = 0;
+    leader_queue_clear(&w->q, drop_item);
+    w->ndeferred = 0;
     note_queue(w);
 }
 
@@ -900,13 +758,13 @@ void status_writer_recheck_gateway(struct status_writer *w, const char *group)
 void status_writer_stats(const struct status_writer *w, struct status_writer_stats *out)
 {
     *out = w->st;
-    out->queued = w->nqueued + w->nparked + w->ndeferred;
-    out->inflight = w->ninflight;
+    out->queued = w->q.nqueued + w->q.nparked + w->ndeferred;
+    out->inflight = w->q.ninflight;
     out->leading = w->leading;
 }
 
 int status_writer_idle(const struct status_writer *w)
 {
-    return w->leading && w->ix && !w->want_pass && !w->pass_snap && !w->nqueued && !w->ninflight &&
-           !w->nparked && !w->ndeferred;
+    return w->leading && w->ix && !w->want_pass && !w->pass_snap && !w->q.nqueued &&
+           !w->q.ninflight && !w->q.nparked && !w->ndeferred;
 }

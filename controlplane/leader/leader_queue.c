@@ -1,0 +1,250 @@
+#include "leader_queue.h"
+
+#include "cx_time.h"
+
+#include <string.h>
+
+static void on_pump(evutil_socket_t fd, short what, void *arg);
+static void on_park(evutil_socket_t fd, short what, void *arg);
+
+int leader_queue_init(struct leader_queue *q, struct event_base *base,
+                      const struct leader_queue_ops *ops, void *user, size_t max_inflight,
+                      int budget)
+{
+    memset(q, 0, sizeof(*q));
+    q->ops = ops;
+    q->user = user;
+    q->max_inflight = max_inflight ? max_inflight : 1;
+    q->budget = budget > 0 ? budget : 0;
+    store_map_init(&q->items);
+    q->pump_ev = evtimer_new(base, on_pump, q);
+    q->park_ev = evtimer_new(base, on_park, q);
+    return q->pump_ev && q->park_ev ? 0 : -1;
+}
+
+static int destroy_one(void *user, const char *key, void *v)
+{
+    (void)key;
+    struct leader_queue *q = user;
+    q->ops->destroy(q->user, v);
+    return 0;
+}
+
+void leader_queue_free(struct leader_queue *q)
+{
+    store_map_foreach(&q->items, destroy_one, q);
+    store_map_free(&q->items);
+    if (q->pump_ev)
+        event_free(q->pump_ev);
+    if (q->park_ev)
+        event_free(q->park_ev);
+    q->pump_ev = q->park_ev = NULL;
+    q->head = q->tail = NULL;
+    q->nqueued = q->ninflight = q->nparked = 0;
+}
+
+struct leader_item *leader_queue_find(const struct leader_queue *q, const char *key)
+{
+    return store_map_get(&q->items, key);
+}
+
+int leader_queue_add(struct leader_queue *q, struct leader_item *it)
+{
+    int err;
+    store_map_put(&q->items, it->key, it, &err);
+    return err ? -1 : 0;
+}
+
+void leader_queue_push(struct leader_queue *q, struct leader_item *it)
+{
+    if (it->inflight)
+        it->recheck = 1; /* checked again when the write ends */
+    if (it->queued || it->inflight)
+        return;
+    if (it->parked) {
+        it->parked = 0;
+        q->nparked--;
+    }
+    it->queued = 1;
+    it->next = NULL;
+    if (q->tail)
+        q->tail->next = it;
+    else
+        q->head = it;
+    q->tail = it;
+    q->nqueued++;
+}
+
+static struct leader_item *dequeue(struct leader_queue *q)
+{
+    struct leader_item *it = q->head;
+    q->head = it->next;
+    if (!q->head)
+        q->tail = NULL;
+    it->next = NULL;
+    it->queued = 0;
+    q->nqueued--;
+    return it;
+}
+
+static void push_front(struct leader_queue *q, struct leader_item *it)
+{
+    it->queued = 1;
+    it->next = q->head;
+    q->head = it;
+    if (!q->tail)
+        q->tail = it;
+    q->nqueued++;
+}
+
+static void arm_rescan(struct leader_queue *q)
+{
+    struct timeval tv = {.tv_sec = 0, .tv_usec = LEADER_QUEUE_RESCAN_MS * 1000};
+    evtimer_add(q->park_ev, &tv);
+    q->park_armed = 1;
+}
+
+void leader_queue_park(struct leader_queue *q, struct leader_item *it, int64_t delay_ns)
+{
+    if (!it->parked)
+        q->nparked++;
+    it->parked = 1;
+    it->due_ns = cx_mono_ns() + delay_ns;
+    if (!q->park_armed)
+        arm_rescan(q);
+}
+
+void leader_queue_sent(struct leader_queue *q, struct leader_item *it)
+{
+    it->inflight = 1;
+    q->ninflight++;
+}
+
+void leader_queue_release(struct leader_queue *q, struct leader_item *it)
+{
+    if (it->queued || it->parked || it->inflight || (q->ops->busy && q->ops->busy(q->user, it)))
+        return;
+    store_map_remove(&q->items, it->key);
+    q->ops->destroy(q->user, it);
+}
+
+void leader_queue_write_done(struct leader_queue *q, struct leader_item *it)
+{
+    it->inflight = 0;
+    q->ninflight--;
+    if (it->recheck && q->ops->ready(q->user) && !it->parked)
+        leader_queue_push(q, it);
+    it->recheck = 0;
+    leader_queue_release(q, it);
+    leader_queue_schedule(q, 0);
+}
+
+static void pump(struct leader_queue *q)
+{
+    int budget = q->budget;
+    while (q->ops->ready(q->user) && q->ninflight < q->max_inflight) {
+        if (q->budget && budget-- <= 0) {
+            leader_queue_schedule(q, 0); /* the rest on the next loop turn */
+            break;
+        }
+        if (!q->head) {
+            if (!q->ops->idle || !q->ops->idle(q->user))
+                break;
+            continue;
+        }
+        struct leader_item *it = dequeue(q);
+        int64_t wait = 0;
+        if (q->ops->check(q->user, it, &wait) == LEADER_CHECK_LATER) {
+            push_front(q, it);
+            leader_queue_schedule(q, wait);
+            break;
+        }
+        leader_queue_release(q, it);
+    }
+    if (q->ops->pumped)
+        q->ops->pumped(q->user);
+}
+
+static void on_pump(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct leader_queue *q = arg;
+    q->pump_armed = 0;
+    pump(q);
+}
+
+void leader_queue_schedule(struct leader_queue *q, int64_t delay_ns)
+{
+    int64_t due = cx_mono_ns() + delay_ns;
+    if (q->pump_armed && q->pump_due_ns <= due)
+        return;
+    struct timeval tv = {.tv_sec = (time_t)(delay_ns / CX_NS_PER_S),
+                         .tv_usec = (suseconds_t)((delay_ns % CX_NS_PER_S) / 1000)};
+    evtimer_add(q->pump_ev, &tv);
+    q->pump_armed = 1;
+    q->pump_due_ns = due;
+}
+
+struct unpark_ctx {
+    struct leader_queue *q;
+    int64_t now;
+    int any; /* something stays parked */
+};
+
+static int unpark_one(void *user, const char *key, void *v)
+{
+    (void)key;
+    struct unpark_ctx *c = user;
+    struct leader_item *it = v;
+    if (!it->parked)
+        return 0;
+    if (it->due_ns <= c->now)
+        leader_queue_push(c->q, it);
+    else
+        c->any = 1;
+    return 0;
+}
+
+static void on_park(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct leader_queue *q = arg;
+    q->park_armed = 0;
+    if (!q->nparked)
+        return; /* all unparked meanwhile, and queued with a pump run */
+    struct unpark_ctx c = {q, cx_mono_ns(), 0};
+    store_map_foreach(&q->items, unpark_one, &c);
+    if (c.any)
+        arm_rescan(q);
+    leader_queue_schedule(q, 0);
+}
+
+struct drop_ctx {
+    struct leader_queue *q;
+    void (*drop)(void *user, struct leader_item *it);
+};
+
+static int drop_one(void *user, const char *key, void *v)
+{
+    (void)key;
+    struct drop_ctx *c = user;
+    c->drop(c->q->user, v);
+    return 0;
+}
+
+void leader_queue_clear(struct leader_queue *q, void (*drop)(void *user, struct leader_item *it))
+{
+    struct drop_ctx c = {q, drop ? drop : q->ops->destroy};
+    store_map_foreach(&q->items, drop_one, &c);
+    store_map_free(&q->items);
+    store_map_init(&q->items);
+    q->head = q->tail = NULL;
+    q->nqueued = q->ninflight = q->nparked = 0;
+    if (q->pump_armed)
+        evtimer_del(q->pump_ev);
+    if (q->park_armed)
+        evtimer_del(q->park_ev);
+    q->pump_armed = q->park_armed = 0;
+}
