@@ -54,7 +54,7 @@ MODULES := common filters election translator $(CP)/kube $(CP)/admin $(CP)/xds $
 	$(CP)/leader $(CP)/daemon $(CP)/cli
 DEPS_common := common
 DEPS_filters := common filters
-DEPS_election := common election $(CP)/kube
+DEPS_election := common election
 DEPS_translator := common filters translator gen
 DEPS_$(CP)/kube := common $(CP)/kube
 DEPS_$(CP)/admin := common $(CP)/admin

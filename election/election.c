@@ -6,7 +6,6 @@
 #include "cx_time.h"
 #include "election_lock.h"
 #include "election_record.h"
-#include "kube_client.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,7 +46,7 @@ struct election_metrics {
 
 struct election {
     struct election_config cfg;
-    struct kube_config kube;
+    struct election_kube kube;
     struct election_guard guard;
     struct election_callbacks cb;
     bool post_events;
@@ -66,19 +65,19 @@ struct election {
     bool joined;
     int ctl_rd, ctl_wr;
     struct event_base *base;
-    struct kube_client *kc;
+    struct election_kube_conn *conn;
     struct election_core *core;
     struct election_lock lock;
     struct event *timer;
     struct event *ctl_ev;
     struct event *watch_retry;
     struct event *fail_ev;
-    struct kube_call *call;
+    struct election_kube_call *call;
     uint64_t call_id;
     enum election_purpose call_purpose;
     enum election_req_kind call_kind;
-    struct kube_call *list_call;
-    struct kube_watch *watch;
+    struct election_kube_call *list_call;
+    struct election_kube_watch *watch;
     char watch_rv[ELECTION_RV_MAX];
     bool watch_up;
     int watch_failures;
@@ -260,11 +259,11 @@ static void status_update(struct election *e)
 
 /* ---- Kubernetes Events ---------------------------------------------------- */
 
-static void on_event_posted(struct kube_result *r, void *arg)
+static void on_event_posted(struct election_kube_result *r, void *arg)
 {
     (void)arg;
-    if (r->err.code != KUBE_OK)
-        cx_debug(LOG, "posting the leader election Event failed: %s", r->err.message);
+    if (r->cls != ELECTION_ERR_NONE)
+        cx_debug(LOG, "posting the leader election Event failed: %s", r->message);
 }
 
 static void post_k8s_event(struct election *e, const char *message)
@@ -304,16 +303,16 @@ static void post_k8s_event(struct election *e, const char *message)
     cJSON_AddNumberToObject(ev, "count", 1);
     cJSON_AddStringToObject(ev, "reportingComponent", e->component);
     cJSON_AddStringToObject(ev, "reportingInstance", e->cfg.identity);
-    struct kube_req_opts o = {.timeout_ms = EVENT_TIMEOUT_MS, .max_attempts = 1};
     /* Best effort: never waited for, never retried. */
-    if (!kube_create(e->kc, &election_res_events, e->cfg.ns, ev, &o, on_event_posted, e))
+    if (!e->kube.ops->create(e->conn, ELECTION_RES_EVENTS, e->cfg.ns, ev, EVENT_TIMEOUT_MS,
+                             on_event_posted, e))
         cx_debug(LOG, "cannot build the leader election Event");
     cJSON_Delete(ev);
 }
 
 /* ---- driving the core ----------------------------------------------------- */
 
-static void on_result(struct kube_result *r, void *arg);
+static void on_result(struct election_kube_result *r, void *arg);
 static void on_timer(evutil_socket_t fd, short what, void *arg);
 
 static void send_failed_later(evutil_socket_t fd, short what, void *arg);
@@ -326,7 +325,7 @@ static void do_action(struct election *e, const struct election_action *a)
         e->call_id = a->req_id;
         e->call_purpose = a->purpose;
         e->call_kind = a->req;
-        e->call = election_lock_send(&e->lock, e->kc, a, on_result, e);
+        e->call = election_lock_send(&e->lock, a, on_result, e);
         if (!e->call) {
             /* Could not even build it: a failure, reported from the loop
              * (never from inside the core's own action processing). */
@@ -337,7 +336,7 @@ static void do_action(struct election *e, const struct election_action *a)
     }
     case ELECTION_ACT_CANCEL:
         if (e->call && e->call_id == a->req_id) {
-            kube_call_cancel(e->call);
+            e->kube.ops->cancel(e->call);
             e->call = NULL;
             e->call_id = 0;
         }
@@ -438,14 +437,14 @@ static void send_failed_later(evutil_socket_t fd, short what, void *arg)
     pump(e);
 }
 
-static void on_result(struct kube_result *r, void *arg)
+static void on_result(struct election_kube_result *r, void *arg)
 {
     struct election *e = arg;
     uint64_t id = e->call_id;
     enum election_purpose purpose = e->call_purpose;
     e->call = NULL;
     e->call_id = 0;
-    enum election_outcome out = election_lock_outcome(r->err.code);
+    enum election_outcome out = election_lock_outcome(r->cls);
     struct election_observation obs;
     bool have = false;
     if (out == ELECTION_OK && cJSON_IsObject(r->object)) {
@@ -464,7 +463,7 @@ static void on_result(struct kube_result *r, void *arg)
     if (out != ELECTION_OK && out != ELECTION_NOT_FOUND)
         cx_debug(LOG, "%s %s: %s (%s)", election_purpose_name(purpose),
                  e->call_kind == ELECTION_REQ_GET ? "GET" : "write", election_outcome_name(out),
-                 r->err.message);
+                 r->message);
     uint64_t ok_before = election_core_stats(e->core)->renew_ok;
     uint64_t failed_before = election_core_stats(e->core)->renew_failed;
     election_core_result(e->core, now_pair(), id, out, have ? &obs : NULL);
@@ -517,7 +516,7 @@ static void on_watch_retry(evutil_socket_t fd, short what, void *arg)
     watch_begin(arg);
 }
 
-static void on_watch_event(void *arg, enum kube_event_type type, cJSON *obj)
+static void on_watch_event(void *arg, enum election_watch_ev type, cJSON *obj)
 {
     struct election *e = arg;
     struct election_observation o;
@@ -525,13 +524,13 @@ static void on_watch_event(void *arg, enum kube_event_type type, cJSON *obj)
     if (rv)
         snprintf(e->watch_rv, sizeof(e->watch_rv), "%s", rv);
     switch (type) {
-    case KUBE_EV_ADDED:
-    case KUBE_EV_MODIFIED:
+    case ELECTION_WATCH_ADDED:
+    case ELECTION_WATCH_MODIFIED:
         election_lock_take(&e->lock, obj, &o);
         election_core_observe(e->core, now_pair(), &o);
         pump(e);
         return;
-    case KUBE_EV_DELETED:
+    case ELECTION_WATCH_DELETED:
         memset(&o, 0, sizeof(o));
         o.found = false;
         snprintf(o.rv, sizeof(o.rv), "%s", e->watch_rv);
@@ -546,34 +545,34 @@ static void on_watch_event(void *arg, enum kube_event_type type, cJSON *obj)
     }
 }
 
-static void on_watch_end(void *arg, const struct kube_error *err)
+static void on_watch_end(void *arg, const struct election_kube_result *err)
 {
     struct election *e = arg;
     e->watch = NULL;
     if (atomic_load(&e->finished))
         return;
-    if (err->code == KUBE_OK && e->watch_rv[0]) {
+    if (err->cls == ELECTION_ERR_NONE && e->watch_rv[0]) {
         /* The server ended it cleanly (timeoutSeconds): carry on. */
-        static const struct kube_watch_handlers h = {on_watch_event, on_watch_end};
-        e->watch = election_lock_watch(&e->lock, e->kc, e->watch_rv, WATCH_STALL_MS, &h, e);
+        static const struct election_kube_watch_handlers h = {on_watch_event, on_watch_end};
+        e->watch = election_lock_watch(&e->lock, e->watch_rv, WATCH_STALL_MS, &h, e);
         if (e->watch)
             return;
     }
-    if (err->code == KUBE_E_EXPIRED) {
+    if (err->cls == ELECTION_ERR_EXPIRED) {
         watch_begin(e); /* re-list at once */
         return;
     }
     watch_failed(e, err->message[0] ? err->message : "ended");
 }
 
-static void on_list(struct kube_result *r, void *arg)
+static void on_list(struct election_kube_result *r, void *arg)
 {
     struct election *e = arg;
     e->list_call = NULL;
     if (atomic_load(&e->finished))
         return;
-    if (r->err.code != KUBE_OK || !cJSON_IsObject(r->object)) {
-        watch_failed(e, r->err.code != KUBE_OK ? r->err.message : "empty list answer");
+    if (r->cls != ELECTION_ERR_NONE || !cJSON_IsObject(r->object)) {
+        watch_failed(e, r->cls != ELECTION_ERR_NONE ? r->message : "empty list answer");
         return;
     }
     const char *rv = cx_json_path_str(r->object, "metadata", "resourceVersion", (char *)NULL);
@@ -590,8 +589,8 @@ static void on_list(struct kube_result *r, void *arg)
          * list was served is newer and wins. */
         snprintf(o.rv, sizeof(o.rv), "%s", e->watch_rv);
     }
-    static const struct kube_watch_handlers h = {on_watch_event, on_watch_end};
-    e->watch = election_lock_watch(&e->lock, e->kc, e->watch_rv, WATCH_STALL_MS, &h, e);
+    static const struct election_kube_watch_handlers h = {on_watch_event, on_watch_end};
+    e->watch = election_lock_watch(&e->lock, e->watch_rv, WATCH_STALL_MS, &h, e);
     election_core_observe(e->core, now_pair(), &o);
     pump(e);
     if (!e->watch) {
@@ -606,7 +605,7 @@ static void watch_begin(struct election *e)
 {
     if (e->watch || e->list_call || atomic_load(&e->finished))
         return;
-    e->list_call = election_lock_list(&e->lock, e->kc, e->cfg.renew_ns, on_list, e);
+    e->list_call = election_lock_list(&e->lock, e->cfg.renew_ns, on_list, e);
     if (!e->list_call)
         watch_failed(e, "cannot build the list request");
 }
@@ -660,7 +659,7 @@ static int make_pipe(int *rd, int *wr)
 
 struct election *election_new(const struct election_opts *o, char *err, size_t errlen)
 {
-    if (!o || !o->cfg || !o->kube) {
+    if (!o || !o->cfg || !o->kube || !o->kube->ops) {
         snprintf(err, errlen, "election_new: missing config");
         return NULL;
     }
@@ -680,11 +679,8 @@ struct election *election_new(const struct election_opts *o, char *err, size_t e
              o->component && *o->component ? o->component : "coxswain");
     e->main_base = o->main_base;
     election_guard_init(&e->guard, election_config_margin(&e->cfg));
-    election_lock_init(&e->lock, &e->cfg);
-    if (kube_config_copy(&e->kube, o->kube) != 0) {
-        snprintf(err, errlen, "out of memory");
-        goto fail;
-    }
+    e->kube = *o->kube;
+    election_lock_init(&e->lock, &e->cfg, e->kube.ops);
     if (make_pipe(&e->note_rd, &e->note_wr) != 0 || make_pipe(&e->ctl_rd, &e->ctl_wr) != 0) {
         snprintf(err, errlen, "pipe: %s", strerror(errno));
         goto fail;
@@ -710,10 +706,10 @@ struct election *election_new(const struct election_opts *o, char *err, size_t e
     }
     char ua[96];
     snprintf(ua, sizeof(ua), "%s-election", e->component);
-    struct kube_client_opts ko = {.identity = e->cfg.identity, .component = ua, .max_attempts = 1};
-    e->kc = kube_client_new(e->base, &e->kube, &ko, err, errlen);
-    if (!e->kc)
+    e->conn = e->kube.ops->open(e->kube.impl, e->base, e->cfg.identity, ua, err, errlen);
+    if (!e->conn)
         goto fail;
+    e->lock.conn = e->conn;
     e->core = election_core_new(&e->cfg, &e->guard);
     e->timer = evtimer_new(e->base, on_timer, e);
     e->watch_retry = evtimer_new(e->base, on_watch_retry, e);
@@ -776,13 +772,13 @@ void election_free(struct election *e)
     }
     /* The thread is gone (or never ran): everything below is ours. */
     if (e->call)
-        kube_call_cancel(e->call);
+        e->kube.ops->cancel(e->call);
     if (e->list_call)
-        kube_call_cancel(e->list_call);
+        e->kube.ops->cancel(e->list_call);
     if (e->watch)
-        kube_watch_stop(e->watch);
-    if (e->kc)
-        kube_client_free(e->kc);
+        e->kube.ops->watch_stop(e->watch);
+    if (e->conn)
+        e->kube.ops->close(e->conn);
     if (e->timer)
         event_free(e->timer);
     if (e->watch_retry)
@@ -797,7 +793,6 @@ void election_free(struct election *e)
         event_free(e->note_ev);
     election_core_free(e->core);
     election_lock_free(&e->lock);
-    kube_config_free(&e->kube);
     for (int *fd = &e->note_rd; fd <= &e->ctl_wr; fd++)
         if (*fd >= 0)
             close(*fd);

@@ -2,8 +2,8 @@
  * election: the leader elector of a coxswain replica.
  *
  * The elector runs on its own thread with its own event_base and its own
- * kube_client, so a renewal never waits behind translation or xDS work. It
- * drives the decision core (election_core.h) with the lock's watch, its
+ * connection to the API (election_kube.h, opened on that base), so a renewal never waits behind
+ * translation or xDS work. It drives the decision core (election_core.h) with the lock's watch, its
  * requests' results and a timer, and publishes the outcome two ways:
  *
  * - the write guard (election_guard.h): the truth for writers. Call
@@ -31,8 +31,8 @@
 #include "election_config.h"
 #include "election_core.h"
 #include "election_guard.h"
+#include "election_kube.h"
 #include "election_types.h"
-#include "kube_config.h"
 
 #include <event2/event.h>
 
@@ -52,7 +52,7 @@ struct election_callbacks {
 
 struct election_opts {
     const struct election_config *cfg; /* validated here; identity must be set */
-    const struct kube_config *kube;    /* copied */
+    const struct election_kube *kube;  /* the API; copied, its impl outlives the elector */
     /* Where callbacks run. NULL: on the elector thread itself. */
     struct event_base *main_base;
     struct election_callbacks cb;
@@ -61,7 +61,7 @@ struct election_opts {
 };
 
 /* Creates an elector (not started). Returns NULL with a message in |err|
- * (invalid config, no memory, bad kube config). */
+ * (invalid config, no memory, the connection cannot be opened). */
 struct election *election_new(const struct election_opts *o, char *err, size_t errlen);
 
 /* Starts the elector thread. Returns 0, or -1 with a message in |err|. */

@@ -7,11 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const struct kube_resource election_res_leases = {"coordination.k8s.io", "v1", "leases", "Lease",
-                                                  1};
-const struct kube_resource election_res_configmaps = {"", "v1", "configmaps", "ConfigMap", 1};
-const struct kube_resource election_res_events = {"", "v1", "events", "Event", 1};
-
 static void copy_str(char *dst, size_t cap, const char *src)
 {
     size_t n = strlen(src);
@@ -21,11 +16,13 @@ static void copy_str(char *dst, size_t cap, const char *src)
     dst[n] = '\0';
 }
 
-void election_lock_init(struct election_lock *l, const struct election_config *cfg)
+void election_lock_init(struct election_lock *l, const struct election_config *cfg,
+                        const struct election_kube_ops *ops)
 {
     memset(l, 0, sizeof(*l));
     l->kind = cfg->lock;
-    l->res = cfg->lock == ELECTION_LOCK_LEASES ? &election_res_leases : &election_res_configmaps;
+    l->res = cfg->lock == ELECTION_LOCK_LEASES ? ELECTION_RES_LEASES : ELECTION_RES_CONFIGMAPS;
+    l->ops = ops;
     copy_str(l->ns, sizeof(l->ns), cfg->ns);
     copy_str(l->name, sizeof(l->name), cfg->name);
     snprintf(l->field_selector, sizeof(l->field_selector), "metadata.name=%s", cfg->name);
@@ -72,25 +69,21 @@ static int64_t to_ms(int64_t ns)
     return ms < 1 ? 1 : ms;
 }
 
-struct kube_call *election_lock_send(struct election_lock *l, struct kube_client *kc,
-                                     const struct election_action *a, kube_result_fn cb,
-                                     void *user_data)
+struct election_kube_call *election_lock_send(struct election_lock *l,
+                                              const struct election_action *a,
+                                              election_kube_done_fn cb, void *user_data)
 {
-    struct kube_req_opts o = {
-        .timeout_ms = to_ms(a->timeout_ns),
-        .deadline_ms = to_ms(a->timeout_ns),
-        .max_attempts = 1,
-    };
-    struct kube_call *call = NULL;
+    int64_t ms = to_ms(a->timeout_ns);
+    struct election_kube_call *call = NULL;
     cJSON *obj = NULL;
     switch (a->req) {
     case ELECTION_REQ_GET:
-        call = kube_get(kc, l->res, l->ns, l->name, &o, cb, user_data);
+        call = l->ops->get(l->conn, l->res, l->ns, l->name, ms, cb, user_data);
         break;
     case ELECTION_REQ_CREATE:
         obj = election_record_new_object(l->kind, l->ns, l->name, &a->rec);
         if (obj)
-            call = kube_create(kc, l->res, l->ns, obj, &o, cb, user_data);
+            call = l->ops->create(l->conn, l->res, l->ns, obj, ms, cb, user_data);
         break;
     case ELECTION_REQ_UPDATE:
         /* The kept object is the base only if it is the version the core
@@ -99,47 +92,77 @@ struct kube_call *election_lock_send(struct election_lock *l, struct kube_client
             l->kind, l->last && strcmp(l->last_rv, a->rv) == 0 ? l->last : NULL, l->ns, l->name,
             a->rv, &a->rec);
         if (obj)
-            call = kube_update(kc, l->res, l->ns, obj, 0, &o, cb, user_data);
+            call = l->ops->update(l->conn, l->res, l->ns, obj, ms, cb, user_data);
         break;
     }
     cJSON_Delete(obj);
     return call;
 }
 
-struct kube_call *election_lock_list(struct election_lock *l, struct kube_client *kc,
-                                     int64_t timeout_ns, kube_result_fn cb, void *user_data)
+struct election_kube_call *election_lock_list(struct election_lock *l, int64_t timeout_ns,
+                                              election_kube_done_fn cb, void *user_data)
 {
-    struct kube_list_opts lo = {.field_selector = l->field_selector};
-    struct kube_req_opts o = {.timeout_ms = to_ms(timeout_ns), .max_attempts = 1};
-    return kube_list(kc, l->res, l->ns, &lo, &o, cb, user_data);
+    return l->ops->list(l->conn, l->res, l->ns, l->field_selector, to_ms(timeout_ns), cb,
+                        user_data);
 }
 
-struct kube_watch *election_lock_watch(struct election_lock *l, struct kube_client *kc,
-                                       const char *rv, int64_t stall_ms,
-                                       const struct kube_watch_handlers *h, void *user_data)
+struct election_kube_watch *election_lock_watch(struct election_lock *l, const char *rv,
+                                                int64_t stall_ms,
+                                                const struct election_kube_watch_handlers *h,
+                                                void *user_data)
 {
-    struct kube_watch_opts wo = {
-        .resource_version = rv,
-        .field_selector = l->field_selector,
-        .allow_bookmarks = 1,
-        .stall_ms = stall_ms,
-    };
-    return kube_watch_start(kc, l->res, l->ns, &wo, h, user_data);
+    return l->ops->watch(l->conn, l->res, l->ns, l->field_selector, rv, stall_ms, h, user_data);
 }
 
-enum election_outcome election_lock_outcome(enum kube_err_code code)
+enum election_outcome election_lock_outcome(enum election_err_class cls)
 {
-    switch (code) {
-    case KUBE_OK:
+    switch (cls) {
+    case ELECTION_ERR_NONE:
         return ELECTION_OK;
-    case KUBE_E_NOT_FOUND:
+    case ELECTION_ERR_NOT_FOUND:
         return ELECTION_NOT_FOUND;
-    case KUBE_E_CONFLICT:
-    case KUBE_E_ALREADY_EXISTS:
+    case ELECTION_ERR_CONFLICT:
+    case ELECTION_ERR_EXISTS:
         return ELECTION_CONFLICT;
-    case KUBE_E_TIMEOUT:
+    case ELECTION_ERR_TIMEOUT:
         return ELECTION_TIMEOUT;
     default:
         return ELECTION_FAILED;
     }
+}
+
+const char *election_req_verb(enum election_req_kind k)
+{
+    switch (k) {
+    case ELECTION_REQ_GET:
+        return "get";
+    case ELECTION_REQ_CREATE:
+        return "create";
+    case ELECTION_REQ_UPDATE:
+        return "update";
+    }
+    return "?";
+}
+
+const char *election_err_class_name(enum election_err_class cls)
+{
+    static const char *const names[ELECTION_ERR_COUNT] = {
+        "ok",           "not_found", "conflict",  "already_exists", "expired", "bad_request",
+        "unauthorized", "forbidden", "invalid",   "throttled",      "server",  "timeout",
+        "transport",    "decode",    "cancelled", "other",
+    };
+    return (unsigned)cls < ELECTION_ERR_COUNT ? names[cls] : "other";
+}
+
+const char *election_kube_res_name(enum election_kube_res res)
+{
+    switch (res) {
+    case ELECTION_RES_LEASES:
+        return "leases";
+    case ELECTION_RES_CONFIGMAPS:
+        return "configmaps";
+    case ELECTION_RES_EVENTS:
+        return "events";
+    }
+    return "?";
 }

@@ -109,6 +109,28 @@ enum election_outcome {
     ELECTION_TIMEOUT = 4,   /* no answer within the action's timeout */
 };
 
+/* What kind of failure a request met, as the API answered it (logs,
+ * metrics, backoff). The decision core sees only election_outcome. */
+enum election_err_class {
+    ELECTION_ERR_NONE = 0,
+    ELECTION_ERR_NOT_FOUND = 1,    /* 404 (object, or its namespace) */
+    ELECTION_ERR_CONFLICT = 2,     /* 409 Conflict: stale resourceVersion */
+    ELECTION_ERR_EXISTS = 3,       /* 409 AlreadyExists */
+    ELECTION_ERR_EXPIRED = 4,      /* 410 */
+    ELECTION_ERR_BAD_REQUEST = 5,  /* 400, 405, 415 */
+    ELECTION_ERR_UNAUTHORIZED = 6, /* 401 */
+    ELECTION_ERR_FORBIDDEN = 7,    /* 403 */
+    ELECTION_ERR_INVALID = 8,      /* 422 */
+    ELECTION_ERR_THROTTLED = 9,    /* 429 */
+    ELECTION_ERR_SERVER = 10,      /* 5xx */
+    ELECTION_ERR_TIMEOUT = 11,     /* no answer in time (ours, or a stalled watch) */
+    ELECTION_ERR_TRANSPORT = 12,   /* no HTTP answer: refused, reset, TLS */
+    ELECTION_ERR_DECODE = 13,      /* an answer that could not be read */
+    ELECTION_ERR_CANCELLED = 14,
+    ELECTION_ERR_OTHER = 15,
+};
+#define ELECTION_ERR_COUNT 16
+
 enum election_stop_reason {
     ELECTION_STOP_NONE = 0,
     ELECTION_STOP_DEADLINE = 1,   /* renew deadline passed without success */

@@ -18,8 +18,8 @@
 #include "cx_json.h"
 #include "cx_log.h"
 #include "cx_time.h"
+#include "daemon_elect_kube.h"
 #include "election.h"
-#include "election_lock.h"
 #include "kube_client.h"
 #include "kube_config.h"
 
@@ -32,6 +32,8 @@
 #include <string.h>
 
 int cmd_elect(int argc, char **argv);
+
+static const struct kube_resource res_configmaps = {"", "v1", "configmaps", "ConfigMap", 1};
 
 struct elect {
     struct event_base *base;
@@ -154,7 +156,7 @@ static void on_write_done(struct kube_result *r, void *arg)
             cJSON_AddStringToObject(md, "namespace", el->ns);
             struct kube_req_opts o = write_opts(el, term, timeout_ns);
             el->write_call =
-                kube_create(el->kc, &election_res_configmaps, el->ns, cm, &o, on_write_done, el);
+                kube_create(el->kc, &res_configmaps, el->ns, cm, &o, on_write_done, el);
             cJSON_Delete(cm);
             if (el->write_call && !election_guard_recheck(election_guard_of(el->e), term)) {
                 kube_call_cancel(el->write_call);
@@ -193,8 +195,8 @@ static void write_now(struct elect *el)
     int64_t ms = timeout_ns / 1000000;
     struct kube_req_opts o = write_opts(el, term, timeout_ns);
     int64_t checked = cx_mono_ns();
-    el->write_call = kube_patch(el->kc, &election_res_configmaps, el->ns, el->write_cm,
-                                KUBE_PATCH_MERGE, patch, 0, &o, on_write_done, el);
+    el->write_call = kube_patch(el->kc, &res_configmaps, el->ns, el->write_cm, KUBE_PATCH_MERGE,
+                                patch, 0, &o, on_write_done, el);
     if (el->write_call && !election_guard_recheck(election_guard_of(el->e), term)) {
         /* Paused (or stepped down) while queueing it: not sent yet, drop it. */
         kube_call_cancel(el->write_call);
@@ -377,9 +379,11 @@ int cmd_elect(int argc, char **argv)
     el.ns = cfg.ns;
     el.write_cm = write_cm;
     el.write_interval = write_interval;
+    struct election_kube ek;
+    daemon_elect_kube(&ek, &kcfg);
     struct election_opts eo = {
         .cfg = &cfg,
-        .kube = &kcfg,
+        .kube = &ek,
         .main_base = el.base,
         .cb = {on_started, on_stopped, on_new_leader, on_done, &el},
         .post_events = post_events != 0,

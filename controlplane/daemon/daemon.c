@@ -4,6 +4,7 @@
 #include "cx_log.h"
 #include "cx_metrics.h"
 #include "cx_time.h"
+#include "daemon_elect_kube.h"
 #include "daemon_internal.h"
 #include "store_kinds.h"
 #include "xds_rest.h"
@@ -458,9 +459,11 @@ static int setup(struct daemon *d, char *err, size_t errlen)
     }
 
     if (d->ecfg.enabled) {
+        struct election_kube ek;
+        daemon_elect_kube(&ek, &d->kcfg);
         struct election_opts eo = {
             .cfg = &d->ecfg,
-            .kube = &d->kcfg,
+            .kube = &ek,
             .main_base = d->base,
             .cb = {.on_started_leading = on_started_leading,
                    .on_stopped_leading = on_stopped_leading,
