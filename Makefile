@@ -11,9 +11,11 @@
 #   make fmt / lint clang-format / clang-format check + cppcheck
 #   make deps       install missing Debian packages (as root)
 #   make manifests  regenerate deploy/manifests from the Helm chart
+#   make image      the OCI image (deploy/image/build.sh) in build/image; prints its digest
+#   make test-image build the image and run its tests (tests/image)
 #
 # Variables: T=substring (only matching test programs), JOBS=n, V=1 (show
-# commands), FUZZ_SECONDS=n.
+# commands), FUZZ_SECONDS=n; for make image see deploy/image/build.sh.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
@@ -106,8 +108,8 @@ ITEST_BIN := $(patsubst %.c,$(BUILD)/%,$(ITEST_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bin/%,$(BENCH_SRC))
 BINARIES := $(COXSWAIN) $(KUBESIM)
 
-.PHONY: all deps binaries tests test run valgrind fuzz fuzz-build bench chaos fmt lint clean help manifests \
-	print-cflags
+.PHONY: all deps deps-image binaries tests test run valgrind fuzz fuzz-build bench chaos fmt lint clean help \
+	manifests image test-image print-cflags
 
 # ---- entry points: each makes sure the Debian packages are there first ------
 all: deps
@@ -115,6 +117,11 @@ all: deps
 
 deps:
 	$(Q)mk/deps.sh
+
+# deps plus the image tools (mmdebstrap, umoci, skopeo), which only make
+# image needs
+deps-image:
+	$(Q)mk/deps.sh image
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory binaries tests
@@ -142,6 +149,21 @@ tests: $(UNIT_BIN) $(ITEST_BIN) $(BENCH_BIN)
 # deploy/manifests from the Helm chart (deploy/gen-manifests.sh --check in tests)
 manifests: deps
 	$(Q)deploy/gen-manifests.sh
+
+# ---- the container image ----------------------------------------------------
+# The image's binary is built apart (build/image), never with sanitizers,
+# and with source paths mapped away so that its bytes do not depend on
+# where the checkout lives.
+IMAGE_BUILD := build/image
+image: deps-image
+	$(Q)$(MAKE) --no-print-directory BUILD=$(IMAGE_BUILD) SANITIZE=0 \
+		OPT="-O2 -g -ffile-prefix-map=$(CURDIR)/=" $(IMAGE_BUILD)/bin/coxswain
+	$(Q)deploy/image/build.sh --binary $(IMAGE_BUILD)/bin/coxswain --out $(IMAGE_BUILD)
+
+test-image: image deps
+	$(Q)$(MAKE) --no-print-directory binaries
+	$(Q)BUILD=$(BUILD) COXSWAIN_IMAGE=$(CURDIR)/$(IMAGE_BUILD) TEST_SUITES=image T=/tests/image/ \
+		tests/run.sh
 
 # ---- code generation ------------------------------------------------------
 $(GEN_STAMP): $(addprefix $(PROTO_DIR)/,$(PROTOS))
@@ -227,6 +249,6 @@ print-cflags:
 	@echo $(CFLAGS_BASE) $(call inc_of,$(F)) $(PKG_CFLAGS)
 
 help:
-	@sed -n '2,16p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,18p' Makefile | sed 's/^# \{0,1\}//'
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

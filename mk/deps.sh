@@ -28,7 +28,21 @@ PKGS=(
     # fuzzing and lint
     clang libclang-rt-14-dev cppcheck clang-format
 )
-# Extra groups are added by callers (e.g. DEPS_EXTRA="nodejs npm").
+# Named groups, given as arguments (mk/deps.sh image): only the targets
+# that need them install them.
+for group in "$@"; do
+    case "$group" in
+    # make image: a root filesystem from Debian packages (mmdebstrap), the
+    # OCI layout (umoci), archives for docker/podman/containerd (skopeo);
+    # make test-image pushes it to a local registry (docker-registry)
+    image) PKGS+=(mmdebstrap umoci skopeo docker-registry) ;;
+    *)
+        echo "deps: unknown group $group" >&2
+        exit 2
+        ;;
+    esac
+done
+# Extra packages are added by callers (e.g. DEPS_EXTRA="nodejs npm").
 if [ -n "${DEPS_EXTRA:-}" ]; then
     read -r -a extra <<<"$DEPS_EXTRA"
     PKGS+=("${extra[@]}")

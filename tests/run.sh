@@ -9,6 +9,8 @@
 #   e2e          tests/e2e/**/test_*.{sh,py}, $BUILD/tests/e2e/**/test_*
 #   hostile      tests/hostile/**/test_*.py, $BUILD/tests/hostile/**/test_*
 #                (hostile inputs against live replicas; tests/hostile/hostilelib.py)
+#   suites named in TEST_SUITES (e.g. "image": tests/image/test_*.{sh,py},
+#                which need what `make image` built; make test-image)
 # A program that dies, times out, or reports fewer cases than it planned
 # counts as failed cases, never as passes.
 #
@@ -52,6 +54,9 @@ shopt -s globstar nullglob
         tests/integration/**/test_*.py
     collect e2e "$BUILD"/tests/e2e/**/test_* tests/e2e/**/test_*.sh tests/e2e/**/test_*.py
     collect hostile "$BUILD"/tests/hostile/**/test_* tests/hostile/**/test_*.py
+    for suite in ${TEST_SUITES:-}; do
+        collect "$suite" tests/"$suite"/test_*.sh tests/"$suite"/test_*.py
+    done
 } | grep -vE '\.(d|o)$' >"$logdir/programs"
 
 # run_one KIND PATH: runs one program, writes its TAP to a log and a
