@@ -45,6 +45,16 @@ int ks_blob_add_ref(struct evbuffer *out, struct ks_blob *b);
 
 /* ---- object versions ------------------------------------------------- */
 
+/* The cached forms of an object on the wire: as stored, or as the
+ * PartialObjectMetadata (meta.k8s.io/v1) that `Accept: ...;as=
+ * PartialObjectMetadata[List]` asks for. Other forms (Table, v1beta1,
+ * fault mutations) are built per request. */
+enum ks_form {
+    KS_FORM_FULL = 0,
+    KS_FORM_PARTIAL = 1,
+};
+#define KS_NFORMS 2
+
 /* One immutable version of one object: the parsed tree (for selectors and
  * patches) and its canonical JSON (for the wire). */
 struct ks_ver {
@@ -52,7 +62,8 @@ struct ks_ver {
     uint64_t rv;
     cJSON *obj;
     struct ks_blob *json;
-    struct ks_blob *added_frame; /* lazily built {"type":"ADDED",...}\n */
+    struct ks_blob *partial;                /* lazily built partial form */
+    struct ks_blob *added_frame[KS_NFORMS]; /* lazily built ADDED frames */
 };
 
 /* Builds a version from |obj| (takes ownership); serialises it canonically.
@@ -63,6 +74,12 @@ void ks_ver_unref(struct ks_ver *v);
 
 /* Canonical JSON of |obj| into a fresh blob (NULL on failure). */
 struct ks_blob *ks_json_blob(const cJSON *obj);
+/* |obj| as a PartialObjectMetadata of meta.k8s.io/|version|: kind,
+ * apiVersion and its metadata only. NULL on failure. */
+struct ks_blob *ks_partial_blob(const cJSON *obj, const char *version);
+/* |v| in form |f| (borrowed; the partial form is built on first use).
+ * NULL when memory ran out. */
+struct ks_blob *ks_ver_json(struct ks_ver *v, enum ks_form f);
 
 /* ---- resource types --------------------------------------------------- */
 
@@ -120,7 +137,7 @@ struct ks_event {
     struct ks_ver *prev;    /* the state before; NULL for ADDED */
     struct ks_ver *prev_rv; /* |prev| re-stamped with |rv| (lazily, for
                                selector transitions to DELETED) */
-    struct ks_blob *frame[3];
+    struct ks_blob *frame[KS_NFORMS][3];
 };
 
 struct ks_watch;
@@ -241,9 +258,16 @@ void ks_store_compact(struct ks_server *s);
 /* Builds "ns/name" or "name". Caller frees. */
 char *ks_key(const struct ks_rtype *rt, const char *ns, const char *name);
 
-/* The ADDED/MODIFIED/DELETED frame of |e| for the watch wire (borrowed). */
-struct ks_blob *ks_event_frame(struct ks_event *e, enum ks_evtype t);
-struct ks_blob *ks_ver_added_frame(struct ks_ver *v);
+/* The ADDED/MODIFIED/DELETED frame of |e| in form |f| for the watch wire
+ * (borrowed; built once per event and form). */
+struct ks_blob *ks_event_frame(struct ks_event *e, enum ks_evtype t, enum ks_form f);
+/* The version |e| reports as type |t|: the object, or for an object that
+ * stopped matching a selector, its previous state with the event's RV
+ * (borrowed). NULL when memory ran out. */
+struct ks_ver *ks_event_ver(struct ks_event *e, enum ks_evtype t);
+struct ks_blob *ks_ver_added_frame(struct ks_ver *v, enum ks_form f);
+/* {"type":"<type>","object":<obj>}\n for the watch wire. */
+struct ks_blob *ks_make_frame(const char *type, const struct ks_blob *obj);
 
 /* ks_watch.c */
 void ks_watch_fanout(struct ks_server *s, struct ks_rtype *rt, struct ks_event *e);

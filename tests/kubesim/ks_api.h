@@ -2,6 +2,8 @@
  * ks_api: the REST verbs on resources (get, list, create, update, patch,
  * delete, deletecollection) and the helpers the watch and admin code share:
  * list options, selectors, field values, historical views of a resource.
+ * The verbs are split by concern: ks_read.c, ks_write.c, ks_delete.c,
+ * ks_listopts.c; ks_api.c holds the dispatcher and the small helpers.
  * Event loop only.
  */
 #ifndef KS_API_H
@@ -52,6 +54,31 @@ void ks_view_free(struct ks_view *vw);
 
 /* Parses a decimal resourceVersion. Returns 0 or -1. */
 int ks_parse_rv(const char *s, uint64_t *out);
+void ks_rv_str(uint64_t rv, char out[24]);
+
+/* Continue tokens: base64url({"v":"meta.k8s.io/v1","rv":N,"start":"<key>\u0000"})
+ * as the etcd3 store writes them; rv -1 means "continue at the latest
+ * state". encode: caller frees (NULL on failure). decode: 0 with *rv and
+ * *start (caller frees), or -1 with the message in |err|. */
+char *ks_continue_encode(long long rv, const char *lastkey);
+int ks_continue_decode(const char *tok, long long *rv, char **start, char *err, size_t errlen);
+
+/* Small JSON helpers on objects. */
+cJSON *ks_meta(cJSON *obj); /* metadata, created (as {}) if missing */
+const char *ks_md_str(const cJSON *obj, const char *k);
+void ks_set_str(cJSON *o, const char *k, const char *v);
+void ks_set_item(cJSON *o, const char *k, cJSON *v); /* |v| taken; NULL removes */
+void ks_new_uid(char out[40]);
+void ks_commit_failed(struct ks_req *r); /* 500: out of memory */
+
+/* The verbs (ks_api_dispatch routes to them). */
+void ks_api_get(struct ks_req *r);
+void ks_api_list(struct ks_req *r);
+void ks_api_create(struct ks_req *r);
+void ks_api_update(struct ks_req *r);
+void ks_api_patch(struct ks_req *r);
+void ks_api_delete(struct ks_req *r);
+void ks_api_deletecollection(struct ks_req *r);
 
 /* Deletes every object of namespace |ns| (namespace deletion). */
 void ks_api_delete_namespace_contents(struct ks_server *s, const char *ns);

@@ -21,6 +21,7 @@
 #include "cx_log.h"
 #include "cx_time.h"
 #include "ks_admin.h"
+#include "ks_hostile.h"
 
 enum fault_action {
     FA_DELAY = 1,
@@ -28,6 +29,10 @@ enum fault_action {
     FA_HANG,
     FA_CLOSE,
     FA_END_WATCH,
+    FA_HUGE_BODY,
+    FA_DEEP_JSON,
+    FA_MUTATE,
+    FA_RESPOND,
 };
 
 struct rule {
@@ -40,6 +45,11 @@ struct rule {
     double probability; /* 0..1 */
     long remaining;     /* -1: unlimited */
     uint64_t hits;
+    uint64_t size;   /* huge-body: bytes; deep-json: nesting depth */
+    cJSON *mutation; /* mutate: {"path":..,"value":..} or {"path":..,"delete":true} */
+    char *body;      /* respond: the body, verbatim */
+    char *ctype;     /* respond: its Content-Type */
+    bool end;        /* respond on a watch: end the stream after the body */
     struct rule *next;
 };
 
@@ -72,6 +82,9 @@ static void rule_free(struct rule *r)
     free(r->resource);
     free(r->ns);
     free(r->name);
+    cJSON_Delete(r->mutation);
+    free(r->body);
+    free(r->ctype);
     free(r);
 }
 
@@ -271,6 +284,20 @@ int ks_fault_intercept(struct ks_server *s, struct ks_req *r)
                 r->end_watch_now = true;
             }
             return 0;
+        case FA_HUGE_BODY:
+            ks_hostile_reply(r, KS_HOSTILE_HUGE, ru->size ? ru->size : (uint64_t)64 << 20);
+            return -1;
+        case FA_DEEP_JSON:
+            ks_hostile_reply(r, KS_HOSTILE_DEEP, ru->size ? ru->size : 100000);
+            return -1;
+        case FA_MUTATE:
+            /* Served as usual, each object mutated (ks_form.c). */
+            cJSON_Delete(r->mutate);
+            r->mutate = cJSON_Duplicate(ru->mutation, 1);
+            return 0;
+        case FA_RESPOND:
+            ks_hostile_respond(r, ru->code ? ru->code : 200, ru->ctype, ru->body, ru->end);
+            return -1;
         }
     }
     return 0;
@@ -286,7 +313,8 @@ static char *jdup(const cJSON *o, const char *k)
 
 static int rule_json(struct cx_buf *b, const struct rule *ru)
 {
-    static const char *names[] = {"", "delay", "fail", "hang", "close", "end-watch"};
+    static const char *names[] = {"",          "delay",     "fail",      "hang",   "close",
+                                  "end-watch", "huge-body", "deep-json", "mutate", "respond"};
     int rc = cx_buf_printf(b, "{\"id\":%llu,\"action\":\"%s\"", (unsigned long long)ru->id,
                            names[ru->action]);
     const char *keys[] = {"user", "verb", "resource", "namespace", "name"};
@@ -298,9 +326,20 @@ static int rule_json(struct cx_buf *b, const struct rule *ru)
         }
     rc |= cx_buf_printf(b,
                         ",\"code\":%d,\"retry_after\":%d,\"delay_ms\":%lld,\"probability\":%g,"
-                        "\"remaining\":%ld,\"hits\":%llu}",
+                        "\"remaining\":%ld,\"hits\":%llu",
                         ru->code, ru->retry_after, (long long)ru->delay_ms, ru->probability,
                         ru->remaining, (unsigned long long)ru->hits);
+    if (ru->action == FA_HUGE_BODY)
+        rc |= cx_buf_printf(b, ",\"bytes\":%llu", (unsigned long long)ru->size);
+    if (ru->action == FA_DEEP_JSON)
+        rc |= cx_buf_printf(b, ",\"depth\":%llu", (unsigned long long)ru->size);
+    if (ru->mutation) {
+        rc |= cx_buf_puts(b, ",\"mutation\":");
+        rc |= cx_json_canonical(ru->mutation, b);
+    }
+    if (ru->action == FA_RESPOND)
+        rc |= cx_buf_printf(b, ",\"end\":%s", ru->end ? "true" : "false");
+    rc |= cx_buf_puts(b, "}");
     return rc;
 }
 
@@ -324,9 +363,26 @@ static void add_rule(struct ks_req *r, struct ks_fault_state *f)
         a = FA_CLOSE;
     else if (act && (strcmp(act, "end-watch") == 0 || strcmp(act, "end-watches") == 0))
         a = FA_END_WATCH;
+    else if (act && strcmp(act, "huge-body") == 0)
+        a = FA_HUGE_BODY;
+    else if (act && strcmp(act, "deep-json") == 0)
+        a = FA_DEEP_JSON;
+    else if (act && strcmp(act, "mutate") == 0)
+        a = FA_MUTATE;
+    else if (act && strcmp(act, "respond") == 0)
+        a = FA_RESPOND;
     if (!a) {
         cJSON_Delete(j);
-        ks_err_bad_request(r, "action must be delay, fail, hang, close or end-watch");
+        ks_err_bad_request(r, "action must be delay, fail, hang, close, end-watch, huge-body, "
+                              "deep-json, mutate or respond");
+        return;
+    }
+    const char *mpath = cx_json_str(j, "path");
+    if (a == FA_MUTATE && (!mpath || !*mpath ||
+                           (!cJSON_GetObjectItemCaseSensitive(j, "value") &&
+                            !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "delete"))))) {
+        cJSON_Delete(j);
+        ks_err_bad_request(r, "mutate needs a path and a value (or \"delete\": true)");
         return;
     }
     struct rule *ru = calloc(1, sizeof(*ru));
@@ -357,6 +413,30 @@ static void add_rule(struct ks_req *r, struct ks_fault_state *f)
                             v->valuedouble > 0
                         ? (long)v->valuedouble
                         : -1;
+    /* Sizes: at most 64 GiB of padding, 100M levels of nesting. */
+    const char *sk = a == FA_HUGE_BODY ? "bytes" : "depth";
+    if ((v = cJSON_GetObjectItemCaseSensitive(j, sk)) && cJSON_IsNumber(v) && v->valuedouble > 0)
+        ru->size = v->valuedouble > (a == FA_HUGE_BODY ? 68719476736.0 : 1e8)
+                       ? (uint64_t)(a == FA_HUGE_BODY ? 68719476736.0 : 1e8)
+                       : (uint64_t)v->valuedouble;
+    if (a == FA_MUTATE) {
+        ru->mutation = cJSON_CreateObject();
+        if (ru->mutation) {
+            cJSON_AddStringToObject(ru->mutation, "path", mpath);
+            const cJSON *mv = cJSON_GetObjectItemCaseSensitive(j, "value");
+            if (mv)
+                cJSON_AddItemToObject(ru->mutation, "value", cJSON_Duplicate(mv, 1));
+            else
+                cJSON_AddTrueToObject(ru->mutation, "delete");
+        }
+    }
+    if (a == FA_RESPOND) {
+        ru->body = jdup(j, "body");
+        ru->ctype = jdup(j, "content_type");
+        ru->end = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "end"));
+        if (!cJSON_GetObjectItemCaseSensitive(j, "code"))
+            ru->code = 200;
+    }
     cJSON_Delete(j);
     ru->id = f->next_id++;
     struct rule **pp = &f->rules;

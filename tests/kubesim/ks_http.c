@@ -436,6 +436,9 @@ void ks_req_free(struct ks_req *r)
     free(r->name);
     free(r->sub);
     free(r->body);
+    cJSON_Delete(r->mutate);
+    if (r->inject)
+        evbuffer_free(r->inject);
     free(r);
 }
 

@@ -7,6 +7,7 @@
 #define KS_HTTP_H
 
 #include "ks.h"
+#include "ks_accept.h"
 
 struct ks_qparam {
     char *k;
@@ -54,10 +55,17 @@ struct ks_req {
     bool dry_run;
     char audit_id[40];
     int64_t start_mono_ns;
-    bool parked;           /* a watch or a hang owns the request now */
-    bool is_admin;         /* /_sim/ request: no audit, no counters */
-    bool end_watch_now;    /* fault: end the watch right after it starts */
-    struct event *park_ev; /* timer of a parked request */
+    bool parked;             /* a watch or a hang owns the request now */
+    bool is_admin;           /* /_sim/ request: no audit, no counters */
+    bool end_watch_now;      /* fault: end the watch right after it starts */
+    enum ks_as as;           /* negotiated form (ks_form.c) */
+    char as_version[8];      /* of the form: "v1" or "v1beta1" */
+    char include_object[16]; /* Table rows: "Metadata" (default), "Object", "None" */
+    bool table_headers_sent; /* a Table watch sends its columns once */
+    cJSON *mutate;           /* fault: mutation applied to each object served */
+    struct evbuffer *inject; /* fault: bytes a watch stream starts with */
+    bool inject_end;         /* fault: the watch ends after |inject| */
+    struct event *park_ev;   /* timer of a parked request */
     TAILQ_ENTRY(ks_req) park_link;
     void (*park_free)(struct ks_req *r); /* cleanup hook of the parker */
     void *park_data;

@@ -112,11 +112,42 @@ void ks_ver_unref(struct ks_ver *v)
         return;
     cJSON_Delete(v->obj);
     ks_blob_unref(v->json);
-    ks_blob_unref(v->added_frame);
+    ks_blob_unref(v->partial);
+    for (int f = 0; f < KS_NFORMS; f++)
+        ks_blob_unref(v->added_frame[f]);
     free(v);
 }
 
-static struct ks_blob *make_frame(const char *type, const struct ks_blob *obj)
+struct ks_blob *ks_partial_blob(const cJSON *obj, const char *version)
+{
+    struct cx_buf b;
+    cx_buf_init(&b, KS_OBJ_MAX);
+    /* Keys in canonical (sorted) order, like every kubesim object. */
+    int rc = cx_buf_printf(&b,
+                           "{\"apiVersion\":\"meta.k8s.io/%s\",\"kind\":\"PartialObjectMetadata\","
+                           "\"metadata\":",
+                           version);
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    if (cJSON_IsObject(md))
+        rc |= cx_json_canonical(md, &b);
+    else
+        rc |= cx_buf_puts(&b, "{}");
+    rc |= cx_buf_puts(&b, "}");
+    struct ks_blob *r = rc == 0 ? ks_blob_from_buf(&b) : NULL;
+    cx_buf_free(&b);
+    return r;
+}
+
+struct ks_blob *ks_ver_json(struct ks_ver *v, enum ks_form f)
+{
+    if (f == KS_FORM_FULL)
+        return v->json;
+    if (!v->partial)
+        v->partial = ks_partial_blob(v->obj, "v1");
+    return v->partial;
+}
+
+struct ks_blob *ks_make_frame(const char *type, const struct ks_blob *obj)
 {
     struct cx_buf b;
     cx_buf_init(&b, KS_OBJ_MAX * 2);
@@ -130,11 +161,13 @@ static struct ks_blob *make_frame(const char *type, const struct ks_blob *obj)
     return r;
 }
 
-struct ks_blob *ks_ver_added_frame(struct ks_ver *v)
+struct ks_blob *ks_ver_added_frame(struct ks_ver *v, enum ks_form f)
 {
-    if (!v->added_frame)
-        v->added_frame = make_frame("ADDED", v->json);
-    return v->added_frame;
+    if (!v->added_frame[f]) {
+        struct ks_blob *j = ks_ver_json(v, f);
+        v->added_frame[f] = j ? ks_make_frame("ADDED", j) : NULL;
+    }
+    return v->added_frame[f];
 }
 
 /* Copy of |v| with metadata.resourceVersion = |rv|. */
@@ -153,23 +186,29 @@ static struct ks_ver *ver_restamp(const struct ks_ver *v, uint64_t rv)
     return ks_ver_new(o, rv);
 }
 
-struct ks_blob *ks_event_frame(struct ks_event *e, enum ks_evtype t)
+struct ks_ver *ks_event_ver(struct ks_event *e, enum ks_evtype t)
 {
-    static const char *names[] = {"ADDED", "MODIFIED", "DELETED"};
-    if (e->frame[t])
-        return e->frame[t];
-    const struct ks_ver *src = e->obj;
     if (t == KS_EV_DELETED && e->type != KS_EV_DELETED) {
         /* An object that stopped matching: its previous content with the
          * event's RV, as the watch cache does. */
         if (!e->prev_rv)
             e->prev_rv = ver_restamp(e->prev, e->rv);
-        if (!e->prev_rv)
-            return NULL;
-        src = e->prev_rv;
+        return e->prev_rv;
     }
-    e->frame[t] = make_frame(names[t], src->json);
-    return e->frame[t];
+    return e->obj;
+}
+
+struct ks_blob *ks_event_frame(struct ks_event *e, enum ks_evtype t, enum ks_form f)
+{
+    static const char *names[] = {"ADDED", "MODIFIED", "DELETED"};
+    if (e->frame[f][t])
+        return e->frame[f][t];
+    struct ks_ver *src = ks_event_ver(e, t);
+    struct ks_blob *j = src ? ks_ver_json(src, f) : NULL;
+    if (!j)
+        return NULL;
+    e->frame[f][t] = ks_make_frame(names[t], j);
+    return e->frame[f][t];
 }
 
 static void ks_event_free(struct ks_event *e)
@@ -180,8 +219,9 @@ static void ks_event_free(struct ks_event *e)
     ks_ver_unref(e->obj);
     ks_ver_unref(e->prev);
     ks_ver_unref(e->prev_rv);
-    for (int i = 0; i < 3; i++)
-        ks_blob_unref(e->frame[i]);
+    for (int f = 0; f < KS_NFORMS; f++)
+        for (int i = 0; i < 3; i++)
+            ks_blob_unref(e->frame[f][i]);
     free(e);
 }
 

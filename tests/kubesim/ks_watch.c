@@ -17,6 +17,7 @@
 #include "ks_api.h"
 #include "ks_http.h"
 #include "ks_fault.h"
+#include "ks_form.h"
 
 struct ks_watch {
     struct ks_server *s;
@@ -157,7 +158,10 @@ static int deliver(struct ks_watch *w, struct ks_event *e)
     else
         return 0;
     w->last_rv = e->rv;
-    return send_blob(w, ks_event_frame(e, t));
+    struct ks_blob *f = ks_form_event_frame(w->r, e, t);
+    int rc = send_blob(w, f);
+    ks_blob_unref(f);
+    return rc;
 }
 
 void ks_watch_fanout(struct ks_server *s, struct ks_rtype *rt, struct ks_event *e)
@@ -174,15 +178,12 @@ static int send_bookmark(struct ks_watch *w, bool initial_end)
 {
     if (w->frozen || ks_fault_partitioned(w->s, w->r->user))
         return 0;
-    char buf[512];
     uint64_t rv = w->s->rv > w->last_rv ? w->s->rv : w->last_rv;
-    snprintf(buf, sizeof(buf),
-             "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"%s\",\"apiVersion\":\"%s\","
-             "\"metadata\":{\"resourceVersion\":\"%llu\"%s}}}\n",
-             w->rt->kind, w->rt->api_version, (unsigned long long)rv,
-             initial_end ? ",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}" : "");
+    struct ks_blob *b = ks_form_bookmark(w->r, rv, initial_end);
     w->last_rv = rv;
-    return send_text(w, buf);
+    int rc = send_blob(w, b);
+    ks_blob_unref(b);
+    return rc;
 }
 
 static void schedule_bookmark(struct ks_watch *w);
@@ -326,6 +327,16 @@ void ks_watch_start(struct ks_req *r)
     TAILQ_INSERT_TAIL(&s->all_watches, w, all_link);
     evhttp_connection_set_closecb(w->conn, on_close, w);
     w->starting = true;
+    if (r->inject) {
+        /* A hostile-response fault: its bytes open the stream, uncapped. */
+        evhttp_send_reply_chunk(r->req, r->inject);
+        evbuffer_free(r->inject);
+        r->inject = NULL;
+        if (r->inject_end) {
+            watch_end(w);
+            return;
+        }
+    }
     if (r->end_watch_now) {
         watch_end(w);
         return;
@@ -355,7 +366,10 @@ void ks_watch_start(struct ks_req *r)
              ob && strncmp(ob->key, prefix, plen) == 0; ob = ks_index_next(ob)) {
             if (!in_scope(w, ob->key) || !ks_obj_matches(rt, NULL, o, ob->cur))
                 continue;
-            if (send_blob(w, ks_ver_added_frame(ob->cur)) != 0)
+            struct ks_blob *f = ks_form_added_frame(r, ob->cur);
+            int rc = send_blob(w, f);
+            ks_blob_unref(f);
+            if (rc != 0)
                 return;
         }
         w->last_rv = s->rv;

@@ -238,9 +238,9 @@ class KubeSim:
     def get(self, resource, name, namespace=None, group="", version="v1", **kw):
         return self.request("GET", self.path(resource, namespace, name, group, version), **kw)
 
-    def watch(self, path, timeout=10):
+    def watch(self, path, timeout=10, headers=None):
         """Opens a watch; returns a Watch object yielding parsed events."""
-        return Watch(self, path, timeout)
+        return Watch(self, path, timeout, headers)
 
     # -- admin API -----------------------------------------------------------
     def admin(self, method, path, body=None):
@@ -281,9 +281,9 @@ class KubeSim:
 class Watch:
     """A raw watch stream: iterate events (dicts); .raw keeps the bytes."""
 
-    def __init__(self, ks, path, timeout):
+    def __init__(self, ks, path, timeout, headers=None):
         self.conn = ks.connection(timeout)
-        self.conn.request("GET", path)
+        self.conn.request("GET", path, headers=dict(headers or {}))
         self.resp = self.conn.getresponse()
         self.status = self.resp.status
         self.headers = dict(self.resp.getheaders())
