@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 /* How often the leader re-checks the XdsAccepted condition of Gateways
  * that have NACK records (a NACK clears without a callback). */
@@ -389,6 +390,9 @@ static int setup(struct daemon *d, char *err, size_t errlen)
         .tls_require_client_cert = c->xds_tls_client_ca && *c->xds_tls_client_ca,
         .default_group = c->default_gateway && *c->default_gateway ? c->default_gateway : NULL,
         .identifier = d->identity,
+        .memory_budget = (size_t)c->xds_memory_budget_mb << 20,
+        .idle_conn_ms = c->xds_idle_conn_ns ? (int)(c->xds_idle_conn_ns / 1000000) : -1,
+        .nack_qps = c->xds_nack_rate,
     };
     char xerr[256];
     d->xds = xds_server_new(d->base, &xc, xerr, sizeof(xerr));
@@ -516,12 +520,30 @@ static void teardown(struct daemon *d)
     free(d->gw_series);
 }
 
+/* Every proxy costs a descriptor: the soft limit (often 1024) goes up to
+ * the hard one, which the operator (or the container runtime) set. */
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+        return;
+    rlim_t was = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        cx_warn("daemon", "cannot raise the open-file limit from %llu to %llu",
+                (unsigned long long)was, (unsigned long long)rl.rlim_max);
+    else
+        cx_info("daemon", "open-file limit raised from %llu to %llu", (unsigned long long)was,
+                (unsigned long long)rl.rlim_max);
+}
+
 int daemon_run(struct daemon_config *cfg)
 {
     struct daemon d;
     memset(&d, 0, sizeof(d));
     d.cfg = cfg;
     d.start_ns = cx_mono_ns();
+    raise_nofile();
     d.exit_code = 0;
     char err[512] = "";
     if (cfg->identity && *cfg->identity) {

@@ -40,6 +40,18 @@ int daemon_config_init(struct daemon_config *c)
       .help = "PEM private key of --xds-tls-cert-file");
     F(.name = "xds-tls-client-ca-file", .type = CX_FLAG_STRING, .target = &c->xds_tls_client_ca,
       .help = "PEM CA bundle: require xDS clients to present a certificate it signed (mTLS)");
+    F(.name = "xds-memory-budget-mb", .type = CX_FLAG_INT, .target = &c->xds_memory_budget_mb,
+      .def = "64", .env = "COXSWAIN_XDS_MEMORY_BUDGET_MB", .min = 1, .max = 65536,
+      .help = "MiB the xDS server may hold for what clients send: partly received messages "
+              "and subscription name lists, all streams together (one connection may take a "
+              "quarter); past it, new data is refused with RESOURCE_EXHAUSTED");
+    F(.name = "xds-idle-connection-timeout", .type = CX_FLAG_DURATION,
+      .target = &c->xds_idle_conn_ns, .def = "5m", .min = 0, .max = 86400,
+      .help = "close xDS connections that hold no stream for this long (0: never)");
+    F(.name = "xds-nack-rate", .type = CX_FLAG_DOUBLE, .target = &c->xds_nack_rate, .def = "0.2",
+      .min = 0.001, .max = 1000,
+      .help = "NACKs per second and stream that are logged and reported on the Gateway's "
+              "status (burst 3); more are only counted");
     F(.name = "admin-listen", .type = CX_FLAG_STRING, .target = &c->admin_listen,
       .def = "0.0.0.0:18080", .env = "COXSWAIN_ADMIN_LISTEN",
       .help = "address of the admin HTTP server: /metrics, /healthz, /readyz, /debug/*, "

@@ -29,6 +29,9 @@ struct daemon_config {
     char *xds_tls_cert;
     char *xds_tls_key;
     char *xds_tls_client_ca;
+    long xds_memory_budget_mb;
+    int64_t xds_idle_conn_ns;
+    double xds_nack_rate;
     char *admin_listen;
     char *default_gateway;
     int64_t debounce_ns;

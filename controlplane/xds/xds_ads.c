@@ -56,6 +56,9 @@ void xds_ads_stream_set_pool(struct xds_ads_stream *s, struct xds_names_pool *po
     s->pool = pool;
 }
 
+/* Allocation bytes of a list (what the pool charges to its budget). */
+static size_t names_alloc_bytes(const struct xds_names *l);
+
 static void names_release(struct xds_names_pool *pool, struct xds_names *l)
 {
     if (!l || --l->refs > 0)
@@ -67,6 +70,10 @@ static void names_release(struct xds_names_pool *pool, struct xds_names *l)
         if (*pp) {
             *pp = l->next;
             pool->count--;
+            size_t b = names_alloc_bytes(l);
+            pool->bytes -= b;
+            if (pool->budget)
+                pool->budget->used -= b;
         }
     }
     free(l);
@@ -76,6 +83,11 @@ static void names_release(struct xds_names_pool *pool, struct xds_names *l)
 static size_t names_bytes(const struct xds_names *l)
 {
     return l->n ? (size_t)(l->v[l->n - 1] - l->v[0]) + strlen(l->v[l->n - 1]) + 1 : 0;
+}
+
+static size_t names_alloc_bytes(const struct xds_names *l)
+{
+    return sizeof(*l) + l->n * sizeof(char *) + names_bytes(l);
 }
 
 /* Returns the pooled copy of |l| (taking a reference, freeing |l|) or |l|
@@ -103,6 +115,10 @@ static struct xds_names *names_intern(struct xds_names_pool *pool, struct xds_na
     l->next = *head;
     *head = l;
     pool->count++;
+    size_t b = names_alloc_bytes(l);
+    pool->bytes += b;
+    if (pool->budget)
+        pool->budget->used += b;
     return l;
 }
 
@@ -371,6 +387,16 @@ int xds_ads_on_request(struct xds_ads_stream *s, const uint8_t *msg, size_t len,
             ev->verdict = XDS_ADS_STALE;
             goto out;
         }
+        if (t->answered && req->error_detail && t->nacked) {
+            /* A NACK of a response NACKed already: a repeat of its nonce
+             * may change the subscription but is no second NACK (a client
+             * cannot NACK one version a thousand times). An ACK after the
+             * NACK still counts: the client accepted that version after
+             * all. */
+            ev->verdict = XDS_ADS_SUBSCRIBE;
+            goto names;
+        }
+        t->answered = 1;
         t->awaiting = 0;
         ev->origin_ns = t->origin_ns;
         copy_str(ev->version, sizeof(ev->version), t->version_sent);
@@ -388,6 +414,7 @@ int xds_ads_on_request(struct xds_ads_stream *s, const uint8_t *msg, size_t len,
     } else {
         ev->verdict = XDS_ADS_SUBSCRIBE;
     }
+names:;
     int first = !t->requested;
     int changed = 0;
     rc = update_names(s, t, (enum xds_type)type, first, req->resource_names, req->n_resource_names,
@@ -596,6 +623,7 @@ static int eval_type(struct xds_ads_stream *s, enum xds_type type,
     snprintf(out->nonce, sizeof(out->nonce), "%llu", (unsigned long long)++s->nonce_counter);
     copy_str(t->version_sent, sizeof(t->version_sent), set->version);
     copy_str(t->nonce_sent, sizeof(t->nonce_sent), out->nonce);
+    t->answered = 0;
     t->awaiting = 1;
     t->force = 0;
     t->responded = 1;

@@ -12,6 +12,7 @@ struct xds_cache_group {
     struct xds_ads_sets sets;
     struct xds_nack_stat nack[XDS_TYPE_COUNT];
     uint8_t has_nacks;
+    uint8_t known; /* the current snapshot has this group (a Gateway) */
 };
 
 struct xds_cache {
@@ -19,6 +20,7 @@ struct xds_cache {
     struct xds_resource_set empty;   /* sealed, no items */
     struct xds_cache_group **groups; /* sorted by name */
     size_t ngroups, cap;
+    size_t nunknown; /* groups the snapshot does not have */
 };
 
 struct xds_cache *xds_cache_new(void)
@@ -75,16 +77,33 @@ static size_t group_index(const struct xds_cache *c, const char *name, int *foun
     return lo;
 }
 
-/* Points |g|'s sets into the current snapshot. */
+/* Points |g|'s sets into the current snapshot (and counts it as known or
+ * not). */
 static void group_bind(struct xds_cache *c, struct xds_cache_group *g)
 {
     const struct xlate_group *sg = c->snap ? xlate_snapshot_group(c->snap, g->name) : NULL;
     for (int t = 0; t < XDS_TYPE_COUNT; t++)
         g->sets.t[t] = !c->snap ? NULL : sg ? &sg->types[t] : &c->empty;
+    uint8_t known = sg != NULL;
+    if (known && !g->known)
+        c->nunknown--;
+    else if (!known && g->known)
+        c->nunknown++;
+    g->known = known;
+}
+
+/* A group no stream holds is kept only for the NACK records of a Gateway
+ * that exists: the status writer reads them. Any other one (a name a
+ * client made up) goes at once, so junk groups cannot pile up. */
+static int group_evictable(const struct xds_cache_group *g)
+{
+    return g->nwatches == 0 && (!g->has_nacks || !g->known);
 }
 
 static void group_remove_at(struct xds_cache *c, size_t i)
 {
+    if (!c->groups[i]->known)
+        c->nunknown--;
     group_free(c->groups[i]);
     memmove(c->groups + i, c->groups + i + 1, (c->ngroups - i - 1) * sizeof(*c->groups));
     c->ngroups--;
@@ -110,6 +129,10 @@ void xds_cache_set_snapshot(struct xds_cache *c, struct xlate_snapshot *snap,
         for (struct xds_cache_watch *w = g->watches; w; w = w->next)
             wake(user, w);
     }
+    /* Gateways that went keep no NACK records once no stream holds them. */
+    for (size_t i = c->ngroups; i-- > 0;)
+        if (group_evictable(c->groups[i]))
+            group_remove_at(c, i);
     /* Release the old snapshot only now: |before| pointed into it. */
     xlate_snapshot_unref(old);
 }
@@ -122,7 +145,11 @@ int xds_cache_watch_add(struct xds_cache *c, struct xds_cache_watch *w, const ch
     if (found) {
         g = c->groups[i];
     } else {
-        if (c->ngroups >= XDS_CACHE_MAX_GROUPS)
+        int known = c->snap && xlate_snapshot_group(c->snap, group);
+        /* Gateways are always admitted; names that no Gateway has are
+         * capped, so that made-up groups cannot crowd real ones out. */
+        if (c->ngroups >= XDS_CACHE_MAX_GROUPS ||
+            (!known && c->nunknown >= XDS_CACHE_MAX_UNKNOWN_GROUPS))
             return -1;
         if (c->ngroups == c->cap) {
             size_t ncap = c->cap ? c->cap * 2 : 16;
@@ -137,6 +164,7 @@ int xds_cache_watch_add(struct xds_cache *c, struct xds_cache_watch *w, const ch
             free(g);
             return -1;
         }
+        c->nunknown++; /* created unknown; group_bind corrects it */
         group_bind(c, g);
         memmove(c->groups + i + 1, c->groups + i, (c->ngroups - i) * sizeof(*c->groups));
         c->groups[i] = g;
@@ -166,7 +194,7 @@ void xds_cache_watch_remove(struct xds_cache *c, struct xds_cache_watch *w)
     w->group = NULL;
     w->prev = w->next = NULL;
     g->nwatches--;
-    if (g->nwatches == 0 && !g->has_nacks) {
+    if (group_evictable(g)) {
         int found;
         size_t i = group_index(c, g->name, &found);
         if (found)

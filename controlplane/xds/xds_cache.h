@@ -18,6 +18,9 @@
 
 /* Node groups tracked at once (a peer chooses its group name). */
 #define XDS_CACHE_MAX_GROUPS 10000
+/* ... of which groups that no Gateway of the snapshot has (names made up
+ * by clients, or Gateways not translated yet). */
+#define XDS_CACHE_MAX_UNKNOWN_GROUPS 1000
 
 struct xds_cache;
 struct xds_cache_group;
@@ -70,7 +73,10 @@ void xds_cache_foreach_nack(const struct xds_cache *c,
                                        const struct xds_nack_stat *st),
                             void *user);
 
-/* Number of groups with watches or NACK records. */
+/* Number of groups with watches or NACK records. A group that no stream
+ * holds is dropped at once unless it is a Gateway of the current snapshot
+ * with NACK records (kept for the status writer); groups that no Gateway
+ * has are capped at XDS_CACHE_MAX_UNKNOWN_GROUPS. */
 size_t xds_cache_ngroups(const struct xds_cache *c);
 
 #endif

@@ -9,8 +9,42 @@ void xds_deframer_init(struct xds_deframer *d, size_t max)
     d->max = max ? max : XDS_MAX_MESSAGE_DEFAULT;
 }
 
+/* Charges |n| bytes to every budget, or none. Returns 0 or -1. */
+static int charge(struct xds_deframer *d, size_t n)
+{
+    for (int i = 0; i < 2; i++) {
+        struct xds_budget *b = d->budget[i];
+        if (b && b->max && (n > b->max || b->used > b->max - n)) {
+            for (int j = 0; j < 2; j++) /* every budget counts the refusal */
+                if (d->budget[j])
+                    d->budget[j]->refused++;
+            return -1;
+        }
+    }
+    for (int i = 0; i < 2; i++)
+        if (d->budget[i])
+            d->budget[i]->used += n;
+    return 0;
+}
+
+static void release(struct xds_deframer *d, size_t n)
+{
+    for (int i = 0; i < 2; i++)
+        if (d->budget[i])
+            d->budget[i]->used -= n;
+}
+
+void xds_deframer_set_budget(struct xds_deframer *d, struct xds_budget *global,
+                             struct xds_budget *conn)
+{
+    d->budget[0] = global;
+    d->budget[1] = conn;
+}
+
 void xds_deframer_free(struct xds_deframer *d)
 {
+    if (d->body)
+        release(d, d->need);
     free(d->body);
     d->body = NULL;
     d->have = 0;
@@ -83,8 +117,16 @@ int xds_deframer_feed(struct xds_deframer *d, const uint8_t *data, size_t len, x
             continue;
         }
         if (!d->body) {
+            /* Charged for the whole declared length before any of it is
+             * held: a peer that declares much and sends little holds the
+             * budget, not memory we did not plan for. */
+            if (charge(d, d->need) != 0) {
+                rc = XDS_DEFRAME_BUDGET;
+                goto out;
+            }
             d->body = malloc(d->need ? d->need : 1);
             if (!d->body) {
+                release(d, d->need);
                 rc = XDS_DEFRAME_NOMEM;
                 goto out;
             }
@@ -105,12 +147,15 @@ int xds_deframer_feed(struct xds_deframer *d, const uint8_t *data, size_t len, x
         d->hdr_have = 0;
         rc = cb(user, body, n);
         free(body);
+        release(d, n);
         if (rc != 0)
             return rc;
     }
     return 0;
 out:
     d->failed = rc;
+    if (d->body)
+        release(d, d->need);
     free(d->body);
     d->body = NULL;
     return rc;

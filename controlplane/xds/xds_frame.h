@@ -31,6 +31,13 @@ __attribute__((warn_unused_result)) int xds_deframer_feed(struct xds_deframer *d
  * was cut short). */
 int xds_deframer_partial(const struct xds_deframer *d);
 
+/* Charges the bodies |d| buffers (their declared length, from the first
+ * byte held until delivery) to |global| and |conn| (either may be NULL);
+ * a body that does not fit ends the stream with XDS_DEFRAME_BUDGET. */
+void xds_deframer_set_budget(struct xds_deframer *d, struct xds_budget *global,
+                             struct xds_budget *conn);
+
+/* Frees the partial body (and gives back its charge). */
 void xds_deframer_free(struct xds_deframer *d);
 
 /* Writes the 5-byte prefix of an uncompressed message of |len| bytes. */

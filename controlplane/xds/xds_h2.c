@@ -128,6 +128,39 @@ fail:
 
 static void on_done(evutil_socket_t fd, short what, void *arg);
 
+/* Accepting again after a pause for lack of descriptors. */
+static void on_accept_again(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct xds_h2_server *s = arg;
+    if (s->listener && !s->shutting)
+        evconnlistener_enable(s->listener);
+}
+
+/* accept() failed. Out of descriptors (EMFILE/ENFILE) or kernel memory,
+ * the pending connection stays queued and the listener stays readable:
+ * accepting again at once would spin the loop. Pause accepting, 50 ms
+ * first, doubling up to 1 s while it keeps failing; a successful accept
+ * resets the pause (xds_h2_on_accept). */
+static void on_listen_error(struct evconnlistener *l, void *arg)
+{
+    struct xds_h2_server *s = arg;
+    int e = EVUTIL_SOCKET_ERROR();
+    if (e != EMFILE && e != ENFILE && e != ENOBUFS && e != ENOMEM)
+        return; /* ECONNABORTED and the like concern one connection only */
+    s->counts.accept_backoffs++;
+    s->accept_backoff_ms = s->accept_backoff_ms ? s->accept_backoff_ms * 2 : 50;
+    if (s->accept_backoff_ms > 1000)
+        s->accept_backoff_ms = 1000;
+    evconnlistener_disable(l);
+    if (s->on_counts)
+        s->on_counts(s->user);
+    struct timeval tv = {s->accept_backoff_ms / 1000, (s->accept_backoff_ms % 1000) * 1000};
+    if (s->accept_ev)
+        evtimer_add(s->accept_ev, &tv);
+}
+
 struct xds_h2_server *xds_h2_server_new(struct event_base *base, const struct xds_h2_config *cfg,
                                         const struct xds_h2_method *methods, size_t nmethods,
                                         void *user, char *err, size_t errlen)
@@ -154,11 +187,15 @@ struct xds_h2_server *xds_h2_server_new(struct event_base *base, const struct xd
     s->max_streams = cfg->max_streams ? cfg->max_streams : 100;
     s->keepalive_ms = cfg->keepalive_ms ? cfg->keepalive_ms : 30000;
     s->handshake_ms = cfg->handshake_timeout_ms > 0 ? cfg->handshake_timeout_ms : 10000;
+    s->idle_conn_ms = cfg->idle_conn_ms ? cfg->idle_conn_ms : 300000;
+    s->budget = cfg->budget;
+    s->on_counts = cfg->on_counts;
     if (cfg->ssl_ctx) {
         SSL_CTX_up_ref(cfg->ssl_ctx);
         s->ssl_ctx = cfg->ssl_ctx;
     }
     s->done_ev = event_new(base, -1, 0, on_done, s);
+    s->accept_ev = evtimer_new(base, on_accept_again, s);
     struct addrinfo hints = {.ai_family = AF_UNSPEC,
                              .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
@@ -177,6 +214,7 @@ struct xds_h2_server *xds_h2_server_new(struct event_base *base, const struct xd
         snprintf(err, errlen, "cannot listen on %s: %s", cfg->listen, strerror(errno));
         goto fail;
     }
+    evconnlistener_set_error_cb(s->listener, on_listen_error);
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
     if (getsockname(evconnlistener_get_fd(s->listener), (struct sockaddr *)&ss, &sl) == 0)
@@ -265,6 +303,8 @@ void xds_h2_server_free(struct xds_h2_server *s)
         event_free(s->grace_ev);
     if (s->done_ev)
         event_free(s->done_ev);
+    if (s->accept_ev)
+        event_free(s->accept_ev);
     if (s->ssl_ctx)
         SSL_CTX_free(s->ssl_ctx);
     free(s);

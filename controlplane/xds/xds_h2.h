@@ -18,6 +18,8 @@
 #ifndef XDS_H2_H
 #define XDS_H2_H
 
+#include "xds_types.h"
+
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <openssl/ssl.h>
@@ -49,13 +51,19 @@ struct xds_h2_method {
 };
 
 struct xds_h2_config {
-    const char *listen;       /* "host:port", "[v6]:port", ":port"; port 0 picks one */
-    SSL_CTX *ssl_ctx;         /* NULL: h2c; else TLS (the server takes a reference) */
-    size_t max_message;       /* cap on one request message; 0: 4 MiB */
-    unsigned max_connections; /* 0: 10000 */
-    unsigned max_streams;     /* concurrent streams per connection; 0: 100 */
-    int keepalive_ms;         /* PING after this much silence; 0: 30000; < 0: off */
-    int handshake_timeout_ms; /* TLS + preface deadline; 0: 10000 */
+    const char *listen;        /* "host:port", "[v6]:port", ":port"; port 0 picks one */
+    SSL_CTX *ssl_ctx;          /* NULL: h2c; else TLS (the server takes a reference) */
+    size_t max_message;        /* cap on one request message; 0: 4 MiB */
+    unsigned max_connections;  /* 0: 10000 */
+    unsigned max_streams;      /* concurrent streams per connection; 0: 100 */
+    int keepalive_ms;          /* PING after this much silence; 0: 30000; < 0: off */
+    int handshake_timeout_ms;  /* TLS + preface deadline; 0: 10000 */
+    int idle_conn_ms;          /* close a connection without calls after this; 0: 300000; < 0 off */
+    void (*on_counts)(void *user); /* xds_h2_counts changed outside a call (idle close,
+                                    * accept pause); gets the |user| of the server */
+    struct xds_budget *budget; /* memory budget for partly received messages, shared by every
+                                * connection (one may take a quarter); caller-owned, outlives
+                                * the server; NULL: none */
 };
 
 /* Queued output (bytes) above which a stream counts as congested. */
@@ -67,6 +75,8 @@ struct xds_h2_counts {
     uint64_t connections_rejected;
     uint64_t tls_failures;
     uint64_t streams;
+    uint64_t idle_closed;     /* connections closed for holding no call */
+    uint64_t accept_backoffs; /* accept failed for lack of descriptors (EMFILE/ENFILE) */
 };
 
 /* Binds and listens. |methods| (|nmethods| entries) must outlive the server;

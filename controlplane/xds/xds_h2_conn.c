@@ -107,14 +107,25 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     xds_h2_conn_free(c);
 }
 
+/* Smaller of two intervals where < 0 means "none". */
+static int min_ms(int a, int b)
+{
+    return a < 0 ? b : b < 0 ? a : a < b ? a : b;
+}
+
 /* One timer per connection: the handshake deadline until the preface came,
- * then the keepalive tick. */
-static void conn_arm_timer(struct h2_conn *c)
+ * then the keepalive tick, or the idle deadline of a connection that holds
+ * no stream when that comes first. */
+void xds_h2_conn_arm_timer(struct h2_conn *c)
 {
     const struct xds_h2_server *s = c->srv;
     int ms = s->keepalive_ms;
-    if (!c->preface_ok && (ms < 0 || s->handshake_ms < ms))
-        ms = s->handshake_ms;
+    if (!c->preface_ok)
+        ms = min_ms(ms, s->handshake_ms);
+    if (!c->streams && s->idle_conn_ms >= 0) {
+        int64_t left = (int64_t)s->idle_conn_ms - (cx_mono_ns() - c->idle_since_ns) / CX_NS_PER_MS;
+        ms = min_ms(ms, left < 1 ? 1 : (int)left);
+    }
     if (ms < 0)
         return;
     struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
@@ -133,21 +144,36 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
             xds_h2_conn_free(c); /* no TLS handshake / HTTP/2 preface in time */
             return;
         }
-        conn_arm_timer(c);
+        xds_h2_conn_arm_timer(c);
         return;
     }
-    if (s->keepalive_ms < 0)
-        return;
-    if (c->ping_out) {
-        xds_h2_conn_free(c); /* the last PING went unanswered for a whole interval */
-        return;
-    }
-    if (now - c->last_rx_ns >= (int64_t)s->keepalive_ms * CX_NS_PER_MS) {
-        if (nghttp2_submit_ping(c->session, NGHTTP2_FLAG_NONE, NULL) == 0)
-            c->ping_out = 1;
+    if (!c->streams && !c->closing && s->idle_conn_ms >= 0 &&
+        now - c->idle_since_ns >= (int64_t)s->idle_conn_ms * CX_NS_PER_MS) {
+        /* A connection that holds no call costs a socket and a session for
+         * nothing: GOAWAY, then closed once that is written. */
+        s->counts.idle_closed++;
+        if (s->on_counts)
+            s->on_counts(s->user);
+        nghttp2_session_terminate_session(c->session, NGHTTP2_NO_ERROR);
+        c->closing = 1;
         xds_h2_conn_schedule_flush(c);
+        return;
     }
-    conn_arm_timer(c);
+    if (s->keepalive_ms >= 0) {
+        if (c->ping_out) {
+            if (now - c->ping_sent_ns >= (int64_t)s->keepalive_ms * CX_NS_PER_MS) {
+                xds_h2_conn_free(c); /* the PING went unanswered for a whole interval */
+                return;
+            }
+        } else if (now - c->last_rx_ns >= (int64_t)s->keepalive_ms * CX_NS_PER_MS) {
+            if (nghttp2_submit_ping(c->session, NGHTTP2_FLAG_NONE, NULL) == 0) {
+                c->ping_out = 1;
+                c->ping_sent_ns = now;
+            }
+            xds_h2_conn_schedule_flush(c);
+        }
+    }
+    xds_h2_conn_arm_timer(c);
 }
 
 void xds_h2_server_check_done(struct xds_h2_server *s)
@@ -191,6 +217,7 @@ void xds_h2_on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
         evutil_closesocket(fd);
         return;
     }
+    s->accept_backoff_ms = 0; /* descriptors are back */
     struct h2_conn *c = calloc(1, sizeof(*c));
     nghttp2_session_callbacks *cbs = NULL;
     nghttp2_option *opt = NULL;
@@ -273,7 +300,10 @@ void xds_h2_on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     bufferevent_setwatermark(c->bev, EV_WRITE, CONN_OUT_LOW, 0);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     c->accepted_ns = c->last_rx_ns;
-    conn_arm_timer(c);
+    c->idle_since_ns = c->last_rx_ns;
+    if (s->budget && s->budget->max)
+        c->budget.max = s->budget->max / 4 ? s->budget->max / 4 : 1;
+    xds_h2_conn_arm_timer(c);
     conn_flush(c);
     return;
 fail:

@@ -62,6 +62,9 @@ struct h2_conn {
     struct event *timer;
     int64_t last_rx_ns;
     int64_t accepted_ns;
+    int64_t idle_since_ns; /* when the last stream went (or accept); valid while no streams */
+    int64_t ping_sent_ns;
+    struct xds_budget budget; /* this connection's share of the server's memory budget */
     uint8_t preface_ok;
     uint8_t ping_out;
     uint8_t closing;  /* GOAWAY submitted */
@@ -82,6 +85,11 @@ struct xds_h2_server {
     unsigned max_streams;
     int keepalive_ms;
     int handshake_ms;
+    int idle_conn_ms;
+    void (*on_counts)(void *user);
+    struct xds_budget *budget; /* the server's (caller-owned); NULL: none */
+    struct event *accept_ev;   /* re-enables accepting after EMFILE/ENFILE */
+    int accept_backoff_ms;
     int port;
     struct h2_conn *conns;
     struct xds_h2_counts counts;
@@ -97,6 +105,7 @@ void xds_h2_conn_free(struct h2_conn *c);
 void xds_h2_conn_schedule_flush(struct h2_conn *c);
 void xds_h2_on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
                       void *arg);
+void xds_h2_conn_arm_timer(struct h2_conn *c);
 /* Runs |done| once the last connection is gone during shutdown. */
 void xds_h2_server_check_done(struct xds_h2_server *s);
 

@@ -2,6 +2,8 @@
  * and trailers out, and the nghttp2 callbacks that drive them. */
 #include "xds_h2_impl.h"
 
+#include "cx_time.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,7 @@ struct xds_h2_stream *xds_h2_stream_new(struct h2_conn *c, int32_t id)
     st->conn = c;
     st->id = id;
     xds_deframer_init(&st->df, c->srv->max_message);
+    xds_deframer_set_budget(&st->df, c->srv->budget, &c->budget);
     st->next = c->streams;
     if (c->streams)
         c->streams->prev = st;
@@ -49,6 +52,10 @@ void xds_h2_stream_free_(struct xds_h2_stream *st)
         c->streams = st->next;
     if (st->next)
         st->next->prev = st->prev;
+    if (!c->streams) {
+        c->idle_since_ns = cx_mono_ns(); /* the idle-connection deadline starts */
+        xds_h2_conn_arm_timer(c);
+    }
     xds_deframer_free(&st->df);
     evbuffer_free(st->out);
     free(st->hdr);
@@ -364,6 +371,11 @@ static int cb_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
         } else if (rc == XDS_DEFRAME_COMPRESSED) {
             code = 12;
             snprintf(m, sizeof(m), "compressed messages are not supported");
+        } else if (rc == XDS_DEFRAME_BUDGET) {
+            code = 8; /* RESOURCE_EXHAUSTED */
+            snprintf(m, sizeof(m),
+                     "server memory budget for partly received messages is spent "
+                     "(--xds-memory-budget)");
         } else if (rc == XDS_DEFRAME_BAD_FLAG) {
             snprintf(m, sizeof(m), "bad message flag");
         } else {

@@ -3,6 +3,7 @@
 #include "cx_hash.h"
 #include "cx_log.h"
 #include "cx_metrics.h"
+#include "cx_ratelimit.h"
 #include "cx_time.h"
 #include "xds_ads.h"
 #include "xds_cache.h"
@@ -46,6 +47,7 @@ struct sstream {
     struct xds_ads_stream ads;
     uint8_t registered;
     uint8_t nack_active[XDS_TYPE_COUNT];
+    struct cx_ratelimit nack_rl; /* NACKs recorded (logged, reported) */
 };
 
 /* Why a stream was ended by us (coxswain_xds_refused_total{reason}). */
@@ -54,10 +56,11 @@ enum refuse_reason {
     REFUSE_BOUNDS = 1,  /* nesting / element count over the decoding bounds */
     REFUSE_NAMES = 2,   /* too many resource names */
     REFUSE_GROUPS = 3,  /* too many node groups */
-    REFUSE_COUNT = 4,
+    REFUSE_BUDGET = 4,  /* the memory budget is spent */
+    REFUSE_COUNT = 5,
 };
 static const char *const refuse_names[REFUSE_COUNT] = {"invalid", "decode_bounds", "names",
-                                                       "groups"};
+                                                       "groups", "memory_budget"};
 
 /* Series looked up once (the registry is process-wide; several servers in
  * one process, as in tests, add up). */
@@ -89,6 +92,10 @@ struct xds_server {
     struct memo_entry memo[MEMO_SLOTS];
     uint64_t memo_clock;
     struct xds_names_pool *names;
+    struct xds_budget budget; /* partly received messages (xds_h2) + name lists (pool) */
+    double nack_qps;
+    struct cx_series *nacks_limited, *budget_used, *groups_gauge, *idle_closed, *accept_backoffs;
+    uint64_t idle_closed_seen, accept_backoffs_seen, budget_refused_seen;
 };
 
 static const char *const verdict_names[5] = {"subscribe", "ack", "nack", "stale", "unknown_type"};
@@ -311,14 +318,23 @@ static void wake(void *user, struct xds_cache_watch *w)
 
 /* ---- NACK accounting ---------------------------------------------------------- */
 
+/* A NACK's text is the client's choice: escaped (no control characters
+ * reach a log line or a status) and cut at XDS_NACK_TEXT_MAX bytes. */
+static void nack_text(const char *in, char *out, size_t cap)
+{
+    if (cap > XDS_NACK_TEXT_MAX + 1)
+        cap = XDS_NACK_TEXT_MAX + 1;
+    cx_log_escape(in, out, cap);
+}
+
 static void note_nack(struct sstream *ss, const struct xds_ads_event *ev)
 {
     struct xds_server *s = ss->srv;
     enum xds_type t = (enum xds_type)ev->type;
-    struct xds_nack_stat *st = xds_cache_nack(&ss->watch, t);
     s->stats.nacks_total++;
     if (s->m.nacks)
         cx_metric_inc(s->m.nacks, ss->ads.group, xlate_type_short(t));
+    struct xds_nack_stat *st = xds_cache_nack(&ss->watch, t);
     if (!st)
         return;
     st->total++;
@@ -326,21 +342,31 @@ static void note_nack(struct sstream *ss, const struct xds_ads_event *ev)
         ss->nack_active[t] = 1;
         st->active++;
     }
+    /* Counted always; recorded (text kept, logged, handed to the status
+     * writer) at a bounded rate per stream, so that a client that NACKs
+     * in a loop costs neither the log nor the API server anything. */
+    if (cx_ratelimit_take(&ss->nack_rl, cx_mono_ns()) != 0) {
+        s->stats.nacks_limited_total++;
+        m_add(s->nacks_limited, 1);
+        return;
+    }
+    char text[XDS_NACK_TEXT_MAX + 1];
+    nack_text(ev->nack_message, text, sizeof(text));
     st->last_ns = cx_mono_ns();
     snprintf(st->last_version, sizeof(st->last_version), "%s", ev->version);
-    snprintf(st->last_node, sizeof(st->last_node), "%s", ss->ads.node_id);
-    snprintf(st->last_message, sizeof(st->last_message), "%s", ev->nack_message);
+    cx_log_escape(ss->ads.node_id, st->last_node, sizeof(st->last_node));
+    snprintf(st->last_message, sizeof(st->last_message), "%s", text);
     cx_warn("xds", "NACK from node \"%s\" (group \"%s\", %s) for %s version %s: code %d: %s",
-            ss->ads.node_id, ss->ads.group, xds_h2_stream_peer(ss->h2), xlate_type_short(t),
-            ev->version, ev->nack_code, ev->nack_message);
+            st->last_node, ss->ads.group, xds_h2_stream_peer(ss->h2), xlate_type_short(t),
+            ev->version, ev->nack_code, text);
     if (s->nack_cb) {
         struct xds_nack n = {
             .group = ss->ads.group,
             .type = t,
-            .node_id = ss->ads.node_id,
+            .node_id = st->last_node,
             .rejected_version = ev->version,
             .code = ev->nack_code,
-            .message = ev->nack_message,
+            .message = text,
             .total = st->total,
         };
         s->nack_cb(s->nack_user, &n);
@@ -382,6 +408,7 @@ static void *ads_open(void *user, struct xds_h2_stream *st)
     }
     ss->srv = s;
     ss->h2 = st;
+    cx_ratelimit_init(&ss->nack_rl, s->nack_qps, XDS_NACK_BURST, cx_mono_ns());
     xds_ads_stream_init(&ss->ads);
     xds_ads_stream_set_pool(&ss->ads, s->names);
     s->stats.streams++;
@@ -439,6 +466,15 @@ static int ads_message(void *ctx, const uint8_t *msg, size_t len, const char **e
                  ss->ads.node_id, ts->nnames, ts->wildcard ? " (wildcard)" : "", ts->nonce_sent,
                  ts->awaiting);
     }
+    m_gauges(s);
+    if (s->budget.max && s->budget.used > s->budget.max) {
+        /* This request's names pushed the budget over: the stream goes and
+         * gives its lists back. Refused, never served half. */
+        s->stats.refused_budget_total++;
+        m_add(s->m.refused[REFUSE_BUDGET], 1);
+        *errmsg = "server memory budget for subscriptions is spent (--xds-memory-budget)";
+        return XDS_GRPC_RESOURCE_EXHAUSTED;
+    }
     m_add(s->m.requests[ev.type >= 0 ? ev.type : XDS_TYPE_COUNT][ev.verdict], 1);
     if (ev.verdict == XDS_ADS_NACK)
         note_latency(s, ev.type, ev.origin_ns);
@@ -488,6 +524,11 @@ static void ads_close(void *ctx)
     m_gauges(s);
 }
 
+static void on_counts(void *user)
+{
+    m_gauges(user);
+}
+
 /* ---- public API ----------------------------------------------------------------- */
 
 struct xds_server *xds_server_new(struct event_base *base, const struct xds_server_config *cfg,
@@ -506,8 +547,26 @@ struct xds_server *xds_server_new(struct event_base *base, const struct xds_serv
     if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
         signal(SIGPIPE, SIG_IGN);
     metrics_init(&s->m);
+    s->nacks_limited = cx_metric_with(cx_counter(
+        "coxswain_xds_nacks_limited_total",
+        "NACKs over the per-stream rate (--xds-nack-rate): counted, not logged or reported.",
+        NULL));
+    s->budget_used = cx_metric_with(cx_gauge(
+        "coxswain_xds_memory_budget_used_bytes",
+        "Bytes charged to the xDS memory budget (partly received messages, name lists).", NULL));
+    s->groups_gauge =
+        cx_metric_with(cx_gauge("coxswain_xds_node_groups", "Node groups tracked.", NULL));
+    s->idle_closed = cx_metric_with(cx_counter("coxswain_xds_idle_connections_closed_total",
+                                               "Connections closed for holding no stream.", NULL));
+    s->accept_backoffs = cx_metric_with(
+        cx_counter("coxswain_xds_accept_backoffs_total",
+                   "Pauses of accept() for lack of file descriptors (EMFILE/ENFILE).", NULL));
     s->cache = xds_cache_new();
     s->names = xds_names_pool_new();
+    s->budget.max = cfg->memory_budget ? cfg->memory_budget : XDS_MEMORY_BUDGET_DEFAULT;
+    s->nack_qps = cfg->nack_qps > 0 ? cfg->nack_qps : XDS_NACK_QPS_DEFAULT;
+    if (s->names)
+        s->names->budget = &s->budget;
     s->default_group = strdup(cfg->default_group ? cfg->default_group : "");
     s->identifier = cfg->identifier ? strdup(cfg->identifier) : NULL;
     if (!s->cache || !s->names || !s->default_group || (cfg->identifier && !s->identifier)) {
@@ -540,6 +599,9 @@ struct xds_server *xds_server_new(struct event_base *base, const struct xds_serv
         .max_streams = cfg->max_streams,
         .keepalive_ms = cfg->keepalive_ms,
         .handshake_timeout_ms = cfg->handshake_timeout_ms,
+        .idle_conn_ms = cfg->idle_conn_ms,
+        .budget = &s->budget,
+        .on_counts = on_counts,
     };
     s->h2 = xds_h2_server_new(base, &hc, &s->method, 1, s, err, errlen);
     if (ctx)
@@ -566,6 +628,15 @@ static void m_gauges(struct xds_server *s)
         cx_series_add(s->m.rejected, (double)(hc.connections_rejected - s->m_rejected_seen));
         s->m_rejected_seen = hc.connections_rejected;
     }
+    m_add(s->idle_closed, (double)(hc.idle_closed - s->idle_closed_seen));
+    s->idle_closed_seen = hc.idle_closed;
+    m_add(s->accept_backoffs, (double)(hc.accept_backoffs - s->accept_backoffs_seen));
+    s->accept_backoffs_seen = hc.accept_backoffs;
+    m_set(s->budget_used, (double)s->budget.used);
+    /* partly received messages refused by the deframers (xds_h2) */
+    m_add(s->m.refused[REFUSE_BUDGET], (double)(s->budget.refused - s->budget_refused_seen));
+    s->budget_refused_seen = s->budget.refused;
+    m_set(s->groups_gauge, (double)xds_cache_ngroups(s->cache));
 }
 
 int xds_server_port(const struct xds_server *s)
@@ -620,6 +691,10 @@ void xds_server_stats(const struct xds_server *s, struct xds_server_stats *out)
     out->connections = hc.connections;
     out->connections_total = hc.connections_total;
     out->connections_rejected = hc.connections_rejected;
+    out->idle_closed_total = hc.idle_closed;
+    out->accept_backoffs_total = hc.accept_backoffs;
+    out->groups = xds_cache_ngroups(s->cache);
+    out->budget_used = s->budget.used;
 }
 
 void xds_server_latency(const struct xds_server *s, uint64_t out[XDS_LATENCY_BUCKETS])

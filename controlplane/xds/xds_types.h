@@ -27,6 +27,18 @@
 /* A nonce is a per-stream decimal counter. */
 #define XDS_NONCE_MAX 24
 
+/* Default of the server's memory budget for what peers make it hold:
+ * partly received messages and subscription name lists, all streams and
+ * connections together (one connection may take a quarter of it). */
+#define XDS_MEMORY_BUDGET_DEFAULT ((size_t)64 << 20)
+
+/* A memory budget: bytes charged against a cap. Main loop only. */
+struct xds_budget {
+    size_t max; /* 0: unlimited */
+    size_t used;
+    uint64_t refused; /* charges refused because the budget was spent */
+};
+
 /* gRPC status codes we send. */
 enum xds_grpc_status {
     XDS_GRPC_OK = 0,
@@ -47,6 +59,7 @@ enum xds_deframe_err {
     XDS_DEFRAME_COMPRESSED = -2, /* compressed flag set: we only do identity */
     XDS_DEFRAME_NOMEM = -3,
     XDS_DEFRAME_BAD_FLAG = -4, /* flag byte other than 0 or 1 */
+    XDS_DEFRAME_BUDGET = -5,   /* the memory budget for partly received messages is spent */
 };
 
 /* Reassembles length-prefixed gRPC messages from arbitrary DATA chunks. */
@@ -56,8 +69,9 @@ struct xds_deframer {
     uint32_t need;   /* body bytes of the current message */
     uint8_t *body;   /* partial body, |have| bytes of |need| */
     size_t have;
-    size_t max; /* cap on one message */
-    int failed; /* a fatal error happened; further input is refused */
+    size_t max;                   /* cap on one message */
+    int failed;                   /* a fatal error happened; further input is refused */
+    struct xds_budget *budget[2]; /* charged with |need| while a body is buffered (NULL: none) */
 };
 
 /* ---- ADS stream state machine (xds_ads.h) ------------------------------ */
@@ -79,6 +93,9 @@ struct xds_names {
 struct xds_names_pool {
     struct xds_names *buckets[XDS_NAMES_POOL_BUCKETS];
     size_t count;
+    size_t bytes;              /* allocation bytes of the pooled lists */
+    struct xds_budget *budget; /* charged with |bytes| (NULL: none); may go over: the
+                                * server checks it after each request */
 };
 
 /* What one type of one stream knows. "sent" is what the client holds from
@@ -94,6 +111,7 @@ struct xds_ads_type_state {
     uint8_t responded;       /* we answered at least once on this stream */
     uint8_t nacked;          /* the last response was NACKed (not yet ACKed since) */
     uint8_t resync_valid;    /* resync_version holds the first request's version */
+    uint8_t answered;        /* nonce_sent was ACKed or NACKed already */
     struct xds_names *list;  /* the subscription (NULL: none) */
     char **names;            /* list->v, or NULL */
     size_t nnames;
@@ -200,7 +218,20 @@ struct xds_server_config {
     unsigned max_streams;        /* concurrent streams per connection; 0: 100 */
     int keepalive_ms;            /* idle PING interval; 0: 30000; < 0: off */
     int handshake_timeout_ms;    /* preface/TLS must finish in this; 0: 10000 */
+    int idle_conn_ms;            /* close connections without a stream after this;
+                                  * 0: 300000; < 0: never */
+    size_t memory_budget;        /* partly received messages + subscription lists, all
+                                  * streams; 0: XDS_MEMORY_BUDGET_DEFAULT */
+    double nack_qps;             /* NACKs per stream that are logged and reach the NACK
+                                  * callback (status); 0: XDS_NACK_QPS_DEFAULT */
 };
+
+/* NACKs per stream and second that are recorded (logged, reported);
+ * more are counted only. Burst: XDS_NACK_BURST. */
+#define XDS_NACK_QPS_DEFAULT 0.2
+#define XDS_NACK_BURST       3
+/* Bytes of a NACK's message kept after escaping control characters. */
+#define XDS_NACK_TEXT_MAX 512
 
 /* Counters the server keeps (read with xds_server_stats()). */
 struct xds_server_stats {
@@ -218,6 +249,12 @@ struct xds_server_stats {
     uint64_t push_resources_total[XDS_TYPE_COUNT];
     uint64_t snapshots_total;
     uint64_t refused_bounds_total; /* requests over the decoding bounds (xds_pbcheck) */
+    uint64_t refused_budget_total; /* streams ended because the memory budget was spent */
+    uint64_t nacks_limited_total;  /* NACKs over the per-stream rate: counted, not recorded */
+    uint64_t groups;               /* node groups tracked now */
+    uint64_t idle_closed_total;    /* connections closed for holding no stream */
+    uint64_t accept_backoffs_total;
+    size_t budget_used; /* bytes charged to the memory budget now */
 };
 
 #endif

@@ -393,10 +393,26 @@ class World:
     one replica (no election: it writes statuses itself). |extra| are more
     flags for `coxswain run`."""
 
-    def __init__(self, extra=(), kubesim_args=(), program=None):
+    def __init__(self, extra=(), kubesim_args=(), program=None, prefix=(), share_kubesim=None):
         self.program = program or os.path.basename(sys.argv[0])
-        self.ks = cxd.start_kubesim(list(kubesim_args))
-        self.api = cxd.Api(self.ks)
+        self.owns_kubesim = share_kubesim is None
+        if share_kubesim is not None:
+            # a second replica on the same objects (another World's)
+            self.ks, self.api = share_kubesim.ks, cxd.Api(share_kubesim.ks)
+            name = "hostile-%d" % id(self)
+        else:
+            self.ks = cxd.start_kubesim(list(kubesim_args))
+            self.api = cxd.Api(self.ks)
+            name = "hostile-0"
+            self._create_world()
+        self.replica = cxd.Replica(self.ks, name, elect=False, extra=list(extra), start=False)
+        self.replica.prefix = list(prefix)
+        self.replica.start()
+        cxd.wait_ready([self.replica], 30)
+        cxd.wait_for(lambda: LEGIT_LISTENER in legit_listeners(self.replica.xds), 20,
+                     what="the legitimate listener served")
+
+    def _create_world(self):
         cxd.namespace(self.api, "coxswain-system")
         cxd.namespace(self.api, NS)
         for o in (
@@ -407,10 +423,15 @@ class World:
             st, out = self.api.create(o)
             if st != 201:
                 raise AssertionError("create %s: %s %s" % (o["kind"], st, out))
-        self.replica = cxd.Replica(self.ks, "hostile-0", elect=False, extra=list(extra))
-        cxd.wait_ready([self.replica], 30)
-        cxd.wait_for(lambda: LEGIT_LISTENER in legit_listeners(self.replica.xds), 20,
-                     what="the legitimate listener served")
+
+    def metric(self, name, **labels):
+        return self.replica.metric(name, **labels)
+
+    def cpu_seconds(self):
+        """User + system CPU of the replica so far (from /proc)."""
+        with open("/proc/%d/stat" % self.pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     @property
     def pid(self):
@@ -446,7 +467,8 @@ class World:
                 self.replica.stop()
         finally:
             self.api.close()
-            self.ks.close()
+            if self.owns_kubesim:
+                self.ks.close()
 
 
 class _Attack:

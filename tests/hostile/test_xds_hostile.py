@@ -5,6 +5,7 @@ who reaches the port can do), then the harness asserts the replica is
 alive, its peak RSS stayed under the stated bound and a legitimate proxy of
 another Gateway is still served.
 """
+import json
 import os
 import socket
 import sys
@@ -126,20 +127,172 @@ def case_not_http2():
             c.close()
 
 
-def case_partial_messages_many_streams():
-    """One connection, 100 streams, each holding a partly sent 4 MB message:
-    the server must not buffer 400 MB for it."""
-    with w.attack("partial-messages", rss_mb=120):
-        c = H.RawH2(w.replica.xds)
+def fill_partial(c, streams, per_stream, wait=1.0):
+    """Opens |streams| calls on |c|, each sending |per_stream| bytes of a
+    message declared 4 MiB - 1 long (never completed). Returns how many
+    calls the server ended (budget refusals)."""
+    chunk = b"\x00" * 16000
+    for i in range(streams):
+        sid = 1 + 2 * i
+        c.headers(sid, H.grpc_headers())
+        c.data(sid, H.grpc_frame(b"", declared=(4 << 20) - 1))
+        sent = 0
         try:
-            chunk = b"\x00" * 16000
-            for i in range(100):
-                sid = 1 + 2 * i
-                c.headers(sid, H.grpc_headers())
-                c.data(sid, H.grpc_frame(b"", declared=(4 << 20) - 1) + chunk)
-            c.read_frames(1)
+            while sent < per_stream:
+                c.data(sid, chunk)
+                sent += len(chunk)
+        except OSError:
+            break
+    frames = c.read_frames(wait, until=lambda f: f is None)
+    return sum(1 for i in range(streams) if H.stream_ended(frames, 1 + 2 * i))
+
+
+def case_partial_messages_one_connection():
+    """One connection, 20 streams, each sending 3.9 MB of a 4 MB message it
+    never completes (78 MB held without a budget): a connection may take a
+    quarter of the budget (16 MiB), the rest is refused."""
+    with w.attack("partial-messages-one-connection", rss_mb=64):
+        c = H.RawH2(w.replica.xds, timeout=20)
+        try:
+            ended = fill_partial(c, 20, 3900000)
+            check(ended >= 16, "%d of 20 calls refused" % ended)
         finally:
             c.close()
+
+
+def case_partial_messages_many_connections():
+    """Eight connections, twelve calls each, every call declaring 4 MiB and
+    sending 100 KB: the budget is charged with the declared length, so the
+    calls past 64 MiB in all are refused though little was sent."""
+    conns = []
+    with w.attack("partial-messages-many-connections", rss_mb=140):
+        try:
+            for _ in range(8):
+                c = H.RawH2(w.replica.xds, timeout=20)
+                conns.append(c)
+                fill_partial(c, 12, 100000, wait=0.2)
+            used = w.metric("coxswain_xds_memory_budget_used_bytes")
+            check((48 << 20) <= used <= 64 << 20, "budget used %d" % used)
+            refused = w.metric("coxswain_xds_refused_total", reason="memory_budget")
+            check(refused >= 80, "refusals counted: %d" % refused)
+        finally:
+            for c in conns:
+                c.close()
+    cxd_wait(lambda: w.metric("coxswain_xds_memory_budget_used_bytes") < (1 << 20), 5,
+             "budget given back")
+
+
+def case_nack_flood():
+    """A stream NACKs one response 2,000 times with control characters in
+    the text: counted once, logged at most a burst of lines, escaped; many
+    streams NACKing: the Gateway's status carries no control character."""
+    esc = "line\n2026-01-01T00:00:00Z error daemon: forged\x1b[2J" + "A" * 900
+    with w.attack("nack-flood", rss_mb=80):
+        first = H.ads_request(H.LDS, node_bytes=H.node("nacker", gateway=H.LEGIT_GW))
+        code, details, resps = H.grpc_call(w.replica.xds, [first])
+        check_eq(code, "OK", details)
+        version, nonce, _ = H.response_info(resps[0])
+        before = w.metric("coxswain_xds_nacks_total")
+        nack = H.ads_request(H.LDS, version=version, nonce=nonce, error=(3, esc))
+        H.grpc_call(w.replica.xds, [first] + [nack] * 2000, want=2, timeout=1.5)
+        after = w.metric("coxswain_xds_nacks_total")
+        check(after - before <= 1, "NACKs counted %d" % (after - before))
+        log = w.replica.log()
+        check("\x1b" not in log, "no raw ESC in the log")
+        check("\nforged" not in log and "\n2026-01-01T00:00:00Z error" not in log,
+              "no forged line in the log")
+        check(log.count("NACK from node") <= 3, "NACK lines: %d" % log.count("NACK from node"))
+    with w.attack("nack-flood-streams", rss_mb=80):
+        for i in range(10):
+            first = H.ads_request(H.LDS, node_bytes=H.node("nacker-%d" % i, gateway=H.LEGIT_GW))
+            code, _, resps = H.grpc_call(w.replica.xds, [first])
+            check_eq(code, "OK")
+            version, nonce, _ = H.response_info(resps[0])
+            H.grpc_call(w.replica.xds, [first, H.ads_request(H.LDS, version=version, nonce=nonce,
+                                                            error=(3, esc))], want=2,
+                        timeout=0.3)
+        text = json.dumps(w.status("Gateway", "legit"))
+        check("\\u001b" not in text, "no ESC in the status: %s" % text[:300])
+
+
+def case_junk_groups():
+    """3,000 streams, each naming a node group no Gateway has: at most
+    1,000 such groups are tracked at once, they go with their streams, and
+    the legitimate Gateway's proxies are admitted throughout."""
+    conns = []
+    with w.attack("junk-groups", rss_mb=120):
+        try:
+            for ci in range(30):
+                c = H.RawH2(w.replica.xds, timeout=10)
+                conns.append(c)
+                for i in range(100):
+                    sid = 1 + 2 * i
+                    req = H.ads_request(H.CDS, node_bytes=H.node("j", cluster="junk-%d-%d" % (ci, i)))
+                    c.headers(sid, H.grpc_headers())
+                    c.data(sid, H.grpc_frame(req))
+            for c in conns:
+                c.read_frames(0.05)
+            groups = w.metric("coxswain_xds_node_groups")
+            check(groups <= 1001, "groups tracked: %d" % groups)
+            check(w.metric("coxswain_xds_refused_total", reason="groups") >= 1900, "refused")
+            check(H.LEGIT_LISTENER in H.legit_listeners(w.replica.xds), "legit while full")
+        finally:
+            for c in conns:
+                c.close()
+    cxd_wait(lambda: w.metric("coxswain_xds_node_groups") <= 1, 10, "junk groups evicted")
+
+
+def case_idle_connections_closed():
+    """Connections that finish the HTTP/2 preface but never open a stream
+    are closed after --xds-idle-connection-timeout (1 s here)."""
+    conns = []
+    with w.attack("idle-connections", rss_mb=80):
+        before = w.metric("coxswain_xds_idle_connections_closed_total")
+        try:
+            for _ in range(50):
+                conns.append(H.RawH2(w.replica.xds))
+            t0 = time.monotonic()
+            closed = sum(1 for c in conns if c.closed_by_peer(4 - (time.monotonic() - t0)))
+            check_eq(closed, 50, "idle connections closed")
+        finally:
+            for c in conns:
+                c.close()
+        cxd_wait(lambda: w.metric("coxswain_xds_idle_connections_closed_total") - before >= 50, 3,
+                 "counted")
+
+
+def case_out_of_descriptors():
+    """A replica allowed 64 descriptors gets 150 connections: accept()
+    fails with EMFILE; the server pauses accepting instead of spinning
+    (CPU stays low) and serves again once descriptors are back."""
+    w2 = H.World(extra=["--xds-idle-connection-timeout", "1s"],
+                 prefix=["prlimit", "--nofile=64:64"], share_kubesim=w)
+    socks = []
+    try:
+        with w2.attack("out-of-descriptors", rss_mb=80):
+            for _ in range(150):
+                try:
+                    socks.append(socket.create_connection(("127.0.0.1", w2.replica.xds),
+                                                          timeout=2))
+                except OSError:
+                    break
+            cpu0 = w2.cpu_seconds()
+            time.sleep(1.0)
+            used = w2.cpu_seconds() - cpu0
+            check(used < 0.5, "CPU while out of descriptors: %.2f s in 1 s" % used)
+            check(w2.metric("coxswain_xds_accept_backoffs_total") >= 1, "backoff counted")
+            for s in socks:
+                s.close()
+            socks = []
+            time.sleep(1.2)  # the pause ends; the queued connections are taken and go
+    finally:
+        for s in socks:
+            s.close()
+        w2.close()
+
+
+def cxd_wait(cond, timeout, what):
+    H.cxd.wait_for(cond, timeout, what=what)
 
 
 def case_stream_storm():
@@ -176,7 +329,7 @@ def case_connection_flood():
 
 def setup():
     global w
-    w = H.World()
+    w = H.World(extra=["--xds-idle-connection-timeout", "1s"])
 
 
 t.case("setup", setup)
@@ -187,7 +340,13 @@ for name, fn in (("nesting: 20,000 ListValues in node.metadata", case_nesting_20
                  ("4 GiB declared message length", case_huge_declared_length),
                  ("compressed and unknown message flags", case_compressed_and_bad_flag),
                  ("not HTTP/2 at all", case_not_http2),
-                 ("100 streams with partial messages", case_partial_messages_many_streams),
+                 ("partial messages: one connection, 20 streams",
+                  case_partial_messages_one_connection),
+                 ("partial messages: eight connections", case_partial_messages_many_connections),
+                 ("NACK flood", case_nack_flood),
+                 ("3,000 junk node groups", case_junk_groups),
+                 ("idle connections closed", case_idle_connections_closed),
+                 ("out of file descriptors", case_out_of_descriptors),
                  ("stream storm (open + reset)", case_stream_storm),
                  ("idle connection flood", case_connection_flood)):
     if w is not None:

@@ -251,6 +251,7 @@ class Replica:
             self.env.update(env)
         self.proc = None
         self.admin = self.xds = None
+        self.prefix = []  # a command to run coxswain under (e.g. prlimit ...)
         if start:
             self.start()
 
@@ -263,7 +264,7 @@ class Replica:
         if os.path.exists(self.ports_file):
             os.unlink(self.ports_file)
         log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([coxswain()] + self.args, stdout=log, stderr=log,
+        self.proc = subprocess.Popen(self.prefix + [coxswain()] + self.args, stdout=log, stderr=log,
                                      stdin=subprocess.DEVNULL, env=self.env)
         log.close()
         self.started_ns = mono()

@@ -551,7 +551,101 @@ static void test_names_pool_shares_lists(void)
     xds_names_pool_free(pool);
 }
 
+/* One response NACKed a thousand times on its nonce counts once; the
+ * repeats may still change the subscription; an ACK after it counts. */
+static void test_nack_repeat_counts_once(void)
+{
+    struct fx f;
+    fx_init(&f, "ns/gw C:c1=bad C:c2=x");
+    REQUIRE_INT_EQ(rq(&f, XDS_CLUSTER, "c1", "", "", NULL), 0);
+    struct xds_ads_response r;
+    REQUIRE_STR_EQ(nx(&f, &r), "CDS c1");
+    int nacks = 0;
+    for (int i = 0; i < 1000; i++) {
+        REQUIRE_INT_EQ(rq(&f, XDS_CLUSTER, "c1", "", r.nonce, "again"), 0);
+        nacks += f.ev.verdict == XDS_ADS_NACK;
+    }
+    CHECK_INT_EQ(nacks, 1);
+    CHECK_INT_EQ(f.st.types[XDS_CLUSTER].nacks, 1);
+    REQUIRE_INT_EQ(rq(&f, XDS_CLUSTER, "c1,c2", "", r.nonce, "again"), 0);
+    CHECK_INT_EQ(f.ev.verdict, XDS_ADS_SUBSCRIBE);
+    CHECK(f.ev.names_changed);
+    REQUIRE_INT_EQ(rq(&f, XDS_CLUSTER, "c1,c2", r.version, r.nonce, NULL), 0);
+    CHECK_INT_EQ(f.ev.verdict, XDS_ADS_ACK);
+    xds_ads_response_clear(&r);
+    fx_free(&f);
+}
+
+/* Pooled name lists are charged to the pool's budget while pooled. */
+static void test_names_pool_budget(void)
+{
+    struct xds_budget b = {.max = 1 << 20};
+    struct xds_names_pool *pool = xds_names_pool_new();
+    pool->budget = &b;
+    struct fx f, g;
+    fx_init(&f, "ns/gw C:c1=x");
+    fx_init(&g, "ns/gw C:c1=x");
+    xds_ads_stream_set_pool(&f.st, pool);
+    xds_ads_stream_set_pool(&g.st, pool);
+    REQUIRE_INT_EQ(rq(&f, XDS_CLUSTER, "c1,c2,c3", "", "", NULL), 0);
+    size_t one = b.used;
+    CHECK_INT_GT(one, 6);
+    CHECK_INT_EQ(one, pool->bytes);
+    REQUIRE_INT_EQ(rq(&g, XDS_CLUSTER, "c1,c2,c3", "", "", NULL), 0);
+    CHECK_INT_EQ(b.used, one); /* shared: charged once */
+    fx_free(&f);
+    CHECK_INT_EQ(b.used, one);
+    fx_free(&g);
+    CHECK_INT_EQ(b.used, 0);
+    xds_names_pool_free(pool);
+}
+
+/* Groups that no Gateway has go with their last stream, NACK records or
+ * not; a Gateway's NACK records stay; made-up groups are capped. */
+static void test_groups_evicted_and_capped(void)
+{
+    struct xds_cache *c = xds_cache_new();
+    struct xlate_snapshot *s = mk("ns/gw C:c1=x");
+    xds_cache_set_snapshot(c, s, NULL, NULL);
+    xlate_snapshot_unref(s);
+    struct xds_cache_watch gw = {0}, junk = {0};
+    REQUIRE_INT_EQ(xds_cache_watch_add(c, &gw, "ns/gw"), 0);
+    REQUIRE_INT_EQ(xds_cache_watch_add(c, &junk, "made/up"), 0);
+    xds_cache_nack(&gw, XDS_CLUSTER)->total = 1;
+    xds_cache_nack(&junk, XDS_CLUSTER)->total = 1;
+    CHECK_INT_EQ(xds_cache_ngroups(c), 2);
+    xds_cache_watch_remove(c, &junk);
+    xds_cache_watch_remove(c, &gw);
+    CHECK_INT_EQ(xds_cache_ngroups(c), 1);
+    CHECK(xds_cache_nack_find(c, "ns/gw", XDS_CLUSTER) != NULL);
+    CHECK(xds_cache_nack_find(c, "made/up", XDS_CLUSTER) == NULL);
+    /* the Gateway goes from the snapshot: its records go too */
+    s = mk("other/gw C:c1=x");
+    xds_cache_set_snapshot(c, s, NULL, NULL);
+    xlate_snapshot_unref(s);
+    CHECK_INT_EQ(xds_cache_ngroups(c), 0);
+    /* made-up groups: capped, Gateways still admitted */
+    static struct xds_cache_watch w[XDS_CACHE_MAX_UNKNOWN_GROUPS + 1];
+    char name[32];
+    for (int i = 0; i < XDS_CACHE_MAX_UNKNOWN_GROUPS; i++) {
+        snprintf(name, sizeof(name), "junk-%d", i);
+        REQUIRE_INT_EQ(xds_cache_watch_add(c, &w[i], name), 0);
+    }
+    CHECK_INT_EQ(xds_cache_watch_add(c, &w[XDS_CACHE_MAX_UNKNOWN_GROUPS], "one/more"), -1);
+    CHECK_INT_EQ(xds_cache_watch_add(c, &gw, "other/gw"), 0);
+    for (int i = 0; i < XDS_CACHE_MAX_UNKNOWN_GROUPS; i++)
+        xds_cache_watch_remove(c, &w[i]);
+    xds_cache_watch_remove(c, &gw);
+    CHECK_INT_EQ(xds_cache_ngroups(c), 0);
+    CHECK_INT_EQ(xds_cache_watch_add(c, &w[0], "one/more"), 0);
+    xds_cache_watch_remove(c, &w[0]);
+    xds_cache_free(c);
+}
+
 static const struct cxt_case cases[] = {
+    CXT(test_nack_repeat_counts_once),
+    CXT(test_names_pool_budget),
+    CXT(test_groups_evicted_and_capped),
     CXT(test_names_pool_shares_lists),
     CXT(test_node_group_from_metadata_and_first_lds),
     CXT(test_group_from_cluster_then_default),

@@ -165,7 +165,55 @@ static void test_header_at_chunk_end_then_larger_message(void)
     xds_deframer_free(&d);
 }
 
+/* Partly received bodies are charged with their declared length to the
+ * global and the connection budget, refused past either, given back on
+ * delivery and on free. */
+static void test_budget(void)
+{
+    struct xds_budget global = {.max = 100}, conn = {.max = 60};
+    struct xds_deframer a, b;
+    struct got g = {0};
+    xds_deframer_init(&a, 1000);
+    xds_deframer_init(&b, 1000);
+    xds_deframer_set_budget(&a, &global, &conn);
+    xds_deframer_set_budget(&b, &global, &conn);
+    uint8_t hdr[5];
+    xds_frame_prefix(hdr, 50);
+    REQUIRE_INT_EQ(xds_deframer_feed(&a, hdr, 5, collect, &g), 0);
+    REQUIRE_INT_EQ(xds_deframer_feed(&a, (const uint8_t *)"x", 1, collect, &g), 0);
+    CHECK_INT_EQ(global.used, 50);
+    CHECK_INT_EQ(conn.used, 50);
+    /* 50 more would pass the global budget (100) but not the connection's (60) */
+    REQUIRE_INT_EQ(xds_deframer_feed(&b, hdr, 5, collect, &g), 0);
+    CHECK_INT_EQ(xds_deframer_feed(&b, (const uint8_t *)"y", 1, collect, &g), XDS_DEFRAME_BUDGET);
+    CHECK_INT_EQ(global.refused, 1);
+    CHECK_INT_EQ(global.used, 50);
+    /* a whole message in one chunk is never buffered: not charged */
+    xds_deframer_free(&b);
+    xds_deframer_init(&b, 1000);
+    xds_deframer_set_budget(&b, &global, &conn);
+    uint8_t whole[5 + 50];
+    memcpy(whole, hdr, 5);
+    memset(whole + 5, 'z', 50);
+    REQUIRE_INT_EQ(xds_deframer_feed(&b, whole, sizeof(whole), collect, &g), 0);
+    CHECK_INT_EQ(g.n, 1);
+    /* delivery gives the charge back */
+    uint8_t rest[49];
+    memset(rest, 'x', sizeof(rest));
+    REQUIRE_INT_EQ(xds_deframer_feed(&a, rest, sizeof(rest), collect, &g), 0);
+    CHECK_INT_EQ(g.n, 2);
+    CHECK_INT_EQ(global.used, 0);
+    CHECK_INT_EQ(conn.used, 0);
+    /* so does freeing a deframer in the middle of a body */
+    REQUIRE_INT_EQ(xds_deframer_feed(&a, whole, 20, collect, &g), 0);
+    CHECK_INT_EQ(global.used, 50);
+    xds_deframer_free(&a);
+    CHECK_INT_EQ(global.used, 0);
+    xds_deframer_free(&b);
+}
+
 static const struct cxt_case cases[] = {
+    CXT(test_budget),
     CXT(test_header_at_chunk_end_then_larger_message),
     CXT(test_prefix_is_big_endian),
     CXT(test_whole_buffer),
