@@ -18,11 +18,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(TOP, "tests", "integration", "election"))
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
-import electlib  # noqa: E402
-from electlib import Elector, PyElector, mono, writes_by  # noqa: E402
+from audit import acquisitions, writes_by  # noqa: E402
 from kubesim import KubeSim  # noqa: E402
+from replicas import Elector, PyElector, mono  # noqa: E402
 
 MS = 1000000
 ROUNDS = int(os.environ.get("ROUNDS", "20"))
@@ -95,7 +94,7 @@ def rounds(fleet, sig, n):
         # Land at a random phase of the renew period.
         time.sleep((i * 0.37) % RETRY)
         sent = mono()
-        old.send(sig)
+        old.send_signal(sig)
         others = [e for e in fleet.group if e is not old]
         new = leader(others, timeout=LEASE * 3 + 5)
         got = new.wait("started-leading", after=sent, timeout=LEASE * 3 + 5)
@@ -138,16 +137,16 @@ def chaos(ks, n):
     for i in range(n):
         old = leader(fleet.group)
         time.sleep(0.3 + (i * 0.13) % 0.5)
-        old.send(signal.SIGSTOP)
+        old.send_signal(signal.SIGSTOP)
         stopped = mono()
         new = leader([e for e in fleet.group if e is not old], timeout=10)
         new.wait("started-leading", after=stopped)
         time.sleep(0.5)
-        old.send(signal.SIGCONT)
+        old.send_signal(signal.SIGCONT)
         old.wait("stopped-leading", after=stopped, timeout=5)
         time.sleep(0.3)
         audit = ks.audit()
-        acq = min(a[0] for a in electlib.acquisitions(audit, name="chaos")
+        acq = min(a[0] for a in acquisitions(audit, name="chaos")
                   if a[1] == new.name and a[0] >= stopped)
         mine = writes_by(audit, old.name)
         writes += len(mine)

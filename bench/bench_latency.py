@@ -19,8 +19,9 @@ import sys
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(TOP, "tests", "e2e", "daemon"))
-import cxd  # noqa: E402
+sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
+import objects  # noqa: E402
+import replicas  # noqa: E402
 
 ROUNDS = int(os.environ.get("ROUNDS", "50"))
 NS = "bench"
@@ -35,26 +36,26 @@ def pct(xs, p):
 
 
 def run(debounce):
-    ks = cxd.start_kubesim()
-    api = cxd.Api(ks)
+    ks = objects.start_kubesim()
+    api = objects.Api(ks)
     procs = []
     reps = []
     try:
-        cxd.namespace(api, "coxswain-system")
-        cxd.namespace(api, NS)
+        objects.namespace(api, "coxswain-system")
+        objects.namespace(api, NS)
         ports = []
         for name in ("b1", "b2"):
             p = subprocess.Popen(["/usr/bin/python3", os.path.join(TOP, "tests/e2e/xds/backend.py"),
                                   name], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             procs.append(p)
             ports.append(int(p.stdout.readline()))
-        api.create(cxd.gateway(NS, "grpc"))
-        api.create(cxd.upstream_static(NS, "u1", [("127.0.0.1", ports[0])]))
-        api.create(cxd.upstream_static(NS, "u2", [("127.0.0.1", ports[1])]))
-        api.create(cxd.virtual_service(NS, "echo", ["echo.test"], [cxd.route("/svc.A/", "u1")]))
-        reps = [cxd.Replica(ks, "r%d" % i, debounce=debounce) for i in range(3)]
-        cxd.wait_ready(reps)
-        leader = cxd.wait_leader(reps)
+        api.create(objects.gateway(NS, "grpc"))
+        api.create(objects.upstream_static(NS, "u1", [("127.0.0.1", ports[0])]))
+        api.create(objects.upstream_static(NS, "u2", [("127.0.0.1", ports[1])]))
+        api.create(objects.virtual_service(NS, "echo", ["echo.test"], [objects.route("/svc.A/", "u1")]))
+        reps = [replicas.Replica(ks, "r%d" % i, debounce=debounce) for i in range(3)]
+        replicas.wait_ready(reps)
+        leader = replicas.wait_leader(reps)
         standby = [r for r in reps if r is not leader][0]
         boot = os.path.join(standby.dir, "bootstrap.json")
         with open(boot, "w") as f:
@@ -83,7 +84,7 @@ def run(debounce):
             nxt = 2 if cur == 1 else 1
             t0 = time.monotonic()
             st, _ = api.patch("VirtualService", NS, "echo",
-                              {"spec": {"routes": [cxd.route("/svc.A/", "u%d" % nxt)]}})
+                              {"spec": {"routes": [objects.route("/svc.A/", "u%d" % nxt)]}})
             t1 = time.monotonic()
             assert st == 200
             r = ask("wait /svc.A/M b%d 10" % nxt)

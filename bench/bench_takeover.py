@@ -30,8 +30,9 @@ import threading
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(TOP, "tests", "e2e", "daemon"))
-import cxd  # noqa: E402
+sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
+import objects as kobj  # noqa: E402
+import replicas  # noqa: E402
 from kubesim import KubeSim  # noqa: E402
 
 SIZES = [int(x) for x in os.environ.get("SIZES", "10000,50000").split(",") if x]
@@ -68,7 +69,7 @@ def reports(objs, tmp):
     path = os.path.join(tmp, "objs.json")
     with open(path, "w") as f:
         json.dump({"apiVersion": "v1", "kind": "List", "items": objs}, f)
-    p = subprocess.run([cxd.coxswain(), "translate", "--reports-only", "-f", path],
+    p = subprocess.run([replicas.coxswain(), "translate", "--reports-only", "-f", path],
                        capture_output=True, text=True)
     return {(r["kind"], r["name"]): r for r in json.loads(p.stdout)["reports"]}
 
@@ -77,13 +78,10 @@ def make_state(n, tmp):
     """A kubesim state file: CRDs, namespaces and N objects with their
     statuses already reconciled (what a previous leader would have left)."""
     seed = KubeSim(state=True)
-    api = cxd.Api(seed)
-    for path in cxd.crd_files():
-        for doc in cxd.yaml_docs(path):
-            seed.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", doc)
-    cxd.wait_for(lambda: seed.request("GET", cxd.GROUP + "/proxysnapshots")[0] == 200, 10)
-    cxd.namespace(api, "coxswain-system")
-    cxd.namespace(api, NS)
+    api = kobj.Api(seed)
+    kobj.apply_crds(seed.request, timeout=10)
+    kobj.namespace(api, "coxswain-system")
+    kobj.namespace(api, NS)
     seed.stop()
     with open(seed.state) as f:
         state = json.load(f)
@@ -117,7 +115,7 @@ def make_state(n, tmp):
 
 
 def edited_converged(api, k):
-    st, out = api.request("GET", cxd.obj_path("VirtualService", NS) + "?labelSelector=g%3D0")
+    st, out = api.request("GET", kobj.obj_path("VirtualService", NS) + "?labelSelector=g%3D0")
     items = out.get("items", []) if st == 200 else []
     return len(items) >= k and all(
         (o.get("status") or {}).get("observedGeneration") == o["metadata"]["generation"]
@@ -129,20 +127,20 @@ def one(n, state_path, warm, crash):
     ks = KubeSim(state=True, start=False, args=["--event-window", "20000"])
     shutil.copy(state_path, ks.state)
     ks.start(timeout=120)
-    api = cxd.Api(ks)
+    api = kobj.Api(ks)
     reps = []
     try:
-        a = cxd.Replica(ks, "a", lease=LEASE[0], renew=LEASE[1], retry=LEASE[2], extra=EXTRA)
+        a = replicas.Replica(ks, "a", lease=LEASE[0], renew=LEASE[1], retry=LEASE[2], extra=EXTRA)
         reps.append(a)
         # a leads before the standby starts: started together, either may
         # win the first election (b did once, and the run failed)
-        cxd.wait_ready(reps, 300)
-        cxd.wait_for(lambda: a.leader_info()["leading"], 30, what="a leading")
+        replicas.wait_ready(reps, 300)
+        replicas.wait_for(lambda: a.leader_info()["leading"], 30, what="a leading")
         if warm:
-            reps.append(cxd.Replica(ks, "b", lease=LEASE[0], renew=LEASE[1], retry=LEASE[2],
+            reps.append(replicas.Replica(ks, "b", lease=LEASE[0], renew=LEASE[1], retry=LEASE[2],
                                     extra=EXTRA))
-            cxd.wait_ready(reps, 300)
-        cxd.wait_for(lambda: cxd.writers_idle(a), 300, what="a idle")
+            replicas.wait_ready(reps, 300)
+        replicas.wait_for(lambda: replicas.writers_idle(a), 300, what="a idle")
         pre = a.metric("coxswain_status_writes_total")
         t0 = time.monotonic()
         if crash:
@@ -150,7 +148,7 @@ def one(n, state_path, warm, crash):
         else:
             a.proc.send_signal(signal.SIGTERM)
         if not warm:
-            b = cxd.Replica(ks, "b", lease=LEASE[0], renew=LEASE[1], retry=LEASE[2],
+            b = replicas.Replica(ks, "b", lease=LEASE[0], renew=LEASE[1], retry=LEASE[2],
                             extra=EXTRA, start=False)
             reps.append(b)
             b.start(timeout=60)
@@ -160,7 +158,7 @@ def one(n, state_path, warm, crash):
         edits = {}
 
         def edit():
-            ea = cxd.Api(ks)
+            ea = kobj.Api(ks)
             for i in range(k):
                 st, _ = ea.patch("VirtualService", NS, "vs%d" % i,
                                  {"spec": {"routes": [{"match": {"prefix": "/v2/"},

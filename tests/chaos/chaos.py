@@ -27,8 +27,11 @@ TOP = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 
 import chaoslib  # noqa: E402
-from chaoslib import (AuditTail, Cluster, LockObserver, Replica, SendTimes, Writer,  # noqa: E402
-                      mono)
+import replicas  # noqa: E402
+from audit import AuditTail  # noqa: E402
+from chaoslib import Cluster, LockObserver, SendTimes, Writer, start_replica  # noqa: E402
+from objects import GROUP  # noqa: E402
+from replicas import mono  # noqa: E402
 from invariants import (LeadershipChecker, LockSpec, guarded_daemon_writes,  # noqa: E402
                         guarded_elect_writes, rss_verdict, snapshot_mismatches,
                         statuses_converged)
@@ -61,7 +64,7 @@ class Chaos:
         self.seed = opts.seed
         self.rng = random.Random(self.seed)
         self.mode = opts.mode
-        san = chaoslib.sanitized()
+        san = replicas.sanitized()
         self.timings = ("3s", "2s", "500ms")
         self.lease_ns = chaoslib.parse_duration_ns(self.timings[0])
         self.renew_ns = chaoslib.parse_duration_ns(self.timings[1])
@@ -119,11 +122,11 @@ class Chaos:
     # -- replicas ------------------------------------------------------------
     def spawn(self, slot):
         self.incarnation[slot] += 1
-        r = Replica(self.cluster, slot, self.incarnation[slot], self.mode, self.timings,
-                    self.out)
+        r = start_replica(self.cluster, slot, self.incarnation[slot], self.mode, self.timings,
+                          self.out)
         self.replicas.append(r)
         self.slots[slot] = r
-        if not r.wait_ready(30 if self.san else 15):
+        if not r.wait_started(30 if self.san else 15):
             r.poll()
             if not r.expected_exit and r.exit_code is not None:
                 self.unexpected_exits += 1
@@ -175,7 +178,7 @@ class Chaos:
     # -- fault episodes (generators yielding seconds to wait) -----------------
     def ep_kill(self, slot):
         r = self.slots[slot]
-        r.kill9()
+        r.kill()
         try:
             yield self.rng.uniform(0.3, 3.0)
         finally:
@@ -198,7 +201,7 @@ class Chaos:
 
     def shutdown_verdict(self, r, t0):
         if r.alive():
-            code, took = r.terminate(max(0.1, 5.0 - (time.monotonic() - t0)))
+            code, took = r.stop(timeout=max(0.1, 5.0 - (time.monotonic() - t0)))
         else:
             r.poll()
             code, took = r.exit_code, time.monotonic() - t0
@@ -462,7 +465,7 @@ class Chaos:
         for r in self.slots.values():
             if not r.alive():
                 return False, "%s not running" % r.identity
-            info = r.leader_info()
+            info = r.try_leader_info()
             if info is None:
                 return False, "%s: no /debug/leader" % r.identity
             role, holder, watch = self.election_view(info)
@@ -492,7 +495,7 @@ class Chaos:
         for plural in ("gateways", "virtualservices", "upstreams"):
             try:
                 st, out = self.cluster.request("GET", "%s/namespaces/%s/%s" % (
-                    chaoslib.GROUP, self.writer.ns, plural))
+                    GROUP, self.writer.ns, plural))
             except OSError as e:
                 return False, "list %s: %s" % (plural, e)
             if st != 200:
@@ -503,12 +506,12 @@ class Chaos:
             return False, "%d statuses behind: %s" % (len(stuck), stuck[:3])
         versions, served = {}, {}
         for r in self.slots.values():
-            info = r.leader_info() or {}
+            info = r.try_leader_info() or {}
             served[r.identity] = info.get("snapshot")
-            st, body = r.http("/metrics")
+            st, body = r.try_http("/metrics")
             if st != 200:
                 return False, "%s: /metrics %s" % (r.identity, st)
-            m = chaoslib.parse_metrics(body.decode(errors="replace"))
+            m = replicas.parse_metrics(body.decode(errors="replace"))
             versions[r.identity] = {dict(lab).get("gateway"): dict(lab).get("version")
                                     for (n, lab), v in m.items()
                                     if n == "coxswain_snapshot_version_info" and v == 1}
@@ -909,7 +912,7 @@ def main(argv=None):
         env = os.environ.get("CHAOS_SEED", "")
         opts.seed = int(env) if env else random.SystemRandom().randrange(1, 2 ** 31)
     if opts.mode == "auto":
-        opts.mode = "run" if chaoslib.has_subcommand("run") else "elect"
+        opts.mode = "run" if replicas.has_subcommand("run") else "elect"
     keep = opts.out is not None
     if opts.out is None:
         opts.out = tempfile.mkdtemp(prefix="chaos-%d-" % opts.seed)

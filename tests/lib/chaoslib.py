@@ -1,6 +1,7 @@
 """The machinery of the chaos test (tests/chaos/chaos.py): kubesim that can
-be restarted on the same port, replicas with their own kubesim users, the
-lock observer, the VirtualService writer, the audit tail, RSS sampling.
+be restarted on the same port, replicas with their own kubesim users (the
+processes themselves: replicas.py), the lock observer and the VirtualService
+writer. The audit tail is audit.AuditTail.
 
 Every replica incarnation gets its own bearer token whose kubesim user is
 its identity ("r1-3": slot r1, third start), so the audit log names exactly
@@ -13,42 +14,14 @@ import json
 import os
 import re
 import secrets
-import signal
-import subprocess
 import threading
 import time
 import urllib.parse
 
 from kubesim import KubeSim, KubeSimError
 from invariants import LockHistory
-
-TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-GROUP = "/apis/coxswain.dev/v1"
-
-
-def build_dir():
-    return os.environ.get("COXSWAIN_BUILD") or os.path.join(TOP, "build")
-
-
-def coxswain():
-    return os.environ.get("CHAOS_COXSWAIN") or os.path.join(build_dir(), "bin", "coxswain")
-
-
-def sanitized():
-    return os.environ.get("COXSWAIN_SANITIZE", "0") not in ("", "0")
-
-
-def mono():
-    return time.monotonic_ns()
-
-
-def has_subcommand(name):
-    """True if this coxswain binary knows `coxswain NAME`."""
-    try:
-        r = subprocess.run([coxswain(), name, "--help"], capture_output=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return r.returncode == 0
+from objects import GROUP, apply_crds
+import replicas
 
 
 def parse_duration_ns(s):
@@ -160,245 +133,36 @@ class Cluster:
         return self.ks.close()
 
 
-def write_kubeconfig(path, port, token):
-    with open(path, "w") as f:
-        f.write("""apiVersion: v1
-kind: Config
-clusters:
-- cluster:
-    server: http://127.0.0.1:%d
-  name: kubesim
-contexts:
-- context:
-    cluster: kubesim
-    namespace: default
-    user: chaos
-  name: kubesim
-current-context: kubesim
-users:
-- name: chaos
-  user:
-    token: %s
-""" % (port, token))
-
-
 # ---- replicas ----------------------------------------------------------------------
 
-ELECT_LINE = re.compile(r'^elect: (\S+) mono=(\d+)(.*)$')
-FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
-
-
-class Replica:
-    """One process of one slot: `coxswain elect` (mode "elect") or
-    `coxswain run` (mode "run"). Its identity is also its kubesim user."""
-
-    def __init__(self, cluster, slot, incarnation, mode, timings, outdir, lock_name="coxswain",
-                 lock_ns="default", write_interval="100ms", extra=()):
-        self.cluster = cluster
-        self.slot = slot
-        self.identity = "%s-%d" % (slot, incarnation)
-        self.mode = mode
-        self.dir = os.path.join(outdir, self.identity)
-        os.makedirs(self.dir, exist_ok=True)
-        self.log_path = os.path.join(self.dir, "log.txt")
-        token = secrets.token_hex(12)
-        self.token = token
-        cluster.add_token(token, self.identity)
-        self.kubeconfig = os.path.join(self.dir, "kubeconfig")
-        write_kubeconfig(self.kubeconfig, cluster.port, token)
-        self.events = []
-        self.cond = threading.Condition()
-        self.expected_exit = False  # set before the driver kills or stops it
-        self.stopped = False        # SIGSTOPped right now
-        self.term_sent = False
-        self.exit_code = None
-        self.exited_ns = None
-        self.admin_port = None
-        self.xds_port = None
-        self.rss = []               # [(mono_ns, kb)]
-        lease, renew, retry = timings
-        elect = ["--leader-elect-lease-duration", lease, "--leader-elect-renew-deadline", renew,
-                 "--leader-elect-retry-period", retry, "--leader-elect-resource-name", lock_name,
-                 "--leader-elect-resource-namespace", lock_ns]
-        if mode == "elect":
-            cmd = [coxswain(), "elect", "--kubeconfig", self.kubeconfig, "--identity",
-                   self.identity, "--admin-listen", "127.0.0.1:0", "--log-level", "info",
-                   "--test-write-interval", write_interval,
-                   "--leader-elect-resource-lock", "leases"] + elect
-        else:
-            self.ports_file = os.path.join(self.dir, "ports.json")
-            cmd = [coxswain(), "run", "--kubeconfig", self.kubeconfig, "--identity",
-                   self.identity, "--namespace", lock_ns, "--xds-listen", "127.0.0.1:0",
-                   "--admin-listen", "127.0.0.1:0", "--ports-file", self.ports_file,
-                   "--leader-elect=true", "--leader-elect-resource-lock", "leases",
-                   "--log-level", "info"] + elect
-        cmd += list(extra)
-        self.cmd = cmd
-        env = dict(os.environ)
-        env.pop("POD_NAMESPACE", None)
-        env.pop("POD_NAME", None)
-        log = open(self.log_path, "ab")
-        self.started_ns = mono()
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log,
-                                     stdin=subprocess.DEVNULL, env=env)
-        log.close()
-        self.pid = self.proc.pid
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        with open(self.log_path, "ab") as log:
-            for raw in self.proc.stdout:
-                log.write(raw)
-                log.flush()
-                m = ELECT_LINE.match(raw.decode(errors="replace").strip())
-                if not m:
-                    continue
-                ev = {"what": m.group(1), "mono": int(m.group(2))}
-                for k, v in FIELD.findall(m.group(3)):
-                    ev[k] = v[1:-1] if v.startswith('"') else v
-                with self.cond:
-                    self.events.append(ev)
-                    self.cond.notify_all()
-        with self.cond:
-            self.events.append({"what": "eof", "mono": mono()})
-            self.cond.notify_all()
-
-    def wait_event(self, what, timeout):
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                for ev in self.events:
-                    if ev["what"] == what:
-                        return ev
-                    if ev["what"] == "eof":
-                        return None
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                self.cond.wait(left)
-
-    def wait_ready(self, timeout=20):
-        """Waits for the admin port; returns True when known."""
-        if self.mode == "elect":
-            ev = self.wait_event("admin", timeout)
-            if ev is None:
-                return False
-            self.admin_port = int(ev["port"])
-            return self.wait_event("identity", timeout) is not None
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return False
-            try:
-                with open(self.ports_file) as f:
-                    info = json.load(f)
-                self.admin_port, self.xds_port = info["admin"], info.get("xds")
-                return True
-            except (OSError, ValueError, KeyError):
-                time.sleep(0.05)
-        return False
-
-    def count(self, what):
-        with self.cond:
-            return sum(1 for e in self.events if e["what"] == what)
-
-    def alive(self):
-        return self.proc.poll() is None
-
-    def poll(self):
-        """Returns the exit code once exited (recording when), else None."""
-        rc = self.proc.poll()
-        if rc is not None and self.exit_code is None:
-            self.exit_code = rc
-            self.exited_ns = mono()
-        return rc
-
-    def signal(self, sig):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-
-    def sigstop(self):
-        self.stopped = True
-        self.signal(signal.SIGSTOP)
-
-    def sigcont(self):
-        self.signal(signal.SIGCONT)
-        self.stopped = False
-
-    def kill9(self):
-        self.expected_exit = True
-        self.signal(signal.SIGCONT)
-        self.signal(signal.SIGKILL)
-        self.proc.wait()
-        self.poll()
-
-    def send_term(self):
-        """One SIGTERM (continued first if stopped); never a second one: a
-        process at the end of its shutdown has its default handler back."""
-        self.expected_exit = True
-        if not self.term_sent:
-            self.term_sent = True
-            self.sigcont()
-            self.signal(signal.SIGTERM)
-
-    def terminate(self, timeout=5.0):
-        """SIGTERM (unless sent already) and wait; returns (exit code or
-        None if it had to be killed, seconds taken)."""
-        self.expected_exit = True
-        t0 = time.monotonic()
-        if self.proc.poll() is None:
-            self.send_term()
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                self.poll()
-                return None, time.monotonic() - t0
-        self.poll()
-        return self.exit_code, time.monotonic() - t0
-
-    def sample_rss(self):
-        try:
-            with open("/proc/%d/status" % self.pid) as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        kb = int(line.split()[1])
-                        self.rss.append((mono(), kb))
-                        return kb
-        except (OSError, ValueError):
-            pass
-        return None
-
-    def http(self, path, timeout=3):
-        if not self.admin_port:
-            return 0, b""
-        c = http.client.HTTPConnection("127.0.0.1", self.admin_port, timeout=timeout)
-        try:
-            c.request("GET", path)
-            r = c.getresponse()
-            return r.status, r.read()
-        except OSError:
-            return 0, b""
-        finally:
-            c.close()
-
-    def leader_info(self):
-        st, body = self.http("/debug/leader")
-        if st != 200:
-            return None
-        try:
-            return json.loads(body)
-        except ValueError:
-            return None
-
-    def log_tail(self, n=30):
-        try:
-            with open(self.log_path, errors="replace") as f:
-                return "".join(f.readlines()[-n:])
-        except OSError:
-            return ""
+def start_replica(cluster, slot, incarnation, mode, timings, outdir, lock_name="coxswain",
+                  lock_ns="default", write_interval="100ms", extra=()):
+    """Starts incarnation |incarnation| of |slot|: `coxswain elect` (mode
+    "elect") or `coxswain run` (mode "run"), a replicas.Elector or
+    replicas.Replica that does not wait for its start (wait_started does).
+    Its identity ("r1-3") is also its kubesim user: a token of its own,
+    added to |cluster|, is in its kubeconfig (.token). timings: (lease,
+    renew, retry) flag values."""
+    identity = "%s-%d" % (slot, incarnation)
+    rdir = os.path.join(outdir, identity)
+    os.makedirs(rdir, exist_ok=True)
+    token = secrets.token_hex(12)
+    cluster.add_token(token, identity)
+    kubeconfig = os.path.join(rdir, "kubeconfig")
+    replicas.write_kubeconfig(kubeconfig, cluster.port, token)
+    lease, renew, retry = timings
+    if mode == "elect":
+        r = replicas.Elector(cluster.ks, identity, lease, renew, retry, lock="leases",
+                             name=lock_name, namespace=lock_ns, write_interval=write_interval,
+                             admin=True, extra=extra, kubeconfig=kubeconfig, dir=rdir,
+                             log_level="info", wait=False)
+    else:
+        r = replicas.Replica(cluster.ks, identity, lease, renew, retry, lock="leases",
+                             extra=extra, debounce=None, namespace=lock_ns, lock_name=lock_name,
+                             lock_namespace=lock_ns, kubeconfig=kubeconfig, dir=rdir,
+                             wait=False)
+    r.slot, r.mode, r.token = slot, mode, token
+    return r
 
 
 # ---- observers ---------------------------------------------------------------------------
@@ -549,19 +313,6 @@ class SendTimes(Observer):
 
 # ---- the VirtualService writer -------------------------------------------------------
 
-def crd_docs():
-    """The coxswain.dev CRDs from api/crds/*.yaml."""
-    import yaml
-    d = os.path.join(TOP, "api", "crds")
-    out = []
-    for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
-        if f.endswith(".yaml"):
-            with open(os.path.join(d, f)) as fh:
-                out += [x for x in yaml.safe_load_all(fh) if x and
-                        x.get("kind") == "CustomResourceDefinition"]
-    return out
-
-
 def vs_path(ns, name=None, sub=None):
     p = "%s/namespaces/%s/virtualservices" % (GROUP, ns)
     if name:
@@ -591,16 +342,7 @@ class Writer(threading.Thread):
 
     def setup(self):
         c = self.cluster
-        for doc in crd_docs():
-            st, out = c.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-                                doc)
-            if st not in (201, 409):
-                raise KubeSimError("CRD %s: %s %s" % (doc["metadata"]["name"], st, out))
-        deadline = time.monotonic() + 10
-        while c.request("GET", "%s/virtualservices" % GROUP)[0] != 200:
-            if time.monotonic() > deadline:
-                raise KubeSimError("the coxswain.dev CRDs are not served")
-            time.sleep(0.05)
+        apply_crds(c.request, ok=(201, 409), timeout=10)
         st, out = c.request("POST", "/api/v1/namespaces",
                             {"apiVersion": "v1", "kind": "Namespace",
                              "metadata": {"name": self.ns}})
@@ -684,54 +426,18 @@ class Writer(threading.Thread):
         self.running = False
 
 
-# ---- metrics --------------------------------------------------------------------------
+# ---- names that moved to replicas.py and audit.py, kept while tests move over -------
+# (the old Replica(...) of this module: start_replica with its old method names)
 
-_SERIES = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)')
-_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
-
-
-def parse_metrics(text):
-    """{(name, ((label, value), ...)): float} of every sample (Prometheus text)."""
-    out = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        m = _SERIES.match(line)
-        if not m:
-            continue
-        try:
-            out[(m.group(1), tuple(sorted(_LABEL.findall(m.group(3) or ""))))] = float(m.group(4))
-        except ValueError:
-            pass
-    return out
+from audit import AuditTail  # noqa: E402,F401
+from replicas import has_subcommand, mono, parse_metrics, sanitized  # noqa: E402,F401
 
 
-# ---- the audit log -------------------------------------------------------------------
-
-class AuditTail:
-    """Reads kubesim's --audit-file incrementally (whole lines only)."""
-
-    def __init__(self, path):
-        self.path = path
-        self.offset = 0
-        self.partial = b""
-
-    def read(self):
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self.offset)
-                data = f.read()
-        except FileNotFoundError:
-            return []
-        self.offset += len(data)
-        data = self.partial + data
-        lines = data.split(b"\n")
-        self.partial = lines.pop()
-        out = []
-        for line in lines:
-            if line.strip():
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    pass
-        return out
+def Replica(cluster, slot, incarnation, mode, timings, outdir, **kw):
+    r = start_replica(cluster, slot, incarnation, mode, timings, outdir, **kw)
+    r.wait_ready = r.wait_started
+    r.kill9 = r.kill
+    r.terminate = lambda timeout=5.0: r.stop(timeout=timeout)
+    r.leader_info = r.try_leader_info
+    r.http = lambda path, timeout=3: r.try_http(path, timeout)
+    return r

@@ -16,14 +16,19 @@
   log came from the lease holder at that moment.
 """
 import json
+import os
 import signal
 import sys
 import time
 
-import cxd
-from tap import Tap, check, check_eq
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__))))), "tests", "lib"))
+from audit import leader_only_writes, lease_timeline  # noqa: E402
+import objects  # noqa: E402
+import replicas  # noqa: E402
+from tap import Tap, check, check_eq  # noqa: E402
 
-SAN = cxd.sanitized()
+SAN = replicas.sanitized()
 NS = "app"
 NVS = 100
 BURST = 1000
@@ -39,29 +44,29 @@ def names():
 
 def setup():
     global ks, api, reps
-    ks = cxd.start_kubesim(["--bookmark-interval", "2s"])
-    api = cxd.Api(ks)
-    cxd.namespace(api, "coxswain-system")
-    cxd.namespace(api, NS)
-    check_eq(api.create(cxd.gateway(NS, "gw"))[0], 201)
-    check_eq(api.create(cxd.upstream_static(NS, "up", [("10.0.0.1", 8080)]))[0], 201)
-    check_eq(api.create(cxd.service(NS, "svc", [("http", 80)]))[0], 201)
-    check_eq(api.create(cxd.endpoint_slice(NS, "svc-1", "svc", "http", 8080,
+    ks = objects.start_kubesim(["--bookmark-interval", "2s"])
+    api = objects.Api(ks)
+    objects.namespace(api, "coxswain-system")
+    objects.namespace(api, NS)
+    check_eq(api.create(objects.gateway(NS, "gw"))[0], 201)
+    check_eq(api.create(objects.upstream_static(NS, "up", [("10.0.0.1", 8080)]))[0], 201)
+    check_eq(api.create(objects.service(NS, "svc", [("http", 80)]))[0], 201)
+    check_eq(api.create(objects.endpoint_slice(NS, "svc-1", "svc", "http", 8080,
                                            ["10.1.0.1", "10.1.0.2"]))[0], 201)
-    check_eq(api.create(cxd.upstream_kube(NS, "kube", "svc", "http"))[0], 201)
+    check_eq(api.create(objects.upstream_kube(NS, "kube", "svc", "http"))[0], 201)
     for i in range(NVS):
-        vs = cxd.virtual_service(NS, "vs%03d" % i, ["vs%03d.test" % i],
-                                 [cxd.route("/p0/", "up"), cxd.route("/", "kube")])
+        vs = objects.virtual_service(NS, "vs%03d" % i, ["vs%03d.test" % i],
+                                 [objects.route("/p0/", "up"), objects.route("/", "kube")])
         check_eq(api.create(vs)[0], 201)
     extra = ["--status-qps=200", "--status-burst=200"]
-    reps = [cxd.Replica(ks, "r%d" % i, extra=extra) for i in range(3)]
-    cxd.wait_ready(reps, 30)
+    reps = [replicas.Replica(ks, "r%d" % i, extra=extra) for i in range(3)]
+    replicas.wait_ready(reps, 30)
 
 
 def converged_and_consistent():
-    leader = cxd.wait_leader(reps)
-    cxd.wait_for(lambda: cxd.writers_idle(leader), 30, what="leader's writers idle")
-    ok, stuck = cxd.status_converged(api, NS)
+    leader = replicas.wait_leader(reps)
+    replicas.wait_for(lambda: replicas.writers_idle(leader), 30, what="leader's writers idle")
+    ok, stuck = objects.status_converged(api, NS)
     check(ok, "stuck: %s" % stuck[:5])
     # Every replica serves the same versions and the same snapshot document.
     def same():
@@ -72,7 +77,7 @@ def converged_and_consistent():
         cons = [r.metric("coxswain_snapshot_consistent", gateway=NS + "/gw") for r in reps]
         return vers[0] and all(v == vers[0] for v in vers) and all(d == docs[0] for d in docs) \
             and all(c == 1 for c in cons)
-    cxd.wait_for(same, 15, what="replicas serving the same, published snapshot")
+    replicas.wait_for(same, 15, what="replicas serving the same, published snapshot")
     for r in reps:
         li = r.leader_info()
         check_eq(li["leader"], leader.name, "%s sees leader" % r.name)
@@ -95,8 +100,8 @@ def converged_and_consistent():
 
 
 def own_writes_are_insignificant():
-    leader = cxd.wait_leader(reps)
-    cxd.wait_for(lambda: cxd.writers_idle(leader), 30, what="idle")
+    leader = replicas.wait_leader(reps)
+    replicas.wait_for(lambda: replicas.writers_idle(leader), 30, what="idle")
     before = [(r.metric("coxswain_translations_total"),
                r.metric("coxswain_filter_events_total", kind="VirtualService",
                         reason="insignificant"),
@@ -112,8 +117,8 @@ def own_writes_are_insignificant():
     def restored():
         return all((api.get("VirtualService", NS, "vs%03d" % i)[1].get("status") or {})
                    .get("state") == "Accepted" for i in range(20))
-    cxd.wait_for(restored, 15, what="statuses restored by the leader")
-    cxd.wait_for(lambda: cxd.writers_idle(leader), 15, what="idle")
+    replicas.wait_for(restored, 15, what="statuses restored by the leader")
+    replicas.wait_for(lambda: replicas.writers_idle(leader), 15, what="idle")
     time.sleep(0.5)
     writes = leader.metric("coxswain_status_writes_total", kind="VirtualService",
                            result="ok") - writes0
@@ -130,7 +135,7 @@ def own_writes_are_insignificant():
 
 
 def bad_objects_are_rejected():
-    leader = cxd.wait_leader(reps)
+    leader = replicas.wait_leader(reps)
     bad = [
         ("bad-regex", {"match": {"regex": "/svc/(unclosed"}, "upstream": {"name": "up"}},
          "regex"),
@@ -141,12 +146,12 @@ def bad_objects_are_rejected():
         ("bad-type", {"match": {"prefix": 42}, "upstream": {"name": "up"}}, "prefix"),
     ]
     for name, rt, _ in bad:
-        st, out = api.create(cxd.virtual_service(NS, name, [name + ".test"], [rt]))
+        st, out = api.create(objects.virtual_service(NS, name, [name + ".test"], [rt]))
         if st == 422:  # a validating CRD refused it at the door: also clear
             print("# %s refused by the API server: %s" % (name, out.get("message")))
             continue
         check_eq(st, 201, name)
-    good = cxd.virtual_service(NS, "good", ["good.test"], [cxd.route("/", "up")])
+    good = objects.virtual_service(NS, "good", ["good.test"], [objects.route("/", "up")])
     check_eq(api.create(good)[0], 201)
 
     def settled():
@@ -160,7 +165,7 @@ def bad_objects_are_rejected():
                 return None
             out[name] = s
         return out
-    sts = cxd.wait_for(settled, 15, what="statuses of the new objects")
+    sts = replicas.wait_for(settled, 15, what="statuses of the new objects")
     for name, _, word in bad:
         if name not in sts:
             continue
@@ -183,15 +188,15 @@ def bad_objects_are_rejected():
 
 
 def kill_leader_during_burst():
-    leader = cxd.wait_leader(reps)
-    cxd.wait_for(lambda: cxd.writers_idle(leader), 30, what="idle")
+    leader = replicas.wait_leader(reps)
+    replicas.wait_for(lambda: replicas.writers_idle(leader), 30, what="idle")
     t0 = time.monotonic()
     killed_at = None
     for i in range(BURST):
         n = i % NVS
         st, _ = api.patch("VirtualService", NS, "vs%03d" % n,
-                          {"spec": {"routes": [cxd.route("/p%d/" % (i + 1), "up"),
-                                               cxd.route("/", "kube")]}})
+                          {"spec": {"routes": [objects.route("/p%d/" % (i + 1), "up"),
+                                               objects.route("/", "kube")]}})
         check_eq(st, 200)
         if i == BURST * 3 // 10:
             leader.kill(signal.SIGKILL)
@@ -200,17 +205,17 @@ def kill_leader_during_burst():
     print("# %d changes in %.2f s; leader %s killed after %d" % (BURST, burst_s, leader.name,
                                                                BURST * 3 // 10))
     alive = [r for r in reps if r.alive()]
-    new = cxd.wait_leader(alive, 20)
+    new = replicas.wait_leader(alive, 20)
     took = time.monotonic() - killed_at
     check(new.name != leader.name)
 
     def done():
-        ok, stuck = cxd.status_converged(api, NS)
+        ok, stuck = objects.status_converged(api, NS)
         return ok or None
     try:
-        cxd.wait_for(done, 60 if not SAN else 120, step=0.2, what="every status converged")
+        replicas.wait_for(done, 60 if not SAN else 120, step=0.2, what="every status converged")
     except AssertionError:
-        ok, stuck = cxd.status_converged(api, NS)
+        ok, stuck = objects.status_converged(api, NS)
         print("# stuck: %s" % stuck[:10])
         raise
     conv = time.monotonic() - killed_at
@@ -220,41 +225,41 @@ def kill_leader_during_burst():
             for o in api.list("VirtualService", NS)}
     check_eq(sum(gens.values()), NVS + BURST, "generations add up (1 + 10 patches each)")
     # The survivors agree on the snapshot.
-    cxd.wait_for(lambda: alive[0].debug("snapshot") == alive[1].debug("snapshot"), 10,
+    replicas.wait_for(lambda: alive[0].debug("snapshot") == alive[1].debug("snapshot"), 10,
                  what="survivors serving the same snapshot")
     # The killed one comes back as a standby; its first pass translates the
     # whole store from scratch, the survivors got here by incremental passes
     # over the burst: the bytes must agree.
     leader.start()
-    cxd.wait_ready(reps, 30)
+    replicas.wait_ready(reps, 30)
     check(not leader.leader_info()["leading"], "restarted replica stands by")
-    cxd.wait_for(lambda: leader.debug("snapshot") == alive[0].debug("snapshot"), 10,
+    replicas.wait_for(lambda: leader.debug("snapshot") == alive[0].debug("snapshot"), 10,
                  what="a fresh full translation equal to the incremental ones")
     inc = sum(r.metric("coxswain_translation_inputs_total", input="changes") for r in alive)
     check(inc > 0, "the survivors translated changes incrementally")
 
 
 def sigterm_hands_over():
-    leader = cxd.wait_leader(reps)
+    leader = replicas.wait_leader(reps)
     t0 = time.monotonic()
     rc, took = leader.stop()
     check_eq(rc, 0, "exit status")
     check(took < 5.0, "exited in %.2f s" % took)
     alive = [r for r in reps if r.alive()]
-    new = cxd.wait_leader(alive, 10)
+    new = replicas.wait_leader(alive, 10)
     handover = time.monotonic() - t0
     check(handover < 3.0, "handover in %.2f s" % handover)
     print("# SIGTERM: %s exited in %.3f s; %s led %.3f s after the signal" %
           (leader.name, took, new.name, handover))
     leader.start()
-    cxd.wait_ready(reps, 30)
+    replicas.wait_ready(reps, 30)
 
 
 def writes_only_by_the_holder():
     audit = ks.audit()
-    tl = cxd.lease_timeline(ks, "coxswain-system", "coxswain", audit)
+    tl = lease_timeline(ks, "coxswain-system", "coxswain", audit)
     check(len(tl) > 0, "lease writes seen")
-    writes, bad = cxd.leader_only_writes(audit, tl)
+    writes, bad = leader_only_writes(audit, tl)
     holders = []
     for _, _, h in tl:
         if not holders or holders[-1] != h:

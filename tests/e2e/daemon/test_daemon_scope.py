@@ -16,9 +16,13 @@ import socket
 import ssl
 import subprocess
 import tempfile
+import sys
 
-import cxd
-from tap import Tap, check, check_eq
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__))))), "tests", "lib"))
+import objects  # noqa: E402
+import replicas  # noqa: E402
+from tap import Tap, check, check_eq  # noqa: E402
 
 t = Tap()
 ks = api = rep = None
@@ -52,30 +56,30 @@ def make_certs():
 
 def setup():
     global ks, api, rep
-    ks = cxd.start_kubesim()
-    api = cxd.Api(ks)
-    cxd.namespace(api, "coxswain-system")
-    cxd.namespace(api, "a", {"team": "gw"})
-    cxd.namespace(api, "b")
-    cxd.namespace(api, "c", {"team": "gw"})
+    ks = objects.start_kubesim()
+    api = objects.Api(ks)
+    objects.namespace(api, "coxswain-system")
+    objects.namespace(api, "a", {"team": "gw"})
+    objects.namespace(api, "b")
+    objects.namespace(api, "c", {"team": "gw"})
     for ns in ("a", "b", "c"):
-        api.create(cxd.gateway(ns, "gw"))
-        api.create(cxd.upstream_static(ns, "up", [("10.0.0.1", 80)]))
-        api.create(cxd.virtual_service(ns, "vs", ["%s.test" % ns], [cxd.route("/", "up")]))
-    api.create(cxd.virtual_service("a", "hidden", ["hidden.test"], [cxd.route("/", "up")],
+        api.create(objects.gateway(ns, "gw"))
+        api.create(objects.upstream_static(ns, "up", [("10.0.0.1", 80)]))
+        api.create(objects.virtual_service(ns, "vs", ["%s.test" % ns], [objects.route("/", "up")]))
+    api.create(objects.virtual_service("a", "hidden", ["hidden.test"], [objects.route("/", "up")],
                                    labels={"tier": "hidden"}))
-    api.create(cxd.virtual_service("a", "ignored", ["ignored.test"], [cxd.route("/", "up")],
+    api.create(objects.virtual_service("a", "ignored", ["ignored.test"], [objects.route("/", "up")],
                                    labels={"coxswain.dev/ignore": "true"}))
     ca, crt, key = make_certs()
-    rep = cxd.Replica(ks, "solo", elect=False,
+    rep = replicas.Replica(ks, "solo", elect=False,
                       extra=["--namespace-selector=team=gw", "--label-selector=tier!=hidden",
                              "--xds-tls-cert-file=" + crt, "--xds-tls-key-file=" + key])
     rep.ca = ca
-    cxd.wait_ready([rep])
+    replicas.wait_ready([rep])
 
 
 def selectors_scope_the_snapshot():
-    cxd.wait_for(lambda: groups() == ["a/gw", "c/gw"], 10, what="a and c served")
+    replicas.wait_for(lambda: groups() == ["a/gw", "c/gw"], 10, what="a and c served")
     h = hosts()
     check("a.test" in h and "c.test" in h, h[:200])
     check("hidden.test" not in h, "label selector")
@@ -85,7 +89,7 @@ def selectors_scope_the_snapshot():
     # never leave the API server (the informer holds a/vs, b/vs, c/vs).
     check_eq(rep.metric("coxswain_informer_objects", resource="virtualservices"), 3)
     # Statuses: written for what is in scope only.
-    cxd.wait_for(lambda: (api.get("VirtualService", "a", "vs")[1].get("status") or {})
+    replicas.wait_for(lambda: (api.get("VirtualService", "a", "vs")[1].get("status") or {})
                  .get("state") == "Accepted", 10, what="a/vs status")
     check_eq(api.get("VirtualService", "b", "vs")[1].get("status"), None, "b/vs untouched")
     check_eq(api.get("VirtualService", "a", "hidden")[1].get("status"), None, "hidden untouched")
@@ -94,15 +98,15 @@ def selectors_scope_the_snapshot():
 def namespace_labels_move_objects():
     st, _ = api.patch("Namespace", None, "b", {"metadata": {"labels": {"team": "gw"}}})
     check_eq(st, 200)
-    cxd.wait_for(lambda: groups() == ["a/gw", "b/gw", "c/gw"], 10, what="b joins")
-    cxd.wait_for(lambda: (api.get("VirtualService", "b", "vs")[1].get("status") or {})
+    replicas.wait_for(lambda: groups() == ["a/gw", "b/gw", "c/gw"], 10, what="b joins")
+    replicas.wait_for(lambda: (api.get("VirtualService", "b", "vs")[1].get("status") or {})
                  .get("state") == "Accepted", 10, what="b/vs status written")
     st, _ = api.patch("Namespace", None, "c", {"metadata": {"labels": {"team": None}}})
     check_eq(st, 200)
-    cxd.wait_for(lambda: groups() == ["a/gw", "b/gw"], 10, what="c leaves")
+    replicas.wait_for(lambda: groups() == ["a/gw", "b/gw"], 10, what="c leaves")
     check("c.test" not in hosts())
     # Its ProxySnapshot goes too.
-    cxd.wait_for(lambda: api.get("ProxySnapshot", "coxswain-system", "c.gw")[0] == 404, 10,
+    replicas.wait_for(lambda: api.get("ProxySnapshot", "coxswain-system", "c.gw")[0] == 404, 10,
                  what="c.gw ProxySnapshot deleted")
     check_eq(api.get("ProxySnapshot", "coxswain-system", "b.gw")[0], 200)
 

@@ -18,11 +18,16 @@ Numbers are printed for docs/benchmarks.md.
 """
 import os
 import time
+import sys
 
-import cxd
-from tap import Tap, check, check_eq
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__))))), "tests", "lib"))
+from audit import identity_of  # noqa: E402
+import objects  # noqa: E402
+import replicas  # noqa: E402
+from tap import Tap, check, check_eq  # noqa: E402
 
-SOAK = float(os.environ.get("SOAK_SECONDS") or (10 if cxd.sanitized() else 60))
+SOAK = float(os.environ.get("SOAK_SECONDS") or (10 if replicas.sanitized() else 60))
 RETRY = 2.0
 NS = "app"
 
@@ -34,17 +39,17 @@ state = {}
 
 def setup():
     global ks, api, reps
-    ks = cxd.start_kubesim(["--bookmark-interval", "5s"])
-    api = cxd.Api(ks)
-    cxd.namespace(api, "coxswain-system")
-    cxd.namespace(api, NS)
-    api.create(cxd.gateway(NS, "gw"))
-    api.create(cxd.upstream_static(NS, "up", [("10.0.0.1", 80)]))
+    ks = objects.start_kubesim(["--bookmark-interval", "5s"])
+    api = objects.Api(ks)
+    objects.namespace(api, "coxswain-system")
+    objects.namespace(api, NS)
+    api.create(objects.gateway(NS, "gw"))
+    api.create(objects.upstream_static(NS, "up", [("10.0.0.1", 80)]))
     for i in range(20):
-        api.create(cxd.virtual_service(NS, "vs%d" % i, ["vs%d.test" % i],
-                                       [cxd.route("/", "up")]))
+        api.create(objects.virtual_service(NS, "vs%d" % i, ["vs%d.test" % i],
+                                       [objects.route("/", "up")]))
     # a CA bundle in the lock's namespace, read by an Upstream of NS
-    with open(os.path.join(cxd.TOP, "tests", "data", "tls", "ca.crt")) as f:
+    with open(os.path.join(replicas.TOP, "tests", "data", "tls", "ca.crt")) as f:
         ca = f.read()
     st, out = api.create({"apiVersion": "v1", "kind": "ConfigMap",
                           "metadata": {"namespace": "coxswain-system", "name": "backend-ca",
@@ -58,16 +63,16 @@ def setup():
                          "tls": {"sni": "backend.internal",
                                  "caConfigMapRef": {"name": "backend-ca",
                                                     "namespace": "coxswain-system"}}}})
-    api.create(cxd.virtual_service(NS, "secure", ["secure.test"], [cxd.route("/", "secure")]))
+    api.create(objects.virtual_service(NS, "secure", ["secure.test"], [objects.route("/", "secure")]))
     # The lock lives in a namespace the replicas also watch for inputs (one
     # informer per watched namespace).
-    reps = [cxd.Replica(ks, "r%d" % i, lock="configmaps", lease="15s", renew="10s",
+    reps = [replicas.Replica(ks, "r%d" % i, lock="configmaps", lease="15s", renew="10s",
                         retry="2s", extra=["--watch-namespaces=app,coxswain-system"])
             for i in range(3)]
-    cxd.wait_ready(reps, 30)
-    leader = cxd.wait_leader(reps, 20)
-    cxd.wait_for(lambda: cxd.writers_idle(leader), 20, what="idle")
-    ok, stuck = cxd.status_converged(api, NS)
+    replicas.wait_ready(reps, 30)
+    leader = replicas.wait_leader(reps, 20)
+    replicas.wait_for(lambda: replicas.writers_idle(leader), 20, what="idle")
+    ok, stuck = objects.status_converged(api, NS)
     check(ok, str(stuck[:3]))
     time.sleep(1)  # let the last own writes come back through the informers
     state["leader"] = leader
@@ -78,9 +83,9 @@ def steady_state():
     before = {r.name: r.metrics() for r in reps}
     ks.admin("DELETE", "/counters")
     seq0 = max([a["seq"] for a in ks.audit()] or [0])
-    t0 = cxd.mono()
+    t0 = replicas.mono()
     time.sleep(SOAK)
-    t1 = cxd.mono()
+    t1 = replicas.mono()
     after = {r.name: r.metrics() for r in reps}
     audit = [a for a in ks.audit(seq0) if a["seq"] > seq0]
     counters = ks.counters()
@@ -115,7 +120,7 @@ def steady_state():
     lock_writes = [a for a in writes if a["resource"] == "configmaps" and a["name"] == "coxswain"]
     other = [a for a in writes if a not in lock_writes and a["resource"] != "events"]
     check_eq(len(other), 0, "writes other than the lock's: %s" % other[:3])
-    who = {cxd.identity_of(a["user"]) for a in lock_writes}
+    who = {identity_of(a["user"]) for a in lock_writes}
     check_eq(who, {leader.name}, "lock writers")
     secs = (t1 - t0) / 1e9
     expect = secs / RETRY
@@ -129,7 +134,7 @@ def steady_state():
     # watches every 5 minutes).
     per_user, watches = {}, {}
     for c in counters:
-        who = cxd.identity_of(c["user"]) or c["user"]
+        who = identity_of(c["user"]) or c["user"]
         if c["verb"] == "watch":
             watches[who] = watches.get(who, 0) + c["count"]
         else:

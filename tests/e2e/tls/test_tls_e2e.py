@@ -32,17 +32,18 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "daemon"))
-import cxd  # noqa: E402  (the daemon's e2e harness)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "lib"))
+import objects  # noqa: E402
+import replicas  # noqa: E402
 from tap import Tap, check, check_eq  # noqa: E402
 
 import grpc  # noqa: E402
 
 NS = "app"
 DEBOUNCE = 0.3
-DATA = os.path.join(cxd.TOP, "tests", "data", "tls")
-SAN = cxd.sanitized()
+DATA = os.path.join(replicas.TOP, "tests", "data", "tls")
+SAN = replicas.sanitized()
 
 t = Tap()
 ks = api = None
@@ -73,7 +74,7 @@ def configmap(name, data, ns=NS):
 
 
 def tls_gateway(name, secrets, port=8443):
-    gw = cxd.gateway(NS, name, mode="envoy")
+    gw = objects.gateway(NS, name, mode="envoy")
     gw["spec"]["bindPort"] = port
     gw["spec"]["tls"] = {"certificates": [{"secretRef": {"name": s}} for s in secrets]}
     return gw
@@ -141,10 +142,10 @@ CDS = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 
 def setup():
     global ks, api, reps
-    ks = cxd.start_kubesim(["--bookmark-interval", "2s"])
-    api = cxd.Api(ks)
-    cxd.namespace(api, "coxswain-system")
-    cxd.namespace(api, NS)
+    ks = objects.start_kubesim(["--bookmark-interval", "2s"])
+    api = objects.Api(ks)
+    objects.namespace(api, "coxswain-system")
+    objects.namespace(api, NS)
     objs = [
         secret("www", "www.crt", "www.key"),
         secret("client", "client.crt", "client.key"),
@@ -154,8 +155,8 @@ def setup():
         configmap("backend-ca", {"ca.crt": read("ca.crt").decode()}),
         configmap("unrelated", {"x": "1"}),
         tls_gateway("gw", ["www"]),
-        cxd.virtual_service(NS, "www", ["www.example.com", "example.com"],
-                            [cxd.route("/", "backend")]),
+        objects.virtual_service(NS, "www", ["www.example.com", "example.com"],
+                            [objects.route("/", "backend")]),
         {"apiVersion": "coxswain.dev/v1", "kind": "Upstream",
          "metadata": {"namespace": NS, "name": "backend"},
          "spec": {"static": {"hosts": [{"address": "10.0.0.7", "port": 8443}]},
@@ -165,13 +166,13 @@ def setup():
     for o in objs:
         st, out = api.create(o)
         check_eq(st, 201, "create %s %s: %s" % (o["kind"], o["metadata"]["name"], out))
-    reps = [cxd.Replica(ks, "r%d" % i, debounce="%dms" % (DEBOUNCE * 1000),
+    reps = [replicas.Replica(ks, "r%d" % i, debounce="%dms" % (DEBOUNCE * 1000),
                         extra=["--log-level", "debug", "--watch-namespaces=%s,coxswain-system" % NS])
             for i in range(3)]
-    cxd.wait_ready(reps, 30)
-    leader = cxd.wait_leader(reps, 20)
-    cxd.wait_for(lambda: cxd.writers_idle(leader), 20, what="leader's writers idle")
-    ok, stuck = cxd.status_converged(api, NS)
+    replicas.wait_ready(reps, 30)
+    leader = replicas.wait_leader(reps, 20)
+    replicas.wait_for(lambda: replicas.writers_idle(leader), 20, what="leader's writers idle")
+    ok, stuck = objects.status_converged(api, NS)
     check(ok, str(stuck[:3]))
 
 
@@ -225,7 +226,7 @@ def case_rotation():
             if r.name not in seen and listener_chain(r)[0] == new:
                 seen[r.name] = time.monotonic() - t0
         return len(seen) == len(reps)
-    cxd.wait_for(rotated, 10, step=0.01, what="the rotated certificate on every replica")
+    replicas.wait_for(rotated, 10, step=0.01, what="the rotated certificate on every replica")
     worst = max(seen.values())
     print("# rotation: new certificate in the Listener after %s (debounce %.0f ms)" % (
         ", ".join("%s %.0f ms" % (n, v * 1000) for n, v in sorted(seen.items())),
@@ -261,7 +262,7 @@ def case_unreferenced_cost_nothing():
     def counted():
         return all(r.metric("coxswain_filter_events_total", reason="unreferenced") -
                    before[r.name][1] >= 10 for r in reps)
-    cxd.wait_for(counted, 10, what="10 unreferenced events on every replica")
+    replicas.wait_for(counted, 10, what="10 unreferenced events on every replica")
     time.sleep(DEBOUNCE * 3)
     for r in reps:
         check_eq(translations(r) - before[r.name][0], 0, "%s translations" % r.name)
@@ -273,7 +274,7 @@ def case_unreferenced_cost_nothing():
 def case_reference_brings_it_in():
     st, _ = api.create(tls_gateway("gw2", ["spare"], port=9443))
     check_eq(st, 201)
-    cxd.wait_for(lambda: all(r.metric("coxswain_store_objects", kind="Secret") == 3
+    replicas.wait_for(lambda: all(r.metric("coxswain_store_objects", kind="Secret") == 3
                              for r in reps), 10, what="Secret spare stored on every replica")
     doc = json.loads(rest(reps[1], "listeners", gateway="%s/gw2" % NS))
     check_eq(doc["resources"][0]["default_filter_chain"]["transport_socket"]["typed_config"][
@@ -282,7 +283,7 @@ def case_reference_brings_it_in():
     check_eq(reps[2].metric("coxswain_tls_certificate_expiry_timestamp_seconds",
                             secret="%s/spare" % NS), 4859740800.0)
     check_eq(api.delete("Gateway", NS, "gw2")[0], 200)
-    cxd.wait_for(lambda: all(r.metric("coxswain_store_objects", kind="Secret") == 2
+    replicas.wait_for(lambda: all(r.metric("coxswain_store_objects", kind="Secret") == 2
                              for r in reps), 10, what="Secret spare out of every store")
     for r in reps:
         check_eq(r.metric("coxswain_tls_certificate_expiry_timestamp_seconds",
@@ -295,7 +296,7 @@ def case_watched_namespaces_only():
 
     before = {r.name: {k: drops(r, k, "unreferenced") for k in ("Secret", "ConfigMap")}
               for r in reps}
-    cxd.namespace(api, "elsewhere")
+    objects.namespace(api, "elsewhere")
     shared = secret("shared", "shop.crt", "shop.key", ns="elsewhere")
     shared["metadata"]["annotations"] = {"coxswain.dev/allow-references-from": NS}
     check_eq(api.create(shared)[0], 201, "Secret elsewhere/shared")
@@ -315,7 +316,7 @@ def case_watched_namespaces_only():
             return None
         # even allowed, a Secret outside the watched namespaces is never
         # read; nor is an Opaque one, even named (the field selector)
-        c = cxd.wait_for(accepted_condition, 10, what="gw3's Accepted condition")
+        c = replicas.wait_for(accepted_condition, 10, what="gw3's Accepted condition")
         check_eq((c["state"], c["reason"]), ("Rejected", "SecretNotFound"), str(c))
         check("Secret elsewhere/shared not found" in c["message"] and
               "Secret %s/opaque not found" % NS in c["message"], c["message"])
@@ -328,7 +329,7 @@ def case_watched_namespaces_only():
         check_eq(api.patch("ConfigMap", "elsewhere", "ca", {"data": {"x": "1"}})[0], 200)
         check_eq(api.patch("Secret", NS, "spare", {"metadata": {"labels": {"n": "b"}}})[0], 200)
         check_eq(api.patch("ConfigMap", NS, "unrelated", {"data": {"x": "b"}})[0], 200)
-        cxd.wait_for(lambda: all(drops(r, k, "unreferenced") > before[r.name][k]
+        replicas.wait_for(lambda: all(drops(r, k, "unreferenced") > before[r.name][k]
                                  for r in reps for k in ("Secret", "ConfigMap")), 10,
                      what="the barrier events on every replica")
         for r in reps:
@@ -399,7 +400,7 @@ def case_redaction():
     path = os.path.join(reps[0].dir, "objects.json")
     with open(path, "w") as f:
         json.dump({"apiVersion": "v1", "kind": "List", "items": objs}, f)
-    p = subprocess.run([cxd.coxswain(), "translate", "-f", path], capture_output=True, timeout=60)
+    p = subprocess.run([replicas.coxswain(), "translate", "-f", path], capture_output=True, timeout=60)
     check_eq(p.returncode, 0, p.stderr.decode())
     check(b"BEGIN CERTIFICATE" in p.stdout, "translate shows the certificates")
     surfaces["coxswain translate"] = p.stdout + p.stderr
@@ -410,7 +411,7 @@ def case_redaction():
         len(surfaces), sum(len(v) for v in surfaces.values()), len(KEYS),
         len(key_forms("www.key"))))
     # the search would have found them: --show-secrets shows the keys
-    p = subprocess.run([cxd.coxswain(), "translate", "--show-secrets", "-f", path],
+    p = subprocess.run([replicas.coxswain(), "translate", "--show-secrets", "-f", path],
                        capture_output=True, timeout=60)
     shown = []
     leaks("translate --show-secrets", p.stdout, shown)

@@ -26,11 +26,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 import chaoslib  # noqa: E402
-from chaoslib import AuditTail, Cluster, LockObserver, Replica, Writer, mono  # noqa: E402
+import replicas  # noqa: E402
+from audit import AuditTail  # noqa: E402
+from chaoslib import Cluster, LockObserver, Writer, start_replica  # noqa: E402
+from replicas import mono  # noqa: E402
 from invariants import LeadershipChecker, LockSpec, guarded_daemon_writes  # noqa: E402
 from tap import Tap, check, check_eq  # noqa: E402
 
-SAN = chaoslib.sanitized()
+SAN = replicas.sanitized()
 ROUNDS = 1 if SAN else 2
 TIMINGS = ("3s", "2s", "500ms")
 LOCK = LockSpec("leases", "default", "coxswain")
@@ -55,9 +58,9 @@ class Scenario:
         self.w = Writer(self.cl, random.Random(7))
         self.w.setup()
         for slot in ("r0", "r1"):
-            self.reps.append(Replica(self.cl, slot, 1, "run", TIMINGS, self.out))
+            self.reps.append(start_replica(self.cl, slot, 1, "run", TIMINGS, self.out))
         for r in self.reps:
-            if not r.wait_ready(40 if SAN else 15):
+            if not r.wait_started(40 if SAN else 15):
                 raise RuntimeError("%s not ready:\n%s" % (r.identity, r.log_tail()))
         self.tail = AuditTail(self.cl.audit_path)
 
@@ -139,7 +142,7 @@ class Scenario:
                         in_flight.append((a["mono_ns"] - rd["stopped"]) // 10 ** 6)
         rd["sent_after_stop"] = sent
         rd["in_flight_at_stop"] = in_flight
-        info = leader.leader_info() or {}
+        info = leader.try_leader_info() or {}
         e = info.get("election") if isinstance(info.get("election"), dict) else info
         rd["old_leader_role"] = e.get("role")
         self.rounds.append(rd)
@@ -151,7 +154,7 @@ class Scenario:
         chk.feed(AuditTail(self.cl.audit_path).read())
         chk.finish()
         for r in self.reps:
-            r.terminate()
+            r.stop(timeout=5.0)
         self.obs.stop()
         self.cl.close()
         return chk

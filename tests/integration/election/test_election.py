@@ -11,20 +11,20 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import electlib  # noqa: E402
-from electlib import Elector, PyElector, lease_holder, mono, writes_by  # noqa: E402
-
-sys.path.insert(0, os.path.join(electlib.TOP, "tests", "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__))))), "tests", "lib"))
+import replicas  # noqa: E402
+from audit import acquisitions, lease_holder, user_agent, writes_by, writes_issued  # noqa: E402
 from kubesim import KubeSim  # noqa: E402
+from replicas import Elector, PyElector, mono  # noqa: E402
 from tap import Tap, check, check_eq  # noqa: E402
 
 MS = 1000000
 LEASE, RENEW, RETRY = 3000 * MS, 2000 * MS, 500 * MS
-OUTAGE_S = 8 if electlib.sanitized() else 30
+OUTAGE_S = 8 if replicas.sanitized() else 30
 # Sanitizer builds run several times slower: timing bounds get slack there,
 # never the safety checks.
-SLACK = 3 if electlib.sanitized() else 1
+SLACK = 3 if replicas.sanitized() else 1
 
 
 def note(fmt, *args):
@@ -65,7 +65,7 @@ def no_overlap(audit, old, acquired_mono):
 def acquired_at(audit, ident, after=0):
     """kubesim's mono time of |ident|'s first committed lock write (create or
     update that made it holder) after |after|."""
-    for a in electlib.acquisitions(audit):
+    for a in acquisitions(audit):
         if a[1] == ident and a[0] >= after:
             return a[0]
     return None
@@ -110,6 +110,7 @@ def run(t, ks):
         # the exposition; healthz is fine.
         for e in electors:
             st, body = e.http("/metrics")
+            body = body.decode(errors="replace")
             check_eq(st, 200)
             want = 1 if e is lead else 0
             check('leader_election_master_status{name="coxswain"} %d' % want in body,
@@ -162,7 +163,7 @@ def run(t, ks):
             old = leader_of(electors)
             time.sleep(0.3)
             sent = mono()
-            rc = old.stop(signal.SIGTERM)
+            rc, _ = old.stop(signal.SIGTERM)
             check_eq(rc, 0, "%s exit status" % old.name)
             done = old.all("done")
             check(done and done[-1].get("released") == "1", "%s did not release" % old.name)
@@ -223,13 +224,13 @@ def run(t, ks):
     def paused_leader():
         old = leader_of(electors)
         time.sleep(0.5)  # some guarded writes happen
-        old.send(signal.SIGSTOP)
+        old.send_signal(signal.SIGSTOP)
         stopped = mono()
         others = [e for e in electors if e is not old]
         new = leader_of(others, timeout=6)
         new.wait("started-leading", after=stopped)
         time.sleep(1.0)  # the new leader writes for a while
-        old.send(signal.SIGCONT)
+        old.send_signal(signal.SIGCONT)
         resumed = mono()
         ev = old.wait("stopped-leading", after=stopped, timeout=5)
         note("paused leader stepped down %.0f ms after SIGCONT (%s)",
@@ -259,7 +260,7 @@ def run(t, ks):
         ev = old.wait("stopped-leading", after=cut, timeout=5)
         check_eq(ev.get("reason"), "renew deadline passed")
         audit = ks.audit()
-        renews = [a for a in electlib.acquisitions(audit) if a[1] == old.name]
+        renews = [a for a in acquisitions(audit) if a[1] == old.name]
         last_renew = max(a[0] for a in renews)
         # Stepped down within renewDeadline of its last successful renewal
         # (the commit on the server is after the send it counts from).
@@ -292,7 +293,7 @@ def run(t, ks):
         old = leader_of(electors)
         time.sleep(0.5)
         for product in ("coxswain-election", "coxswain-writer"):
-            ks.partition(electlib.user_agent(old.name, product))
+            ks.partition(user_agent(old.name, product))
         cut = mono()
         try:
             ev = old.wait("stopped-leading", after=cut, timeout=5)
@@ -305,13 +306,13 @@ def run(t, ks):
         healed = mono()
         time.sleep(1.5)
         audit = ks.audit()
-        renews = [a[0] for a in electlib.acquisitions(audit) if a[1] == old.name and a[0] < cut]
+        renews = [a[0] for a in acquisitions(audit) if a[1] == old.name and a[0] < cut]
         last_renew = max(renews)
         acq = acquired_at(audit, new.name, after=cut)
         check(acq is not None and acq >= last_renew + LEASE - 50 * MS)
         # What the guard guarantees: no write *issued* past the safe deadline,
         # none issued after the new leader acquired.
-        issued = [m for m, _ in electlib.writes_issued(old) if m >= cut - RETRY]
+        issued = [m for m, _ in writes_issued(old) if m >= cut - RETRY]
         check(issued, "the old leader issued no write near the cut")
         last = max(issued)
         check(last <= last_renew + RENEW,
@@ -398,7 +399,7 @@ def run(t, ks):
         time.sleep(2.0)
         check(not py3.all("started-leading"))
         sent = mono()
-        check_eq(ours2.stop(signal.SIGTERM), 0)
+        check_eq(ours2.stop(signal.SIGTERM)[0], 0)
         got = py3.wait("started-leading", after=sent, timeout=5)
         note("release to the Python elector: %.0f ms (it polls every 1 s)",
              (got["mono"] - sent) / MS)
