@@ -110,14 +110,36 @@ void ks_api_delete_namespace_contents(struct ks_server *s, const char *ns)
     }
 }
 
+/* The DeleteOptions body of a DELETE: JSON (kubectl) or protobuf (client-go's
+ * typed clients, e.g. Helm's release storage). Returns NULL without a body;
+ * replies 400 and returns NULL when it cannot be decoded. */
+static cJSON *delete_options(struct ks_req *r)
+{
+    if (!r->body_len)
+        return NULL;
+    const char *ct = evhttp_find_header(evhttp_request_get_input_headers(r->req), "Content-Type");
+    cJSON *opts;
+    if (ct && strncasecmp(ct, "application/vnd.kubernetes.protobuf", 35) == 0) {
+        char perr[512];
+        opts = ks_proto_decode(r->body, r->body_len, perr, sizeof(perr));
+        if (!opts) {
+            ks_err_bad_request(r, "couldn't decode DeleteOptions: %s", perr);
+            return NULL;
+        }
+    } else {
+        opts = cx_json_parse(r->body, r->body_len);
+        if (!opts)
+            ks_err_bad_request(r, "couldn't get version/kind; json parse error: invalid JSON");
+    }
+    return opts;
+}
+
 void ks_api_delete(struct ks_req *r)
 {
     struct ks_rtype *rt = r->rt;
-    cJSON *opts = r->body_len ? cx_json_parse(r->body, r->body_len) : NULL;
-    if (r->body_len && !opts) {
-        ks_err_bad_request(r, "couldn't get version/kind; json parse error: invalid JSON");
+    cJSON *opts = delete_options(r);
+    if (r->body_len && !opts)
         return;
-    }
     char *key = ks_key(rt, r->ns ? r->ns : "", r->name);
     struct ks_obj *o = key ? ks_store_get(rt, key) : NULL;
     free(key);

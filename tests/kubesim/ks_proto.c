@@ -2,7 +2,9 @@
  * ks_proto: decodes the Kubernetes protobuf encoding of a few kinds into
  * JSON, because kubectl's typed generators (`kubectl create namespace |
  * configmap | secret | serviceaccount | role | rolebinding ...`) send
- * `application/vnd.kubernetes.protobuf` bodies and do not fall back to JSON.
+ * `application/vnd.kubernetes.protobuf` bodies and do not fall back to JSON,
+ * and client-go's typed clients (Helm) send DELETE bodies (DeleteOptions)
+ * that way.
  *
  * Wire format: "k8s\0" + runtime.Unknown {typeMeta=1 {apiVersion=1, kind=2},
  * raw=2, contentEncoding=3, contentType=4}; |raw| is the object's message.
@@ -86,6 +88,14 @@ MSG(role_ref, {1, "apiGroup", PT_STRING, false, NULL}, {2, "kind", PT_STRING, fa
     {3, "name", PT_STRING, false, NULL});
 MSG(binding_m, {1, "metadata", PT_MSG, false, &object_meta},
     {2, "subjects", PT_MSG, true, &subject_m}, {3, "roleRef", PT_MSG, false, &role_ref});
+/* metav1.DeleteOptions: client-go's typed clients (Helm's release storage)
+ * send it as the body of a DELETE. */
+MSG(preconditions_m, {1, "uid", PT_STRING, false, NULL},
+    {2, "resourceVersion", PT_STRING, false, NULL});
+MSG(delete_opts_m, {1, "gracePeriodSeconds", PT_INT, false, NULL},
+    {2, "preconditions", PT_MSG, false, &preconditions_m},
+    {3, "orphanDependents", PT_BOOL, false, NULL}, {4, "propagationPolicy", PT_STRING, false, NULL},
+    {5, "dryRun", PT_STRING, true, NULL});
 MSG(type_meta, {1, "apiVersion", PT_STRING, false, NULL}, {2, "kind", PT_STRING, false, NULL});
 MSG(unknown_m, {1, "typeMeta", PT_MSG, false, &type_meta}, {2, "raw", PT_BYTES, false, NULL},
     {3, "contentEncoding", PT_STRING, false, NULL}, {4, "contentType", PT_STRING, false, NULL});
@@ -98,6 +108,7 @@ static const struct {
     {"Secret", &secret_m},       {"ServiceAccount", &sa_m},
     {"Role", &role_m},           {"ClusterRole", &role_m},
     {"RoleBinding", &binding_m}, {"ClusterRoleBinding", &binding_m},
+    {"DeleteOptions", &delete_opts_m},
 };
 
 struct rd {
