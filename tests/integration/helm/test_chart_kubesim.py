@@ -6,10 +6,10 @@ permission coxswain needs is granted, each one by exactly one rule (taking
 it away turns that request into 403), and nearby requests it does not need
 are refused.
 
-What this does not prove: that the daemon needs each of these permissions
-and works with nothing more. That is the end-to-end scenario (election,
-status writes, snapshot publishing) of `coxswain run` under these RBAC
-objects, which needs the daemon.
+That the daemon works with nothing more is proven end to end by
+test_chart_least_privilege.py and test_chart_lifecycle.py (replicas under
+the chart's service account through install, upgrade, rollback and
+uninstall with the real Helm).
 
 The RBAC cases need a kubesim with tokens and RBAC; with an older one they
 are reported as skipped, with the reason."""

@@ -1,0 +1,122 @@
+"""Running what the chart deploys, without a kubelet: replicas of `coxswain
+run` with exactly the container args and env of a rendered or installed
+Deployment (only the listen addresses moved to free loopback ports, and
+the API server reached through a kubeconfig with the service account's
+token instead of the in-cluster files), against kubesim with TLS and RBAC.
+
+    import chartrun as cr
+    ks = cr.rbac_kubesim()                       # TLS, admin + SA tokens
+    dep = cr.deployment(manifest_docs)           # the Deployment object
+    r = cr.ChartReplica(ks, dep, "coxswain-0")   # POD_NAME coxswain-0
+    r.identity                                   # <pod>_<8 hex>, from its ports file
+"""
+import os
+import tempfile
+
+from kubesim import KubeSim
+from replicas import Process, Replica, coxswain
+
+NAMESPACE = "coxswain-system"
+ADMIN_TOKEN = "chart-admin"
+SA_TOKEN = "chart-sa"
+
+
+def sa_user(namespace=NAMESPACE, name="coxswain"):
+    return "system:serviceaccount:%s:%s" % (namespace, name)
+
+
+def rbac_kubesim(namespace=NAMESPACE, sa="coxswain", extra_tokens=None):
+    """kubesim over TLS authorizing from RBAC objects only: its kubeconfig
+    is the admin's (system:masters); SA_TOKEN is the chart's service
+    account (sa_kubeconfig() writes a kubeconfig for it)."""
+    tokens = {ADMIN_TOKEN: ("admin", ["system:masters"]), SA_TOKEN: sa_user(namespace, sa)}
+    tokens.update(extra_tokens or {})
+    return KubeSim(tls=True, allow_all=False, kubeconfig_token=ADMIN_TOKEN, tokens=tokens)
+
+
+def sa_kubeconfig(ks, token=SA_TOKEN, path=None):
+    """A kubeconfig for kubesim's https URL, its CA and |token|."""
+    path = path or os.path.join(ks.dir, "sa-%s.kubeconfig" % token)
+    with open(path, "w") as f:
+        f.write("""apiVersion: v1
+kind: Config
+clusters:
+- cluster:
+    server: %s
+    certificate-authority: %s
+  name: kubesim
+contexts:
+- context:
+    cluster: kubesim
+    user: sa
+  name: sa
+current-context: sa
+users:
+- name: sa
+  user:
+    token: %s
+""" % (ks.url, ks.ca_file, token))
+    return path
+
+
+def deployment(docs):
+    deps = [d for d in docs if d and d.get("kind") == "Deployment"]
+    assert len(deps) == 1, "want one Deployment, got %d" % len(deps)
+    return deps[0]
+
+
+def container_env(container, pod_name, namespace):
+    """The container's env as the kubelet resolves it (downward API
+    metadata.name / metadata.namespace, literal values)."""
+    env = {}
+    for e in container.get("env") or []:
+        if "value" in e:
+            env[e["name"]] = e["value"]
+            continue
+        path = e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+        if path == "metadata.name":
+            env[e["name"]] = pod_name
+        elif path == "metadata.namespace":
+            env[e["name"]] = namespace
+        else:
+            raise AssertionError("cannot resolve env %r outside a cluster" % e)
+    return env
+
+
+class ChartReplica(Replica):
+    """`coxswain run` with a Deployment's container args and env.
+
+    ks: the KubeSim; dep: the Deployment (dict); pod: the pod name it runs
+    as (POD_NAME); kubeconfig: default the service account's; extra: more
+    flags appended (a test's own, e.g. --ports-file is always added).
+    Starts at once and waits for its ports unless start=False."""
+
+    def __init__(self, ks, dep, pod, kubeconfig=None, extra=(), start=True, dir=None):
+        self.ks = ks
+        self.dep = dep
+        self.pod = pod
+        self.namespace = dep["metadata"]["namespace"]
+        self.dir = dir or tempfile.mkdtemp(prefix="chart-%s-" % pod)
+        self.kubeconfig = kubeconfig or sa_kubeconfig(ks)
+        self.ports_file = os.path.join(self.dir, "ports.json")
+        self.xds = self.admin = self.xds_port = self.admin_port = None
+        ctr = dep["spec"]["template"]["spec"]["containers"][0]
+        args = []
+        for a in ctr["args"]:
+            if a.startswith(("--xds-listen=", "--admin-listen=")):
+                a = a.split("=", 1)[0] + "=127.0.0.1:0"  # tests never use fixed ports
+            args.append(a)
+        self.chart_args = list(ctr["args"])
+        self.args = args + ["--kubeconfig", self.kubeconfig, "--ports-file", self.ports_file] + \
+            list(extra)
+        Process.__init__(self, [coxswain()] + self.args, os.path.join(self.dir, "coxswain.log"),
+                         env=container_env(ctr, pod, self.namespace), name=pod, start=False)
+        self.identity = None
+        if start:
+            self.start()
+
+    def _read_ports(self):
+        info = Replica._read_ports(self)
+        if info:
+            self.identity = info.get("identity")
+        return info
