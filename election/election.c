@@ -6,6 +6,7 @@
 #include "cx_time.h"
 #include "election_lock.h"
 #include "election_record.h"
+#include "election_report.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #define EVENT_TIMEOUT_MS   2000
 #define WATCH_STALL_MS     INT64_C(150000) /* real servers bookmark about once a minute */
 #define WATCH_RETRY_MIN_NS (INT64_C(100) * 1000000)
+#define WATCH_RETRY_CAP    4 /* x retryPeriod; the core polls meanwhile */
 #define HEALTHZ_GRACE_NS   (INT64_C(20) * 1000000000)
 
 /* A leadership change on its way to the main loop. */
@@ -40,8 +42,9 @@ struct election_metrics {
     struct cx_series *renew_seconds;
     struct cx_series *renew_failures;
     struct cx_series *last_renew;
-    struct cx_metric *requests;  /* {name,purpose,outcome} */
-    struct cx_metric *stepdowns; /* {name,reason} */
+    struct cx_metric *requests;                   /* {name,purpose,outcome} */
+    struct cx_metric *stepdowns;                  /* {name,reason} */
+    struct cx_series *errors[ELECTION_ERR_COUNT]; /* {name,class} */
 };
 
 struct election {
@@ -80,7 +83,14 @@ struct election {
     struct election_kube_watch *watch;
     char watch_rv[ELECTION_RV_MAX];
     bool watch_up;
-    int watch_failures;
+    int watch_failures;    /* since the watch last proved itself */
+    bool watch_proven;     /* this watch delivered an event */
+    int64_t watch_started; /* election_clock_ns() */
+    uint64_t rng;          /* jitter of the watch's backoff */
+    /* What failed, said once (election_report.h): the lock requests, the
+     * list + watch, and the Events apart, so that one working does not
+     * make the others' failures news again. */
+    struct election_report rep_req, rep_watch, rep_event;
     bool pumping;
     bool stop_seen;
     _Atomic bool stop_requested;
@@ -94,6 +104,8 @@ struct election {
         bool watch_up;
         int32_t transitions;
         struct election_core_stats stats;
+        char last_error[ELECTION_REPORT_TEXT_MAX];
+        uint64_t errors;
     } st;
 
     struct election_metrics m;
@@ -230,6 +242,17 @@ static void metrics_init(struct election *e)
                                "name,purpose,outcome");
     e->m.stepdowns = cx_counter("coxswain_leader_election_stepdowns_total",
                                 "Times this replica stopped leading, by reason", "name,reason");
+    /* Every series exists from the start (at 0), so alerts and dashboards
+     * see the metric before the first step-down or error. */
+    for (int r = ELECTION_STOP_DEADLINE; r <= ELECTION_STOP_SHUTDOWN && e->m.stepdowns; r++)
+        cx_metric_with(e->m.stepdowns, name, election_stop_reason_name(r));
+    m = cx_counter("coxswain_leader_election_errors_total",
+                   "Failed elector requests (lock requests, its list and watch, Events) by error "
+                   "class",
+                   "name,class");
+    for (int c = 1; c < ELECTION_ERR_COUNT && m; c++)
+        if (c != ELECTION_ERR_CANCELLED)
+            e->m.errors[c] = cx_metric_with(m, name, election_err_class_name(c));
     if (e->m.master)
         cx_series_set(e->m.master, 0);
 }
@@ -252,18 +275,64 @@ static void status_update(struct election *e)
     e->st.watch_up = e->watch_up;
     e->st.transitions = o && o->found ? o->rec.transitions : 0;
     e->st.stats = *election_core_stats(e->core);
+    snprintf(e->st.last_error, sizeof(e->st.last_error), "%s", election_report_last(&e->rep_req));
     pthread_mutex_unlock(&e->mu);
     if (e->m.lease_transitions)
         cx_series_set(e->m.lease_transitions, e->st.transitions);
+}
+
+/* ---- failures -------------------------------------------------------------- */
+
+/* Counts and reports one failed request or watch through |rep| (one line
+ * per distinct failure, then a summary at most once a minute). Conflicts
+ * and a lock that went away are part of elections: said at info level. */
+static void failure(struct election *e, struct election_report *rep, const char *verb,
+                    enum election_kube_res res, const char *purpose, int http_status,
+                    enum election_err_class cls, const char *message)
+{
+    if ((unsigned)cls < ELECTION_ERR_COUNT)
+        inc(e->m.errors[cls]);
+    pthread_mutex_lock(&e->mu);
+    e->st.errors++;
+    pthread_mutex_unlock(&e->mu);
+    struct election_failure f = {
+        .verb = verb,
+        .resource = election_kube_res_name(res),
+        .ns = e->cfg.ns,
+        .name = res == ELECTION_RES_EVENTS ? "(event)" : e->cfg.name,
+        .purpose = purpose,
+        .http_status = http_status,
+        .cls = cls,
+        .message = message,
+    };
+    char line[ELECTION_REPORT_LINE_MAX];
+    if (election_report_failure(rep, election_clock_ns(), &f, line, sizeof(line)) ==
+        ELECTION_SAY_NOTHING)
+        return;
+    if (cls == ELECTION_ERR_CONFLICT || cls == ELECTION_ERR_EXISTS ||
+        (cls == ELECTION_ERR_NOT_FOUND && strcmp(verb, "update") == 0))
+        cx_info(LOG, "%s", line);
+    else
+        cx_warn(LOG, "%s", line);
+}
+
+static void success(struct election_report *rep, const char *verb, enum election_kube_res res)
+{
+    char line[ELECTION_REPORT_LINE_MAX];
+    if (election_report_success(rep, verb, election_kube_res_name(res), line, sizeof(line)))
+        cx_info(LOG, "%s", line);
 }
 
 /* ---- Kubernetes Events ---------------------------------------------------- */
 
 static void on_event_posted(struct election_kube_result *r, void *arg)
 {
-    (void)arg;
-    if (r->cls != ELECTION_ERR_NONE)
-        cx_debug(LOG, "posting the leader election Event failed: %s", r->message);
+    struct election *e = arg;
+    if (r->cls == ELECTION_ERR_NONE)
+        success(&e->rep_event, "create", ELECTION_RES_EVENTS);
+    else
+        failure(e, &e->rep_event, "create", ELECTION_RES_EVENTS, "post the leader election Event",
+                r->http_status, r->cls, r->message);
 }
 
 static void post_k8s_event(struct election *e, const char *message)
@@ -319,7 +388,7 @@ static void send_failed_later(evutil_socket_t fd, short what, void *arg);
 
 static void do_action(struct election *e, const struct election_action *a)
 {
-    char msg[ELECTION_IDENTITY_MAX + 128];
+    char msg[ELECTION_IDENTITY_MAX + 512];
     switch (a->kind) {
     case ELECTION_ACT_SEND: {
         e->call_id = a->req_id;
@@ -351,20 +420,30 @@ static void do_action(struct election *e, const struct election_action *a)
         post_k8s_event(e, msg);
         post_notice(e, a);
         break;
-    case ELECTION_ACT_STOPPED_LEADING:
-        cx_info(LOG, "%s stopped leading %s %s/%s (term %llu): %s", e->cfg.identity,
-                lock_desc_kind(e), e->cfg.ns, e->cfg.name, (unsigned long long)a->term,
-                election_stop_reason_name(a->reason));
+    case ELECTION_ACT_STOPPED_LEADING: {
+        /* A deadline passes because renewals failed: say how they failed
+         * (a 403 after RBAC removal reads as a 403, not only as a deadline). */
+        const char *last = election_report_last(&e->rep_req);
+        bool why = a->reason == ELECTION_STOP_DEADLINE && last[0];
+        cx_log(a->reason == ELECTION_STOP_SHUTDOWN || a->reason == ELECTION_STOP_HANDOVER
+                   ? CX_LOG_INFO
+                   : CX_LOG_WARN,
+               LOG, "%s stopped leading %s %s/%s (term %llu): %s%s%s", e->cfg.identity,
+               lock_desc_kind(e), e->cfg.ns, e->cfg.name, (unsigned long long)a->term,
+               election_stop_reason_name(a->reason), why ? "; last renewal failure: " : "",
+               why ? last : "");
         if (e->m.master)
             cx_series_set(e->m.master, 0);
         inc(e->m.stopped);
         if (e->m.stepdowns)
             cx_metric_inc(e->m.stepdowns, e->cfg.name, election_stop_reason_name(a->reason));
-        snprintf(msg, sizeof(msg), "%s stopped leading: %s", e->cfg.identity,
-                 election_stop_reason_name(a->reason));
+        snprintf(msg, sizeof(msg), "%s stopped leading: %s%s%.200s", e->cfg.identity,
+                 election_stop_reason_name(a->reason), why ? "; last renewal failure: " : "",
+                 why ? last : "");
         post_k8s_event(e, msg);
         post_notice(e, a);
         break;
+    }
     case ELECTION_ACT_NEW_LEADER:
         cx_info(LOG, "leader of %s %s/%s: %s", lock_desc_kind(e), e->cfg.ns, e->cfg.name,
                 a->leader[0] ? a->leader : "(none)");
@@ -433,6 +512,9 @@ static void send_failed_later(evutil_socket_t fd, short what, void *arg)
     e->call_id = 0;
     if (e->m.requests)
         cx_metric_inc(e->m.requests, e->cfg.name, election_purpose_name(e->call_purpose), "failed");
+    failure(e, &e->rep_req, election_req_verb(e->call_kind), e->lock.res,
+            election_purpose_name(e->call_purpose), 0, ELECTION_ERR_OTHER,
+            "the request could not be built");
     election_core_result(e->core, now_pair(), id, ELECTION_FAILED, NULL);
     pump(e);
 }
@@ -460,10 +542,14 @@ static void on_result(struct election_kube_result *r, void *arg)
     if (e->m.requests)
         cx_metric_inc(e->m.requests, e->cfg.name, election_purpose_name(purpose),
                       election_outcome_name(out));
-    if (out != ELECTION_OK && out != ELECTION_NOT_FOUND)
-        cx_debug(LOG, "%s %s: %s (%s)", election_purpose_name(purpose),
-                 e->call_kind == ELECTION_REQ_GET ? "GET" : "write", election_outcome_name(out),
-                 r->message);
+    /* A GET's 404 is an answer (the lock is missing); every other failure
+     * is reported, with the server's own words. */
+    if (r->cls == ELECTION_ERR_NONE ||
+        (r->cls == ELECTION_ERR_NOT_FOUND && e->call_kind == ELECTION_REQ_GET))
+        success(&e->rep_req, election_req_verb(e->call_kind), e->lock.res);
+    else
+        failure(e, &e->rep_req, election_req_verb(e->call_kind), e->lock.res,
+                election_purpose_name(purpose), r->http_status, r->cls, r->message);
     uint64_t ok_before = election_core_stats(e->core)->renew_ok;
     uint64_t failed_before = election_core_stats(e->core)->renew_failed;
     election_core_result(e->core, now_pair(), id, out, have ? &obs : NULL);
@@ -492,21 +578,43 @@ static void watch_state(struct election *e, bool up)
     pump(e);
 }
 
-static void watch_failed(struct election *e, const char *why)
+/* The list or the watch failed (|verb|, with the answer's status, class
+ * and message): reported once, the watch marked broken (the core polls
+ * meanwhile), and tried again after a jittered backoff that grows from
+ * 100 ms to 4 x retryPeriod and starts over only once a watch has
+ * delivered something. */
+static void watch_failed(struct election *e, const char *verb, int http_status,
+                         enum election_err_class cls, const char *why)
 {
     if (atomic_load(&e->finished))
         return;
     e->watch_failures++;
-    if (e->watch_failures == 1 || e->watch_failures % 30 == 0)
-        cx_warn(LOG, "watch of %s %s/%s broken (%s); polling every %lld ms until it is back",
-                lock_desc_kind(e), e->cfg.ns, e->cfg.name, why,
-                (long long)(e->cfg.retry_ns / 1000000));
+    failure(e, &e->rep_watch, verb, e->lock.res, "watch the lock (polling meanwhile)", http_status,
+            cls, why);
     watch_state(e, false);
-    int64_t d = WATCH_RETRY_MIN_NS << (e->watch_failures < 5 ? e->watch_failures - 1 : 4);
-    if (d > e->cfg.retry_ns)
-        d = e->cfg.retry_ns;
+    int64_t d = WATCH_RETRY_MIN_NS, cap = WATCH_RETRY_CAP * e->cfg.retry_ns;
+    for (int i = 1; i < e->watch_failures && d < cap; i++)
+        d *= 2;
+    if (d > cap)
+        d = cap;
+    /* xorshift64: jitter x [1, 1.2), so replicas that lost the server
+     * together do not come back in step. */
+    e->rng ^= e->rng << 13;
+    e->rng ^= e->rng >> 7;
+    e->rng ^= e->rng << 17;
+    d += (int64_t)((double)d * 0.2 * (double)(e->rng % 1000) / 1000.0);
     struct timeval tv = {.tv_sec = d / 1000000000, .tv_usec = (d % 1000000000) / 1000};
     evtimer_add(e->watch_retry, &tv);
+}
+
+/* The watch delivered: it works, its backoff starts over. */
+static void watch_proven(struct election *e)
+{
+    if (e->watch_proven)
+        return;
+    e->watch_proven = true;
+    e->watch_failures = 0;
+    success(&e->rep_watch, "watch", e->lock.res);
 }
 
 static void on_watch_retry(evutil_socket_t fd, short what, void *arg)
@@ -523,6 +631,7 @@ static void on_watch_event(void *arg, enum election_watch_ev type, cJSON *obj)
     const char *rv = cx_json_path_str(obj, "metadata", "resourceVersion", (char *)NULL);
     if (rv)
         snprintf(e->watch_rv, sizeof(e->watch_rv), "%s", rv);
+    watch_proven(e);
     switch (type) {
     case ELECTION_WATCH_ADDED:
     case ELECTION_WATCH_MODIFIED:
@@ -551,18 +660,28 @@ static void on_watch_end(void *arg, const struct election_kube_result *err)
     e->watch = NULL;
     if (atomic_load(&e->finished))
         return;
-    if (err->cls == ELECTION_ERR_NONE && e->watch_rv[0]) {
-        /* The server ended it cleanly (timeoutSeconds): carry on. */
+    /* A clean end after a while (the server's timeoutSeconds): carry on.
+     * One that ended at once without a byte counts as a failure, or a
+     * server that keeps doing it would have us loop. */
+    bool quick = !e->watch_proven && election_clock_ns() - e->watch_started < e->cfg.retry_ns;
+    if (err->cls == ELECTION_ERR_NONE && e->watch_rv[0] && !quick) {
         static const struct election_kube_watch_handlers h = {on_watch_event, on_watch_end};
+        e->watch_proven = false;
+        e->watch_started = election_clock_ns();
         e->watch = election_lock_watch(&e->lock, e->watch_rv, WATCH_STALL_MS, &h, e);
         if (e->watch)
             return;
     }
-    if (err->cls == ELECTION_ERR_EXPIRED) {
-        watch_begin(e); /* re-list at once */
+    if (err->cls == ELECTION_ERR_EXPIRED && e->watch_failures == 0) {
+        watch_begin(e); /* re-list at once (once: a 410 again backs off) */
+        e->watch_failures++;
         return;
     }
-    watch_failed(e, err->message[0] ? err->message : "ended");
+    watch_failed(e, "watch", err->http_status,
+                 err->cls == ELECTION_ERR_NONE ? ELECTION_ERR_OTHER : err->cls,
+                 err->cls == ELECTION_ERR_NONE ? "the watch ended at once, empty"
+                 : err->message[0]             ? err->message
+                                               : "ended");
 }
 
 static void on_list(struct election_kube_result *r, void *arg)
@@ -572,7 +691,9 @@ static void on_list(struct election_kube_result *r, void *arg)
     if (atomic_load(&e->finished))
         return;
     if (r->cls != ELECTION_ERR_NONE || !cJSON_IsObject(r->object)) {
-        watch_failed(e, r->cls != ELECTION_ERR_NONE ? r->message : "empty list answer");
+        watch_failed(e, "list", r->http_status,
+                     r->cls != ELECTION_ERR_NONE ? r->cls : ELECTION_ERR_DECODE,
+                     r->cls != ELECTION_ERR_NONE ? r->message : "empty list answer");
         return;
     }
     const char *rv = cx_json_path_str(r->object, "metadata", "resourceVersion", (char *)NULL);
@@ -590,14 +711,15 @@ static void on_list(struct election_kube_result *r, void *arg)
         snprintf(o.rv, sizeof(o.rv), "%s", e->watch_rv);
     }
     static const struct election_kube_watch_handlers h = {on_watch_event, on_watch_end};
+    e->watch_proven = false;
+    e->watch_started = election_clock_ns();
     e->watch = election_lock_watch(&e->lock, e->watch_rv, WATCH_STALL_MS, &h, e);
     election_core_observe(e->core, now_pair(), &o);
     pump(e);
     if (!e->watch) {
-        watch_failed(e, "cannot start the watch");
+        watch_failed(e, "watch", 0, ELECTION_ERR_OTHER, "cannot start the watch");
         return;
     }
-    e->watch_failures = 0;
     watch_state(e, true);
 }
 
@@ -607,7 +729,7 @@ static void watch_begin(struct election *e)
         return;
     e->list_call = election_lock_list(&e->lock, e->cfg.renew_ns, on_list, e);
     if (!e->list_call)
-        watch_failed(e, "cannot build the list request");
+        watch_failed(e, "list", 0, ELECTION_ERR_OTHER, "cannot build the list request");
 }
 
 /* ---- control from the main thread ------------------------------------------- */
@@ -678,6 +800,14 @@ struct election *election_new(const struct election_opts *o, char *err, size_t e
     snprintf(e->component, sizeof(e->component), "%s",
              o->component && *o->component ? o->component : "coxswain");
     e->main_base = o->main_base;
+    election_report_init(&e->rep_req);
+    election_report_init(&e->rep_watch);
+    election_report_init(&e->rep_event);
+    e->rng = UINT64_C(0x9e3779b97f4a7c15);
+    for (const char *p = o->cfg->identity; *p; p++)
+        e->rng = (e->rng ^ (unsigned char)*p) * UINT64_C(0x100000001b3);
+    if (!e->rng)
+        e->rng = 1;
     election_guard_init(&e->guard, election_config_margin(&e->cfg));
     e->kube = *o->kube;
     election_lock_init(&e->lock, &e->cfg, e->kube.ops);
@@ -852,12 +982,14 @@ int election_status_json(struct election *e, struct cx_buf *out)
         ",\"mayWrite\":%s,\"safeMillisecondsLeft\":%lld,\"watch\":\"%s\","
         "\"leaseTransitions\":%d,\"requests\":%llu,\"renewals\":%llu,"
         "\"renewFailures\":%llu,\"conflicts\":%llu,\"clockJumps\":%llu,"
-        "\"writesAllowed\":%llu,\"writesRefused\":%llu}",
+        "\"writesAllowed\":%llu,\"writesRefused\":%llu,\"errors\":%llu,\"lastError\":",
         may_write ? "true" : "false", (long long)(may_write ? left / 1000000 : 0),
         st.watch_up ? "up" : "broken", (int)st.transitions, (unsigned long long)st.stats.requests,
         (unsigned long long)st.stats.renew_ok, (unsigned long long)st.stats.renew_failed,
         (unsigned long long)st.stats.conflicts, (unsigned long long)st.stats.clock_jumps,
         (unsigned long long)atomic_load(&e->guard.allowed),
-        (unsigned long long)atomic_load(&e->guard.refused));
+        (unsigned long long)atomic_load(&e->guard.refused), (unsigned long long)st.errors);
+    rc |= cx_json_escape(out, st.last_error);
+    rc |= cx_buf_puts(out, "}");
     return rc ? -1 : 0;
 }

@@ -10,6 +10,11 @@
  * input. */
 #define CORE_QUEUE_CAP      16
 #define CORE_MIN_TIMEOUT_NS INT64_C(1000000)
+/* Backoff after failures in a row: a standby waits retryPeriod, doubling,
+ * at most BACKOFF_CAP x retryPeriod; the leader retryPeriod/4, doubling, at
+ * most one retryPeriod (its renewals must keep their cadence to meet the
+ * renew deadline); both stretched by jitter. */
+#define BACKOFF_CAP 4
 
 enum release_phase {
     REL_GET = 0,
@@ -48,6 +53,7 @@ struct election_core {
     uint64_t next_id;
     bool need_get;
     int64_t not_before; /* after a failure, no request before this */
+    uint32_t streak;    /* failed requests in a row (backoff) */
     int64_t next_poll;
     bool watch_up;
 
@@ -104,6 +110,46 @@ static int64_t jitter(struct election_core *c, int64_t d)
 {
     uint64_t r = next_rand(c) % 1000;
     return d + (int64_t)((double)d * 0.2 * (double)r / 1000.0);
+}
+
+/* The wait before the next request after |n| failures in a row (0 for
+ * none). Every failure class goes through here, so no answer of the
+ * server, however quick, can make the elector loop. */
+static int64_t backoff(struct election_core *c, uint32_t n)
+{
+    if (n == 0)
+        return 0;
+    bool leader = c->role == ELECTION_LEADER;
+    int64_t cap = leader ? c->cfg.retry_ns : BACKOFF_CAP * c->cfg.retry_ns;
+    int64_t d = leader ? c->cfg.retry_ns / 4 : c->cfg.retry_ns;
+    if (c->stopping)
+        cap = d = c->cfg.retry_ns / 4; /* the release has renewDeadline in all */
+    for (uint32_t i = 1; i < n && d < cap; i++)
+        d *= 2;
+    if (d > cap)
+        d = cap;
+    d = jitter(c, d);
+    /* The leader's jitter stays under its cap: a renewal is never pushed
+     * past the next retry slot. */
+    if (leader && d > cap)
+        d = cap - (d - cap);
+    return d;
+}
+
+/* A request failed (any class): count it and hold the next one back by
+ * the backoff of |lag| failures fewer than the streak. */
+static void failed_lag(struct election_core *c, int64_t t, uint32_t lag)
+{
+    if (c->streak < UINT32_MAX)
+        c->streak++;
+    int64_t nb = t + backoff(c, c->streak > lag ? c->streak - lag : 0);
+    if (nb > c->not_before)
+        c->not_before = nb;
+}
+
+static void failed(struct election_core *c, int64_t t)
+{
+    failed_lag(c, t, 0);
 }
 
 static bool is_self(const struct election_core *c, const struct election_record *r)
@@ -203,6 +249,9 @@ static void step_down(struct election_core *c, enum election_stop_reason reason)
     election_guard_clear(c->guard);
     c->role = ELECTION_STANDBY;
     c->safe_deadline = 0;
+    /* The standby's backoff starts over (the leader's was bounded by its
+     * renew cadence; a fault that persists grows it again). */
+    c->streak = 0;
     struct election_action a;
     memset(&a, 0, sizeof(a));
     a.kind = ELECTION_ACT_STOPPED_LEADING;
@@ -264,6 +313,11 @@ static void observe(struct election_core *c, int64_t t, const struct election_ob
         c->gone_expiry = c->obs_time + lease_of(c, &c->obs.rec);
     }
     if (changed) {
+        /* Someone else wrote the lock (or it went): the failures so far were
+         * a race that is now decided, not a fault that repeats. */
+        if (o->found && c->have_obs && c->obs.found && strcmp(c->obs.rv, o->rv) != 0 &&
+            !is_self(c, &o->rec))
+            c->streak = 0;
         c->obs = *o;
         c->obs_time = t;
         c->have_obs = true;
@@ -488,7 +542,7 @@ static void on_get(struct election_core *c, struct election_now now, const struc
             c->rel_phase = REL_UPDATE;
         return;
     }
-    c->not_before = t + (c->stopping ? c->cfg.retry_ns / 4 : jitter(c, c->cfg.retry_ns));
+    failed(c, t);
     if (f->purpose == ELECTION_FOR_OBSERVE)
         c->need_get = true;
 }
@@ -514,10 +568,10 @@ static void on_write(struct election_core *c, struct election_now now, const str
         if (noop) {
             if (renew)
                 c->stats.renew_failed++;
-            else
-                c->not_before = t + jitter(c, c->cfg.retry_ns);
+            failed(c, t);
             return;
         }
+        c->streak = 0;
         if (!fresh)
             return; /* sent before a clock jump: an observation only */
         if (c->stopping) {
@@ -535,7 +589,10 @@ static void on_write(struct election_core *c, struct election_now now, const str
         return;
     }
     case ELECTION_CONFLICT:
+        /* A 409 is an answer: the first is followed by a GET at once (a
+         * leader renews right after it); conflicts in a row back off. */
         c->need_get = true;
+        failed_lag(c, t, 1);
         if (renew) {
             c->stats.renew_failed++;
             c->renew_at = t; /* renew again as soon as the GET has answered */
@@ -544,26 +601,31 @@ static void on_write(struct election_core *c, struct election_now now, const str
             c->rel_phase = REL_GET;
         return;
     case ELECTION_NOT_FOUND:
+        /* An update: the object went. A create: its namespace does not
+         * exist (the object itself cannot be missing): that repeats until
+         * someone creates the namespace, so it backs off like any fault. */
         observe_missing(c, t);
         if (renew)
             c->stats.renew_failed++;
+        if (f->kind == ELECTION_REQ_CREATE)
+            failed(c, t);
         return;
     case ELECTION_FAILED:
     case ELECTION_TIMEOUT:
+        failed(c, t);
         if (renew) {
-            /* Retry at the next renew slot (renew_at was set at send time);
-             * the safe deadline does the rest. */
+            /* Retry at the next renew slot (renew_at was set at send time),
+             * or after the backoff (at most a retryPeriod) when that slot
+             * has passed; the safe deadline does the rest. */
             c->stats.renew_failed++;
             return;
         }
         if (c->stopping) {
             c->rel_phase = REL_GET;
-            c->not_before = t + c->cfg.retry_ns / 4;
             return;
         }
         /* The write may or may not have happened: look before trying again. */
         c->need_get = true;
-        c->not_before = t + jitter(c, c->cfg.retry_ns);
         return;
     }
 }
@@ -697,6 +759,14 @@ void election_core_watch_state(struct election_core *c, struct election_now now,
     clock_check(c, now.mono_ns);
     if (c->watch_up && !up)
         c->next_poll = now.mono_ns + jitter(c, c->cfg.retry_ns);
+    if (!c->watch_up && up) {
+        /* A fresh list + watch answered: the server is back. Whatever
+         * failed before is worth one prompt try (after an outage the lock
+         * is taken at once, not after a long backoff). */
+        c->streak = 0;
+        if (c->not_before > now.mono_ns)
+            c->not_before = now.mono_ns;
+    }
     c->watch_up = up;
     decide(c, now);
 }
@@ -780,7 +850,10 @@ int64_t election_core_next_wakeup(const struct election_core *c)
         ACT_AT(c->renew_at);
     } else {
         if (!c->obs.found) {
-            ACT_AT(c->gone_expiry);
+            /* Missing: created at once unless another's lease may still
+             * run (as may_acquire() says). */
+            bool now_ok = c->gone_holder[0] == '\0' || strcmp(c->gone_holder, c->cfg.identity) == 0;
+            ACT_AT(now_ok ? gate : c->gone_expiry);
         } else if (is_self(c, &c->obs.rec) || holder_empty(&c->obs.rec)) {
             ACT_AT(preferred_other(c) && !is_self(c, &c->obs.rec)
                        ? c->obs_time + lease_of(c, &c->obs.rec)

@@ -144,16 +144,6 @@ const char *election_req_verb(enum election_req_kind k)
     return "?";
 }
 
-const char *election_err_class_name(enum election_err_class cls)
-{
-    static const char *const names[ELECTION_ERR_COUNT] = {
-        "ok",           "not_found", "conflict",  "already_exists", "expired", "bad_request",
-        "unauthorized", "forbidden", "invalid",   "throttled",      "server",  "timeout",
-        "transport",    "decode",    "cancelled", "other",
-    };
-    return (unsigned)cls < ELECTION_ERR_COUNT ? names[cls] : "other";
-}
-
 const char *election_kube_res_name(enum election_kube_res res)
 {
     switch (res) {

@@ -64,10 +64,6 @@ enum election_outcome election_lock_outcome(enum election_err_class cls);
 /* The verb a request kind is ("get", "create", "update"), for logs. */
 const char *election_req_verb(enum election_req_kind k);
 
-/* A stable lower-case name of |cls| ("forbidden"), for logs and metric
- * labels. */
-const char *election_err_class_name(enum election_err_class cls);
-
 /* The resource's plural ("leases"). */
 const char *election_kube_res_name(enum election_kube_res res);
 

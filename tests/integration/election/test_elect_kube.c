@@ -7,7 +7,7 @@
 #include "cx_kubesim.h"
 #include "cxtest.h"
 #include "daemon_elect_kube.h"
-#include "election_lock.h"
+#include "election_report.h"
 #include "kube_config.h"
 
 #include <event2/event.h>

@@ -30,7 +30,8 @@ PRODUCT = ["common", "filters", "election", "translator"] + sorted(
 IO_FREE = (glob.glob("common/*.c", root_dir=TOP) + glob.glob("filters/*.c", root_dir=TOP)
            + glob.glob("translator/*.c", root_dir=TOP)
            + ["election/election_core.c", "election/election_record.c",
-              "election/election_config.c", "election/election_guard.c"])
+              "election/election_config.c", "election/election_guard.c",
+              "election/election_report.c"])
 IO_HEADERS = ("/event2/", "/curl/", "/nghttp2/", "/event.h")
 DAEMON_DIRS = ("controlplane/",)
 

@@ -26,6 +26,8 @@ enum h_mode {
     H_TIMEOUT = 2, /* answer TIMEOUT when the action's timeout has passed */
     H_HANG = 3,    /* never answer */
     H_MANUAL = 4,  /* leave the request pending for the test */
+    H_FIXED = 5,   /* answer h->fixed at once to requests of kind h->fixed_req (0: every
+                    * kind); serve the others */
 };
 
 struct h {
@@ -41,8 +43,10 @@ struct h {
     struct election_action req;
     int64_t req_at;
     enum h_mode mode;
-    bool watch;      /* writes we serve are echoed as watch events */
-    int64_t max_gap; /* largest wakeup distance seen */
+    enum election_outcome fixed;      /* H_FIXED */
+    enum election_req_kind fixed_req; /* H_FIXED: 0 = every kind */
+    bool watch;                       /* writes we serve are echoed as watch events */
+    int64_t max_gap;                  /* largest wakeup distance seen */
 };
 
 static inline void h_setup_cfg(struct h *h, const char *identity, int64_t lease, int64_t renew,
@@ -178,6 +182,13 @@ static inline void h_run(struct h *h, int64_t until)
         }
         if (h->pending && h->mode == H_FAIL) {
             h_answer(h, ELECTION_FAILED, NULL);
+            continue;
+        }
+        if (h->pending && h->mode == H_FIXED) {
+            if (h->fixed_req == 0 || h->req.req == h->fixed_req)
+                h_answer(h, h->fixed, NULL);
+            else
+                h_serve(h);
             continue;
         }
         int64_t w = election_core_next_wakeup(h->c);
