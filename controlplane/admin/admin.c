@@ -155,7 +155,12 @@ struct admin_server *admin_new(struct event_base *base, const char *listen, char
         return NULL;
     }
     evhttp_set_allowed_methods(a->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD);
-    evhttp_set_max_body_size(a->http, 1 << 20);
+    /* What one client may make us hold or wait for: request line and
+     * headers, body, and silence while sending a request or reading an
+     * answer (the connection is closed past it). */
+    evhttp_set_max_headers_size(a->http, ADMIN_MAX_HEADERS);
+    evhttp_set_max_body_size(a->http, ADMIN_MAX_BODY);
+    evhttp_set_timeout(a->http, ADMIN_TIMEOUT_S_DEFAULT);
     struct evhttp_bound_socket *bs = evhttp_bind_socket_with_handle(a->http, h, (ev_uint16_t)port);
     if (!bs) {
         snprintf(err, errlen, "cannot listen on %s for the admin server", listen);
@@ -177,6 +182,12 @@ struct admin_server *admin_new(struct event_base *base, const char *listen, char
     evhttp_set_cb(a->http, "/livez", handle_healthz, a);
     evhttp_set_gencb(a->http, handle_generic, a);
     return a;
+}
+
+void admin_set_timeout(struct admin_server *a, int timeout_s)
+{
+    if (timeout_s > 0)
+        evhttp_set_timeout(a->http, timeout_s);
 }
 
 int admin_port(const struct admin_server *a)

@@ -15,6 +15,11 @@
 #include <event2/http.h>
 #include <stddef.h>
 
+/* Limits on what one client can make the admin server hold or wait for. */
+#define ADMIN_MAX_HEADERS       8192      /* request line + headers, bytes */
+#define ADMIN_MAX_BODY          (1 << 20) /* request body, bytes */
+#define ADMIN_TIMEOUT_S_DEFAULT 10        /* silence allowed while sending / reading */
+
 struct admin_server;
 
 /* A check: returns 0 when healthy/ready, else -1 and appends a reason to
@@ -25,6 +30,11 @@ typedef int (*admin_check_fn)(void *arg, struct cx_buf *why);
  * server, or NULL with a message in |err|. */
 struct admin_server *admin_new(struct event_base *base, const char *listen, char *err,
                                size_t errlen);
+
+/* Seconds of silence allowed while a client sends its request or reads
+ * the answer (--admin-timeout); the connection is closed past it. evhttp
+ * times each read, so a client that trickles bytes keeps its connection. */
+void admin_set_timeout(struct admin_server *a, int timeout_s);
 
 /* The port actually bound. */
 int admin_port(const struct admin_server *a);

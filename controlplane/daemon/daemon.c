@@ -498,6 +498,7 @@ static void teardown(struct daemon *d)
     daemon_feed_free(d);
     daemon_worker_free(d->worker);
     xds_server_free(d->xds);
+    daemon_admin_free(d);
     admin_free(d->admin);
     xlate_snapshot_unref(d->snap);
     kube_client_free(d->kc);

@@ -17,6 +17,8 @@
 #include "xlate_render.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,27 +30,169 @@ static int check_ready(void *arg, struct cx_buf *why)
     return daemon_ready(arg, why);
 }
 
+/* ---- /debug/snapshot ------------------------------------------------------
+ * Rendering a large snapshot as JSON takes long (hundreds of ms to seconds
+ * at 10k+ VirtualServices): done on the main loop, every probe, xDS push
+ * and renewal hand-off would wait. The snapshot is immutable and
+ * refcounted, so a thread renders it; the result is kept for that version
+ * (repeated requests cost nothing) and handed to every request that came
+ * meanwhile. A request whose client goes away is dropped from the list. */
+
+#define RENDER_MAX_WAITERS 16
+
+struct snap_render {
+    struct daemon *d;
+    pthread_t th;
+    int running; /* a thread is rendering |snap| */
+    int pipe[2]; /* the thread writes one byte when done */
+    struct event *ev;
+    struct xlate_snapshot *snap; /* being rendered (a reference) */
+    struct cx_buf out;           /* the thread's output */
+    int rc;
+    char version[XDS_VERSION_LEN + 1]; /* of the cached body ("" none) */
+    char *body;
+    size_t len;
+    struct evhttp_request *waiters[RENDER_MAX_WAITERS];
+    size_t nwaiters;
+};
+
+static void *render_thread(void *arg)
+{
+    struct snap_render *r = arg;
+    int rc = cx_buf_puts(&r->out, "{\n  \"version\": ");
+    rc |= cx_json_escape(&r->out, r->snap->version);
+    rc |= cx_buf_puts(&r->out, ",\n  \"snapshot\": ");
+    rc |= xlate_render_groups(r->snap, 1, &r->out);
+    rc |= cx_buf_puts(&r->out, ",\n  \"reports\": ");
+    rc |= xlate_render_reports(r->snap, 1, &r->out);
+    rc |= cx_buf_puts(&r->out, "\n}\n");
+    r->rc = rc;
+    char one = 1;
+    while (write(r->pipe[1], &one, 1) < 0 && errno == EINTR) {
+    }
+    return NULL;
+}
+
+static void waiter_gone(struct evhttp_connection *evcon, void *arg)
+{
+    struct snap_render *r = arg;
+    for (size_t i = 0; i < r->nwaiters; i++) {
+        if (evhttp_request_get_connection(r->waiters[i]) == evcon) {
+            r->waiters[i--] = r->waiters[--r->nwaiters];
+        }
+    }
+}
+
+static void reply_waiters(struct snap_render *r, int ok)
+{
+    while (r->nwaiters > 0) {
+        struct evhttp_request *req = r->waiters[--r->nwaiters];
+        evhttp_connection_set_closecb(evhttp_request_get_connection(req), NULL, NULL);
+        if (ok)
+            admin_reply(req, 200, "application/json", r->body, r->len);
+        else
+            admin_reply(req, 500, "text/plain", "rendering failed\n", 17);
+    }
+}
+
+static void render_done(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    struct snap_render *r = arg;
+    char buf[16];
+    while (read(fd, buf, sizeof(buf)) > 0) {
+    }
+    if (!r->running)
+        return;
+    pthread_join(r->th, NULL);
+    r->running = 0;
+    free(r->body);
+    r->body = NULL;
+    r->version[0] = '\0';
+    int ok = r->rc == 0;
+    if (ok) {
+        r->body = cx_buf_steal(&r->out, &r->len);
+        ok = r->body != NULL;
+        if (ok)
+            snprintf(r->version, sizeof(r->version), "%s", r->snap->version);
+    }
+    cx_buf_free(&r->out);
+    xlate_snapshot_unref(r->snap);
+    r->snap = NULL;
+    reply_waiters(r, ok);
+}
+
 static void handle_snapshot(struct evhttp_request *req, void *arg)
 {
     struct daemon *d = arg;
+    struct snap_render *r = d->render;
     if (!d->snap) {
         admin_reply(req, 503, "application/json", "{\"error\":\"no snapshot yet\"}\n", 28);
         return;
     }
-    struct cx_buf b;
-    cx_buf_init(&b, (size_t)1 << 30);
-    int rc = cx_buf_puts(&b, "{\n  \"version\": ");
-    rc |= cx_json_escape(&b, d->snap->version);
-    rc |= cx_buf_puts(&b, ",\n  \"snapshot\": ");
-    rc |= xlate_render_groups(d->snap, 1, &b);
-    rc |= cx_buf_puts(&b, ",\n  \"reports\": ");
-    rc |= xlate_render_reports(d->snap, 1, &b);
-    rc |= cx_buf_puts(&b, "\n}\n");
-    if (rc != 0)
-        admin_reply(req, 500, "text/plain", "rendering failed\n", 17);
-    else
-        admin_reply(req, 200, "application/json", b.data, b.len);
-    cx_buf_free(&b);
+    if (r->body && strcmp(r->version, d->snap->version) == 0) {
+        admin_reply(req, 200, "application/json", r->body, r->len);
+        return;
+    }
+    if (r->nwaiters == RENDER_MAX_WAITERS) {
+        admin_reply(req, 503, "text/plain", "busy rendering the snapshot: retry\n", 35);
+        return;
+    }
+    if (!r->running) {
+        r->snap = xlate_snapshot_ref(d->snap);
+        cx_buf_init(&r->out, (size_t)1 << 30);
+        if (pthread_create(&r->th, NULL, render_thread, r) != 0) {
+            xlate_snapshot_unref(r->snap);
+            r->snap = NULL;
+            admin_reply(req, 503, "text/plain", "cannot start rendering: retry\n", 30);
+            return;
+        }
+        r->running = 1;
+    }
+    /* (a rendering of an older version still in progress answers this
+     * request with that version: a moment old, never a stall) */
+    r->waiters[r->nwaiters++] = req;
+    evhttp_connection_set_closecb(evhttp_request_get_connection(req), waiter_gone, r);
+}
+
+static int render_setup(struct daemon *d)
+{
+    struct snap_render *r = calloc(1, sizeof(*r));
+    if (!r)
+        return -1;
+    r->d = d;
+    r->pipe[0] = r->pipe[1] = -1;
+    d->render = r;
+    if (pipe2(r->pipe, O_NONBLOCK | O_CLOEXEC) != 0)
+        return -1;
+    r->ev = event_new(d->base, r->pipe[0], EV_READ | EV_PERSIST, render_done, r);
+    if (!r->ev || event_add(r->ev, NULL) != 0)
+        return -1;
+    return 0;
+}
+
+void daemon_admin_free(struct daemon *d)
+{
+    struct snap_render *r = d->render;
+    if (!r)
+        return;
+    if (r->running) {
+        pthread_join(r->th, NULL);
+        cx_buf_free(&r->out);
+        xlate_snapshot_unref(r->snap);
+    }
+    /* waiters: their connections go with the admin server */
+    for (size_t i = 0; i < r->nwaiters; i++)
+        evhttp_connection_set_closecb(evhttp_request_get_connection(r->waiters[i]), NULL, NULL);
+    if (r->ev)
+        event_free(r->ev);
+    if (r->pipe[0] >= 0)
+        close(r->pipe[0]);
+    if (r->pipe[1] >= 0)
+        close(r->pipe[1]);
+    free(r->body);
+    free(r);
+    d->render = NULL;
 }
 
 static void handle_leader(struct evhttp_request *req, void *arg)
@@ -188,6 +332,11 @@ int daemon_admin_setup(struct daemon *d, char *err, size_t errlen)
         return -1;
     }
     admin_register_process_metrics();
+    admin_set_timeout(d->admin, (int)(d->cfg->admin_timeout_ns / 1000000000));
+    if (render_setup(d) != 0) {
+        snprintf(err, errlen, "cannot set up /debug/snapshot rendering");
+        return -1;
+    }
     d->m.gw_version = cx_gauge("coxswain_snapshot_version_info",
                                "Version of the snapshot this replica serves to each Gateway's "
                                "proxies (value 1).",

@@ -56,6 +56,10 @@ int daemon_config_init(struct daemon_config *c)
       .def = "0.0.0.0:18080", .env = "COXSWAIN_ADMIN_LISTEN",
       .help = "address of the admin HTTP server: /metrics, /healthz, /readyz, /debug/*, "
               "/v3/discovery:*; port 0 picks a free port");
+    F(.name = "admin-timeout", .type = CX_FLAG_DURATION, .target = &c->admin_timeout_ns,
+      .def = "10s", .min = 1, .max = 600,
+      .help = "time an admin client has to send its request and to read the answer; the "
+              "connection is closed past it (slow clients cannot hold connections)");
     F(.name = "default-gateway", .type = CX_FLAG_STRING, .target = &c->default_gateway,
       .env = "COXSWAIN_DEFAULT_GATEWAY",
       .help = "Gateway (namespace/name) serving proxies whose node names none "

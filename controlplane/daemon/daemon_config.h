@@ -33,6 +33,7 @@ struct daemon_config {
     int64_t xds_idle_conn_ns;
     double xds_nack_rate;
     char *admin_listen;
+    int64_t admin_timeout_ns;
     char *default_gateway;
     int64_t debounce_ns;
     double status_qps;

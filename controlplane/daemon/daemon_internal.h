@@ -106,6 +106,7 @@ struct daemon {
         struct cx_series *s;
     } * gw_series;
     size_t ngw_series;
+    struct snap_render *render; /* /debug/snapshot, rendered off the main loop */
 };
 
 /* daemon_feed.c */
@@ -123,6 +124,8 @@ void daemon_on_snapshots_synced(struct daemon *d);
 /* daemon_admin.c */
 int daemon_admin_setup(struct daemon *d, char *err, size_t errlen);
 void daemon_admin_note_snapshot(struct daemon *d);
+/* Waits for a /debug/snapshot rendering in progress and frees its state. */
+void daemon_admin_free(struct daemon *d);
 
 /* daemon.c */
 int daemon_ready(const struct daemon *d, struct cx_buf *why);

@@ -9,6 +9,8 @@
 #include "xlate_snapshot.h"
 
 #include <event2/buffer.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const rest_paths[XDS_TYPE_COUNT] = {
@@ -37,6 +39,23 @@ static const char *group_of(const cJSON *node, const char *dflt)
     return dflt ? dflt : "";
 }
 
+/* Index of |name| in the sorted |set|, or set->n. */
+static size_t set_find(const struct xds_resource_set *set, const char *name)
+{
+    size_t lo = 0, hi = set->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(set->items[mid]->name, name);
+        if (c == 0)
+            return mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return set->n;
+}
+
 static int fail(struct cx_buf *out, int code, const char *msg)
 {
     if (cx_buf_puts(out, msg) != 0)
@@ -49,6 +68,7 @@ int xds_rest_discovery(const struct xds_cache *cache, const char *default_group,
 {
     int code = 200;
     cJSON *req = NULL;
+    uint8_t *wanted = NULL; /* per resource of the set: asked for */
     if (len > XDS_REST_MAX_BODY)
         return fail(out, 400, "request body too large\n");
     req = cx_json_parse(body ? body : "", len);
@@ -73,6 +93,11 @@ int xds_rest_discovery(const struct xds_cache *cache, const char *default_group,
         goto out;
     }
     const cJSON *it;
+    int nnames = cJSON_GetArraySize(names);
+    if (nnames > XDS_ADS_MAX_NAMES) {
+        code = fail(out, 400, "too many resource_names\n");
+        goto out;
+    }
     cJSON_ArrayForEach(it, names)
     {
         if (!cJSON_IsString(it)) {
@@ -97,6 +122,21 @@ int xds_rest_discovery(const struct xds_cache *cache, const char *default_group,
         code = 304;
         goto out;
     }
+    /* The wanted resources, each name looked up in the sorted set: a
+     * request costs its names times log(resources), never the product. */
+    if (nnames > 0 && set->n > 0) {
+        wanted = calloc(set->n, 1);
+        if (!wanted) {
+            code = fail(out, 500, "out of memory\n");
+            goto out;
+        }
+        cJSON_ArrayForEach(it, names)
+        {
+            size_t i = set_find(set, it->valuestring);
+            if (i < set->n)
+                wanted[i] = 1;
+        }
+    }
     const char *url = xlate_type_url(type);
     int rc = cx_buf_puts(out, "{\"version_info\":");
     rc |= cx_json_escape(out, set->version);
@@ -104,12 +144,8 @@ int xds_rest_discovery(const struct xds_cache *cache, const char *default_group,
     int first = 1;
     for (size_t i = 0; i < set->n && rc == 0; i++) {
         const struct xds_resource *r = set->items[i];
-        if (cJSON_GetArraySize(names) > 0) {
-            int wanted = 0;
-            cJSON_ArrayForEach(it, names) wanted |= strcmp(it->valuestring, r->name) == 0;
-            if (!wanted)
-                continue;
-        }
+        if (nnames > 0 && (!wanted || !wanted[i]))
+            continue;
         if (!first)
             rc |= cx_buf_puts(out, ",");
         first = 0;
@@ -128,6 +164,7 @@ int xds_rest_discovery(const struct xds_cache *cache, const char *default_group,
         code = fail(out, 500, "response too large\n");
     }
 out:
+    free(wanted);
     cJSON_Delete(req);
     return code;
 }

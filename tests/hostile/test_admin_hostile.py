@@ -1,0 +1,209 @@
+"""Hostile clients of the admin HTTP server (tests/hostile/hostilelib.py):
+oversized headers and bodies, slow senders, idle connection floods, huge
+REST discovery requests, deep JSON, /debug/snapshot in a crowd. After
+each: the replica is alive, under its RSS bound, and a legitimate proxy is
+served (over ADS) while /healthz answers.
+"""
+import http.client
+import json
+import os
+import socket
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hostilelib as H  # noqa: E402
+from hostilelib import check, check_eq  # noqa: E402
+
+t = H.Tap()
+w = None
+TIMEOUT_S = 2  # --admin-timeout in this world
+
+
+def raw(data, read=True, timeout=5):
+    """Sends |data| on a new admin connection; returns what came back."""
+    s = socket.create_connection(("127.0.0.1", w.replica.admin), timeout=timeout)
+    try:
+        try:
+            s.sendall(data)
+        except OSError:
+            pass  # refused while we were still writing
+        out = b""
+        while read:
+            try:
+                b = s.recv(65536)
+            except OSError:
+                break
+            if not b:
+                break
+            out += b
+        return out
+    finally:
+        s.close()
+
+
+def status_of(resp):
+    try:
+        return int(resp.split(b" ", 2)[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def rest(body, what="clusters"):
+    c = http.client.HTTPConnection("127.0.0.1", w.replica.admin, timeout=10)
+    try:
+        c.request("POST", "/v3/discovery:" + what, body=body)
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+def case_huge_headers():
+    """A 100 KB header: refused (the cap is 8 KB), nothing kept."""
+    with w.attack("admin-huge-headers", rss_mb=80):
+        resp = raw(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 100000 + b"\r\n\r\n")
+        check(status_of(resp) in (None, 400, 413, 431), "answer: %r" % resp[:80])
+        resp = raw(b"GET /metrics HTTP/1.1\r\nHost: x\r\n" + b"X-h: v\r\n" * 5000 + b"\r\n")
+        check(status_of(resp) in (None, 400, 413, 431), "many headers: %r" % resp[:80])
+
+
+def case_huge_body():
+    """A 20 MB body to REST discovery: refused at 1 MiB."""
+    with w.attack("admin-huge-body", rss_mb=80):
+        head = (b"POST /v3/discovery:clusters HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+                % (20 << 20))
+        resp = raw(head + b"{" * (2 << 20))
+        check(status_of(resp) in (None, 400, 413), "answer: %r" % resp[:80])
+
+
+def case_slowloris():
+    """200 connections that send half a request line and headers, then
+    nothing: each is closed after --admin-timeout of silence.
+    (A client that trickles one byte per timeout keeps its connection:
+    evhttp's timeout is per read; see docs/security.md.)"""
+    socks = []
+    with w.attack("admin-slowloris", rss_mb=80):
+        try:
+            for _ in range(200):
+                s = socket.create_connection(("127.0.0.1", w.replica.admin), timeout=5)
+                s.sendall(b"GET /metrics HTTP/1.1\r\nX-a: aaaa")
+                socks.append(s)
+            st, _ = w.replica.http("/healthz")
+            check_eq(st, 200, "healthz meanwhile")
+            time.sleep(TIMEOUT_S + 1.5)
+            closed = 0
+            for s in socks:
+                s.settimeout(0.05)
+                try:
+                    if s.recv(1024) == b"":
+                        closed += 1
+                except socket.timeout:
+                    pass
+                except OSError:
+                    closed += 1
+            check_eq(closed, 200, "silent connections closed after %d s" % TIMEOUT_S)
+        finally:
+            for s in socks:
+                s.close()
+
+
+def case_idle_connection_flood():
+    """500 connections that never send anything: closed after the timeout,
+    /healthz answered meanwhile."""
+    socks = []
+    with w.attack("admin-idle-flood", rss_mb=80):
+        try:
+            for _ in range(500):
+                socks.append(socket.create_connection(("127.0.0.1", w.replica.admin), timeout=5))
+            st, _ = w.replica.http("/healthz")
+            check_eq(st, 200, "healthz during the flood")
+            time.sleep(TIMEOUT_S + 1.5)
+            alive = 0
+            for s in socks:
+                s.settimeout(0.01)
+                try:
+                    if s.recv(1) != b"":
+                        alive += 1
+                except socket.timeout:
+                    alive += 1
+                except OSError:
+                    pass
+            check_eq(alive, 0, "idle connections left open")
+        finally:
+            for s in socks:
+                s.close()
+
+
+def case_rest_many_names():
+    """REST discovery with 100,000 names: answered at once (each name looked
+    up in the sorted set), and 100,001 names is a 400."""
+    names = ["n%d" % i for i in range(99999)]
+    with w.attack("admin-rest-many-names", rss_mb=120):
+        body = json.dumps({"node": {"id": "x", "metadata": {"coxswain.dev/gateway": H.LEGIT_GW}},
+                           "resource_names": names + [H.LEGIT_LISTENER]})
+        t0 = time.monotonic()
+        st, out = rest(body, "listeners")
+        dt = time.monotonic() - t0
+        check_eq(st, 200, repr(out[:200]))
+        got = [r["name"] for r in json.loads(out)["resources"]]
+        check_eq(got, [H.LEGIT_LISTENER])
+        check(dt < 2 * H.slowdown(), "answered in %.2f s" % dt)
+        st, out = rest(json.dumps({"resource_names": names + ["a", "b"]}))
+        check_eq(st, 400, repr(out[:200]))
+        check(b"too many" in out, repr(out[:200]))
+
+
+def case_rest_deep_json():
+    """JSON nested 100,000 levels deep: a 400, no deep recursion."""
+    with w.attack("admin-rest-deep-json", rss_mb=80):
+        st, out = rest(b'{"node":' + b"[" * 100000 + b"]" * 100000 + b"}")
+        check_eq(st, 400, repr(out[:200]))
+
+
+def case_snapshot_crowd():
+    """50 clients ask for /debug/snapshot at once: all answered with the
+    same document; /healthz answers meanwhile."""
+    results = []
+
+    def one():
+        try:
+            results.append(w.replica.http("/debug/snapshot"))
+        except OSError as e:
+            results.append((None, str(e)))
+
+    with w.attack("admin-snapshot-crowd", rss_mb=100):
+        ths = [threading.Thread(target=one) for _ in range(50)]
+        for th in ths:
+            th.start()
+        st, _ = w.replica.http("/healthz")
+        for th in ths:
+            th.join()
+        check_eq(st, 200)
+        codes = sorted(set(r[0] for r in results))
+        check(set(codes) <= {200, 503}, "codes %r" % codes)
+        bodies = set(r[1] for r in results if r[0] == 200)
+        check_eq(len(bodies), 1, "one document")
+        doc = json.loads(bodies.pop())
+        check(H.LEGIT_GW in json.dumps(doc["snapshot"]), "the legitimate Gateway in it")
+
+
+def setup():
+    global w
+    w = H.World(extra=["--admin-timeout", "%ds" % TIMEOUT_S])
+
+
+t.case("setup", setup)
+for name, fn in (("100 KB header and 5,000 headers", case_huge_headers),
+                 ("20 MB body", case_huge_body),
+                 ("slowloris: 200 half-sent requests", case_slowloris),
+                 ("500 idle connections", case_idle_connection_flood),
+                 ("REST discovery with 100,000 names", case_rest_many_names),
+                 ("REST discovery with deep JSON", case_rest_deep_json),
+                 ("/debug/snapshot crowd", case_snapshot_crowd)):
+    if w is not None:
+        t.case(name, fn)
+if w is not None:
+    w.close()
+t.done()
