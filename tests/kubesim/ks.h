@@ -99,6 +99,12 @@ enum ks_kind_id {
     KS_K_CLUSTERROLE,
     KS_K_ROLEBINDING,
     KS_K_CLUSTERROLEBINDING,
+    KS_K_TOKENREVIEW,
+    KS_K_SELFSUBJECTREVIEW,
+    KS_K_SUBJECTACCESSREVIEW,
+    KS_K_SELFSUBJECTACCESSREVIEW,
+    KS_K_LOCALSUBJECTACCESSREVIEW,
+    KS_K_SELFSUBJECTRULESREVIEW,
 };
 
 /* One stored object: an entry of the hash map and of the skip list. */
@@ -161,6 +167,7 @@ struct ks_rtype {
     bool create_on_update;  /* PUT on a missing object creates it */
     bool strategic_ok;      /* strategic merge patch accepted */
     bool served;            /* false once its CRD is deleted */
+    bool review;            /* create-only, never stored (TokenReview, ...) */
     char *crd_name;         /* CRD object name for custom resources */
     cJSON *printer_columns; /* additionalPrinterColumns (CRs), owned */
 
@@ -192,7 +199,8 @@ struct ks_config {
     const char *tokens_file;
     const char *anonymous_user;
     bool allow_all;
-    bool no_openapi; /* 404 for /openapi/v3 too */
+    bool no_openapi;           /* 404 for /openapi/v3 too */
+    const char *api_audiences; /* comma list; NULL: the default issuer */
     bool tls;
     size_t event_window;
     int64_t bookmark_interval_ms;

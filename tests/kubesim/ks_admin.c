@@ -16,6 +16,7 @@
 #include "cx_time.h"
 #include "ks_api.h"
 #include "ks_fault.h"
+#include "ks_auth.h"
 #include "ks_tls.h"
 
 struct counter {

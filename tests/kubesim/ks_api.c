@@ -105,6 +105,10 @@ void ks_api_dispatch(struct ks_req *r)
     }
     if (ks_form_negotiate(r) != 0)
         return;
+    if (r->rt->review) {
+        ks_review_dispatch(r);
+        return;
+    }
     switch (r->verb) {
     case KS_V_GET:
         ks_api_get(r);

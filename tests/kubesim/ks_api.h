@@ -71,6 +71,13 @@ void ks_set_item(cJSON *o, const char *k, cJSON *v); /* |v| taken; NULL removes 
 void ks_new_uid(char out[40]);
 void ks_commit_failed(struct ks_req *r); /* 500: out of memory */
 
+/* Parses the request body (JSON, YAML or protobuf) as an object of |rt|'s
+ * kind. Replies (400/415) and returns NULL on error. Caller frees. */
+cJSON *ks_parse_body(struct ks_req *r, const struct ks_rtype *rt);
+
+/* The review APIs (ks_review.c): create-only, nothing stored. */
+void ks_review_dispatch(struct ks_req *r);
+
 /* The verbs (ks_api_dispatch routes to them). */
 void ks_api_get(struct ks_req *r);
 void ks_api_list(struct ks_req *r);

@@ -23,10 +23,14 @@ static int add_rtype_json(struct cx_buf *b, const struct ks_rtype *rt, bool firs
     cx_sha256_hex(seed, strlen(seed), hash, 11);
     int rc = cx_buf_printf(b,
                            "%s{\"name\":\"%s\",\"singularName\":\"%s\",\"namespaced\":%s,\"kind\":"
-                           "\"%s\",\"verbs\":[\"create\",\"delete\",\"deletecollection\",\"get\","
-                           "\"list\",\"patch\",\"update\",\"watch\"]",
+                           "\"%s\",\"verbs\":%s",
                            first ? "" : ",", rt->plural, rt->singular,
-                           rt->namespaced ? "true" : "false", rt->kind);
+                           rt->namespaced ? "true" : "false", rt->kind,
+                           rt->review ? "[\"create\"]"
+                                      : "[\"create\",\"delete\",\"deletecollection\",\"get\","
+                                        "\"list\",\"patch\",\"update\",\"watch\"]");
+    if (rt->review)
+        return rc | cx_buf_puts(b, "}");
     int ns = 0;
     for (int i = 0; i < 4; i++)
         if (rt->short_names[i])

@@ -22,6 +22,7 @@
 #include "cx_log.h"
 #include "cx_time.h"
 #include "ks_admin.h"
+#include "ks_auth.h"
 #include "ks_fault.h"
 #include "ks_selector.h"
 
@@ -629,7 +630,7 @@ void ks_http_handle(struct evhttp_request *req, void *arg)
     }
 
     /* Authentication first: a bad token is 401 whatever the path. */
-    if (ks_admin_identify(s, r) != 0)
+    if (ks_admin_identify(s, r) != 0 || ks_auth_impersonate(s, r) != 0)
         goto done;
 
     char *copy = strdup(r->path);

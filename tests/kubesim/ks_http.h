@@ -40,6 +40,7 @@ struct ks_req {
     struct ks_qparam *qp; /* decoded query parameters */
     size_t nq;
     char user[KS_USER_MAX];
+    char uid[128]; /* the authenticated user's uid ("" when none) */
     char **groups;
     size_t ngroups;
     enum ks_verb verb;

@@ -23,6 +23,7 @@
 #include "ks_api.h"
 #include "ks_http.h"
 #include "ks_state.h"
+#include "ks_auth.h"
 #include "ks_tls.h"
 
 static void usage(FILE *f)
@@ -33,7 +34,10 @@ static void usage(FILE *f)
                "  --kubeconfig FILE         write a kubeconfig for this server there\n"
                "  --kubeconfig-token TOKEN  bearer token to put in that kubeconfig\n"
                "  --allow-all               authorize every request (no RBAC)\n"
-               "  --tokens FILE             bearer tokens: lines 'token,user[,uid[,group...]]'\n"
+               "  --tokens FILE             bearer tokens: lines 'token,user[,uid[,group...]]',\n"
+               "                            optional columns aud=a,b and exp=TIME\n"
+               "  --api-audiences LIST      audiences a bearer token must be valid for\n"
+               "                            (https://kubernetes.default.svc.cluster.local)\n"
                "  --anonymous-user NAME     user of requests without a token (--allow-all);\n"
                "                            default: the User-Agent, else system:anonymous\n"
                "  --tls                     serve HTTPS with a generated test CA\n"
@@ -125,30 +129,70 @@ static void seed_namespaces(struct ks_server *s)
     }
 }
 
-/* The bootstrap policy every cluster has: cluster-admin for system:masters. */
+/* The bootstrap policy of kube-apiserver (plugin/pkg/auth/authorizer/rbac/
+ * bootstrappolicy/policy.go) that matters here: cluster-admin for
+ * system:masters, discovery and health for everyone, access reviews of
+ * oneself for authenticated users, and the token and access review rights
+ * of system:auth-delegator (bound by whoever delegates). */
+static const struct {
+    const char *plural, *name, *body;
+} bootstrap[] = {
+    {"clusterroles", "cluster-admin",
+     "\"rules\":[{\"apiGroups\":[\"*\"],\"resources\":[\"*\"],\"verbs\":[\"*\"]},"
+     "{\"nonResourceURLs\":[\"*\"],\"verbs\":[\"*\"]}]"},
+    {"clusterroles", "system:discovery",
+     "\"rules\":[{\"nonResourceURLs\":[\"/api\",\"/api/*\",\"/apis\",\"/apis/*\",\"/healthz\","
+     "\"/livez\",\"/openapi\",\"/openapi/*\",\"/readyz\",\"/version\",\"/version/\"],"
+     "\"verbs\":[\"get\"]}]"},
+    {"clusterroles", "system:public-info-viewer",
+     "\"rules\":[{\"nonResourceURLs\":[\"/healthz\",\"/livez\",\"/readyz\",\"/version\","
+     "\"/version/\"],\"verbs\":[\"get\"]}]"},
+    {"clusterroles", "system:basic-user",
+     "\"rules\":[{\"apiGroups\":[\"authorization.k8s.io\"],\"resources\":["
+     "\"selfsubjectaccessreviews\",\"selfsubjectrulesreviews\"],\"verbs\":[\"create\"]},"
+     "{\"apiGroups\":[\"authentication.k8s.io\"],\"resources\":[\"selfsubjectreviews\"],"
+     "\"verbs\":[\"create\"]}]"},
+    {"clusterroles", "system:auth-delegator",
+     "\"rules\":[{\"apiGroups\":[\"authentication.k8s.io\"],\"resources\":[\"tokenreviews\"],"
+     "\"verbs\":[\"create\"]},{\"apiGroups\":[\"authorization.k8s.io\"],\"resources\":["
+     "\"subjectaccessreviews\"],\"verbs\":[\"create\"]}]"},
+    {"clusterrolebindings", "cluster-admin",
+     "\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"ClusterRole\","
+     "\"name\":\"cluster-admin\"},\"subjects\":[{\"apiGroup\":\"rbac.authorization.k8s.io\","
+     "\"kind\":\"Group\",\"name\":\"system:masters\"}]"},
+    {"clusterrolebindings", "system:discovery",
+     "\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"ClusterRole\","
+     "\"name\":\"system:discovery\"},\"subjects\":[{\"apiGroup\":\"rbac.authorization.k8s.io\","
+     "\"kind\":\"Group\",\"name\":\"system:authenticated\"}]"},
+    {"clusterrolebindings", "system:public-info-viewer",
+     "\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"ClusterRole\","
+     "\"name\":\"system:public-info-viewer\"},\"subjects\":[{\"apiGroup\":"
+     "\"rbac.authorization.k8s.io\",\"kind\":\"Group\",\"name\":\"system:authenticated\"},"
+     "{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"Group\",\"name\":"
+     "\"system:unauthenticated\"}]"},
+    {"clusterrolebindings", "system:basic-user",
+     "\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"ClusterRole\","
+     "\"name\":\"system:basic-user\"},\"subjects\":[{\"apiGroup\":\"rbac.authorization.k8s.io\","
+     "\"kind\":\"Group\",\"name\":\"system:authenticated\"}]"},
+};
+
 static void seed_rbac(struct ks_server *s)
 {
-    struct ks_rtype *cr = ks_rtype_find(s, "rbac.authorization.k8s.io", "v1", "clusterroles");
-    if (cr && !ks_store_get(cr, "cluster-admin")) {
-        cJSON *o = cJSON_Parse(
-            "{\"metadata\":{\"name\":\"cluster-admin\",\"labels\":{\"kubernetes.io/"
-            "bootstrapping\":\"rbac-defaults\"}},"
-            "\"rules\":[{\"apiGroups\":[\"*\"],\"resources\":[\"*\"],\"verbs\":[\"*\"]}]}");
-        if (!o || ks_api_seed(s, "rbac.authorization.k8s.io", "clusterroles", o) != 0)
-            cx_warn(KS_LOG, "could not create the cluster-admin ClusterRole");
-        cJSON_Delete(o);
-    }
-    struct ks_rtype *crb =
-        ks_rtype_find(s, "rbac.authorization.k8s.io", "v1", "clusterrolebindings");
-    if (crb && !ks_store_get(crb, "cluster-admin")) {
-        cJSON *o = cJSON_Parse("{\"metadata\":{\"name\":\"cluster-admin\",\"labels\":{\"kubernetes."
-                               "io/bootstrapping\":\"rbac-defaults\"}},"
-                               "\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":"
-                               "\"ClusterRole\",\"name\":\"cluster-admin\"},"
-                               "\"subjects\":[{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":"
-                               "\"Group\",\"name\":\"system:masters\"}]}");
-        if (!o || ks_api_seed(s, "rbac.authorization.k8s.io", "clusterrolebindings", o) != 0)
-            cx_warn(KS_LOG, "could not create the cluster-admin ClusterRoleBinding");
+    for (size_t i = 0; i < sizeof(bootstrap) / sizeof(bootstrap[0]); i++) {
+        struct ks_rtype *rt =
+            ks_rtype_find(s, "rbac.authorization.k8s.io", "v1", bootstrap[i].plural);
+        if (!rt || ks_store_get(rt, bootstrap[i].name))
+            continue;
+        char doc[2048];
+        snprintf(doc, sizeof(doc),
+                 "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"kubernetes.io/bootstrapping\":"
+                 "\"rbac-defaults\"},\"annotations\":{\"rbac.authorization.kubernetes.io/"
+                 "autoupdate\":\"true\"}},%s}",
+                 bootstrap[i].name, bootstrap[i].body);
+        cJSON *o = cJSON_Parse(doc);
+        if (!o || ks_api_seed(s, "rbac.authorization.k8s.io", bootstrap[i].plural, o) != 0)
+            cx_warn(KS_LOG, "could not create the bootstrap %s %s", bootstrap[i].plural,
+                    bootstrap[i].name);
         cJSON_Delete(o);
     }
 }
@@ -210,6 +254,7 @@ int main(int argc, char **argv)
         O_LOGLEVEL,
         O_HELP,
         O_NOOPENAPI,
+        O_APIAUDS,
     };
     static const struct option opts[] = {
         {"listen", required_argument, NULL, O_LISTEN},
@@ -230,6 +275,7 @@ int main(int argc, char **argv)
         {"log-level", required_argument, NULL, O_LOGLEVEL},
         {"help", no_argument, NULL, O_HELP},
         {"no-openapi", no_argument, NULL, O_NOOPENAPI},
+        {"api-audiences", required_argument, NULL, O_APIAUDS},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -314,6 +360,9 @@ int main(int argc, char **argv)
             return 0;
         case O_NOOPENAPI:
             s->cfg.no_openapi = true;
+            break;
+        case O_APIAUDS:
+            s->cfg.api_audiences = optarg;
             break;
         default:
             usage(stderr);

@@ -96,6 +96,22 @@ MSG(delete_opts_m, {1, "gracePeriodSeconds", PT_INT, false, NULL},
     {2, "preconditions", PT_MSG, false, &preconditions_m},
     {3, "orphanDependents", PT_BOOL, false, NULL}, {4, "propagationPolicy", PT_STRING, false, NULL},
     {5, "dryRun", PT_STRING, true, NULL});
+/* authorization.k8s.io/v1 and authentication.k8s.io/v1 review requests
+ * (kubectl auth can-i and whoami send them as protobuf). */
+MSG(res_attrs, {1, "namespace", PT_STRING, false, NULL}, {2, "verb", PT_STRING, false, NULL},
+    {3, "group", PT_STRING, false, NULL}, {4, "version", PT_STRING, false, NULL},
+    {5, "resource", PT_STRING, false, NULL}, {6, "subresource", PT_STRING, false, NULL},
+    {7, "name", PT_STRING, false, NULL});
+MSG(nonres_attrs, {1, "path", PT_STRING, false, NULL}, {2, "verb", PT_STRING, false, NULL});
+MSG(sar_spec, {1, "resourceAttributes", PT_MSG, false, &res_attrs},
+    {2, "nonResourceAttributes", PT_MSG, false, &nonres_attrs}, {3, "user", PT_STRING, false, NULL},
+    {4, "groups", PT_STRING, true, NULL}, {6, "uid", PT_STRING, false, NULL});
+MSG(sar_m, {1, "metadata", PT_MSG, false, &object_meta}, {2, "spec", PT_MSG, false, &sar_spec});
+MSG(ssrr_spec, {1, "namespace", PT_STRING, false, NULL});
+MSG(ssrr_m, {1, "metadata", PT_MSG, false, &object_meta}, {2, "spec", PT_MSG, false, &ssrr_spec});
+MSG(tr_spec, {1, "token", PT_STRING, false, NULL}, {2, "audiences", PT_STRING, true, NULL});
+MSG(tr_m, {1, "metadata", PT_MSG, false, &object_meta}, {2, "spec", PT_MSG, false, &tr_spec});
+MSG(ssr_m, {1, "metadata", PT_MSG, false, &object_meta});
 MSG(type_meta, {1, "apiVersion", PT_STRING, false, NULL}, {2, "kind", PT_STRING, false, NULL});
 MSG(unknown_m, {1, "typeMeta", PT_MSG, false, &type_meta}, {2, "raw", PT_BYTES, false, NULL},
     {3, "contentEncoding", PT_STRING, false, NULL}, {4, "contentType", PT_STRING, false, NULL});
@@ -104,11 +120,21 @@ static const struct {
     const char *kind;
     const struct pmsg *m;
 } kinds[] = {
-    {"Namespace", &namespace_m}, {"ConfigMap", &configmap_m},
-    {"Secret", &secret_m},       {"ServiceAccount", &sa_m},
-    {"Role", &role_m},           {"ClusterRole", &role_m},
-    {"RoleBinding", &binding_m}, {"ClusterRoleBinding", &binding_m},
+    {"Namespace", &namespace_m},
+    {"ConfigMap", &configmap_m},
+    {"Secret", &secret_m},
+    {"ServiceAccount", &sa_m},
+    {"Role", &role_m},
+    {"ClusterRole", &role_m},
+    {"RoleBinding", &binding_m},
+    {"ClusterRoleBinding", &binding_m},
     {"DeleteOptions", &delete_opts_m},
+    {"SubjectAccessReview", &sar_m},
+    {"SelfSubjectAccessReview", &sar_m},
+    {"LocalSubjectAccessReview", &sar_m},
+    {"SelfSubjectRulesReview", &ssrr_m},
+    {"TokenReview", &tr_m},
+    {"SelfSubjectReview", &ssr_m},
 };
 
 struct rd {

@@ -530,6 +530,31 @@ void ks_rtypes_builtin(struct ks_server *s)
             KS_K_ROLEBINDING, NULL);
     builtin(s, "rbac.authorization.k8s.io", "clusterrolebindings", "clusterrolebinding",
             "ClusterRoleBinding", false, KS_K_CLUSTERROLEBINDING, NULL);
+    /* The review APIs: create-only questions, nothing stored. */
+    static const struct {
+        const char *group, *plural, *singular, *kind;
+        bool namespaced;
+        enum ks_kind_id id;
+    } reviews[] = {
+        {"authentication.k8s.io", "tokenreviews", "tokenreview", "TokenReview", false,
+         KS_K_TOKENREVIEW},
+        {"authentication.k8s.io", "selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview",
+         false, KS_K_SELFSUBJECTREVIEW},
+        {"authorization.k8s.io", "subjectaccessreviews", "subjectaccessreview",
+         "SubjectAccessReview", false, KS_K_SUBJECTACCESSREVIEW},
+        {"authorization.k8s.io", "selfsubjectaccessreviews", "selfsubjectaccessreview",
+         "SelfSubjectAccessReview", false, KS_K_SELFSUBJECTACCESSREVIEW},
+        {"authorization.k8s.io", "localsubjectaccessreviews", "localsubjectaccessreview",
+         "LocalSubjectAccessReview", true, KS_K_LOCALSUBJECTACCESSREVIEW},
+        {"authorization.k8s.io", "selfsubjectrulesreviews", "selfsubjectrulesreview",
+         "SelfSubjectRulesReview", false, KS_K_SELFSUBJECTRULESREVIEW},
+    };
+    for (size_t i = 0; i < sizeof(reviews) / sizeof(reviews[0]); i++) {
+        rt = builtin(s, reviews[i].group, reviews[i].plural, reviews[i].singular, reviews[i].kind,
+                     reviews[i].namespaced, reviews[i].id, NULL);
+        if (rt)
+            rt->review = true;
+    }
 }
 
 char *ks_key(const struct ks_rtype *rt, const char *ns, const char *name)

@@ -31,7 +31,7 @@ static void decode_error(struct ks_req *r, const struct ks_rtype *rt, const char
 
 /* Parses the body as an object of |rt|'s kind. Replies and returns NULL on
  * error. */
-static cJSON *parse_body(struct ks_req *r, const struct ks_rtype *rt)
+cJSON *ks_parse_body(struct ks_req *r, const struct ks_rtype *rt)
 {
     const char *ct = evhttp_find_header(evhttp_request_get_input_headers(r->req), "Content-Type");
     cJSON *obj;
@@ -285,7 +285,7 @@ static void do_create(struct ks_req *r, struct ks_rtype *rt, cJSON *obj)
 void ks_api_create(struct ks_req *r)
 {
     struct ks_rtype *rt = r->rt;
-    cJSON *obj = parse_body(r, rt);
+    cJSON *obj = ks_parse_body(r, rt);
     if (!obj)
         return;
     if (check_namespace(r, obj) != 0) {
@@ -451,7 +451,7 @@ static int check_update_rv(struct ks_req *r, const struct ks_rtype *rt, const st
 void ks_api_update(struct ks_req *r)
 {
     struct ks_rtype *rt = r->rt;
-    cJSON *obj = parse_body(r, rt);
+    cJSON *obj = ks_parse_body(r, rt);
     if (!obj)
         return;
     const char *name = ks_md_str(obj, "name");

@@ -68,10 +68,21 @@ class KubeSim:
 
     # -- lifecycle ---------------------------------------------------------
     def write_tokens(self, tokens):
-        """tokens: dict token -> user, or token -> (user, [groups])."""
+        """tokens: dict token -> user, token -> (user, [groups]), or token ->
+        {"user", "uid", "groups", "audiences", "expires"} (expires: Unix
+        seconds or RFC 3339): a projected ServiceAccount token bound to
+        audiences, valid until then."""
         with open(self.tokens_file, "w") as f:
             for tok, who in tokens.items():
-                if isinstance(who, (tuple, list)):
+                if isinstance(who, dict):
+                    cols = [tok, who["user"], who.get("uid", who["user"]),
+                            '"%s"' % ",".join(who.get("groups", []))]
+                    if who.get("audiences"):
+                        cols.append('"aud=%s"' % ",".join(who["audiences"]))
+                    if who.get("expires") is not None:
+                        cols.append("exp=%s" % who["expires"])
+                    f.write(",".join(cols) + "\n")
+                elif isinstance(who, (tuple, list)):
                     user, groups = who[0], list(who[1])
                     f.write(",".join([tok, user, user] + groups) + "\n")
                 else:
