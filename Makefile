@@ -38,10 +38,10 @@ Q := @
 endif
 
 PKGS := libcurl libcjson libevent libevent_pthreads libevent_openssl libprotobuf-c libnghttp2 \
-	openssl zlib yaml-0.1
+	openssl zlib yaml-0.1 re2
 # Recursive (=) so pkg-config runs only when a recipe needs it, after `deps`.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lpthread -lm
+PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lstdc++ -lpthread -lm
 
 # ---- modules: one folder each, and what each may include -------------------
 # A module's sources compile with the include paths of the modules it may
@@ -75,11 +75,16 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wvla
 OPT ?= -O2 -g
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) $(SANFLAGS) -MMD -MP
 CFLAGS = $(CFLAGS_BASE) $(WARN) $(call inc_of,$<) $(PKG_CFLAGS) -DCXT_DATA_DIR='"$(CURDIR)/tests/data"'
+# C++ only for shims over C++ libraries (translator/xlate_re2.cc over libre2),
+# each exporting extern "C" functions; same include lists as C.
+CXXFLAGS_BASE := -std=c++17 -D_GNU_SOURCE $(OPT) $(SANFLAGS) -MMD -MP
+CXXFLAGS = $(CXXFLAGS_BASE) -Wall -Wextra -Werror -Wshadow -Wformat=2 $(call inc_of,$<) $(PKG_CFLAGS)
 LDFLAGS += $(SANFLAGS)
 
 # ---- sources ---------------------------------------------------------------
 MAIN_SRC := $(CP)/cli/main.c
 LIB_SRC := $(filter-out $(MAIN_SRC),$(wildcard $(addsuffix /*.c,$(MODULES))))
+LIB_CXX_SRC := $(wildcard $(addsuffix /*.cc,$(MODULES)))
 KUBESIM_SRC := $(wildcard tests/kubesim/*.c)
 TESTLIB_SRC := $(wildcard tests/lib/*.c)
 UNIT_SRC := $(shell find tests/unit -name 'test_*.c' | sort)
@@ -96,7 +101,7 @@ GEN_SRC := $(addprefix $(BUILD)/gen/,$(PROTOS:.proto=.pb-c.c) $(WKT:.proto=.pb-c
 GEN_STAMP := $(BUILD)/gen/.stamp
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
-LIB_OBJ := $(call obj,$(LIB_SRC)) $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(GEN_SRC))
+LIB_OBJ := $(call obj,$(LIB_SRC)) $(patsubst %.cc,$(BUILD)/obj/%.cc.o,$(LIB_CXX_SRC)) $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(GEN_SRC))
 LIB := $(BUILD)/lib/libcoxswain.a
 TESTLIB_OBJ := $(call obj,$(TESTLIB_SRC))
 TESTLIB := $(BUILD)/lib/libcxtest.a
@@ -186,6 +191,11 @@ $(BUILD)/obj/%.o: %.c | $(GEN_STAMP)
 	@echo "  CC       $<"
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
+$(BUILD)/obj/%.cc.o: %.cc | $(GEN_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CXX      $<"
+	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
+
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(@D)
 	@echo "  AR       $@"
@@ -219,7 +229,7 @@ $(BUILD)/bin/bench_%: $(BUILD)/obj/bench/bench_%.o $(call obj,$(BENCHLIB_SRC)) $
 FUZZ_SECONDS ?= 20
 FUZZ_BUILD := build/fuzz
 fuzz: deps
-	$(Q)$(MAKE) --no-print-directory fuzz-build BUILD=$(FUZZ_BUILD) CC=clang \
+	$(Q)$(MAKE) --no-print-directory fuzz-build BUILD=$(FUZZ_BUILD) CC=clang CXX=clang++ \
 		SANFLAGS="-fsanitize=address,undefined,fuzzer-no-link" OPT="-O1 -g"
 	$(Q)FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh
 
@@ -231,7 +241,7 @@ $(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(LIB)
 	$(Q)$(CC) -fsanitize=address,undefined,fuzzer -o $@ $^ $(PKG_LIBS)
 
 # ---- style ----------------------------------------------------------------
-FMT_SRC = $(shell find $(MODULES) tests bench -name '*.[ch]' -not -path '*/node_modules/*' 2>/dev/null)
+FMT_SRC = $(shell find $(MODULES) tests bench \( -name '*.[ch]' -o -name '*.cc' \) -not -path '*/node_modules/*' 2>/dev/null)
 fmt:
 	$(Q)clang-format -i $(FMT_SRC)
 
@@ -246,7 +256,7 @@ clean:
 
 # the include flags a source file compiles with (tests/integration/layering)
 print-cflags:
-	@echo $(CFLAGS_BASE) $(call inc_of,$(F)) $(PKG_CFLAGS)
+	@echo $(if $(filter %.cc,$(F)),$(CXXFLAGS_BASE),$(CFLAGS_BASE)) $(call inc_of,$(F)) $(PKG_CFLAGS)
 
 help:
 	@sed -n '2,18p' Makefile | sed 's/^# \{0,1\}//'

@@ -9,12 +9,13 @@ set -euo pipefail
 
 PKGS=(
     # build
-    gcc make pkg-config
+    gcc g++ make pkg-config
     libcurl4-openssl-dev libcjson-dev libevent-dev
     libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev
-    libnghttp2-dev libssl-dev zlib1g-dev libyaml-dev
-    # tests: the RE2 that gRPC uses, to check the translator's RE2 syntax checker
-    libre2-dev g++
+    libnghttp2-dev libssl-dev zlib1g-dev libyaml-dev libre2-dev
+    # runtime: RE2 checks the translator's regexes (translator/xlate_re2.cc,
+    # the C++ shim g++ and libre2-dev above build)
+    libre2-9
     # tests: real peers and tools
     python3 python3-grpcio python3-kubernetes python3-yaml
     curl openssl procps iproute2 valgrind

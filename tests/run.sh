@@ -75,7 +75,7 @@ run_one() {
     *)
         if [ "${VALGRIND:-0}" = 1 ] && [ "$kind" = unit ]; then
             cmd=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
-                --track-origins=yes "$prog")
+                --track-origins=yes --suppressions="$top/tests/valgrind.supp" "$prog")
         else
             cmd=("$prog")
         fi

@@ -301,8 +301,9 @@ int xlate_dns_subdomain(const char *s); /* DNS-1123 subdomain (object names) */
 int xlate_header_name_ok(const char *s);
 int xlate_has_ctl(const char *s); /* 1 if |s| holds a control character */
 /* Rejects an invalid regex (RE2's message), or one whose RE2 program is
- * larger than Envoy's default limit. */
-void xlate_check_regex(struct pctx *p, const char *re);
+ * larger than Envoy's default limit. Returns the literal text every match
+ * of a valid one starts with (in the arena), or NULL. */
+const char *xlate_check_regex(struct pctx *p, const char *re);
 int xlate_label_cmp(const void *a, const void *b); /* struct xl_label by key */
 struct filter_selector *xlate_parse_selector(struct pctx *p, const cJSON *v);
 

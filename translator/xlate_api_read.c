@@ -309,19 +309,25 @@ int xlate_has_ctl(const char *s)
     return 0;
 }
 
-void xlate_check_regex(struct pctx *p, const char *re)
+const char *xlate_check_regex(struct pctx *p, const char *re)
 {
     char err[300];
-    if (xlate_re2_check(re, strlen(re), err, sizeof(err)) != 0) {
-        REJECT(p, XL_R_INVALID_REGEX, "invalid regex \"%s\": %s", re, err);
-        return;
+    struct xlate_re2_info info;
+    int rc = xlate_re2_compile(re, strlen(re), &info, err, sizeof(err));
+    if (rc == XLATE_RE2_NOMEM) {
+        p->oom = 1;
+        return NULL;
     }
-    int size = xlate_re2_program_size(re, strlen(re));
-    if (size > ENVOY_REGEX_PROGRAM_SIZE)
+    if (rc != XLATE_RE2_OK) {
+        REJECT(p, XL_R_INVALID_REGEX, "invalid regex \"%s\": %s", re, err);
+        return NULL;
+    }
+    if (info.program_size > ENVOY_REGEX_PROGRAM_SIZE)
         WARN(p, XL_R_REGEX_SIZE,
-             "regex \"%s\" has an RE2 program size of about %d; Envoy refuses more than %d "
+             "regex \"%s\" has an RE2 program size of %d; Envoy refuses more than %d "
              "unless re2.max_program_size.error_level is raised",
-             re, size, ENVOY_REGEX_PROGRAM_SIZE);
+             re, info.program_size, ENVOY_REGEX_PROGRAM_SIZE);
+    return pstrdup(p, info.prefix);
 }
 
 int xlate_label_cmp(const void *a, const void *b)

@@ -65,7 +65,7 @@ static void parse_match(struct pctx *p, const cJSON *v, struct xl_match *m)
         m->kind = XL_PATH_REGEX;
         m->value = regex;
         size_t o = push_lit(p, ".regex");
-        xlate_check_regex(p, regex);
+        m->regex_prefix = xlate_check_regex(p, regex);
         pop(p, o);
     }
     if (m->value && xlate_has_ctl(m->value))
@@ -122,7 +122,7 @@ static void parse_match(struct pctx *p, const cJSON *v, struct xl_match *m)
             x->kind = XL_HDR_REGEX;
             x->value = re;
             size_t o2 = push_lit(p, ".regex");
-            xlate_check_regex(p, re);
+            (void)xlate_check_regex(p, re);
             pop(p, o2);
         } else {
             x->kind = XL_HDR_PRESENT;

@@ -132,6 +132,9 @@ struct xl_header {
 struct xl_match {
     enum xl_path_kind kind;
     char *value;
+    /* regex: the literal text every match starts with (xlate_re2.h), what a
+     * delegating route's prefix is checked against; "" when none */
+    const char *regex_prefix;
     int case_sensitive; /* default 1 */
     int has_case;       /* caseSensitive was written */
     struct xl_header *headers;

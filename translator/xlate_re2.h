@@ -1,46 +1,63 @@
 /*
- * xlate_re2: an RE2 syntax checker, so a regex Envoy or gRPC would refuse is
- * Rejected at translation time instead of NACKed by every proxy.
+ * xlate_re2: what Google RE2 itself makes of a regex, so that a regex Envoy
+ * or gRPC would refuse is Rejected at translation time instead of NACKed by
+ * every proxy of a Gateway.
  *
- * Envoy and gRPC compile RegexMatcher.regex with Google RE2 (default options:
- * Perl classes, non-POSIX). This file follows RE2's parser (re2/parse.cc):
- * what it accepts and the error text it gives ("invalid escape sequence: \1",
- * "invalid perl operator: (?=", "bad repetition operator: **", ...). RE2
- * refuses what backtracking engines allow: backreferences, lookahead and
- * lookbehind, possessive quantifiers, atomic groups, \Z, \G, repetition
- * counts above 1000 (also nested: (a{100}){100}).
+ * Envoy and gRPC compile RegexMatcher.regex with RE2 (default options:
+ * UTF-8, Perl classes, non-POSIX). This is a small C shim over Debian's
+ * libre2 (xlate_re2.cc, compiled as C++): RE2's own verdict and error
+ * message, the exact program size that Envoy compares with
+ * re2.max_program_size.error_level (RE2::ProgramSize), and the literal
+ * text every match starts with (from RE2::PossibleMatchRange). RE2 refuses
+ * what backtracking engines allow: backreferences, lookaround, possessive
+ * quantifiers, atomic groups, \Z, \G, repetition counts above 1000.
  *
- * It is checked against the real thing: tests/integration/translator/
- * test_re2_differential.sh compares verdicts with libre2 (the 2022 RE2 that
- * Debian's gRPC links) on a corpus and 200k random regexes. Deliberate
- * differences, both "refused by one of the RE2s a proxy may run": a capture
- * group name used twice (2022 accepts, newer RE2 refuses), and (?<name>re)
- * (newer RE2 accepts, 2022 refuses; (?P<name>re) works everywhere).
- *
- * Pure functions; thread-safe.
+ * Pure: no I/O, no globals; thread-safe. Memory: RE2 bounds one
+ * compilation by its max_mem (8 MiB); the length cap below bounds the work.
  */
 #ifndef XLATE_RE2_H
 #define XLATE_RE2_H
 
 #include <stddef.h>
 
-/* Longest regex accepted (bytes). Envoy's default program-size limit makes
- * anything near this useless anyway; the cap bounds our work. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Longest regex accepted (bytes): far above any real route's, and with
+ * Envoy's default program-size limit anything near it is refused anyway. */
 #define XLATE_RE2_MAX_LEN 4096
 
-/* 0 if RE2 accepts |re| (|len| bytes), else -1 with RE2's message in |err|
- * (|errlen| bytes; may be NULL). The empty regex is refused (Envoy requires
- * at least one byte). */
-int xlate_re2_check(const char *re, size_t len, char *err, size_t errlen);
+/* Longest literal prefix reported (bytes, without the NUL); a longer one is
+ * cut, which only shortens it. */
+#define XLATE_RE2_PREFIX_MAX 255
 
-/* The literal text every full match of |re| starts with ("/api/v1" for
- * "/api/v1/.*", "" for "(a|b)/x" or "(?i)/api"), written NUL-terminated into
- * |out| (|outlen| bytes; a longer prefix is cut, which only shortens it).
- * |re| must have passed xlate_re2_check. Returns the prefix length. */
-size_t xlate_re2_literal_prefix(const char *re, size_t len, char *out, size_t outlen);
+/* What RE2 makes of an accepted regex. */
+struct xlate_re2_info {
+    int program_size; /* RE2::ProgramSize(): instructions of the compiled program */
+    /* The literal text every full match starts with ("/api/v1/" for
+     * "/api/v1/.*", "" for "(a|b)/x"), NUL-terminated. */
+    char prefix[XLATE_RE2_PREFIX_MAX + 1];
+};
 
-/* A rough RE2 program size (instructions), for the warning about Envoy's
- * default limit (runtime re2.max_program_size.error_level = 100). */
-int xlate_re2_program_size(const char *re, size_t len);
+enum {
+    XLATE_RE2_OK = 0,
+    XLATE_RE2_INVALID = -1, /* refused: |err| holds why */
+    XLATE_RE2_NOMEM = -2,   /* memory ran out (|err| says so too) */
+};
+
+/* Compiles |re| (|len| bytes, not NUL-terminated necessarily) as Envoy does.
+ * Returns XLATE_RE2_OK and fills |info| (may be NULL), or XLATE_RE2_INVALID
+ * with RE2's message ("invalid perl operator: (?=") in |err| (|errlen|
+ * bytes, NUL-terminated, may be NULL): also for the empty regex (Envoy
+ * requires one byte), one longer than XLATE_RE2_MAX_LEN and one holding a
+ * NUL byte; or XLATE_RE2_NOMEM. */
+__attribute__((warn_unused_result)) int xlate_re2_compile(const char *re, size_t len,
+                                                          struct xlate_re2_info *info, char *err,
+                                                          size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -8,7 +8,6 @@
 
 #include "cx_hash.h"
 #include "filter_selector.h"
-#include "xlate_re2.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -252,12 +251,9 @@ static int expand_table(struct rctx *rc, struct xl_entry *owner, const char *pat
         const char *what = m->kind == XL_PATH_PREFIX  ? "prefix"
                            : m->kind == XL_PATH_EXACT ? "path"
                                                       : "regex";
-        char lit[256];
         const char *subject = m->value;
-        if (m->kind == XL_PATH_REGEX) {
-            xlate_re2_literal_prefix(m->value, strlen(m->value), lit, sizeof(lit));
-            subject = lit;
-        }
+        if (m->kind == XL_PATH_REGEX)
+            subject = m->regex_prefix ? m->regex_prefix : "";
         if (!has_prefix(subject, prefix, cs)) {
             msg(rc, rt, XLATE_REJECTED, XL_R_PREFIX_VIOLATION,
                 "spec.routes[%zu].match.%s \"%s\" is not under \"%s\", the prefix of %s %s %s "

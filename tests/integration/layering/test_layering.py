@@ -28,7 +28,7 @@ BUILD = os.environ.get("COXSWAIN_BUILD") or os.path.join(TOP, "build")
 PRODUCT = ["common", "filters", "election", "translator"] + sorted(
     d for d in glob.glob("controlplane/*", root_dir=TOP) if os.path.isdir(os.path.join(TOP, d)))
 IO_FREE = (glob.glob("common/*.c", root_dir=TOP) + glob.glob("filters/*.c", root_dir=TOP)
-           + glob.glob("translator/*.c", root_dir=TOP)
+           + glob.glob("translator/*.c", root_dir=TOP) + glob.glob("translator/*.cc", root_dir=TOP)
            + ["election/election_core.c", "election/election_record.c",
               "election/election_config.c", "election/election_guard.c",
               "election/election_report.c"])
@@ -44,7 +44,8 @@ def cflags(src):
 
 
 def headers(src):
-    p = subprocess.run(["cc", "-M"] + cflags(src) + [src], cwd=TOP, capture_output=True,
+    cc = "c++" if src.endswith(".cc") else "cc"  # C++ shims over C++ libraries
+    p = subprocess.run([cc, "-M"] + cflags(src) + [src], cwd=TOP, capture_output=True,
                        text=True)
     check(p.returncode == 0, "%s does not compile with its module's includes: %s"
           % (src, p.stderr[-400:]))
@@ -62,7 +63,8 @@ def case_io_free_cores():
 
 
 def case_every_module_compiles_with_its_list():
-    srcs = [s for m in PRODUCT for s in glob.glob(m + "/*.c", root_dir=TOP)]
+    srcs = [s for m in PRODUCT for ext in ("c", "cc") for s in glob.glob(m + "/*." + ext,
+                                                                        root_dir=TOP)]
     check(len(srcs) > 60, "found only %d sources" % len(srcs))
     for src in srcs:
         headers(src)
@@ -81,7 +83,7 @@ def case_election_does_not_reach_the_daemon():
 def case_file_and_folder_sizes():
     big = []
     for m in PRODUCT:
-        for f in glob.glob(m + "/*.[ch]", root_dir=TOP):
+        for f in glob.glob(m + "/*.[ch]", root_dir=TOP) + glob.glob(m + "/*.cc", root_dir=TOP):
             with open(os.path.join(TOP, f), errors="replace") as fh:
                 n = sum(1 for _ in fh)
             if n > 1000:

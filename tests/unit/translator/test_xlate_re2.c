@@ -1,26 +1,34 @@
+/* The RE2 shim (translator/xlate_re2.cc) over Debian's libre2 20220601: its
+ * verdicts, its messages, the exact program size Envoy compares with its
+ * limit, and the literal prefix a delegating route is checked against.
+ * The expected values are what that RE2 answers (Envoy's and gRPC's
+ * engine); a shim that estimated, or passed the wrong field through, gets
+ * them wrong. */
 #include "cxtest.h"
 #include "xlate_re2.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int ok(const char *re)
 {
     char err[256];
-    int rc = xlate_re2_check(re, strlen(re), err, sizeof(err));
-    if (rc != 0)
+    struct xlate_re2_info info;
+    int rc = xlate_re2_compile(re, strlen(re), &info, err, sizeof(err));
+    if (rc != XLATE_RE2_OK)
         fprintf(stderr, "# unexpected rejection of %s: %s\n", re, err);
-    return rc == 0;
+    return rc == XLATE_RE2_OK && info.program_size > 0;
 }
 
 static void expect_err(const char *re, const char *msg, int line)
 {
     char err[256];
-    int rc = xlate_re2_check(re, strlen(re), err, sizeof(err));
-    if (rc == 0)
+    int rc = xlate_re2_compile(re, strlen(re), NULL, err, sizeof(err));
+    if (rc == XLATE_RE2_OK)
         cxt_fail(__FILE__, line, 0, "regex %s accepted, want error \"%s\"", re, msg);
-    else if (strcmp(err, msg) != 0)
-        cxt_fail(__FILE__, line, 0, "regex %s: error \"%s\", want \"%s\"", re, err, msg);
+    else if (rc != XLATE_RE2_INVALID || strcmp(err, msg) != 0)
+        cxt_fail(__FILE__, line, 0, "regex %s: %d \"%s\", want \"%s\"", re, rc, err, msg);
 }
 #define BAD(re, msg) expect_err(re, msg, __LINE__)
 
@@ -39,8 +47,6 @@ static void test_accepts_re2_syntax(void)
         "[]a]",
         "[^]a]",
         "[a-]",
-        "[-a]",
-        "[a-b-c]",
         "[[:alpha:][:^digit:]_]",
         "[\\d\\s\\w.]",
         "\\pL\\p{Greek}\\PN\\p{^Han}",
@@ -51,148 +57,164 @@ static void test_accepts_re2_syntax(void)
         "x{2}y{2,}z{2,5}w{0,1000}",
         "a*?b+?c??d{2,3}?",
         "a{,5}",
-        "a{x}",
-        "a{",
         "^*",
         "(a{10}){100}",
         "\xc3\xa9t\xc3\xa9",
         "/grpc.health.v1.Health/Check",
-        /* what libre2 (2022, gRPC's) accepts and a first version of this
-         * checker did not (found by test_re2_differential.sh) */
         "(?:abc)+",
-        "(?)",
         "\\_",
         "[\\d-z]",
-        "a(?i)*",
-        "/\\Q\\E?",
-        "\xed\xa0\x80",
     };
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
         CHECK(ok(good[i]));
 }
 
-static void test_refuses_what_re2_refuses(void)
+static void test_refuses_with_re2s_message(void)
 {
     /* backreferences */
     BAD("(a)\\1", "invalid escape sequence: \\1");
-    BAD("\\9", "invalid escape sequence: \\9");
-    BAD("(?P=name)", "invalid named capture group: (?P=");
+    BAD("(?P=name)", "invalid perl operator: (?P");
     /* lookaround and atomic groups */
     BAD("foo(?=bar)", "invalid perl operator: (?=");
     BAD("foo(?!bar)", "invalid perl operator: (?!");
-    BAD("(?<=a)b", "invalid perl operator: (?<=");
-    BAD("(?<!a)b", "invalid perl operator: (?<!");
+    BAD("(?<=a)b", "invalid perl operator: (?<");
     BAD("(?>a+)b", "invalid perl operator: (?>");
-    BAD("(?<name>a)", "invalid perl operator: (?<");
     BAD("(?#comment)", "invalid perl operator: (?#");
     /* possessive and stacked quantifiers */
     BAD("a*+", "bad repetition operator: *+");
-    BAD("a++", "bad repetition operator: ++");
-    BAD("a?+", "bad repetition operator: ?+");
     BAD("a**", "bad repetition operator: **");
     BAD("a{2}{3}", "bad repetition operator: {2}{3}");
-    BAD("a{2}+", "bad repetition operator: {2}+");
-    BAD("a*?+", "bad repetition operator: *?+");
     /* missing operands */
     BAD("*a", "no argument for repetition operator: *");
-    BAD("a|*", "no argument for repetition operator: *");
     BAD("(+)", "no argument for repetition operator: +");
-    BAD("{2}", "no argument for repetition operator: {2}");
-    BAD("(?i)*", "no argument for repetition operator: *");
-    /* repetition sizes */
+    /* repetition sizes, nested ones too */
     BAD("a{1001}", "invalid repetition size: {1001}");
-    BAD("a{5,2}", "invalid repetition size: {5,2}");
     BAD("(a{100}){100}", "invalid repetition size: {100}");
     BAD("((a{10}){10}){11}", "invalid repetition size: {11}");
     /* escapes RE2 does not know */
     BAD("a\\Z", "invalid escape sequence: \\Z");
     BAD("\\Ga", "invalid escape sequence: \\G");
-    BAD("\\e", "invalid escape sequence: \\e");
-    BAD("\\k<n>", "invalid escape sequence: \\k");
-    BAD("\\xZZ", "invalid escape sequence: \\xZZ");
     BAD("\\x{110000}", "invalid escape sequence: \\x{110000");
     BAD("a\\", "trailing \\");
     BAD("[\\b]", "invalid escape sequence: \\b");
-    /* classes */
-    BAD("[a-z", "missing ]: [a-z");
+    /* classes and groups */
     BAD("[]", "missing ]: []");
     BAD("[z-a]", "invalid character class range: z-a");
-    BAD("[a-\\d]", "invalid character class range: a-\\d");
     BAD("[[:foo:]]", "invalid character class range: [:foo:]");
     BAD("\\p{Klingon}", "invalid character class range: \\p{Klingon}");
-    BAD("\\pX", "invalid character class range: \\pX");
-    /* groups */
     BAD("(abc", "missing ): (abc");
     BAD("abc)", "unexpected ): abc)");
-    BAD("(?P<>a)", "invalid named capture group: (?P<>");
-    BAD("(?P<a-b>x)", "invalid named capture group: (?P<a-b>");
-    BAD("(?P<n>a)(?P<n>b)", "duplicate capture group name: (?P<n>");
     BAD("(?z)", "invalid perl operator: (?z");
-    BAD("(?-)", "invalid perl operator: (?-)");
-    BAD("(?i-)", "invalid perl operator: (?i-)");
-    /* encoding */
+    /* encoding, inside \Q...\E too */
     BAD("\xff", "invalid UTF-8");
-    BAD("\\Qa\xff\\E", "invalid UTF-8"); /* inside \Q...\E too */
+    BAD("\\Qa\xff\\E", "invalid UTF-8");
+    /* the shim's own: Envoy requires one byte */
     BAD("", "empty regex");
 }
 
-static void test_nesting_and_length_caps(void)
+static void test_caps(void)
 {
-    char big[XLATE_RE2_MAX_LEN + 2];
-    memset(big, 'a', sizeof(big) - 1);
-    big[sizeof(big) - 1] = '\0';
     char err[128];
-    CHECK_INT_EQ(xlate_re2_check(big, strlen(big), err, sizeof(err)), -1);
-    CHECK_STR_CONTAINS(err, "longer than");
-    /* deep nesting ends with an error, not a stack overflow */
-    static char deep[4001];
-    for (int i = 0; i < 2000; i++) {
+    /* the length cap, before RE2 sees it */
+    char *big = malloc(XLATE_RE2_MAX_LEN + 2);
+    REQUIRE(big != NULL);
+    memset(big, 'a', XLATE_RE2_MAX_LEN + 1);
+    big[XLATE_RE2_MAX_LEN + 1] = '\0';
+    CHECK_INT_EQ(xlate_re2_compile(big, XLATE_RE2_MAX_LEN + 1, NULL, err, sizeof(err)),
+                 XLATE_RE2_INVALID);
+    CHECK_STR_EQ(err, "regex longer than 4096 bytes");
+    CHECK_INT_EQ(xlate_re2_compile(big, XLATE_RE2_MAX_LEN, NULL, err, sizeof(err)), XLATE_RE2_OK);
+    free(big);
+    /* nesting as deep as the length cap allows: RE2 walks it without
+     * recursion (no stack overflow, also under ASan's larger frames) */
+    static char deep[4096];
+    for (int i = 0; i < 2047; i++) {
         deep[i] = '(';
-        deep[2000 + i] = ')';
+        deep[2048 + i] = ')';
     }
-    CHECK_INT_EQ(xlate_re2_check(deep, 4000, err, sizeof(err)), -1);
-    CHECK_STR_EQ(err, "expression nests too deeply");
-    /* embedded NUL is refused */
-    CHECK_INT_EQ(xlate_re2_check("a\0b", 3, err, sizeof(err)), -1);
+    deep[2047] = 'a';
+    deep[4095] = 'b';
+    struct xlate_re2_info info;
+    CHECK_INT_EQ(xlate_re2_compile(deep, 4096, &info, err, sizeof(err)), XLATE_RE2_OK);
+    CHECK_STR_EQ(info.prefix, "ab");
+    /* |len| is honoured: a NUL inside is refused, the bytes after |len|
+     * are not read */
+    CHECK_INT_EQ(xlate_re2_compile("a\0b", 3, NULL, err, sizeof(err)), XLATE_RE2_INVALID);
+    CHECK_STR_EQ(err, "regex contains a NUL byte");
+    CHECK_INT_EQ(xlate_re2_compile("ab(", 2, NULL, err, sizeof(err)), XLATE_RE2_OK);
+    /* a short error buffer gets the start of the message, terminated */
+    char small[8];
+    CHECK_INT_EQ(xlate_re2_compile("(?=x)", 5, NULL, small, sizeof(small)), XLATE_RE2_INVALID);
+    CHECK_STR_EQ(small, "invalid");
+    CHECK_INT_EQ(xlate_re2_compile("(?=x)", 5, NULL, NULL, 0), XLATE_RE2_INVALID);
+}
+
+static void test_program_size_is_re2s(void)
+{
+    struct {
+        const char *re;
+        int size;
+    } cases[] = {
+        {"/api", 8},
+        {"/asdf/.*", 18},
+        {"/api/v1/.*", 20},
+        {"[a-z]{30}", 34},
+        {"/api/[a-z]{120}/.*", 138},
+        {"x{2}y{2,}z{2,5}w{0,1000}", 2017},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct xlate_re2_info info;
+        char err[128];
+        REQUIRE_INT_EQ(xlate_re2_compile(cases[i].re, strlen(cases[i].re), &info, err, sizeof(err)),
+                       XLATE_RE2_OK);
+        CHECK_INT_EQ(info.program_size, cases[i].size);
+    }
 }
 
 static void test_literal_prefix(void)
 {
-    char out[64];
     struct {
         const char *re, *want;
     } cases[] = {
         {"/api/v1/.*", "/api/v1/"},
+        {"/api.*", "/api"},
         {"^/api/[0-9]+", "/api/"},
         {"/api\\.v1/x", "/api.v1/x"},
         {"/ab?c", "/a"},
-        {"/a|/b", ""},
-        {"(/a|/b)/c", ""},
-        {"[|]/x", ""},
-        {"(?i)/api", ""},
+        {"/a|/b", "/"},
+        {"(/a|/b)/c", "/"},
+        {"(a|b)/c", ""},
+        {"(?i)/api", "/"},
         {"/x\\d", "/x"},
+        {".*", ""},
+        {"\\Qa.b*c\\E+", "a.b*c"},
+        {"/\xc3\xa9t\xc3\xa9/.*", "/\xc3\xa9t\xc3\xa9/"},
+        /* a range that ends inside a UTF-8 sequence stops before it */
+        {"/\xc3\xa9|/\xc3\xa8", "/"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        xlate_re2_literal_prefix(cases[i].re, strlen(cases[i].re), out, sizeof(out));
-        CHECK_STR_EQ(out, cases[i].want);
+        struct xlate_re2_info info;
+        char err[128];
+        REQUIRE_INT_EQ(xlate_re2_compile(cases[i].re, strlen(cases[i].re), &info, err, sizeof(err)),
+                       XLATE_RE2_OK);
+        CHECK_STR_EQ(info.prefix, cases[i].want);
     }
-    CHECK_INT_EQ(xlate_re2_literal_prefix("/abcdef", 7, out, 4), 3);
-    CHECK_STR_EQ(out, "/ab");
-}
-
-static void test_program_size_estimate(void)
-{
-    int small = xlate_re2_program_size("/api", 4);
-    int big = xlate_re2_program_size("/api/[a-z]{120}/.*", 18);
-    CHECK_INT_GT(small, 0);
-    CHECK_INT_LT(small, 20);
-    CHECK_INT_GT(big, 100);
-    CHECK_INT_EQ(xlate_re2_program_size("(a", 2), -1);
+    /* a long literal is cut at XLATE_RE2_PREFIX_MAX */
+    char lit[600];
+    memset(lit, 'a', sizeof(lit) - 1);
+    lit[0] = '/';
+    lit[sizeof(lit) - 1] = '\0';
+    struct xlate_re2_info info;
+    REQUIRE_INT_EQ(xlate_re2_compile(lit, strlen(lit), &info, NULL, 0), XLATE_RE2_OK);
+    CHECK_INT_EQ((long)strlen(info.prefix), XLATE_RE2_PREFIX_MAX);
+    CHECK(strncmp(info.prefix, lit, XLATE_RE2_PREFIX_MAX) == 0);
 }
 
 static const struct cxt_case cases[] = {
-    CXT(test_accepts_re2_syntax),      CXT(test_refuses_what_re2_refuses),
-    CXT(test_nesting_and_length_caps), CXT(test_literal_prefix),
-    CXT(test_program_size_estimate),
+    CXT(test_accepts_re2_syntax),
+    CXT(test_refuses_with_re2s_message),
+    CXT(test_caps),
+    CXT(test_program_size_is_re2s),
+    CXT(test_literal_prefix),
 };
 CXT_MAIN(cases)
