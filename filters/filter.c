@@ -39,6 +39,8 @@ struct fkind {
     struct cx_series *series[FILTER_REASON_COUNT];
     /* push-down strings of the last filter_pushdown call */
     char *pd_labels, *pd_fields;
+    struct filter_watch *pd_watches; /* and their field selectors, owned */
+    size_t pd_nwatches;
 };
 
 struct flock {
@@ -100,6 +102,15 @@ static void nsscope_free(struct nsscope *s)
     s->sel = NULL;
 }
 
+static void watches_free(struct fkind *k)
+{
+    for (size_t i = 0; i < k->pd_nwatches; i++)
+        free((char *)k->pd_watches[i].field_selector);
+    free(k->pd_watches);
+    k->pd_watches = NULL;
+    k->pd_nwatches = 0;
+}
+
 static void kind_free(struct fkind *k)
 {
     if (!k)
@@ -110,6 +121,7 @@ static void kind_free(struct fkind *k)
     filter_field_selector_free(k->fields);
     free(k->pd_labels);
     free(k->pd_fields);
+    watches_free(k);
     free(k);
 }
 
@@ -598,6 +610,74 @@ uint64_t filter_count_passed(const struct filter *f, const char *kind)
 
 /* ---- push-down ------------------------------------------------------------------- */
 
+/* Whether lock |i| is the first of |kind|'s locks in its namespace (so
+ * each lock namespace is named once). */
+static int first_lock_ns(const struct filter *f, const char *kind, size_t i)
+{
+    for (size_t j = 0; j < i; j++)
+        if (strcasecmp(f->locks[j].kind, kind) == 0 && strcmp(f->locks[j].ns, f->locks[i].ns) == 0)
+            return 0;
+    return 1;
+}
+
+/* Adds a watch of |ns| whose field selector is the kind's own, AND
+ * metadata.name!=<lock> for each of |kind|'s locks in |ns| (|names_in|),
+ * or AND metadata.namespace!=<lock ns> for each lock namespace
+ * (|!names_in|, the every-namespace watch). Returns 0 or -1. */
+static int add_watch(struct filter *f, struct fkind *k, const char *kind, const char *ns,
+                     int names_in)
+{
+    struct filter_watch *nw = realloc(k->pd_watches, (k->pd_nwatches + 1) * sizeof(*nw));
+    if (!nw)
+        return -1;
+    k->pd_watches = nw;
+    struct cx_buf b;
+    cx_buf_init(&b, 0);
+    int rc = cx_buf_append(&b, "", 0);
+    if (k->fields && !filter_field_selector_is_everything(k->fields))
+        rc |= filter_field_selector_string(k->fields, &b);
+    for (size_t i = 0; i < f->nlocks; i++) {
+        const struct flock *l = &f->locks[i];
+        if (strcasecmp(l->kind, kind) != 0)
+            continue;
+        if (names_in ? strcmp(l->ns, ns) != 0 : !first_lock_ns(f, kind, i))
+            continue;
+        if (b.len)
+            rc |= cx_buf_puts(&b, ",");
+        rc |= cx_buf_puts(&b, names_in ? "metadata.name!=" : "metadata.namespace!=");
+        rc |= filter_field_escape(&b, names_in ? l->name : l->ns);
+    }
+    rc |= cx_buf_append(&b, "", 0);
+    char *fs = rc ? NULL : cx_buf_steal(&b, NULL);
+    cx_buf_free(&b);
+    if (!fs)
+        return -1;
+    k->pd_watches[k->pd_nwatches++] = (struct filter_watch){.namespace = ns, .field_selector = fs};
+    return 0;
+}
+
+static int make_watches(struct filter *f, struct fkind *k, const char *kind,
+                        const struct nsscope *names)
+{
+    watches_free(k);
+    if (names->n) {
+        for (size_t i = 0; i < names->n; i++)
+            if (add_watch(f, k, kind, names->names[i], 1) != 0)
+                return -1;
+        return 0;
+    }
+    /* Every namespace (or a namespace selector, which the server cannot
+     * apply): all but the lock namespaces, then each of those without its
+     * locks. */
+    if (add_watch(f, k, kind, "", 0) != 0)
+        return -1;
+    for (size_t i = 0; i < f->nlocks; i++)
+        if (strcasecmp(f->locks[i].kind, kind) == 0 && first_lock_ns(f, kind, i) &&
+            add_watch(f, k, kind, f->locks[i].ns, 1) != 0)
+            return -1;
+    return 0;
+}
+
 int filter_pushdown(struct filter *f, const char *kind, struct filter_pushdown *out)
 {
     memset(out, 0, sizeof(*out));
@@ -650,6 +730,10 @@ int filter_pushdown(struct filter *f, const char *kind, struct filter_pushdown *
         return FILTER_ENOMEM;
     out->label_selector = k->pd_labels;
     out->field_selector = k->pd_fields;
+    if (make_watches(f, k, kind, names) != 0)
+        return FILTER_ENOMEM;
+    out->watches = k->pd_watches;
+    out->nwatches = k->pd_nwatches;
     return FILTER_OK;
 }
 

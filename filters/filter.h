@@ -109,6 +109,13 @@ filter_apply_flags(struct filter *f, const struct filter_flags *ff, struct filte
 
 /* ---- push-down ------------------------------------------------------------ */
 
+/* One list + watch an informer of a kind runs: a namespace ("" for every
+ * namespace) and its field selector. */
+struct filter_watch {
+    const char *namespace;
+    const char *field_selector; /* "" for none */
+};
+
 /* What the informer of |kind| should ask the API server for. Everything is
  * re-checked by filter_decide anyway. Strings belong to |f| and stay valid
  * until the next call for the same kind or a configuration change. */
@@ -127,6 +134,18 @@ struct filter_pushdown {
      * "metadata.name!=<lock>" when the lock of this kind lives in the one
      * watched namespace. */
     const char *field_selector;
+    /* The watches that together cover the kind's scope and never carry a
+     * lock object, whatever the scope (lock exclusion at the API server):
+     * - a namespace list (or one namespace): one watch per namespace, the
+     *   lock's namespace with "metadata.name!=<lock>" added;
+     * - every namespace, or a namespace selector: when a lock of this kind
+     *   exists, one watch of every namespace with
+     *   "metadata.namespace!=<lock namespace>" added and one of each lock
+     *   namespace with "metadata.name!=<lock>" added; else one watch of
+     *   every namespace.
+     * Each field selector is the kind's own AND those exclusions. */
+    const struct filter_watch *watches;
+    size_t nwatches;
 };
 
 __attribute__((warn_unused_result)) int filter_pushdown(struct filter *f, const char *kind,

@@ -34,17 +34,23 @@ static int tls_kind(enum xlate_kind k)
 
 /* ---- lookups ---------------------------------------------------------------------- */
 
+/* The informer that holds |kind| objects of namespace |ns|: the one of
+ * that namespace, else the one of every namespace (which, when a lock of
+ * this kind exists, leaves the lock's namespace to its own informer). */
 static struct daemon_inf *input_for(struct daemon *d, enum xlate_kind kind, const char *ns,
                                     size_t nslen)
 {
+    struct daemon_inf *all = NULL;
     for (size_t i = 0; i < d->ninputs; i++) {
         struct daemon_inf *di = &d->inputs[i];
         if (di->kind != kind)
             continue;
-        if (!di->ns[0] || (strlen(di->ns) == nslen && strncmp(di->ns, ns, nslen) == 0))
+        if (!di->ns[0])
+            all = di;
+        else if (strlen(di->ns) == nslen && strncmp(di->ns, ns, nslen) == 0)
             return di;
     }
-    return NULL;
+    return all;
 }
 
 struct kube_obj *daemon_lookup(struct daemon *d, enum xlate_kind kind, const char *key)
@@ -308,8 +314,8 @@ static void on_snap_synced(void *ud)
 
 /* ---- setup ------------------------------------------------------------------------- */
 
-static int add_input(struct daemon *d, enum xlate_kind kind, const char *ns,
-                     const struct filter_pushdown *pd, char *err, size_t errlen)
+static int add_input(struct daemon *d, enum xlate_kind kind, const struct filter_watch *w,
+                     char *err, size_t errlen)
 {
     struct daemon_inf *nd = realloc(d->inputs, (d->ninputs + 1) * sizeof(*nd));
     if (!nd) {
@@ -322,21 +328,27 @@ static int add_input(struct daemon *d, enum xlate_kind kind, const char *ns,
     di->d = d;
     di->role = DAEMON_INF_INPUT;
     di->kind = kind;
-    snprintf(di->ns, sizeof(di->ns), "%s", ns ? ns : "");
+    snprintf(di->ns, sizeof(di->ns), "%s", w->namespace);
     const struct kube_resource *res = store_kind_resource(kind);
     if (di->ns[0])
         snprintf(di->name, sizeof(di->name), "%s/%s", res->plural, di->ns);
     else
         snprintf(di->name, sizeof(di->name), "%s", res->plural);
     d->ninputs++;
-    (void)pd;
+    di->fields = strdup(w->field_selector);
+    if (!di->fields) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     return 0;
 }
 
 int daemon_feed_setup(struct daemon *d, char *err, size_t errlen)
 {
-    /* Which informers: one per kind, or one per watched namespace when a
-     * namespace list is set (RBAC may grant only those namespaces). */
+    /* Which informers: the filter's watches of each kind (one per watched
+     * namespace when a namespace list is set, as RBAC may grant only
+     * those; else every namespace, with the lock's namespace apart so that
+     * the lock object never leaves the API server). */
     if (!(d->refs = daemon_refs_new())) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -353,16 +365,9 @@ int daemon_feed_setup(struct daemon *d, char *err, size_t errlen)
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        if (pd.namespace) {
-            if (add_input(d, (enum xlate_kind)k, pd.namespace, &pd, err, errlen) != 0)
+        for (size_t i = 0; i < pd.nwatches; i++)
+            if (add_input(d, (enum xlate_kind)k, &pd.watches[i], err, errlen) != 0)
                 return -1;
-        } else if (pd.nnamespaces) {
-            for (size_t i = 0; i < pd.nnamespaces; i++)
-                if (add_input(d, (enum xlate_kind)k, pd.namespaces[i], &pd, err, errlen) != 0)
-                    return -1;
-        } else if (add_input(d, (enum xlate_kind)k, NULL, &pd, err, errlen) != 0) {
-            return -1;
-        }
     }
     static const struct kube_informer_handlers in_h = {
         .on_add = on_input_add,
@@ -381,7 +386,7 @@ int daemon_feed_setup(struct daemon *d, char *err, size_t errlen)
             .res = store_kind_resource(di->kind),
             .ns = di->ns,
             .label_selector = pd.label_selector,
-            .field_selector = pd.field_selector,
+            .field_selector = di->fields,
             .name = di->name,
             .trim = 1,
         };
@@ -454,8 +459,10 @@ void daemon_feed_start(struct daemon *d)
 
 void daemon_feed_free(struct daemon *d)
 {
-    for (size_t i = 0; i < d->ninputs; i++)
+    for (size_t i = 0; i < d->ninputs; i++) {
         kube_informer_free(d->inputs[i].inf);
+        free(d->inputs[i].fields);
+    }
     free(d->inputs);
     d->inputs = NULL;
     d->ninputs = 0;

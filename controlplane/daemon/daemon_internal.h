@@ -33,8 +33,9 @@ struct daemon_inf {
     struct daemon *d;
     enum daemon_inf_role role;
     enum xlate_kind kind; /* DAEMON_INF_INPUT */
-    char ns[64];          /* "" : every namespace */
+    char ns[64];          /* "" : every namespace (but those with informers of their own) */
     char name[96];        /* metrics label */
+    char *fields;         /* its field selector (lock exclusions included) */
     struct kube_informer *inf;
     int started;
     int synced;

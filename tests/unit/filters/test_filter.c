@@ -641,6 +641,135 @@ static void test_referenced_only(void)
     filter_free(f);
 }
 
+/* Which of |pd|'s watches select |o| server-side (namespace path + field
+ * selector; labels aside): a bit per watch. */
+static unsigned watches_selecting(const struct filter_pushdown *pd, const cJSON *o)
+{
+    unsigned bits = 0;
+    const char *ns = cx_json_path_str(o, "metadata", "namespace", (char *)NULL);
+    for (size_t i = 0; i < pd->nwatches; i++) {
+        const struct filter_watch *w = &pd->watches[i];
+        if (w->namespace[0] && strcmp(w->namespace, ns) != 0)
+            continue;
+        struct filter_field_selector *fs = NULL;
+        struct filter_error err;
+        if (filter_field_selector_parse(w->field_selector, NULL, &fs, &err) != FILTER_OK) {
+            cxt_fail(__FILE__, __LINE__, 0, "bad field selector %s: %s", w->field_selector,
+                     err.msg);
+            continue;
+        }
+        if (filter_field_selector_matches(fs, o))
+            bits |= 1u << i;
+        filter_field_selector_free(fs);
+    }
+    return bits;
+}
+
+/* The watches of every scope never carry a lock, cover the scope once, and
+ * agree with the client-side check (a namespace selector aside, which the
+ * server cannot apply: there they cover every namespace). */
+static void check_watches_cover(struct filter *f, const char *kind, int selector)
+{
+    struct filter_pushdown pd;
+    REQUIRE_INT_EQ(filter_pushdown(f, kind, &pd), FILTER_OK);
+    REQUIRE(pd.nwatches >= 1 && pd.nwatches < 8);
+    static const char *const nss[] = {"sys", "other", "app", "x"};
+    static const char *const names[] = {"lock,1", "lock2", "c", "lock"};
+    for (size_t i = 0; i < 4; i++)
+        for (size_t j = 0; j < 4; j++) {
+            char buf[256];
+            snprintf(buf, sizeof(buf), "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"}}",
+                     names[j], nss[i]);
+            cJSON *o = cJSON_Parse(buf);
+            REQUIRE(o);
+            unsigned bits = watches_selecting(&pd, o);
+            enum filter_reason why = FILTER_R_ADDED;
+            int client = filter_scope_check(f, kind, o, NULL, NULL, &why);
+            if (why == FILTER_R_EXCLUDED_LOCK && bits)
+                cxt_fail(__FILE__, __LINE__, 0, "%s: lock %s/%s carried by watch bits %x", kind,
+                         nss[i], names[j], bits);
+            if (bits & (bits - 1))
+                cxt_fail(__FILE__, __LINE__, 0, "%s: %s/%s carried twice (%x)", kind, nss[i],
+                         names[j], bits);
+            int server = bits != 0;
+            if (selector ? (why != FILTER_R_EXCLUDED_LOCK) != server : client != server)
+                cxt_fail(__FILE__, __LINE__, 0, "%s: %s/%s server %d client %d (%s)", kind, nss[i],
+                         names[j], server, client, filter_reason_name(why));
+            cJSON_Delete(o);
+        }
+}
+
+static void test_pushdown_watches(void)
+{
+    struct filter *f = filter_new();
+    struct filter_error err;
+    struct filter_pushdown pd;
+    REQUIRE(f);
+    REQUIRE_INT_EQ(filter_add_lock(f, "ConfigMap", "sys", "lock,1"), FILTER_OK);
+    REQUIRE_INT_EQ(filter_add_lock(f, "ConfigMap", "other", "lock2"), FILTER_OK);
+    REQUIRE_INT_EQ(filter_add_lock(f, "ConfigMap", "sys", "lock"), FILTER_OK);
+    REQUIRE_INT_EQ(filter_add_lock(f, "Lease", "app", "c"), FILTER_OK);
+
+    /* every namespace: all but the lock namespaces, then each of those */
+    REQUIRE_INT_EQ(filter_pushdown(f, "ConfigMap", &pd), FILTER_OK);
+    REQUIRE_INT_EQ(pd.nwatches, 3);
+    CHECK_STR_EQ(pd.watches[0].namespace, "");
+    CHECK_STR_EQ(pd.watches[0].field_selector, "metadata.namespace!=sys,metadata.namespace!=other");
+    CHECK_STR_EQ(pd.watches[1].namespace, "sys");
+    CHECK_STR_EQ(pd.watches[1].field_selector, "metadata.name!=lock\\,1,metadata.name!=lock");
+    CHECK_STR_EQ(pd.watches[2].namespace, "other");
+    CHECK_STR_EQ(pd.watches[2].field_selector, "metadata.name!=lock2");
+    check_watches_cover(f, "ConfigMap", 0);
+    /* a kind without a lock: one watch, nothing added */
+    REQUIRE_INT_EQ(filter_pushdown(f, "Secret", &pd), FILTER_OK);
+    REQUIRE_INT_EQ(pd.nwatches, 1);
+    CHECK_STR_EQ(pd.watches[0].namespace, "");
+    CHECK_STR_EQ(pd.watches[0].field_selector, "");
+    REQUIRE_INT_EQ(filter_pushdown(f, "Lease", &pd), FILTER_OK);
+    REQUIRE_INT_EQ(pd.nwatches, 2);
+    CHECK_STR_EQ(pd.watches[0].field_selector, "metadata.namespace!=app");
+    CHECK_STR_EQ(pd.watches[1].field_selector, "metadata.name!=c");
+    check_watches_cover(f, "Lease", 0);
+
+    /* the kind's own field selector is ANDed to each */
+    REQUIRE_INT_EQ(filter_set_field_selector(f, "ConfigMap", "metadata.name!=skip", &err),
+                   FILTER_OK);
+    REQUIRE_INT_EQ(filter_pushdown(f, "ConfigMap", &pd), FILTER_OK);
+    REQUIRE_INT_EQ(pd.nwatches, 3);
+    CHECK_STR_EQ(pd.watches[0].field_selector,
+                 "metadata.name!=skip,metadata.namespace!=sys,metadata.namespace!=other");
+    CHECK_STR_EQ(pd.watches[2].field_selector, "metadata.name!=skip,metadata.name!=lock2");
+    check_watches_cover(f, "ConfigMap", 0);
+    REQUIRE_INT_EQ(filter_set_field_selector(f, "ConfigMap", "", &err), FILTER_OK);
+
+    /* a namespace selector: the server cannot apply it, same watches */
+    REQUIRE_INT_EQ(filter_set_namespace_selector(f, NULL, "team=gw", &err), FILTER_OK);
+    REQUIRE_INT_EQ(filter_pushdown(f, "ConfigMap", &pd), FILTER_OK);
+    REQUIRE_INT_EQ(pd.nwatches, 3);
+    CHECK_STR_EQ(pd.watches[0].namespace, "");
+    check_watches_cover(f, "ConfigMap", 1);
+    REQUIRE_INT_EQ(filter_set_namespace_selector(f, NULL, "", &err), FILTER_OK);
+
+    /* a namespace list: one watch each, the locks' names where they live */
+    REQUIRE_INT_EQ(filter_set_namespaces(f, NULL, "app,sys,x", &err), FILTER_OK);
+    REQUIRE_INT_EQ(filter_pushdown(f, "ConfigMap", &pd), FILTER_OK);
+    REQUIRE_INT_EQ(pd.nwatches, 3);
+    CHECK_STR_EQ(pd.watches[0].namespace, "app");
+    CHECK_STR_EQ(pd.watches[0].field_selector, "");
+    CHECK_STR_EQ(pd.watches[1].namespace, "sys");
+    CHECK_STR_EQ(pd.watches[1].field_selector, "metadata.name!=lock\\,1,metadata.name!=lock");
+    CHECK_STR_EQ(pd.watches[2].namespace, "x");
+    check_watches_cover(f, "ConfigMap", 0);
+    /* one namespace */
+    REQUIRE_INT_EQ(filter_set_namespaces(f, NULL, "other", &err), FILTER_OK);
+    REQUIRE_INT_EQ(filter_pushdown(f, "ConfigMap", &pd), FILTER_OK);
+    REQUIRE_INT_EQ(pd.nwatches, 1);
+    CHECK_STR_EQ(pd.watches[0].namespace, "other");
+    CHECK_STR_EQ(pd.watches[0].field_selector, pd.field_selector);
+    check_watches_cover(f, "ConfigMap", 0);
+    filter_free(f);
+}
+
 static const struct cxt_case cases[] = {
     CXT(test_add_modify_delete_cycle),
     CXT(test_lock_exclusion),
@@ -650,6 +779,7 @@ static const struct cxt_case cases[] = {
     CXT(test_label_and_field_selectors),
     CXT(test_malformed),
     CXT(test_pushdown),
+    CXT(test_pushdown_watches),
     CXT(test_flags_and_config_file),
     CXT(test_names),
     CXT(test_referenced_only),
