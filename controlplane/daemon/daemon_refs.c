@@ -1,7 +1,7 @@
 #include "daemon_refs.h"
 
 #include "cx_json.h"
-#include "store_map.h"
+#include "cx_map.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,27 +21,14 @@ struct owner {
 };
 
 struct daemon_refs {
-    struct store_map targets; /* "S/ns/name" -> struct target */
-    struct store_map owners;  /* "G/ns/name" -> struct owner */
-    size_t counts[2];         /* distinct Secrets, ConfigMaps */
+    struct cx_map targets; /* "S/ns/name" -> struct target */
+    struct cx_map owners;  /* "G/ns/name" -> struct owner */
+    size_t counts[2];      /* distinct Secrets, ConfigMaps */
 };
 
 struct daemon_refs *daemon_refs_new(void)
 {
-    struct daemon_refs *r = calloc(1, sizeof(*r));
-    if (r) {
-        store_map_init(&r->targets);
-        store_map_init(&r->owners);
-    }
-    return r;
-}
-
-static int free_target(void *user, const char *key, void *v)
-{
-    (void)user;
-    (void)key;
-    free(v);
-    return 0;
+    return calloc(1, sizeof(struct daemon_refs));
 }
 
 static void owner_free(struct owner *o)
@@ -54,22 +41,17 @@ static void owner_free(struct owner *o)
     free(o);
 }
 
-static int free_owner(void *user, const char *key, void *v)
-{
-    (void)user;
-    (void)key;
-    owner_free(v);
-    return 0;
-}
-
 void daemon_refs_free(struct daemon_refs *r)
 {
     if (!r)
         return;
-    store_map_foreach(&r->targets, free_target, NULL);
-    store_map_foreach(&r->owners, free_owner, NULL);
-    store_map_free(&r->targets);
-    store_map_free(&r->owners);
+    const struct cx_map_slot *s;
+    for (size_t i = 0; cx_map_next(&r->targets, &i, &s);)
+        free(s->val);
+    for (size_t i = 0; cx_map_next(&r->owners, &i, &s);)
+        owner_free(s->val);
+    cx_map_free(&r->targets);
+    cx_map_free(&r->owners);
     free(r);
 }
 
@@ -135,7 +117,7 @@ static char kind_char(enum xlate_kind k)
 /* Adds one to |tkey|'s count; *created = 1 when it is new. */
 static int target_inc(struct daemon_refs *r, const char *tkey, int *created)
 {
-    struct target *t = store_map_get(&r->targets, tkey);
+    struct target *t = cx_map_gets(&r->targets, tkey);
     *created = 0;
     if (t) {
         t->count++;
@@ -147,9 +129,7 @@ static int target_inc(struct daemon_refs *r, const char *tkey, int *created)
         return -1;
     memcpy(t->key, tkey, l + 1);
     t->count = 1;
-    int err = 0;
-    store_map_put(&r->targets, t->key, t, &err);
-    if (err) {
+    if (cx_map_puts(&r->targets, t->key, t, NULL) != 0) {
         free(t);
         return -1;
     }
@@ -161,10 +141,10 @@ static int target_inc(struct daemon_refs *r, const char *tkey, int *created)
 /* Takes one from |tkey|'s count; 1 when it reached zero (removed). */
 static int target_dec(struct daemon_refs *r, const char *tkey)
 {
-    struct target *t = store_map_get(&r->targets, tkey);
+    struct target *t = cx_map_gets(&r->targets, tkey);
     if (!t || --t->count > 0)
         return 0;
-    store_map_remove(&r->targets, tkey);
+    cx_map_dels(&r->targets, tkey);
     r->counts[tkey[0] == 'S' ? 0 : 1]--;
     free(t);
     return 1;
@@ -184,7 +164,7 @@ int daemon_refs_set(struct daemon_refs *r, enum xlate_kind owner_kind, const cha
     snprintf(okey, sizeof(okey), "%c/%s", owner_kind == XLATE_KIND_GATEWAY ? 'G' : 'U', owner_key);
     struct daemon_ref refs[DAEMON_REFS_MAX];
     size_t n = obj ? daemon_refs_of(owner_kind, obj, refs, DAEMON_REFS_MAX) : 0;
-    struct owner *old = store_map_get(&r->owners, okey);
+    struct owner *old = cx_map_gets(&r->owners, okey);
     if (n == 0 && !old)
         return 0;
     /* the new owner record first: nothing changes if memory runs out */
@@ -204,12 +184,10 @@ int daemon_refs_set(struct daemon_refs *r, enum xlate_kind owner_kind, const cha
             memcpy(o->keys[i] + 2, refs[i].key, kl + 1);
             o->n++;
         }
-        int err = 0;
-        store_map_put(&r->owners, o->key, o, &err);
-        if (err)
+        if (cx_map_puts(&r->owners, o->key, o, NULL) != 0)
             goto oom;
     } else {
-        store_map_remove(&r->owners, okey);
+        cx_map_dels(&r->owners, okey);
     }
     /* new counts before old ones go, so a key in both never drops to 0 */
     char *born[DAEMON_REFS_MAX];
@@ -221,10 +199,11 @@ int daemon_refs_set(struct daemon_refs *r, enum xlate_kind owner_kind, const cha
             for (size_t k = 0; k < i; k++)
                 (void)target_dec(r, o->keys[k]);
             if (old) {
-                int err = 0;
-                store_map_put(&r->owners, old->key, old, &err);
+                /* puts back what |o| replaced: allocates nothing, cannot fail */
+                int rc = cx_map_puts(&r->owners, old->key, old, NULL);
+                (void)rc;
             } else {
-                store_map_remove(&r->owners, okey);
+                cx_map_dels(&r->owners, okey);
             }
             owner_free(o);
             return -1;
@@ -251,7 +230,7 @@ int daemon_refs_has(const struct daemon_refs *r, enum xlate_kind kind, const cha
     int w = snprintf(key, sizeof(key), "%c/%s/%s", kind_char(kind), ns, name);
     if (w < 0 || (size_t)w >= sizeof(key))
         return 0;
-    return store_map_get(&r->targets, key) != NULL;
+    return cx_map_gets(&r->targets, key) != NULL;
 }
 
 size_t daemon_refs_count(const struct daemon_refs *r, enum xlate_kind kind)

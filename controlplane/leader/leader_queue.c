@@ -16,24 +16,17 @@ int leader_queue_init(struct leader_queue *q, struct event_base *base,
     q->user = user;
     q->max_inflight = max_inflight ? max_inflight : 1;
     q->budget = budget > 0 ? budget : 0;
-    store_map_init(&q->items);
     q->pump_ev = evtimer_new(base, on_pump, q);
     q->park_ev = evtimer_new(base, on_park, q);
     return q->pump_ev && q->park_ev ? 0 : -1;
 }
 
-static int destroy_one(void *user, const char *key, void *v)
-{
-    (void)key;
-    struct leader_queue *q = user;
-    q->ops->destroy(q->user, v);
-    return 0;
-}
-
 void leader_queue_free(struct leader_queue *q)
 {
-    store_map_foreach(&q->items, destroy_one, q);
-    store_map_free(&q->items);
+    const struct cx_map_slot *s;
+    for (size_t i = 0; cx_map_next(&q->items, &i, &s);)
+        q->ops->destroy(q->user, s->val);
+    cx_map_free(&q->items);
     if (q->pump_ev)
         event_free(q->pump_ev);
     if (q->park_ev)
@@ -45,14 +38,12 @@ void leader_queue_free(struct leader_queue *q)
 
 struct leader_item *leader_queue_find(const struct leader_queue *q, const char *key)
 {
-    return store_map_get(&q->items, key);
+    return cx_map_gets(&q->items, key);
 }
 
 int leader_queue_add(struct leader_queue *q, struct leader_item *it)
 {
-    int err;
-    store_map_put(&q->items, it->key, it, &err);
-    return err ? -1 : 0;
+    return cx_map_puts(&q->items, it->key, it, NULL);
 }
 
 void leader_queue_push(struct leader_queue *q, struct leader_item *it)
@@ -124,7 +115,7 @@ void leader_queue_release(struct leader_queue *q, struct leader_item *it)
 {
     if (it->queued || it->parked || it->inflight || (q->ops->busy && q->ops->busy(q->user, it)))
         return;
-    store_map_remove(&q->items, it->key);
+    cx_map_dels(&q->items, it->key);
     q->ops->destroy(q->user, it);
 }
 
@@ -186,26 +177,6 @@ void leader_queue_schedule(struct leader_queue *q, int64_t delay_ns)
     q->pump_due_ns = due;
 }
 
-struct unpark_ctx {
-    struct leader_queue *q;
-    int64_t now;
-    int any; /* something stays parked */
-};
-
-static int unpark_one(void *user, const char *key, void *v)
-{
-    (void)key;
-    struct unpark_ctx *c = user;
-    struct leader_item *it = v;
-    if (!it->parked)
-        return 0;
-    if (it->due_ns <= c->now)
-        leader_queue_push(c->q, it);
-    else
-        c->any = 1;
-    return 0;
-}
-
 static void on_park(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -214,32 +185,31 @@ static void on_park(evutil_socket_t fd, short what, void *arg)
     q->park_armed = 0;
     if (!q->nparked)
         return; /* all unparked meanwhile, and queued with a pump run */
-    struct unpark_ctx c = {q, cx_mono_ns(), 0};
-    store_map_foreach(&q->items, unpark_one, &c);
-    if (c.any)
+    int64_t now = cx_mono_ns();
+    int any = 0; /* something stays parked */
+    const struct cx_map_slot *s;
+    for (size_t i = 0; cx_map_next(&q->items, &i, &s);) {
+        struct leader_item *it = s->val;
+        if (!it->parked)
+            continue;
+        if (it->due_ns <= now)
+            leader_queue_push(q, it);
+        else
+            any = 1;
+    }
+    if (any)
         arm_rescan(q);
     leader_queue_schedule(q, 0);
 }
 
-struct drop_ctx {
-    struct leader_queue *q;
-    void (*drop)(void *user, struct leader_item *it);
-};
-
-static int drop_one(void *user, const char *key, void *v)
-{
-    (void)key;
-    struct drop_ctx *c = user;
-    c->drop(c->q->user, v);
-    return 0;
-}
-
 void leader_queue_clear(struct leader_queue *q, void (*drop)(void *user, struct leader_item *it))
 {
-    struct drop_ctx c = {q, drop ? drop : q->ops->destroy};
-    store_map_foreach(&q->items, drop_one, &c);
-    store_map_free(&q->items);
-    store_map_init(&q->items);
+    if (!drop)
+        drop = q->ops->destroy;
+    const struct cx_map_slot *s;
+    for (size_t i = 0; cx_map_next(&q->items, &i, &s);)
+        drop(q->user, s->val);
+    cx_map_free(&q->items);
     q->head = q->tail = NULL;
     q->nqueued = q->ninflight = q->nparked = 0;
     if (q->pump_armed)

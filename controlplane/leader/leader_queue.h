@@ -24,7 +24,7 @@
 #ifndef LEADER_QUEUE_H
 #define LEADER_QUEUE_H
 
-#include "store_map.h"
+#include "cx_map.h"
 
 #include <event2/event.h>
 #include <stddef.h>
@@ -78,7 +78,7 @@ struct leader_queue {
     struct event *pump_ev, *park_ev;
     int pump_armed, park_armed;
     int64_t pump_due_ns;
-    struct store_map items; /* key -> struct leader_item * */
+    struct cx_map items; /* key -> struct leader_item * */
     struct leader_item *head, *tail;
 };
 
@@ -101,7 +101,7 @@ __attribute__((warn_unused_result)) int leader_queue_add(struct leader_queue *q,
 /* Items known. */
 static inline size_t leader_queue_len(const struct leader_queue *q)
 {
-    return store_map_len(&q->items);
+    return cx_map_len(&q->items);
 }
 
 /* Queues |it| for a check at the tail of the FIFO, taking it out of the

@@ -9,7 +9,7 @@
 #include "cx_time.h"
 #include "leader_queue.h"
 #include "store_kinds.h"
-#include "store_map.h"
+#include "cx_map.h"
 #include "xlate_snapshot.h"
 
 #include <stdio.h>
@@ -76,11 +76,11 @@ struct publish {
     int leading;
     uint64_t term;
     struct xlate_snapshot *snap;
-    struct store_map groups; /* PS name -> struct pub_group * (current snapshot) */
+    struct cx_map groups; /* PS name -> struct pub_group * (current snapshot) */
     struct pub_group **glist;
     size_t nglist;
     struct publish_encoder *enc;
-    struct store_map blobs; /* PS name -> struct publish_blob * (latest encoded) */
+    struct cx_map blobs; /* PS name -> struct publish_blob * (latest encoded) */
     size_t nencoding;
     struct publish_stats st;
     struct {
@@ -299,7 +299,7 @@ static enum leader_check reconcile(void *user, struct leader_item *l, int64_t *w
 {
     struct publish *p = user;
     struct pub_item *it = item_of(l);
-    struct pub_group *pg = store_map_get(&p->groups, it->name);
+    struct pub_group *pg = cx_map_gets(&p->groups, it->name);
     struct kube_obj *pub = p->o.lookup(p->o.user, it->name);
     const char *pub_rv = pub ? pub->rv : "";
     int exists = pub != NULL;
@@ -319,7 +319,7 @@ static enum leader_check reconcile(void *user, struct leader_item *l, int64_t *w
         if (exists && strcmp(version, pg->version) == 0)
             return LEADER_CHECK_DONE;
         /* The snapshot is encoded off the main loop; come back with it. */
-        blob = store_map_get(&p->blobs, it->name);
+        blob = cx_map_gets(&p->blobs, it->name);
         if (!blob || strcmp(blob->version, pg->version) != 0) {
             if (publish_encoder_submit(p->enc, p->snap, pg->g->name, it->name, pg->version) != 0) {
                 park(p, it, PUB_RETRY_FIRST_NS);
@@ -398,9 +398,8 @@ static void on_encoded(void *user, struct publish_blob *blob)
     if (blob->failed)
         cx_warn("publish", "could not encode the snapshot of %s (memory): published without it",
                 blob->name);
-    int err;
-    struct publish_blob *old = store_map_put(&p->blobs, blob->name, blob, &err);
-    if (err) {
+    struct publish_blob *old = NULL;
+    if (cx_map_puts(&p->blobs, blob->name, blob, (void **)&old) != 0) {
         publish_blob_free(blob);
         return;
     }
@@ -413,14 +412,6 @@ static void on_encoded(void *user, struct publish_blob *blob)
         enqueue(p, it);
         leader_queue_schedule(&p->q, 0);
     }
-}
-
-static int free_blob(void *user, const char *key, void *v)
-{
-    (void)user;
-    (void)key;
-    publish_blob_free(v);
-    return 0;
 }
 
 static int q_ready(void *user)
@@ -460,8 +451,6 @@ struct publish *publish_new(struct event_base *base, const struct publish_opts *
     if (!p->o.max_bytes)
         p->o.max_bytes = PUBLISH_MAX_BYTES_DEFAULT;
     p->ns = strdup(o->namespace ? o->namespace : "default");
-    store_map_init(&p->groups);
-    store_map_init(&p->blobs);
     p->enc = publish_encoder_new(base, p->o.max_bytes, on_encoded, p);
     cx_ratelimit_init(&p->rl, o->qps, o->burst < 1 ? 1 : o->burst, cx_mono_ns());
     if (qrc != 0 || !p->ns || !p->enc) {
@@ -487,8 +476,7 @@ static void groups_clear(struct publish *p, int hide)
     free(p->glist);
     p->glist = NULL;
     p->nglist = 0;
-    store_map_free(&p->groups);
-    store_map_init(&p->groups);
+    cx_map_free(&p->groups);
 }
 
 void publish_free(struct publish *p)
@@ -497,8 +485,10 @@ void publish_free(struct publish *p)
         return;
     publish_encoder_free(p->enc); /* joins its thread: no result comes later */
     p->enc = NULL;
-    store_map_foreach(&p->blobs, free_blob, NULL);
-    store_map_free(&p->blobs);
+    const struct cx_map_slot *s;
+    for (size_t i = 0; cx_map_next(&p->blobs, &i, &s);)
+        publish_blob_free(s->val);
+    cx_map_free(&p->blobs);
     leader_queue_free(&p->q);
     groups_clear(p, 0);
     xlate_snapshot_unref(p->snap);
@@ -513,7 +503,7 @@ struct stale_ctx {
 static int want_stale(void *user, struct kube_obj *o)
 {
     struct stale_ctx *c = user;
-    if (is_ours(o) && !store_map_get(&c->p->groups, o->name))
+    if (is_ours(o) && !cx_map_gets(&c->p->groups, o->name))
         want(c->p, o->name);
     return 0;
 }
@@ -521,20 +511,16 @@ static int want_stale(void *user, struct kube_obj *o)
 void publish_set_snapshot(struct publish *p, struct xlate_snapshot *snap)
 {
     /* Remember the old versions to queue only what changed. */
-    struct store_map old;
-    store_map_init(&old);
+    struct cx_map old = {0};
     struct pub_group **oldlist = p->glist;
     size_t nold = p->nglist;
     int oom = 0;
     for (size_t i = 0; i < nold; i++) {
-        int err;
-        store_map_put(&old, oldlist[i]->name, oldlist[i], &err);
-        oom |= err;
+        oom |= cx_map_puts(&old, oldlist[i]->name, oldlist[i], NULL) != 0;
     }
     p->glist = NULL;
     p->nglist = 0;
-    store_map_free(&p->groups);
-    store_map_init(&p->groups);
+    cx_map_free(&p->groups);
     xlate_snapshot_unref(p->snap);
     p->snap = xlate_snapshot_ref(snap);
     p->glist = calloc(snap->ngroups ? snap->ngroups : 1, sizeof(*p->glist));
@@ -552,14 +538,12 @@ void publish_set_snapshot(struct publish *p, struct xlate_snapshot *snap)
         memcpy(pg->name, name, nl + 1);
         pg->g = g;
         publish_group_version(g, pg->version);
-        struct pub_group *prev = store_map_get(&old, name);
+        struct pub_group *prev = cx_map_gets(&old, name);
         pg->consistent = prev ? prev->consistent
                               : (p->m.consistent ? cx_metric_with(p->m.consistent, g->name) : NULL);
         if (prev)
             prev->consistent = NULL; /* moved */
-        int err;
-        store_map_put(&p->groups, pg->name, pg, &err);
-        if (err) {
+        if (cx_map_puts(&p->groups, pg->name, pg, NULL) != 0) {
             free(pg);
             oom = 1;
             continue;
@@ -573,12 +557,12 @@ void publish_set_snapshot(struct publish *p, struct xlate_snapshot *snap)
     for (size_t i = 0; i < nold; i++) {
         if (oldlist[i]->consistent)
             cx_series_hide(oldlist[i]->consistent);
-        if (!store_map_get(&p->groups, oldlist[i]->name))
+        if (!cx_map_gets(&p->groups, oldlist[i]->name))
             want(p, oldlist[i]->name);
         free(oldlist[i]);
     }
     free(oldlist);
-    store_map_free(&old);
+    cx_map_free(&old);
     if (oom && p->leading) {
         struct stale_ctx c = {p};
         p->o.foreach (p->o.user, want_stale, &c);
@@ -615,7 +599,7 @@ void publish_stop(struct publish *p)
 
 void publish_object_changed(struct publish *p, const char *name)
 {
-    struct pub_group *pg = store_map_get(&p->groups, name);
+    struct pub_group *pg = cx_map_gets(&p->groups, name);
     if (pg)
         update_consistency(p, pg);
     recount(p);

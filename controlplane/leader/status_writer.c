@@ -7,7 +7,7 @@
 #include "cx_time.h"
 #include "leader_queue.h"
 #include "store_kinds.h"
-#include "store_map.h"
+#include "cx_map.h"
 #include "xlate.h"
 #include "xlate_snapshot.h"
 
@@ -35,7 +35,7 @@
 
 struct sw_index {
     struct xlate_snapshot *snap; /* one reference */
-    struct store_map map;        /* key -> struct xlate_report * */
+    struct cx_map map;           /* key -> struct xlate_report * */
     char *keys;                  /* every key, back to back */
 };
 
@@ -43,7 +43,7 @@ static void index_free(struct sw_index *ix)
 {
     if (!ix)
         return;
-    store_map_free(&ix->map);
+    cx_map_free(&ix->map);
     free(ix->keys);
     xlate_snapshot_unref(ix->snap);
     free(ix);
@@ -60,7 +60,6 @@ static struct sw_index *index_new(struct xlate_snapshot *snap)
     struct sw_index *ix = calloc(1, sizeof(*ix));
     if (!ix)
         return NULL;
-    store_map_init(&ix->map);
     ix->snap = xlate_snapshot_ref(snap);
     size_t total = 1;
     for (size_t i = 0; i < snap->nreports; i++) {
@@ -79,9 +78,7 @@ static struct sw_index *index_new(struct xlate_snapshot *snap)
         if (make_key(k, total - off, r->kind, r->namespace, r->name) != 0)
             goto fail;
         off += strlen(k) + 1;
-        int err;
-        store_map_put(&ix->map, k, r, &err);
-        if (err)
+        if (cx_map_puts(&ix->map, k, r, NULL) != 0)
             goto fail;
     }
     return ix;
@@ -424,7 +421,7 @@ static enum leader_check check(void *user, struct leader_item *l, int64_t *wait_
     struct sw_item *it = item_of(l);
     w->st.checks++;
     struct kube_obj *obj = w->o.lookup(w->o.user, it->kind, it->objkey);
-    struct xlate_report *rep = w->ix ? store_map_get(&w->ix->map, it->key) : NULL;
+    struct xlate_report *rep = w->ix ? cx_map_gets(&w->ix->map, it->key) : NULL;
     if (!obj || !rep) {
         clear_written(it);
         cx_series_inc(w->m.c_missing);
@@ -511,7 +508,7 @@ static struct sw_item *pass_step(struct status_writer *w, const struct xlate_rep
         /* The cheap comparison first: no item unless something is to do. */
         w->st.checks++;
         struct kube_obj *obj = w->o.lookup(w->o.user, kind, objkey);
-        const struct xlate_report *cur_rep = store_map_get(&w->ix->map, key);
+        const struct xlate_report *cur_rep = cx_map_gets(&w->ix->map, key);
         if (!obj || !cur_rep) {
             cx_series_inc(w->m.c_missing);
             return NULL;
@@ -687,7 +684,7 @@ int status_writer_set_snapshot(struct status_writer *w, struct xlate_snapshot *s
                 char key[SW_KEY_MAX];
                 if (make_key(key, sizeof(key), r->kind, r->namespace, r->name) != 0)
                     continue;
-                const struct xlate_report *o = store_map_get(&old->map, key);
+                const struct xlate_report *o = cx_map_gets(&old->map, key);
                 if (!o || !report_same(o, r))
                     want_check(w, k, r->namespace, r->name);
             }

@@ -1,6 +1,6 @@
 #include "store.h"
 
-#include "store_map.h"
+#include "cx_map.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -14,11 +14,11 @@ struct store_change {
 };
 
 struct store {
-    struct store_map kinds[XLATE_KIND_COUNT]; /* key -> struct store_entry * */
+    struct cx_map kinds[XLATE_KIND_COUNT]; /* key -> struct store_entry * */
     uint64_t generation;
     size_t total;
-    struct store_map changes; /* "<kind>/ns/name" -> struct store_change * */
-    int changes_lost;         /* a change could not be recorded */
+    struct cx_map changes; /* "<kind>/ns/name" -> struct store_change * */
+    int changes_lost;      /* a change could not be recorded */
 };
 
 /* Records that |kind| |key| now is |obj| (NULL: deleted); takes a new
@@ -38,9 +38,8 @@ static void note_change(struct store *s, enum xlate_kind kind, const char *key,
     c->key[0] = (char)('0' + kind);
     c->key[1] = '/';
     memcpy(c->key + 2, key, kl + 1);
-    int err;
-    struct store_change *old = store_map_put(&s->changes, c->key, c, &err);
-    if (err) {
+    struct store_change *old = NULL;
+    if (cx_map_puts(&s->changes, c->key, c, (void **)&old) != 0) {
         kube_obj_unref(c->obj);
         free(c);
         s->changes_lost = 1;
@@ -52,14 +51,15 @@ static void note_change(struct store *s, enum xlate_kind kind, const char *key,
     }
 }
 
-static int free_change(void *user, const char *key, void *v)
+static void free_changes(struct cx_map *m)
 {
-    (void)user;
-    (void)key;
-    struct store_change *c = v;
-    kube_obj_unref(c->obj);
-    free(c);
-    return 0;
+    const struct cx_map_slot *sl;
+    for (size_t i = 0; cx_map_next(m, &i, &sl);) {
+        struct store_change *c = sl->val;
+        kube_obj_unref(c->obj);
+        free(c);
+    }
+    cx_map_free(m);
 }
 
 static int kind_ok(enum xlate_kind k)
@@ -69,23 +69,7 @@ static int kind_ok(enum xlate_kind k)
 
 struct store *store_new(void)
 {
-    struct store *s = calloc(1, sizeof(*s));
-    if (!s)
-        return NULL;
-    for (int k = 0; k < XLATE_KIND_COUNT; k++)
-        store_map_init(&s->kinds[k]);
-    store_map_init(&s->changes);
-    return s;
-}
-
-static int free_entry(void *user, const char *key, void *v)
-{
-    (void)user;
-    (void)key;
-    struct store_entry *e = v;
-    kube_obj_unref(e->obj);
-    free(e);
-    return 0;
+    return calloc(1, sizeof(struct store));
 }
 
 void store_free(struct store *s)
@@ -93,11 +77,15 @@ void store_free(struct store *s)
     if (!s)
         return;
     for (int k = 0; k < XLATE_KIND_COUNT; k++) {
-        store_map_foreach(&s->kinds[k], free_entry, NULL);
-        store_map_free(&s->kinds[k]);
+        const struct cx_map_slot *sl;
+        for (size_t i = 0; cx_map_next(&s->kinds[k], &i, &sl);) {
+            struct store_entry *e = sl->val;
+            kube_obj_unref(e->obj);
+            free(e);
+        }
+        cx_map_free(&s->kinds[k]);
     }
-    store_map_foreach(&s->changes, free_change, NULL);
-    store_map_free(&s->changes);
+    free_changes(&s->changes);
     free(s);
 }
 
@@ -105,20 +93,21 @@ const struct store_entry *store_get(const struct store *s, enum xlate_kind kind,
 {
     if (!kind_ok(kind))
         return NULL;
-    return store_map_get(&s->kinds[kind], key);
+    return cx_map_gets(&s->kinds[kind], key);
 }
 
 int store_put(struct store *s, enum xlate_kind kind, struct kube_obj *obj, uint64_t digest)
 {
     if (!kind_ok(kind) || !obj)
         return -1;
-    struct store_map *m = &s->kinds[kind];
-    struct store_entry *e = store_map_get(m, obj->key);
+    struct cx_map *m = &s->kinds[kind];
+    struct store_entry *e = cx_map_gets(m, obj->key);
     if (e) {
         /* Replace in place: re-point the slot's key at the new object
-         * before the old one (which owns the old key string) goes. */
-        int err;
-        store_map_put(m, obj->key, e, &err);
+         * before the old one (which owns the old key string) goes. An
+         * existing key allocates nothing: this cannot fail. */
+        int rc = cx_map_puts(m, obj->key, e, NULL);
+        (void)rc;
         kube_obj_unref(e->obj);
         e->obj = obj;
         e->digest = digest;
@@ -131,9 +120,7 @@ int store_put(struct store *s, enum xlate_kind kind, struct kube_obj *obj, uint6
         return -1;
     e->obj = obj;
     e->digest = digest;
-    int err;
-    store_map_put(m, obj->key, e, &err);
-    if (err) {
+    if (cx_map_puts(m, obj->key, e, NULL) != 0) {
         free(e);
         return -1;
     }
@@ -147,7 +134,7 @@ int store_remove(struct store *s, enum xlate_kind kind, const char *key)
 {
     if (!kind_ok(kind))
         return 0;
-    struct store_entry *e = store_map_remove(&s->kinds[kind], key);
+    struct store_entry *e = cx_map_dels(&s->kinds[kind], key);
     if (!e)
         return 0;
     note_change(s, kind, key, NULL, 0);
@@ -160,7 +147,7 @@ int store_remove(struct store *s, enum xlate_kind kind, const char *key)
 
 size_t store_len(const struct store *s, enum xlate_kind kind)
 {
-    return kind_ok(kind) ? store_map_len(&s->kinds[kind]) : 0;
+    return kind_ok(kind) ? cx_map_len(&s->kinds[kind]) : 0;
 }
 
 size_t store_total(const struct store *s)
@@ -173,58 +160,32 @@ uint64_t store_generation(const struct store *s)
     return s->generation;
 }
 
-struct foreach_ctx {
-    int (*fn)(void *user, const struct store_entry *e);
-    void *user;
-};
-
-static int foreach_one(void *user, const char *key, void *v)
-{
-    (void)key;
-    struct foreach_ctx *c = user;
-    return c->fn(c->user, v);
-}
-
 void store_foreach(const struct store *s, enum xlate_kind kind,
                    int (*fn)(void *user, const struct store_entry *e), void *user)
 {
     if (!kind_ok(kind))
         return;
-    struct foreach_ctx c = {fn, user};
-    store_map_foreach(&s->kinds[kind], foreach_one, &c);
+    const struct cx_map_slot *sl;
+    for (size_t i = 0; cx_map_next(&s->kinds[kind], &i, &sl);)
+        if (fn(user, sl->val))
+            return;
 }
 
 /* ---- views ---------------------------------------------------------------- */
 
-struct view_fill {
-    struct store_view *v;
-    enum xlate_kind kind;
-};
-
-static int view_add(void *user, const char *key, void *val)
+static void view_add(struct store_view *v, enum xlate_kind kind, struct store_entry *e)
 {
-    (void)key;
-    struct view_fill *f = user;
-    struct store_entry *e = val;
-    struct store_view *v = f->v;
     v->objs[v->n] = kube_obj_ref(e->obj);
     v->objects[v->n] = (struct xlate_object){
-        .kind = f->kind, .obj = e->obj->json, .digest = e->digest ? e->digest : 1};
+        .kind = kind, .obj = e->obj->json, .digest = e->digest ? e->digest : 1};
     v->n++;
-    return 0;
 }
 
-struct change_fill {
-    struct store_view *v;
-    int failed;
-};
-
-static int take_change(void *user, const char *key, void *val)
+/* Moves change |c| into |v|; returns 1 if it lost the deleted object's
+ * name (memory), else 0. */
+static int take_change(struct store_view *v, struct store_change *c)
 {
-    (void)key;
-    struct change_fill *f = user;
-    struct store_change *c = val;
-    struct store_view *v = f->v;
+    int failed = 0;
     size_t i = v->nchanges;
     struct xlate_change *xc = &v->changes[i];
     *xc = (struct xlate_change){.kind = c->kind, .digest = c->digest ? c->digest : 1};
@@ -238,7 +199,7 @@ static int take_change(void *user, const char *key, void *val)
         char *slash = k ? strchr(k, '/') : NULL;
         if (!slash) {
             free(k);
-            f->failed = 1;
+            failed = 1;
         } else {
             *slash = '\0';
             v->change_keys[i] = k;
@@ -248,7 +209,7 @@ static int take_change(void *user, const char *key, void *val)
     }
     v->nchanges++;
     free(c);
-    return 0;
+    return failed;
 }
 
 struct store_view *store_view_new(struct store *s)
@@ -267,25 +228,25 @@ struct store_view *store_view_new(struct store *s)
     }
     atomic_init(&v->refs, 1);
     v->generation = s->generation;
-    for (int k = 0; k < XLATE_KIND_COUNT; k++) {
-        struct view_fill f = {v, (enum xlate_kind)k};
-        store_map_foreach(&s->kinds[k], view_add, &f);
-    }
+    const struct cx_map_slot *sl;
+    for (int k = 0; k < XLATE_KIND_COUNT; k++)
+        for (size_t i = 0; cx_map_next(&s->kinds[k], &i, &sl);)
+            view_add(v, (enum xlate_kind)k, sl->val);
     /* The changes move into the view; the store starts a new log. */
-    size_t nc = store_map_len(&s->changes);
+    size_t nc = cx_map_len(&s->changes);
     v->changes = calloc(nc ? nc : 1, sizeof(*v->changes));
     v->change_objs = calloc(nc ? nc : 1, sizeof(*v->change_objs));
     v->change_keys = calloc(nc ? nc : 1, sizeof(*v->change_keys));
     if (!v->changes || !v->change_objs || !v->change_keys) {
-        store_map_foreach(&s->changes, free_change, NULL);
+        free_changes(&s->changes);
         v->changes_complete = 0;
     } else {
-        struct change_fill f = {v, 0};
-        store_map_foreach(&s->changes, take_change, &f);
-        v->changes_complete = !s->changes_lost && !f.failed;
+        int failed = 0;
+        for (size_t i = 0; cx_map_next(&s->changes, &i, &sl);)
+            failed |= take_change(v, sl->val);
+        v->changes_complete = !s->changes_lost && !failed;
+        cx_map_free(&s->changes);
     }
-    store_map_free(&s->changes);
-    store_map_init(&s->changes);
     s->changes_lost = 0;
     return v;
 }
