@@ -161,13 +161,48 @@ static void on_listen_error(struct evconnlistener *l, void *arg)
         evtimer_add(s->accept_ev, &tv);
 }
 
+static void on_grace(evutil_socket_t fd, short what, void *arg);
+
+/* Binds s->host:|port| and listens; sets s->port to the bound port.
+ * Returns 0, or -1 with a message in |err|. */
+static int h2_listen(struct xds_h2_server *s, int port, const char *what, char *err, size_t errlen)
+{
+    struct addrinfo *ai = NULL;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    char portstr[16];
+    snprintf(portstr, sizeof(portstr), "%d", port);
+    int gai = getaddrinfo(s->host[0] ? s->host : NULL, portstr, &hints, &ai);
+    if (gai != 0) {
+        snprintf(err, errlen, "cannot resolve \"%s\": %s", s->host, gai_strerror(gai));
+        return -1;
+    }
+    s->listener =
+        evconnlistener_new_bind(s->base, xds_h2_on_accept, s,
+                                LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+                                1024, ai->ai_addr, (int)ai->ai_addrlen);
+    if (!s->listener) {
+        snprintf(err, errlen, "cannot listen on %s: %s", what, strerror(errno));
+        freeaddrinfo(ai);
+        return -1;
+    }
+    evconnlistener_set_error_cb(s->listener, on_listen_error);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    if (getsockname(evconnlistener_get_fd(s->listener), (struct sockaddr *)&ss, &sl) == 0)
+        s->port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                           : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    freeaddrinfo(ai);
+    return 0;
+}
+
 struct xds_h2_server *xds_h2_server_new(struct event_base *base, const struct xds_h2_config *cfg,
                                         const struct xds_h2_method *methods, size_t nmethods,
                                         void *user, char *err, size_t errlen)
 {
     char host[256];
     int port;
-    struct addrinfo *ai = NULL;
     if (xds_h2_parse_hostport(cfg->listen, host, sizeof(host), &port) != 0) {
         snprintf(err, errlen, "bad listen address \"%s\" (want host:port)",
                  cfg->listen ? cfg->listen : "");
@@ -196,35 +231,16 @@ struct xds_h2_server *xds_h2_server_new(struct event_base *base, const struct xd
     }
     s->done_ev = event_new(base, -1, 0, on_done, s);
     s->accept_ev = evtimer_new(base, on_accept_again, s);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-    char portstr[16];
-    snprintf(portstr, sizeof(portstr), "%d", port);
-    int gai = getaddrinfo(host[0] ? host : NULL, portstr, &hints, &ai);
-    if (gai != 0) {
-        snprintf(err, errlen, "cannot resolve \"%s\": %s", host, gai_strerror(gai));
+    s->grace_ev = evtimer_new(base, on_grace, s);
+    snprintf(s->host, sizeof(s->host), "%s", host);
+    if (!s->done_ev || !s->accept_ev || !s->grace_ev) {
+        snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    s->listener =
-        evconnlistener_new_bind(base, xds_h2_on_accept, s,
-                                LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
-                                1024, ai->ai_addr, (int)ai->ai_addrlen);
-    if (!s->listener) {
-        snprintf(err, errlen, "cannot listen on %s: %s", cfg->listen, strerror(errno));
+    if (h2_listen(s, port, cfg->listen, err, errlen) != 0)
         goto fail;
-    }
-    evconnlistener_set_error_cb(s->listener, on_listen_error);
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    if (getsockname(evconnlistener_get_fd(s->listener), (struct sockaddr *)&ss, &sl) == 0)
-        s->port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                                           : ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    freeaddrinfo(ai);
     return s;
 fail:
-    if (ai)
-        freeaddrinfo(ai);
     xds_h2_server_free(s);
     return NULL;
 }
@@ -253,13 +269,40 @@ static void on_done(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* The grace period of a shutdown or a pause is over: the connections told
+ * to go that are still there are closed (not those accepted since a
+ * resume). */
 static void on_grace(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     struct xds_h2_server *s = arg;
-    while (s->conns)
-        xds_h2_conn_free(s->conns);
+    struct h2_conn *c = s->conns;
+    while (c) {
+        struct h2_conn *next = c->next;
+        if (c->closing)
+            xds_h2_conn_free(c);
+        c = next;
+    }
+}
+
+/* Ends every call with UNAVAILABLE |why|, sends GOAWAY on every connection
+ * and closes each once flushed, or after |grace_ms|. */
+static void tell_all_to_go(struct xds_h2_server *s, int grace_ms, const char *why)
+{
+    struct timeval tv = {grace_ms / 1000, (grace_ms % 1000) * 1000};
+    if (s->grace_ev)
+        evtimer_add(s->grace_ev, &tv);
+    for (struct h2_conn *c = s->conns; c; c = c->next) {
+        for (struct xds_h2_stream *st = c->streams; st; st = st->next)
+            if (st->responded)
+                xds_h2_stream_finish(st, 14, why);
+        nghttp2_submit_goaway(c->session, NGHTTP2_FLAG_NONE,
+                              nghttp2_session_get_last_proc_stream_id(c->session), NGHTTP2_NO_ERROR,
+                              NULL, 0);
+        c->closing = 1;
+        xds_h2_conn_schedule_flush(c);
+    }
 }
 
 void xds_h2_server_shutdown(struct xds_h2_server *s, int grace_ms, void (*done)(void *), void *arg)
@@ -273,21 +316,44 @@ void xds_h2_server_shutdown(struct xds_h2_server *s, int grace_ms, void (*done)(
         evconnlistener_free(s->listener);
         s->listener = NULL;
     }
-    s->grace_ev = evtimer_new(s->base, on_grace, s);
-    struct timeval tv = {grace_ms / 1000, (grace_ms % 1000) * 1000};
-    if (s->grace_ev)
-        evtimer_add(s->grace_ev, &tv);
-    for (struct h2_conn *c = s->conns; c; c = c->next) {
-        for (struct xds_h2_stream *st = c->streams; st; st = st->next)
-            if (st->responded)
-                xds_h2_stream_finish(st, 14, "server shutting down");
-        nghttp2_submit_goaway(c->session, NGHTTP2_FLAG_NONE,
-                              nghttp2_session_get_last_proc_stream_id(c->session), NGHTTP2_NO_ERROR,
-                              NULL, 0);
-        c->closing = 1;
-        xds_h2_conn_schedule_flush(c);
-    }
+    tell_all_to_go(s, grace_ms, "server shutting down");
     xds_h2_server_check_done(s);
+}
+
+void xds_h2_server_pause(struct xds_h2_server *s, int grace_ms)
+{
+    if (s->shutting || s->paused)
+        return;
+    s->paused = 1;
+    if (s->listener) {
+        evconnlistener_free(s->listener);
+        s->listener = NULL;
+    }
+    if (s->accept_ev)
+        evtimer_del(s->accept_ev);
+    tell_all_to_go(s, grace_ms, "server not serving: this replica stands by");
+}
+
+int xds_h2_server_resume(struct xds_h2_server *s, char *err, size_t errlen)
+{
+    if (s->shutting) {
+        snprintf(err, errlen, "the server is shutting down");
+        return -1;
+    }
+    if (!s->paused)
+        return 0;
+    char what[300];
+    snprintf(what, sizeof(what), "%s:%d", s->host, s->port);
+    if (h2_listen(s, s->port, what, err, errlen) != 0)
+        return -1;
+    s->paused = 0;
+    s->accept_backoff_ms = 0;
+    return 0;
+}
+
+int xds_h2_server_paused(const struct xds_h2_server *s)
+{
+    return s->paused;
 }
 
 void xds_h2_server_free(struct xds_h2_server *s)

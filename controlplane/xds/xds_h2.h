@@ -51,19 +51,19 @@ struct xds_h2_method {
 };
 
 struct xds_h2_config {
-    const char *listen;        /* "host:port", "[v6]:port", ":port"; port 0 picks one */
-    SSL_CTX *ssl_ctx;          /* NULL: h2c; else TLS (the server takes a reference) */
-    size_t max_message;        /* cap on one request message; 0: 4 MiB */
-    unsigned max_connections;  /* 0: 10000 */
-    unsigned max_streams;      /* concurrent streams per connection; 0: 100 */
-    int keepalive_ms;          /* PING after this much silence; 0: 30000; < 0: off */
-    int handshake_timeout_ms;  /* TLS + preface deadline; 0: 10000 */
-    int idle_conn_ms;          /* close a connection without calls after this; 0: 300000; < 0 off */
+    const char *listen;       /* "host:port", "[v6]:port", ":port"; port 0 picks one */
+    SSL_CTX *ssl_ctx;         /* NULL: h2c; else TLS (the server takes a reference) */
+    size_t max_message;       /* cap on one request message; 0: 4 MiB */
+    unsigned max_connections; /* 0: 10000 */
+    unsigned max_streams;     /* concurrent streams per connection; 0: 100 */
+    int keepalive_ms;         /* PING after this much silence; 0: 30000; < 0: off */
+    int handshake_timeout_ms; /* TLS + preface deadline; 0: 10000 */
+    int idle_conn_ms;         /* close a connection without calls after this; 0: 300000; < 0 off */
     void (*on_counts)(void *user); /* xds_h2_counts changed outside a call (idle close,
                                     * accept pause); gets the |user| of the server */
-    struct xds_budget *budget; /* memory budget for partly received messages, shared by every
-                                * connection (one may take a quarter); caller-owned, outlives
-                                * the server; NULL: none */
+    struct xds_budget *budget;     /* memory budget for partly received messages, shared by every
+                                    * connection (one may take a quarter); caller-owned, outlives
+                                    * the server; NULL: none */
 };
 
 /* Queued output (bytes) above which a stream counts as congested. */
@@ -96,6 +96,20 @@ void xds_h2_server_counts(const struct xds_h2_server *s, struct xds_h2_counts *o
  * latest. |done| (may be NULL) runs from the loop once every connection is
  * closed. Free the server afterwards (or from |done|). */
 void xds_h2_server_shutdown(struct xds_h2_server *s, int grace_ms, void (*done)(void *), void *arg);
+
+/* Stops serving without ending the server: closes the listener (new
+ * connections are refused), ends every call with UNAVAILABLE, sends GOAWAY
+ * and closes each connection once flushed, or after |grace_ms|, so that
+ * clients go to another server. No-op when paused or shutting down. */
+void xds_h2_server_pause(struct xds_h2_server *s, int grace_ms);
+
+/* Listens again on the same address and port after a pause. Returns 0
+ * (also when not paused), or -1 with a message in |err| (the port is
+ * taken; the server stays paused and may be resumed later). */
+int xds_h2_server_resume(struct xds_h2_server *s, char *err, size_t errlen);
+
+/* 1 while paused. */
+int xds_h2_server_paused(const struct xds_h2_server *s);
 
 /* Closes everything at once (calls on_close for every open call). */
 void xds_h2_server_free(struct xds_h2_server *s);

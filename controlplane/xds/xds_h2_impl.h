@@ -91,9 +91,11 @@ struct xds_h2_server {
     struct event *accept_ev;   /* re-enables accepting after EMFILE/ENFILE */
     int accept_backoff_ms;
     int port;
+    char host[256]; /* the listen host, to listen again after a pause */
     struct h2_conn *conns;
     struct xds_h2_counts counts;
     uint8_t shutting;
+    uint8_t paused; /* not listening, connections told to go (xds_h2_server_pause) */
     struct event *grace_ev;
     struct event *done_ev;
     void (*done)(void *);

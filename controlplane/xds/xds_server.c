@@ -717,6 +717,21 @@ void xds_server_shutdown(struct xds_server *s, int grace_ms, void (*done)(void *
     xds_h2_server_shutdown(s->h2, grace_ms, done, arg);
 }
 
+void xds_server_pause(struct xds_server *s, int grace_ms)
+{
+    xds_h2_server_pause(s->h2, grace_ms);
+}
+
+int xds_server_resume(struct xds_server *s, char *err, size_t errlen)
+{
+    return xds_h2_server_resume(s->h2, err, errlen);
+}
+
+int xds_server_paused(const struct xds_server *s)
+{
+    return xds_h2_server_paused(s->h2);
+}
+
 void xds_server_free(struct xds_server *s)
 {
     if (!s)

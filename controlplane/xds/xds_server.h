@@ -84,6 +84,20 @@ const char *xds_server_default_group(const struct xds_server *s);
  * |done| runs once every connection is closed (at most |grace_ms| later). */
 void xds_server_shutdown(struct xds_server *s, int grace_ms, void (*done)(void *), void *arg);
 
+/* Stops serving and tells every proxy to go elsewhere: the listener is
+ * closed (connections refused), every stream ends with UNAVAILABLE and
+ * every connection gets GOAWAY (closed after |grace_ms| at the latest).
+ * The cache, the NACK records and the REST views stay. A cold standby
+ * (--standby cold) pauses when it stops leading. */
+void xds_server_pause(struct xds_server *s, int grace_ms);
+
+/* Serves again on the same address and port. Returns 0, or -1 with a
+ * message in |err| (then still paused). */
+int xds_server_resume(struct xds_server *s, char *err, size_t errlen);
+
+/* 1 while paused. */
+int xds_server_paused(const struct xds_server *s);
+
 void xds_server_free(struct xds_server *s);
 
 #endif

@@ -419,6 +419,70 @@ static void test_shutdown_sends_goaway(void)
     xds_server_free(srv);
 }
 
+static int client_gone(void *arg)
+{
+    return !xdsc_alive(arg);
+}
+
+/* A cold standby that stops leading pauses its server: GOAWAY and
+ * UNAVAILABLE to every stream, the connection closed, new connections
+ * refused; resumed, it serves again on the same port. */
+static void test_pause_and_resume(void)
+{
+    struct xds_server_config cfg = {0};
+    struct xds_server *srv = start(&cfg);
+    REQUIRE(srv != NULL);
+    int port = xds_server_port(srv);
+    struct xlate_snapshot *sn = snap2("e1", "o1");
+    xds_server_set_snapshot(srv, sn);
+    struct xdsc *c = xdsc_connect(base, "127.0.0.1", port, NULL, NULL);
+    struct xdsc_ads *a = ads(c, "n1", "ns/gw");
+    const char *names[] = {"echo"};
+    REQUIRE_INT_EQ(xdsc_ads_request(a, XDS_LISTENER, names, 1, "", "", NULL), 0);
+    xdsc_response *r = xdsc_ads_wait(a, base, WAIT_MS);
+    REQUIRE(r != NULL);
+    xdsc_response_free(r);
+    CHECK_INT_EQ(xds_server_paused(srv), 0);
+
+    xds_server_pause(srv, 1000);
+    CHECK_INT_EQ(xds_server_paused(srv), 1);
+    CHECK(xdsc_run_until(base, client_gone, c, WAIT_MS));
+    CHECK(xdsc_goaway(c));
+    int status = -2;
+    const char *msg = NULL;
+    CHECK(xdsc_ads_closed(a, &status, &msg));
+    CHECK_INT_EQ(status, 14);
+    CHECK(msg && strstr(msg, "stands by") != NULL);
+    xdsc_ads_free(a);
+    xdsc_free(c);
+    /* Refused while paused. */
+    struct xdsc *c2 = xdsc_connect(base, "127.0.0.1", port, NULL, NULL);
+    if (c2) {
+        CHECK(xdsc_run_until(base, client_gone, c2, WAIT_MS));
+        xdsc_free(c2);
+    }
+    xds_server_pause(srv, 1000); /* again: nothing */
+
+    char err[256] = "";
+    REQUIRE_INT_EQ(xds_server_resume(srv, err, sizeof(err)), 0);
+    CHECK_INT_EQ(xds_server_paused(srv), 0);
+    CHECK_INT_EQ(xds_server_port(srv), port);
+    struct xdsc *c3 = xdsc_connect(base, "127.0.0.1", port, NULL, NULL);
+    struct xdsc_ads *a3 = ads(c3, "n1", "ns/gw");
+    REQUIRE_INT_EQ(xdsc_ads_request(a3, XDS_LISTENER, names, 1, "", "", NULL), 0);
+    r = xdsc_ads_wait(a3, base, WAIT_MS);
+    CHECK(r != NULL);
+    if (r)
+        xdsc_response_free(r);
+    /* The pause's grace timer (1 s) must not close the new connection. */
+    xdsc_run_for(base, 1300);
+    CHECK(xdsc_alive(c3));
+    xdsc_ads_free(a3);
+    xdsc_free(c3);
+    xds_server_free(srv);
+    xlate_snapshot_unref(sn);
+}
+
 static void test_tls_alpn_and_client_certs(void)
 {
     char dir[] = "/tmp/xds-tls-XXXXXX";
@@ -514,6 +578,7 @@ WRAP(test_nack_counted_and_reported)
 WRAP(test_connection_and_stream_limits)
 WRAP(test_keepalive_drops_silent_peer)
 WRAP(test_shutdown_sends_goaway)
+WRAP(test_pause_and_resume)
 WRAP(test_tls_alpn_and_client_certs)
 WRAP(test_config_errors)
 
@@ -525,6 +590,7 @@ static const struct cxt_case cases[] = {
     {"connection_and_stream_limits", test_connection_and_stream_limits_w},
     {"keepalive_drops_silent_peer", test_keepalive_drops_silent_peer_w},
     {"shutdown_sends_goaway", test_shutdown_sends_goaway_w},
+    {"pause_and_resume", test_pause_and_resume_w},
     {"tls_alpn_and_client_certs", test_tls_alpn_and_client_certs_w},
     {"config_errors", test_config_errors_w},
 };
