@@ -66,7 +66,7 @@ def up_series(values):
 
 def leader_alert(value):
     r = rule("CoxswainLeaderCount")
-    return {"exp_labels": {"severity": "critical"},
+    return {"exp_labels": {"severity": "critical", "namespace": "coxswain-system"},
             "exp_annotations": {
                 "summary": "coxswain in coxswain-system has %s leaders instead of 1" % value,
                 "description": r["annotations"]["description"]}}
@@ -106,6 +106,26 @@ def case_two_leaders_fire():
                 "input_series": leader_series(["1x20", "1x20", "0x20"]),
                 "alert_rule_test": [{"eval_time": "2m", "alertname": "CoxswainLeaderCount",
                                      "exp_alerts": [leader_alert(2)]}]}])
+
+
+def case_two_locks_two_leaders_fire():
+    # a lock renamed in a rolling update: old replicas lead the old lock,
+    # new ones the new lock; summed per namespace, that is 2
+    series = [{"series": 'leader_election_master_status{%s,name="%s",pod="p0"}' % (SEL, LOCK),
+               "values": "1x20"},
+              {"series": 'leader_election_master_status{%s,name="%s",pod="p1"}' % (SEL, LOCK),
+               "values": "0x20"},
+              {"series": 'leader_election_master_status{%s,name="renamed",pod="p2"}' % SEL,
+               "values": "1x20"}]
+    run_tests([{"interval": "15s", "input_series": series,
+                "alert_rule_test": [{"eval_time": "2m", "alertname": "CoxswainLeaderCount",
+                                     "exp_alerts": [leader_alert(2)]}]}])
+    # another namespace's leader does not count
+    other = [{"series": 'leader_election_master_status{namespace="other",job="coxswain-admin",'
+                        'name="%s",pod="q0"}' % LOCK, "values": "1x20"}]
+    run_tests([{"interval": "15s", "input_series": leader_series(["1x20", "0x20"]) + other,
+                "alert_rule_test": [{"eval_time": "2m", "alertname": "CoxswainLeaderCount",
+                                     "exp_alerts": []}]}])
 
 
 def case_short_handover_is_quiet():
@@ -223,8 +243,8 @@ def case_alerts_follow_release():
     check(r.ok, r.err)
     spec = r.all("PrometheusRule")[0]["spec"]
     lc = [x for x in spec["groups"][0]["rules"] if x["alert"] == "CoxswainLeaderCount"][0]
-    check_eq(lc["expr"], 'sum(leader_election_master_status{namespace="gw-system",'
-                         'job="edge-coxswain-admin",name="edge-coxswain"}) != 1')
+    check_eq(lc["expr"], 'sum by (namespace) (leader_election_master_status{namespace="gw-system",'
+                         'job="edge-coxswain-admin"}) != 1')
     check_eq(lc["for"], "3m")
     # the job label Prometheus gives the ServiceMonitor's targets is the
     # admin Service's name
@@ -235,6 +255,8 @@ t.case("promtool check rules accepts the rendered PrometheusRule", case_check_ru
 t.case("one leader: CoxswainLeaderCount stays quiet", case_one_leader_is_quiet)
 t.case("no leader for over a minute: CoxswainLeaderCount fires", case_no_leader_fires_after_a_minute)
 t.case("two leaders: CoxswainLeaderCount fires with value 2", case_two_leaders_fire)
+t.case("two locks with a leader each (a renamed lock): CoxswainLeaderCount fires",
+       case_two_locks_two_leaders_fire)
 t.case("a 45 s failover does not page", case_short_handover_is_quiet)
 t.case("CoxswainDown and CoxswainReplicasMissing", case_down_and_missing_replicas)
 t.case("NACKs, inconsistent standby, status write and renew failures fire",

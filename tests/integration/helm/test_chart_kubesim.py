@@ -94,7 +94,8 @@ def collection_path(d):
               "Role": "roles", "RoleBinding": "rolebindings", "Service": "services",
               "Deployment": "deployments", "Namespace": "namespaces",
               "ServiceMonitor": "servicemonitors", "PrometheusRule": "prometheusrules",
-              "CustomResourceDefinition": "customresourcedefinitions"}[d["kind"]]
+              "CustomResourceDefinition": "customresourcedefinitions",
+              "ConfigMap": "configmaps"}[d["kind"]]
     ns = d["metadata"].get("namespace")
     return base + ("/namespaces/%s" % ns if ns else "") + "/" + plural
 

@@ -1,6 +1,7 @@
 """The chart renders (default and HA values) into the objects an HA
 deployment needs, wired to each other correctly, with exactly the RBAC
 coxswain uses."""
+import json
 import os
 import sys
 
@@ -350,6 +351,41 @@ def case_ha_monitoring():
     check_eq(D.all("ServiceMonitor") + D.all("PrometheusRule"), [])
 
 
+def case_grafana_dashboard():
+    check_eq(D.all("ConfigMap"), [])  # off by default
+    r = h.render(name="edge", namespace="gw-system",
+                 sets={"metrics.grafanaDashboard.enabled": True,
+                       "metrics.grafanaDashboard.annotations": {"grafana_folder": "Gateways"}})
+    check(r.ok, r.err)
+    cm = r.get("ConfigMap", "edge-coxswain-dashboard", "gw-system")
+    check_eq(cm["metadata"]["labels"]["grafana_dashboard"], "1")
+    check_eq(cm["metadata"]["labels"]["app.kubernetes.io/instance"], "edge")
+    check_eq(cm["metadata"]["annotations"], {"grafana_folder": "Gateways"})
+    check_eq(list(cm["data"]), ["coxswain.json"])
+    dash = json.loads(cm["data"]["coxswain.json"])
+    check_eq(dash["title"], "coxswain (edge-coxswain)")
+    check(len(dash["uid"]) <= 40, dash["uid"])  # Grafana's limit
+    check(dash["uid"] != json.loads(h.render(sets={"metrics.grafanaDashboard.enabled": True})
+                                    .get("ConfigMap", "coxswain-dashboard")["data"]
+                                    ["coxswain.json"])["uid"], "one uid per release")
+    check_eq([v["name"] for v in dash["templating"]["list"]], ["datasource"])
+    ids = [p["id"] for p in dash["panels"]]
+    check_eq(len(ids), len(set(ids)))
+    sel = 'namespace="gw-system",job="edge-coxswain-admin"'
+    for p in dash["panels"]:
+        check_eq(p["datasource"]["uid"], "${datasource}")
+        check(p["targets"], p["title"])
+        for t_ in p["targets"]:
+            # every query selects this release's targets, and only them
+            check(sel in t_["expr"], "%s: %s" % (p["title"], t_["expr"]))
+            check("COXSWAIN_" not in t_["expr"], t_["expr"])
+    # labels can be replaced for another sidecar setup
+    r = h.render(sets={"metrics.grafanaDashboard.enabled": True,
+                       "metrics.grafanaDashboard.labels": {"dashboards": "gw"}})
+    check_eq(r.get("ConfigMap", "coxswain-dashboard")["metadata"]["labels"].get("dashboards"),
+             "gw")
+
+
 def case_extra_args_env_annotations():
     r = h.render(sets={"extraArgs": ["--identity=x"], "extraEnv": [{"name": "A", "value": "1"}],
                        "podAnnotations": {"a": "b"}, "podLabels": {"team": "edge"},
@@ -389,6 +425,7 @@ CASES = [
     ("HA values: 5 replicas, tuned lease, hard spread, PDB 3", case_ha_values),
     ("HA values: xDS TLS with client CA mounted read-only", case_ha_xds_tls),
     ("HA values: ServiceMonitor scrapes admin only; PrometheusRule", case_ha_monitoring),
+    ("Grafana dashboard ConfigMap: sidecar label, release selector, uid", case_grafana_dashboard),
     ("extraArgs, extraEnv, pod annotations/labels, scheduling", case_extra_args_env_annotations),
 ]
 for name, fn in CASES:

@@ -2,6 +2,7 @@
 the one the chart renders (same expression, same `for`), and every lease
 profile it recommends renders, with the failover / write-rate / margin
 columns computed from its timings."""
+import json
 import os
 import re
 import sys
@@ -86,6 +87,24 @@ def case_ha_profile_is_the_ha_values_file():
                          d["--leader-elect-retry-period"])), rows["default"][1])
 
 
+def case_dashboard_panels_documented():
+    r = h.render(sets={"metrics.grafanaDashboard.enabled": True})
+    check(r.ok, r.err)
+    dash = json.loads(r.get("ConfigMap", "coxswain-dashboard", h.NAMESPACE)["data"]["coxswain.json"])
+    rows = table_after(r"^### Grafana dashboard")
+    check_eq([row[0] for row in rows], [p["title"] for p in dash["panels"]])
+    sel = 'namespace="coxswain-system",job="coxswain-admin"'
+    for row, p in zip(rows, dash["panels"]):
+        exprs = " ".join(t["expr"] for t in p["targets"])
+        # every metric the row names is one the panel queries
+        for m in re.findall(r"\b((?:coxswain|leader_election)_[a-z_]+)", row[1]):
+            check(m in exprs, "%s: %s is not in %s" % (row[0], m, exprs))
+        # a full query in the row is the panel's, selector elided
+        q = row[1].strip("`")
+        if q.startswith("sum by") and "[…]" not in q and "\\|" not in q:
+            check(q.replace("…", sel) in [t["expr"] for t in p["targets"]], row[0])
+
+
 def registered_metrics():
     """Metric names the code registers (string literals passed to the
     registry in the modules the daemon links)."""
@@ -119,6 +138,8 @@ t.case("documented alerts = rendered PrometheusRule (expr, for, severity)",
        case_alerts_documented_as_rendered)
 t.case("every lease profile renders; its columns follow from its timings",
        case_profiles_render_and_add_up)
+t.case("the Grafana dashboard's panels are the guide's table, with their metrics",
+       case_dashboard_panels_documented)
 t.case("the default and HA rows match values.yaml and ci/ha-values.yaml",
        case_ha_profile_is_the_ha_values_file)
 t.done()
