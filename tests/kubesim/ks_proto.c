@@ -88,6 +88,10 @@ MSG(role_ref, {1, "apiGroup", PT_STRING, false, NULL}, {2, "kind", PT_STRING, fa
     {3, "name", PT_STRING, false, NULL});
 MSG(binding_m, {1, "metadata", PT_MSG, false, &object_meta},
     {2, "subjects", PT_MSG, true, &subject_m}, {3, "roleRef", PT_MSG, false, &role_ref});
+/* scheduling/v1 PriorityClass: `kubectl create priorityclass`. */
+MSG(priorityclass_m, {1, "metadata", PT_MSG, false, &object_meta}, {2, "value", PT_INT, false, NULL},
+    {3, "globalDefault", PT_BOOL, false, NULL}, {4, "description", PT_STRING, false, NULL},
+    {5, "preemptionPolicy", PT_STRING, false, NULL});
 /* metav1.DeleteOptions: client-go's typed clients (Helm's release storage)
  * send it as the body of a DELETE. */
 MSG(preconditions_m, {1, "uid", PT_STRING, false, NULL},
@@ -129,6 +133,7 @@ static const struct {
     {"RoleBinding", &binding_m},
     {"ClusterRoleBinding", &binding_m},
     {"DeleteOptions", &delete_opts_m},
+    {"PriorityClass", &priorityclass_m},
     {"SubjectAccessReview", &sar_m},
     {"SelfSubjectAccessReview", &sar_m},
     {"LocalSubjectAccessReview", &sar_m},

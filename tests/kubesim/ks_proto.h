@@ -1,8 +1,8 @@
 /*
  * ks_proto: the Kubernetes protobuf encoding of a few kinds (Namespace,
  * ConfigMap, Secret, ServiceAccount, Role, ClusterRole, RoleBinding,
- * ClusterRoleBinding, DeleteOptions) decoded to JSON, for kubectl's typed
- * generators and client-go's typed DELETE bodies.
+ * ClusterRoleBinding, PriorityClass, DeleteOptions) decoded to JSON, for
+ * kubectl's typed generators and client-go's typed DELETE bodies.
  * Pure; any thread.
  */
 #ifndef KS_PROTO_H

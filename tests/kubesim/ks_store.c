@@ -514,6 +514,9 @@ void ks_rtypes_builtin(struct ks_server *s)
     builtin(s, "apps", "deployments", "deployment", "Deployment", true, KS_K_OTHER, "deploy");
     builtin(s, "policy", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", true,
             KS_K_OTHER, "pdb");
+    /* The PriorityClass a Deployment names (the chart's HA profile). */
+    builtin(s, "scheduling.k8s.io", "priorityclasses", "priorityclass", "PriorityClass", false,
+            KS_K_OTHER, "pc");
     rt = builtin(s, "apiextensions.k8s.io", "customresourcedefinitions", "customresourcedefinition",
                  "CustomResourceDefinition", false, KS_K_CRD, "crd");
     if (rt) {

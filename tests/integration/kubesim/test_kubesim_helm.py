@@ -1,9 +1,12 @@
-"""What the real Helm 3 (v3.17.1, installed by mk/deps.sh) needs from
-kubesim, found by running it: its release storage deletes Secrets through
-client-go's typed client, whose DELETE body is a protobuf DeleteOptions;
-and the release commands a user types (install --wait=false, get, history,
-upgrade --install, rollback, uninstall, uninstall --keep-history) work end
-to end on a small chart, with TLS and RBAC on."""
+"""What the real Helm 3 (v3.17.1, installed by mk/deps.sh) and the chart's
+install path need from kubesim, found by running them: Helm's release
+storage deletes Secrets through client-go's typed client, whose DELETE body
+is a protobuf DeleteOptions; the release commands a user types (install
+--wait=false, get, history, upgrade --install, rollback, uninstall,
+uninstall --keep-history) work end to end on a small chart, with TLS and
+RBAC on; and the PriorityClass the HA profile names can be created with
+`kubectl create priorityclass` (a protobuf body) and read back."""
+import json
 import os
 import shutil
 import subprocess
@@ -179,10 +182,32 @@ def case_helm_release_commands():
     check_eq(rc, 0, "kubesim exit status")
 
 
+def case_priorityclass():
+    with Sim() as ks:
+        def kubectl(*args):
+            return subprocess.run(["kubectl", "--kubeconfig", ks.kubeconfig] + list(args),
+                                  capture_output=True, text=True, timeout=60)
+        p = kubectl("create", "priorityclass", "coxswain-critical", "--value=1000000000",
+                    "--description=coxswain control plane")
+        check_eq(p.returncode, 0, p.stderr)
+        p = kubectl("get", "pc", "coxswain-critical", "-o", "json")
+        check_eq(p.returncode, 0, p.stderr)
+        pc = json.loads(p.stdout)
+        check_eq((pc["apiVersion"], pc["kind"], pc["value"], pc["description"]),
+                 ("scheduling.k8s.io/v1", "PriorityClass", 1000000000, "coxswain control plane"))
+        check("namespace" not in pc["metadata"], pc["metadata"])
+        # negative values (int32 on the wire, sign-extended) survive
+        p = kubectl("create", "priorityclass", "low", "--value=-5")
+        check_eq(p.returncode, 0, p.stderr)
+        st, body = ks.get("priorityclasses", "low", group="scheduling.k8s.io", version="v1")
+        check_eq((st, body.get("value")), (200, -5))
+
+
 t.case("DELETE with Helm's protobuf DeleteOptions body", case_protobuf_delete_options)
 t.case("protobuf DeleteOptions preconditions are honoured", case_protobuf_delete_preconditions)
 t.case("a malformed protobuf DeleteOptions is a 400 that names it",
        case_protobuf_delete_malformed)
 t.case("helm install --wait=false, get, upgrade --install, rollback, history, uninstall, "
        "uninstall --keep-history (TLS, RBAC)", case_helm_release_commands)
+t.case("kubectl create priorityclass (protobuf), get pc", case_priorityclass)
 t.done()
