@@ -194,15 +194,31 @@ void daemon_on_snapshots_synced(struct daemon *d)
         publish_start(d->pub, d->term);
 }
 
+/* " name", with why it is not synced when its informer knows:
+ * " configmaps (list: HTTP 403 Forbidden: configmaps is forbidden: ...)". */
+static int why_unsynced(struct cx_buf *why, const struct daemon_inf *di, int *n)
+{
+    const char *verb = NULL;
+    const struct kube_error *e = di->inf ? kube_informer_last_error(di->inf, &verb) : NULL;
+    const char *sep = (*n)++ ? ", " : " ";
+    if (!e)
+        return cx_buf_printf(why, "%s%s (waiting for the first list)", sep, di->name);
+    if (e->http_status)
+        return cx_buf_printf(why, "%s%s (%s: HTTP %d %s: %.240s)", sep, di->name, verb,
+                             e->http_status, e->reason, e->message);
+    return cx_buf_printf(why, "%s%s (%s: %s: %.240s)", sep, di->name, verb,
+                         kube_error_name(e->code), e->message);
+}
+
 int daemon_ready(const struct daemon *d, struct cx_buf *why)
 {
     if (!d->all_synced) {
-        int rc = cx_buf_puts(why, "informers not synced:");
+        int rc = cx_buf_puts(why, "informers not synced:"), n = 0;
         for (size_t i = 0; i < d->ninputs; i++)
             if (!d->inputs[i].synced)
-                rc |= cx_buf_printf(why, " %s", d->inputs[i].name);
+                rc |= why_unsynced(why, &d->inputs[i], &n);
         if (d->ns_selector && !d->ns_inf.synced)
-            rc |= cx_buf_puts(why, " namespaces");
+            rc |= why_unsynced(why, &d->ns_inf, &n);
         (void)rc; /* a cut reason is still a reason */
         return -1;
     }
@@ -363,6 +379,13 @@ static int setup(struct daemon *d, char *err, size_t errlen)
                                  &d->kcfg, err, errlen) != 0)
         return -1;
     d->have_kcfg = 1;
+    /* One request limit for the replica: every client made from this
+     * config, the elector's on its own thread included, shares it. */
+    d->kcfg.limit = kube_limit_new(c->kube_api_qps, (int)c->kube_api_burst);
+    if (!d->kcfg.limit) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     snprintf(d->ns, sizeof(d->ns), "%s", daemon_config_namespace(c, d->kcfg.namespace));
     if (daemon_config_election(c, d->ns, d->identity, &d->ecfg, err, errlen) != 0)
         return -1;

@@ -74,6 +74,15 @@ int daemon_config_init(struct daemon_config *c)
     F(.name = "status-burst", .type = CX_FLAG_INT, .target = &c->status_burst, .def = "50",
       .env = "COXSWAIN_STATUS_BURST", .min = 1, .max = 1000000,
       .help = "status writes allowed in a burst (the bucket's depth)");
+    F(.name = "kube-api-qps", .type = CX_FLAG_DOUBLE, .target = &c->kube_api_qps, .def = "50",
+      .env = "COXSWAIN_KUBE_API_QPS", .min = 1, .max = 100000,
+      .help = "safety limit on requests to the Kubernetes API per second, for the whole "
+              "replica (informers, writers, Events and the elector together; client-go's "
+              "--kube-api-qps); requests over it wait their turn");
+    F(.name = "kube-api-burst", .type = CX_FLAG_INT, .target = &c->kube_api_burst, .def = "100",
+      .env = "COXSWAIN_KUBE_API_BURST", .min = 4, .max = 1000000,
+      .help = "requests to the Kubernetes API allowed in a burst above --kube-api-qps (the "
+              "bucket's depth; the last 2 are kept for the elector's lease renewals)");
     F(.name = "snapshot-max-bytes", .type = CX_FLAG_INT, .target = &c->snapshot_max_bytes,
       .def = "524288", .min = 0, .max = 1048576,
       .help = "cap on the gzip+base64 snapshot a ProxySnapshot carries; larger ones are left "

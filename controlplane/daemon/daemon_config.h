@@ -38,6 +38,8 @@ struct daemon_config {
     int64_t debounce_ns;
     double status_qps;
     long status_burst;
+    double kube_api_qps; /* the replica's request limit (kube_limit) */
+    long kube_api_burst;
     long snapshot_max_bytes;
     int64_t shutdown_grace_ns;
     char *ports_file;

@@ -131,7 +131,10 @@ static struct election_kube_conn *ek_open(void *impl, struct event_base *base, c
         return NULL;
     }
     c->open.prev = c->open.next = &c->open;
-    struct kube_client_opts ko = {.identity = identity, .component = component, .max_attempts = 1};
+    /* The elector's client may take the request limit's reserve: renewals
+     * never wait behind a flood of other requests. */
+    struct kube_client_opts ko = {
+        .identity = identity, .component = component, .max_attempts = 1, .priority = 1};
     c->kc = kube_client_new(base, cfg, &ko, err, errlen);
     if (!c->kc) {
         free(c);

@@ -19,7 +19,16 @@
  * only for reads and for writes that are idempotent by precondition
  * (update with metadata.resourceVersion, delete with preconditions, or
  * opts.idempotent). A 401 makes the client re-read its token file and try
- * once more. Bounded by max_attempts and the call's deadline.
+ * once more. Bounded by max_attempts and the call's deadline. Every retry
+ * waits (backoff with jitter, or Retry-After), whatever the error.
+ *
+ * Every request, first attempts, retries and watches alike, first takes a
+ * token from the request limit (kube_limit.h): the config's shared one, or
+ * the client's own. A request without a token waits in the client's queue,
+ * in order; its deadline still applies.
+ *
+ * Every attempt is counted and every failure is logged, rate-limited, with
+ * its verb, resource, object and the server's message (kube_report.h).
  */
 #ifndef KUBE_CLIENT_H
 #define KUBE_CLIENT_H
@@ -47,7 +56,17 @@ struct kube_client_opts {
     int64_t backoff_base_ms;    /* default 200 */
     int64_t backoff_max_ms;     /* default 5000 */
     size_t max_response;        /* cap on one response body, default 256 MiB */
+    /* The request limit when the config carries none (kube_config.limit,
+     * shared by every client made from it): this client's own bucket of
+     * |qps| (default KUBE_LIMIT_DEFAULT_QPS; < 0: no limit) and |burst|. */
+    double qps;
+    int burst;
+    int priority; /* may take the limit's reserve (the elector's lease renewals) */
 };
+
+/* Bit of a failure the caller handles as part of its normal work (an
+ * informer's 410): still counted, logged at debug level only. */
+#define KUBE_QUIET(code) (1u << (unsigned)(code))
 
 /* Per-call options; zero fields take the client's defaults. */
 struct kube_req_opts {
@@ -64,6 +83,7 @@ struct kube_req_opts {
      * stall) re-checks its leadership at the last moment a client can. */
     int (*presend)(void *arg);
     void *presend_arg;
+    uint32_t quiet; /* KUBE_QUIET() bits */
 };
 
 /* The outcome of a call, valid during the callback only. On success
@@ -103,6 +123,7 @@ struct kube_client_stats {
     uint64_t watches;      /* watch requests started */
     uint64_t active_calls; /* calls not finished yet */
     uint64_t active_watches;
+    uint64_t queued; /* calls and watches waiting for the request limit */
 };
 void kube_client_stats(const struct kube_client *c, struct kube_client_stats *out);
 
@@ -193,6 +214,7 @@ struct kube_watch_opts {
     int send_initial_events; /* streaming list (adds resourceVersionMatch=NotOlderThan) */
     int64_t stall_ms;        /* end the watch after this long without bytes; 0 = never */
     size_t max_event;        /* cap on one event; 0 = KUBE_WATCH_EVENT_MAX */
+    uint32_t quiet;          /* KUBE_QUIET() bits: endings the caller expects */
 };
 
 struct kube_watch_handlers {

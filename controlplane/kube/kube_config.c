@@ -271,6 +271,7 @@ void kube_config_free(struct kube_config *c)
     free(c->namespace);
     free(c->context);
     free(c->source);
+    kube_limit_unref(c->limit);
     memset(c, 0, sizeof(*c));
 }
 
@@ -316,6 +317,7 @@ int kube_config_copy(struct kube_config *dst, const struct kube_config *src)
 #undef COPY_STR
 #undef COPY_BYTES
     dst->insecure_skip_tls_verify = src->insecure_skip_tls_verify;
+    dst->limit = kube_limit_ref(src->limit);
     return 0;
 fail:
     kube_config_free(dst);

@@ -4,10 +4,13 @@
  * Reads a kubeconfig (YAML or JSON; --kubeconfig, $KUBECONFIG, ~/.kube/config;
  * its current-context or a named one) or the in-cluster service-account
  * files. The result is a plain struct that any number of clients, on any
- * threads, may read at the same time; nothing here keeps state.
+ * threads, may read at the same time; nothing here keeps state (the shared
+ * request limit it may carry is thread-safe: kube_limit.h).
  */
 #ifndef KUBE_CONFIG_H
 #define KUBE_CONFIG_H
+
+#include "kube_limit.h"
 
 #include <stddef.h>
 
@@ -35,6 +38,10 @@ struct kube_config {
     char *namespace; /* the context's namespace, else "default" */
     char *context;   /* the context used ("" in-cluster) */
     char *source;    /* the file it came from, or "in-cluster" */
+    /* The request limit every client made from this config shares (one
+     * reference; copies take their own), or NULL: each client then makes
+     * its own from kube_client_opts. Never read from a file. */
+    struct kube_limit *limit;
 };
 
 /* Parses kubeconfig text |text| (|len| bytes). Relative file paths in it

@@ -224,6 +224,11 @@ static uint64_t rng_next(uint64_t *s)
     return x;
 }
 
+static double unit_random(struct kube_backoff *b)
+{
+    return (double)(rng_next(&b->rng) >> 11) / (double)(UINT64_C(1) << 53);
+}
+
 int64_t kube_backoff_next(struct kube_backoff *b)
 {
     double base = b->base_ms > 0 ? (double)b->base_ms : 200.0;
@@ -238,8 +243,7 @@ int64_t kube_backoff_next(struct kube_backoff *b)
     if (d > max)
         d = max;
     if (jitter > 0) {
-        double r = (double)(rng_next(&b->rng) >> 11) / (double)(UINT64_C(1) << 53);
-        d -= d * jitter * r;
+        d -= d * jitter * unit_random(b);
     }
     if (b->attempt < 64)
         b->attempt++;
@@ -249,6 +253,20 @@ int64_t kube_backoff_next(struct kube_backoff *b)
 void kube_backoff_reset(struct kube_backoff *b)
 {
     b->attempt = 0;
+}
+
+int64_t kube_backoff_nth_ns(int n, int64_t first_ns, int64_t max_ns, uint64_t *rng)
+{
+    struct kube_backoff b = {
+        .base_ms = first_ns / 1000000 > 0 ? first_ns / 1000000 : 1,
+        .max_ms = max_ns / 1000000 > 0 ? max_ns / 1000000 : 1,
+        .jitter = 0.5,
+        .attempt = n > 1 ? (unsigned)(n - 1 < 64 ? n - 1 : 64) : 0,
+        .rng = *rng,
+    };
+    int64_t ms = kube_backoff_next(&b);
+    *rng = b.rng;
+    return ms * 1000000;
 }
 
 int kube_retry_decide(const struct kube_error *e, enum kube_verb_class verb, int idempotent,
@@ -289,9 +307,35 @@ int kube_retry_decide(const struct kube_error *e, enum kube_verb_class verb, int
             ra = max_retry_after_ms;
         /* Retry-After: 0 still deserves a pause so a burst of 429s does not
          * become a busy loop. */
-        *delay_ms = ra > 0 ? ra : (backoff < 50 ? backoff : 50);
+        if (ra <= 0)
+            ra = backoff < 50 ? backoff : 50;
+        /* Clients told the same Retry-After at once would come back at
+         * once: spread them over up to a quarter more. */
+        if (b->jitter >= 0)
+            ra += (int64_t)((double)ra * 0.25 * unit_random(b));
+        /* A server that keeps answering "retry after 1 s" still gets the
+         * growing backoff once it exceeds that. */
+        *delay_ms = ra > backoff ? ra : backoff;
     } else {
         *delay_ms = backoff;
     }
     return 1;
+}
+
+int64_t kube_retry_next(const struct kube_error *e, const struct kube_retry_state *st,
+                        struct kube_backoff *b)
+{
+    if (e->code == KUBE_OK || e->code == KUBE_E_DECODE || e->code == KUBE_E_CANCELLED)
+        return -1;
+    /* A 401 with a token file: the token may just have rotated; the
+     * re-read token goes out once, at once. */
+    if (e->code == KUBE_E_UNAUTHORIZED && st->auth_retry)
+        return 0;
+    int64_t delay = -1;
+    if (st->attempts >= st->max_attempts ||
+        !kube_retry_decide(e, st->verb, st->idempotent, b, st->max_retry_after_ms, &delay))
+        return -1;
+    if (st->deadline_ns && st->now_ns + delay * 1000000 >= st->deadline_ns)
+        return -1; /* no time left for another try */
+    return delay;
 }

@@ -60,6 +60,12 @@ int64_t kube_backoff_next(struct kube_backoff *b);
 /* Starts over from base (after a success). */
 void kube_backoff_reset(struct kube_backoff *b);
 
+/* The |n|th delay (n >= 1) of a backoff from |first_ns| doubling to
+ * |max_ns|, less up to half at random, in nanoseconds: for callers that
+ * keep only a failure count per item. |rng| is the caller's random state
+ * (0 seeds itself). */
+int64_t kube_backoff_nth_ns(int n, int64_t first_ns, int64_t max_ns, uint64_t *rng);
+
 /* What a request is, for the retry decision. */
 enum kube_verb_class {
     KUBE_VERB_READ = 0,  /* get, list, watch: always safe to repeat */
@@ -72,7 +78,9 @@ enum kube_verb_class {
  * caller vouched for it). Rules:
  *   - 429, and 5xx with Retry-After: retried for every verb (the server
  *     says it did not process the request); delay = Retry-After (capped at
- *     |max_retry_after_ms|) or the backoff when absent;
+ *     |max_retry_after_ms|, plus up to a quarter at random unless the
+ *     backoff has no jitter), or the backoff when that is longer or when
+ *     there is no Retry-After;
  *   - connection refused / DNS failures: retried for every verb (nothing
  *     was sent);
  *   - other 5xx, timeouts and broken connections: reads and idempotent
@@ -81,5 +89,23 @@ enum kube_verb_class {
  * Returns 1 and sets *delay_ms when the attempt should be retried, else 0. */
 int kube_retry_decide(const struct kube_error *e, enum kube_verb_class verb, int idempotent,
                       struct kube_backoff *b, int64_t max_retry_after_ms, int64_t *delay_ms);
+
+/* Where a call stands after a failed attempt. */
+struct kube_retry_state {
+    enum kube_verb_class verb;
+    int idempotent;
+    int attempts, max_attempts;  /* made so far; the call's cap */
+    int auth_retry;              /* a 401 may be retried once now (token re-read) */
+    int64_t now_ns, deadline_ns; /* CLOCK_MONOTONIC; deadline 0: none */
+    int64_t max_retry_after_ms;
+};
+
+/* The whole retry decision of a call after one attempt ended with |e|:
+ * returns -1 (finish with |e|) or the delay in ms before the next attempt.
+ * Success, DECODE and CANCELLED finish; a 401 with |auth_retry| goes again
+ * at once (once per call); otherwise kube_retry_decide within max_attempts,
+ * and never a retry that the deadline would cut. I/O-free. */
+int64_t kube_retry_next(const struct kube_error *e, const struct kube_retry_state *st,
+                        struct kube_backoff *b);
 
 #endif

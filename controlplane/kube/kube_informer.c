@@ -9,7 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RV_MAX             128
+#define RV_MAX 128
+/* A watch that stayed open this long was healthy: the backoff starts over,
+ * and a clean end or a 410 after it is followed at once. A shorter one is
+ * a failure whatever its ending, so a server that ends every watch at once
+ * (or answers every watch with 410) is met with a growing backoff. */
+#define HEALTHY_WATCH_NS   (5 * CX_NS_PER_S)
 #define INITIAL_EVENTS_END "k8s.io/initial-events-end"
 
 enum inf_state {
@@ -57,7 +62,10 @@ struct kube_informer {
     int started;
     int synced;
     int watch_had_events;
+    int64_t watch_started_ns;
     uint64_t watches_started;
+    struct kube_error last_err; /* the last failure, until the next success */
+    char last_verb[16];
     struct kube_call *call;
     struct kube_watch *watch;
     struct event *timer;
@@ -247,6 +255,29 @@ static void schedule_backoff(struct kube_informer *inf, enum inf_next next,
     schedule(inf, next, d);
 }
 
+/* Keeps |e| as the informer's last failure (what /readyz says). */
+static void note_failure(struct kube_informer *inf, const char *verb, const struct kube_error *e)
+{
+    inf->last_err = *e;
+    snprintf(inf->last_verb, sizeof(inf->last_verb), "%s", verb);
+}
+
+static void note_success(struct kube_informer *inf)
+{
+    inf->last_err.code = KUBE_OK;
+    inf->last_verb[0] = '\0';
+}
+
+const struct kube_error *kube_informer_last_error(const struct kube_informer *inf,
+                                                  const char **verb)
+{
+    if (inf->last_err.code == KUBE_OK)
+        return NULL;
+    if (verb)
+        *verb = inf->last_verb;
+    return &inf->last_err;
+}
+
 /* ---- applying changes ------------------------------------------------------------- */
 
 static void note_objects(struct kube_informer *inf)
@@ -349,7 +380,7 @@ static void apply_fresh(struct kube_informer *inf)
     kube_cache_list_free(cl, nc);
     kube_cache_free(fresh);
     note_objects(inf);
-    kube_backoff_reset(&inf->backoff);
+    note_success(inf);
     if (!inf->synced) {
         inf->synced = 1;
         m_set(inf->m.synced, 1);
@@ -367,12 +398,11 @@ static void on_list_page(struct kube_result *r, void *ud)
     struct kube_informer *inf = ud;
     inf->call = NULL;
     if (r->err.code != KUBE_OK) {
-        if (r->err.code == KUBE_E_EXPIRED && inf->continue_token) {
-            /* The continue token outlived the server's window: start the
-             * list over, at once. */
-            schedule(inf, NEXT_INITIAL, 0);
-            return;
-        }
+        /* An expired continue token (the list outlived the server's
+         * window) starts the list over, after the backoff like any other
+         * failure: a server that expires every token is not a loop. */
+        if (r->err.code != KUBE_E_EXPIRED || !inf->continue_token)
+            note_failure(inf, "list", &r->err);
         schedule_backoff(inf, NEXT_INITIAL, &r->err);
         return;
     }
@@ -406,7 +436,8 @@ static void list_page(struct kube_informer *inf)
         .limit = inf->page_size,
         .continue_token = inf->continue_token,
     };
-    struct kube_req_opts ro = {.timeout_ms = inf->request_timeout_ms};
+    struct kube_req_opts ro = {.timeout_ms = inf->request_timeout_ms,
+                               .quiet = KUBE_QUIET(KUBE_E_EXPIRED)};
     inf->state = INF_LISTING;
     inf->call = kube_list(inf->c, inf->res, inf->ns, &lo, &ro, on_list_page, inf);
     if (!inf->call)
@@ -492,6 +523,9 @@ static void on_watch_end(void *ud, const struct kube_error *err)
     struct kube_informer *inf = ud;
     inf->watch = NULL;
     int streaming = inf->state == INF_STREAMING;
+    int healthy = cx_mono_ns() - inf->watch_started_ns >= HEALTHY_WATCH_NS;
+    if (healthy)
+        kube_backoff_reset(&inf->backoff);
     if (streaming) {
         kube_cache_free(inf->fresh);
         inf->fresh = NULL;
@@ -503,7 +537,10 @@ static void on_watch_end(void *ud, const struct kube_error *err)
             m_inc(inf->m.relists);
         }
         inf->rv[0] = '\0';
-        schedule(inf, NEXT_INITIAL, 0);
+        if (healthy)
+            schedule(inf, NEXT_INITIAL, 0);
+        else
+            schedule_backoff(inf, NEXT_INITIAL, err);
         return;
     }
     if (streaming) {
@@ -512,23 +549,26 @@ static void on_watch_end(void *ud, const struct kube_error *err)
             (c == KUBE_E_BAD_REQUEST || c == KUBE_E_INVALID || c == KUBE_E_UNSUPPORTED ||
              c == KUBE_E_METHOD || c == KUBE_E_TIMEOUT || c == KUBE_OK)) {
             /* Refused, or ended/stalled without the initial-events-end
-             * bookmark: fall back to list + watch. */
+             * bookmark: fall back to list + watch (once: the refusal
+             * sticks). */
             inf->streaming_refused = 1;
             schedule(inf, NEXT_INITIAL, 0);
             return;
         }
         inf->stats.watch_errors++;
+        note_failure(inf, "watch", err);
         schedule_backoff(inf, NEXT_INITIAL, err);
         return;
     }
-    if (err->code == KUBE_OK && inf->watch_had_events) {
+    if (err->code == KUBE_OK && healthy) {
         /* timeoutSeconds ran out, or the server closed cleanly: resume. */
-        kube_backoff_reset(&inf->backoff);
         schedule(inf, NEXT_WATCH, 0);
         return;
     }
-    if (err->code != KUBE_OK)
+    if (err->code != KUBE_OK) {
         inf->stats.watch_errors++;
+        note_failure(inf, "watch", err);
+    }
     schedule_backoff(inf, NEXT_WATCH, err);
 }
 
@@ -543,6 +583,7 @@ static void start_watch(struct kube_informer *inf)
         .timeout_seconds = inf->watch_timeout_s,
         .allow_bookmarks = 1,
         .stall_ms = inf->stall_ms,
+        .quiet = KUBE_QUIET(KUBE_E_EXPIRED),
     };
     if (inf->watches_started++ > 0) {
         inf->stats.watch_restarts++;
@@ -550,6 +591,7 @@ static void start_watch(struct kube_informer *inf)
     }
     inf->state = INF_WATCHING;
     inf->watch_had_events = 0;
+    inf->watch_started_ns = cx_mono_ns();
     inf->watch = kube_watch_start(inf->c, inf->res, inf->ns, &o, &watch_handlers, inf);
     if (!inf->watch)
         schedule_backoff(inf, NEXT_WATCH, NULL);
@@ -580,6 +622,12 @@ static void begin_initial(struct kube_informer *inf)
         .allow_bookmarks = 1,
         .send_initial_events = 1,
         .stall_ms = inf->stall_ms,
+        /* A server without streaming lists says so with one of these. */
+        .quiet = inf->streaming == KUBE_STREAMING_AUTO
+                     ? KUBE_QUIET(KUBE_E_EXPIRED) | KUBE_QUIET(KUBE_E_BAD_REQUEST) |
+                           KUBE_QUIET(KUBE_E_INVALID) | KUBE_QUIET(KUBE_E_UNSUPPORTED) |
+                           KUBE_QUIET(KUBE_E_METHOD)
+                     : KUBE_QUIET(KUBE_E_EXPIRED),
     };
     if (inf->watches_started++ > 0) {
         inf->stats.watch_restarts++;
@@ -587,6 +635,7 @@ static void begin_initial(struct kube_informer *inf)
     }
     inf->state = INF_STREAMING;
     inf->watch_had_events = 0;
+    inf->watch_started_ns = cx_mono_ns();
     inf->watch = kube_watch_start(inf->c, inf->res, inf->ns, &o, &watch_handlers, inf);
     if (!inf->watch)
         schedule_backoff(inf, NEXT_INITIAL, NULL);

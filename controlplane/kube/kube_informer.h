@@ -5,7 +5,9 @@
  * List (paged) then watch from the list's resourceVersion with bookmarks, or
  * a streaming list (watch with sendInitialEvents) when the server supports
  * it. A watch that ends (timeout, EOF, stall, garbage, 5xx) resumes from the
- * last resourceVersion seen (events and bookmarks) without re-listing. A 410
+ * last resourceVersion seen (events and bookmarks) without re-listing; every
+ * failure, and any watch that ends within seconds of its start, waits for a
+ * backoff with jitter first (growing until a watch stays up). A 410
  * Expired re-lists and diffs the result against the cache, so only real
  * changes reach the handlers: a re-list when nothing changed emits nothing.
  *
@@ -91,5 +93,12 @@ struct kube_cache *kube_informer_cache(const struct kube_informer *inf);
 /* The resourceVersion the next watch would resume from ("" before sync). */
 const char *kube_informer_resource_version(const struct kube_informer *inf);
 void kube_informer_stats(const struct kube_informer *inf, struct kube_informer_stats *out);
+
+/* The informer's last failure (a list or watch error, until a list
+ * succeeds), with the verb that failed ("list", "watch") in *verb; NULL
+ * when there is none. For /readyz: why an informer is not synced. Valid
+ * until the informer's next step. */
+const struct kube_error *kube_informer_last_error(const struct kube_informer *inf,
+                                                  const char **verb);
 
 #endif

@@ -46,6 +46,7 @@ struct pub_item {
     struct kube_call *call;
     struct leader_guard_presend presend; /* the last-moment guard check */
     unsigned encoding : 1;               /* waits for the encoder thread */
+    unsigned backing_off : 1;            /* parked after a failure */
     int fails;
     /* In flight: what the write will make true. */
     int sending_op;                            /* 0 create, 1 update, 2 delete */
@@ -83,6 +84,7 @@ struct publish {
     struct cx_map blobs; /* PS name -> struct publish_blob * (latest encoded) */
     size_t nencoding;
     struct publish_stats st;
+    uint64_t rng; /* jitter of retry delays */
     struct {
         struct cx_metric *consistent;
         struct cx_metric *writes;
@@ -135,6 +137,11 @@ static void item_destroy(struct pub_item *it)
 
 static void enqueue(struct publish *p, struct pub_item *it)
 {
+    /* Waiting out a failure's backoff: the retry at due time reconciles
+     * afresh, so a failing server is not hammered by every snapshot. */
+    if (it->li.parked && it->backing_off && it->li.due_ns > cx_mono_ns())
+        return;
+    it->backing_off = 0;
     leader_queue_push(&p->q, &it->li);
 }
 
@@ -153,6 +160,7 @@ static void want(struct publish *p, const char *name)
 
 static void park(struct publish *p, struct pub_item *it, int64_t delay_ns)
 {
+    it->backing_off = 0;
     leader_queue_park(&p->q, &it->li, delay_ns);
 }
 
@@ -264,10 +272,13 @@ static void on_written(struct kube_result *r, void *arg)
         cx_info("publish", "%s ProxySnapshot %s/%s%s%s", del ? "deleted" : op, p->ns, it->name,
                 del ? "" : " version ", it->sending_version);
     } else if (r->err.code == KUBE_E_CONFLICT || r->err.code == KUBE_E_ALREADY_EXISTS ||
-               r->err.code == KUBE_E_NOT_FOUND) {
+               (r->err.code == KUBE_E_NOT_FOUND && it->sending_op != 0)) {
+        /* Our cache is behind the server: the informer brings the news;
+         * check again after a while (longer after repeated conflicts). */
         count(p, op, "conflict");
         p->st.conflicts++;
-        park(p, it, PUB_CONFLICT_WAIT_NS);
+        it->fails++;
+        park(p, it, kube_backoff_nth_ns(it->fails, PUB_CONFLICT_WAIT_NS, PUB_RETRY_MAX_NS, &p->rng));
     } else if (r->err.code == KUBE_E_CANCELLED && strcmp(r->err.reason, "RefusedBeforeSend") == 0) {
         /* the guard said no at the last moment: nothing was sent */
         count(p, op, "refused");
@@ -275,18 +286,20 @@ static void on_written(struct kube_result *r, void *arg)
         if (p->leading)
             park(p, it, PUB_REFUSED_WAIT_NS);
     } else {
+        /* Includes a create answered 404: the namespace (or the CRD) is
+         * missing, which no informer event will announce. */
         count(p, op, "error");
         p->st.failures++;
         it->fails++;
-        int64_t d = PUB_RETRY_FIRST_NS;
-        for (int i = 1; i < it->fails && d < PUB_RETRY_MAX_NS; i++)
-            d *= 2;
-        if (d > PUB_RETRY_MAX_NS)
-            d = PUB_RETRY_MAX_NS;
+        int64_t d = kube_backoff_nth_ns(it->fails, PUB_RETRY_FIRST_NS, PUB_RETRY_MAX_NS, &p->rng);
+        if (r->err.retry_after_ms > 0 && r->err.retry_after_ms * CX_NS_PER_MS > d)
+            d = (r->err.retry_after_ms < 30000 ? r->err.retry_after_ms : 30000) * CX_NS_PER_MS;
         cx_warn("publish", "%s of ProxySnapshot %s/%s failed (%d %s); retrying in %lld ms", op,
                 p->ns, it->name, r->err.http_status, r->err.message, (long long)(d / 1000000));
-        if (p->leading)
+        if (p->leading) {
             park(p, it, d);
+            it->backing_off = 1;
+        }
     }
     free(it->sending_rv_before);
     it->sending_rv_before = NULL;
@@ -353,7 +366,10 @@ static enum leader_check reconcile(void *user, struct leader_item *l, int64_t *w
     it->presend = (struct leader_guard_presend){.g = &p->o.guard, .term = term};
     struct kube_req_opts ro = {.timeout_ms = ms,
                                .deadline_ms = ms,
-                               .max_attempts = 3,
+                               /* One attempt: this writer owns the retry
+                                * (backoff with jitter, Retry-After), and two
+                                * nested retry loops multiply requests. */
+                               .max_attempts = 1,
                                .presend = leader_guard_presend,
                                .presend_arg = &it->presend};
     it->sending_rv_before = strdup(pub ? pub->rv : "");

@@ -107,8 +107,9 @@ struct sw_item {
                             * 409, an informer change queues it sooner) */
     struct status_writer *w;
     enum xlate_kind kind;
-    unsigned deferred : 1; /* waits for the next snapshot */
-    int fails;             /* consecutive failures (retry backoff) */
+    unsigned deferred : 1;    /* waits for the next snapshot */
+    unsigned backing_off : 1; /* parked after a failure: changes do not cut it short */
+    int fails;                /* consecutive failures (retry backoff) */
     struct kube_call *call;
     struct leader_guard_presend presend; /* the last-moment guard check */
     int64_t sent_ns;
@@ -145,6 +146,7 @@ struct status_writer {
     size_t ndeferred, capdeferred;
 
     struct status_writer_stats st;
+    uint64_t rng; /* jitter of retry delays */
     struct {
         struct cx_metric *writes;
         struct cx_series *duration;
@@ -223,12 +225,33 @@ static void item_destroy(struct sw_item *it)
 
 static void enqueue(struct status_writer *w, struct sw_item *it)
 {
+    /* Waiting out a failure's backoff: the retry at due time checks the
+     * object afresh (level-triggered), so nothing is lost by not writing
+     * earlier, and a failing server is not hammered by every change. */
+    if (it->li.parked && it->backing_off && it->li.due_ns > cx_mono_ns())
+        return;
+    it->backing_off = 0;
     leader_queue_push(&w->q, &it->li);
 }
 
 static void park(struct status_writer *w, struct sw_item *it, int64_t delay_ns)
 {
+    it->backing_off = 0;
     leader_queue_park(&w->q, &it->li, delay_ns);
+}
+
+/* Parks |it| after its |fails|th failure in a row: backoff with jitter,
+ * or the server's Retry-After when longer. */
+static int64_t park_failed(struct status_writer *w, struct sw_item *it, int64_t retry_after_ms)
+{
+    int64_t d = kube_backoff_nth_ns(it->fails, SW_RETRY_FIRST_NS, SW_RETRY_MAX_NS, &w->rng);
+    if (retry_after_ms > 0 && retry_after_ms * CX_NS_PER_MS > d)
+        d = (retry_after_ms < 30000 ? retry_after_ms : 30000) * CX_NS_PER_MS;
+    if (w->leading) {
+        leader_queue_park(&w->q, &it->li, d);
+        it->backing_off = 1;
+    }
+    return d;
 }
 
 static void defer_item(struct status_writer *w, struct sw_item *it)
@@ -335,27 +358,31 @@ static void on_written(struct kube_result *r, void *arg)
     }
     case KUBE_E_CONFLICT:
         /* Our cache is behind: wait for the informer to bring the newer
-         * object (object_changed unparks it), or check again in 2 s. */
+         * object (object_changed unparks it), or check again in 1-2 s
+         * (longer after repeated conflicts). */
         w->st.conflicts++;
+        it->fails++;
         cx_debug("status", "conflict writing %s %s; waiting for the informer",
                  xlate_kind_name(it->kind), it->objkey);
-        park(w, it, SW_CONFLICT_WAIT_NS);
+        park(w, it, kube_backoff_nth_ns(it->fails, SW_CONFLICT_WAIT_NS, SW_RETRY_MAX_NS, &w->rng));
         break;
     case KUBE_E_NOT_FOUND:
-        break; /* deleted meanwhile: its delete event ends the story */
+        /* Deleted meanwhile (its delete event ends the story: the check at
+         * due time finds nothing to write), or a 404 for another reason (a
+         * proxy in front, the CRD's status subresource missing): then the
+         * status would stay stale for good, so check again later. */
+        it->fails++;
+        cx_debug("status", "writing the status of %s %s: not found; checking again later",
+                 xlate_kind_name(it->kind), it->objkey);
+        park_failed(w, it, -1);
+        break;
     default: {
         w->st.failures++;
         it->fails++;
-        int64_t d = SW_RETRY_FIRST_NS;
-        for (int i = 1; i < it->fails && d < SW_RETRY_MAX_NS; i++)
-            d *= 2;
-        if (d > SW_RETRY_MAX_NS)
-            d = SW_RETRY_MAX_NS;
+        int64_t d = park_failed(w, it, r->err.retry_after_ms);
         cx_warn("status", "writing the status of %s %s failed (%s: %s); retrying in %lld ms",
                 xlate_kind_name(it->kind), it->objkey, result_name(r->err.code), r->err.message,
                 (long long)(d / CX_NS_PER_MS));
-        if (w->leading)
-            park(w, it, d);
         break;
     }
     }
@@ -391,7 +418,10 @@ static int send_write(struct status_writer *w, struct sw_item *it, cJSON *status
     it->presend = (struct leader_guard_presend){.g = &w->o.guard, .term = term};
     struct kube_req_opts ro = {.timeout_ms = ms,
                                .deadline_ms = ms,
-                               .max_attempts = 3,
+                               /* One attempt: this writer owns the retry
+                                * (backoff with jitter, Retry-After), and two
+                                * nested retry loops multiply requests. */
+                               .max_attempts = 1,
                                .presend = leader_guard_presend,
                                .presend_arg = &it->presend};
     it->sent_rv = strdup(rv);

@@ -4,6 +4,7 @@
  * connection reuse, watches (chunking, ERROR events, garbage, stalls,
  * stop from a callback), and two clients on two threads. */
 #include "cx_json.h"
+#include "cx_metrics.h"
 #include "cx_time.h"
 #include "cxtest.h"
 #include "kube_client.h"
@@ -806,6 +807,168 @@ static void test_watch_backlog_pauses_and_resumes(void)
     fx_free(&f);
 }
 
+/* ---- the request limit ------------------------------------------------------------- */
+
+static void wait_nreqs(struct fx *f, int n, int ms)
+{
+    int64_t end = cx_mono_ms() + ms;
+    int never = 0;
+    while (f->m.nreqs < n && cx_mono_ms() < end)
+        run_until(f->base, &never, 20);
+}
+
+/* 8 requests at once through a client limited to 10/s with a bucket of 5:
+ * the 3 tokens above the reserve go at once, the rest one per 100 ms, in
+ * the order they were made; a priority client could take the reserve. */
+static void test_limit_spaces_requests_in_order(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){.qps = 10, .burst = 5});
+    struct outcome r[8];
+    memset(r, 0, sizeof(r));
+    int64_t t0 = cx_mono_ms();
+    for (int i = 0; i < 8; i++) {
+        mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
+        char name[16];
+        snprintf(name, sizeof(name), "o%d", i);
+        REQUIRE(kube_get(f.c, &CM, "ns1", name, NULL, on_result, &r[i]) != NULL);
+    }
+    struct kube_client_stats st;
+    kube_client_stats(f.c, &st);
+    CHECK_INT_EQ(st.queued, 5);
+    REQUIRE(run_until(f.base, &r[7].done, 5000));
+    for (int i = 0; i < 8; i++) {
+        CHECK(r[i].done);
+        CHECK_INT_EQ(r[i].res.err.code, KUBE_OK);
+        cJSON_Delete(r[i].obj);
+        char want[64];
+        snprintf(want, sizeof(want), "/api/v1/namespaces/ns1/configmaps/o%d", i);
+        CHECK_STR_EQ(f.m.reqs[i].uri, want);
+    }
+    CHECK_INT_LT(r[2].t_done - t0, 150);
+    CHECK_INT_GE(r[3].t_done - t0, 80);
+    /* 5 waited for tokens arriving every 100 ms. */
+    CHECK_INT_GE(r[7].t_done - t0, 450);
+    kube_client_stats(f.c, &st);
+    CHECK_INT_EQ(st.queued, 0);
+    fx_free(&f);
+
+    fx_init(&f, &(struct kube_client_opts){.qps = 10, .burst = 5, .priority = 1});
+    memset(r, 0, sizeof(r));
+    for (int i = 0; i < 5; i++) {
+        mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
+        REQUIRE(kube_get(f.c, &CM, "ns1", "p", NULL, on_result, &r[i]) != NULL);
+    }
+    kube_client_stats(f.c, &st);
+    CHECK_INT_EQ(st.queued, 0);
+    REQUIRE(run_until(f.base, &r[4].done, 5000));
+    for (int i = 0; i < 5; i++)
+        cJSON_Delete(r[i].obj);
+    fx_free(&f);
+}
+
+/* A queued call can be cancelled (no callback, the queue goes on), and one
+ * whose deadline passes while it waits ends in a timeout, unsent. */
+static void test_limit_queue_cancel_and_deadline(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){.qps = 2, .burst = 3});
+    struct outcome a = {0}, b = {0}, c = {0}, d = {0};
+    mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
+    mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
+    REQUIRE(kube_get(f.c, &CM, "ns1", "a", NULL, on_result, &a) != NULL); /* the one token */
+    struct kube_call *cb = kube_get(f.c, &CM, "ns1", "b", NULL, on_result, &b);
+    REQUIRE(cb != NULL);
+    REQUIRE(kube_get(f.c, &CM, "ns1", "c", &(struct kube_req_opts){.deadline_ms = 200}, on_result,
+                     &c) != NULL);
+    REQUIRE(kube_get(f.c, &CM, "ns1", "d", NULL, on_result, &d) != NULL);
+    kube_call_cancel(cb);
+    REQUIRE(run_until(f.base, &d.done, 5000));
+    CHECK(a.done && !b.done && c.done);
+    CHECK_INT_EQ(c.res.err.code, KUBE_E_TIMEOUT);
+    CHECK_STR_CONTAINS(c.res.err.message, "request limit");
+    CHECK_INT_EQ(c.res.attempts, 0);
+    CHECK_INT_EQ(d.res.err.code, KUBE_OK);
+    CHECK_INT_EQ(f.m.nreqs, 2);
+    CHECK_STR_EQ(f.m.reqs[1].uri, "/api/v1/namespaces/ns1/configmaps/d");
+    cJSON_Delete(a.obj);
+    cJSON_Delete(d.obj);
+    fx_free(&f);
+}
+
+/* Two clients made from one config share its limit: together they send no
+ * more than the one bucket allows; a watch waits for a token too. */
+static void test_limit_shared_through_config(void)
+{
+    struct fx f;
+    fx_init(&f, NULL);
+    f.cfg.limit = kube_limit_new(10, 6);
+    REQUIRE(f.cfg.limit != NULL);
+    fx_client(&f, &(struct kube_client_opts){0});
+    struct kube_client *c2 = NULL;
+    char err[256];
+    c2 = kube_client_new(f.base, &f.cfg, &(struct kube_client_opts){0}, err, sizeof(err));
+    REQUIRE(c2 != NULL);
+    struct outcome r[8];
+    memset(r, 0, sizeof(r));
+    int64_t t0 = cx_mono_ms();
+    for (int i = 0; i < 8; i++) {
+        mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
+        REQUIRE(kube_get(i % 2 ? c2 : f.c, &CM, "ns1", "s", NULL, on_result, &r[i]) != NULL);
+    }
+    int all = 0;
+    for (int spin = 0; spin < 300 && !all; spin++) {
+        int never = 0;
+        run_until(f.base, &never, 20);
+        all = 1;
+        for (int i = 0; i < 8; i++)
+            all &= r[i].done;
+    }
+    REQUIRE(all);
+    /* 4 at once (6 less the reserve), then 4 more at 100 ms each. */
+    int64_t last = 0;
+    for (int i = 0; i < 8; i++) {
+        last = r[i].t_done > last ? r[i].t_done : last;
+        cJSON_Delete(r[i].obj);
+    }
+    CHECK_INT_GE(last - t0, 350);
+    /* A watch takes a token like any request. */
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1, .chunks = {""}});
+    struct wrec w = {0};
+    struct kube_watch *wa = kube_watch_start(c2, &CM, "ns1", NULL, &WH, &w);
+    REQUIRE(wa != NULL);
+    struct kube_client_stats st;
+    kube_client_stats(c2, &st);
+    CHECK_INT_EQ(st.queued, 1);
+    int n0 = f.m.nreqs;
+    wait_nreqs(&f, n0 + 1, 1000);
+    CHECK_INT_EQ(f.m.nreqs, n0 + 1);
+    kube_watch_stop(wa);
+    kube_client_free(c2);
+    fx_free(&f);
+}
+
+/* Every failure is counted by client, verb, resource and class. */
+static void test_errors_counted_by_class(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){.component = "unit-errors"});
+    mock_push(&f.m, (struct step){.status = 403,
+                                  .body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":"
+                                          "\"Forbidden\",\"code\":403,\"message\":\"no\"}"});
+    struct outcome r = {0};
+    REQUIRE(kube_get(f.c, &VS, "ns1", "foo", NULL, on_result, &r) != NULL);
+    REQUIRE(run_until(f.base, &r.done, 5000));
+    CHECK_INT_EQ(r.res.err.code, KUBE_E_FORBIDDEN);
+    struct cx_metric *m =
+        cx_counter("coxswain_kube_request_errors_total", "", "client,verb,resource,class");
+    struct cx_metric *q = cx_counter("coxswain_kube_requests_total", "", "client,verb,resource");
+    REQUIRE(m != NULL && q != NULL);
+    CHECK_INT_EQ((int)cx_metric_get(m, "unit-errors", "get", "virtualservices", "forbidden"), 1);
+    CHECK_INT_EQ((int)cx_metric_get(q, "unit-errors", "get", "virtualservices"), 1);
+    fx_free(&f);
+}
+
 /* ---- two clients, two threads ------------------------------------------------------- */
 
 struct thread_arg {
@@ -866,5 +1029,9 @@ static const struct cxt_case cases[] = {
     CXT(test_watch_large_event_across_many_chunks),
     CXT(test_watch_backlog_pauses_and_resumes),
     CXT(test_two_clients_two_threads),
+    CXT(test_limit_spaces_requests_in_order),
+    CXT(test_limit_queue_cancel_and_deadline),
+    CXT(test_limit_shared_through_config),
+    CXT(test_errors_counted_by_class),
 };
 CXT_MAIN(cases)

@@ -332,6 +332,59 @@ static void test_expired_continue_token_restarts_list(void)
     fx_free(&f);
 }
 
+/* A server that answers every watch with 410 at once (and every list
+ * fine) is not met with a list/watch loop: each round waits a growing
+ * backoff, and the informer keeps the last failure for /readyz. Before the
+ * backoff, this script of 64 answers was used up within milliseconds. */
+static void test_watch_expired_at_once_backs_off(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){.qps = -1});
+    for (int i = 0; i < 32; i++) {
+        mock_push(&f.m, (struct step){.status = 200, .body = LIST("10", "", CMO("a", "1", "x"))});
+        mock_push(&f.m, (struct step){.act = ACT_WATCH, .chunks = {EXPIRED}});
+    }
+    struct log l = {0};
+    struct kube_informer *inf =
+        kube_informer_new(f.c,
+                          &(struct kube_informer_opts){
+                              .res = &CM, .streaming = KUBE_STREAMING_OFF, .backoff_base_ms = 100},
+                          &H, &l);
+    kube_informer_start(inf);
+    settle(&f, 1500);
+    /* 100, 200, 400, 800 ms (less jitter) between rounds: at most ~6
+     * rounds of two requests in 1.5 s. */
+    CHECK_INT_LE(f.m.nreqs, 14);
+    CHECK_INT_GE(f.m.nreqs, 4);
+    CHECK(l.synced);
+    kube_informer_free(inf);
+    fx_free(&f);
+
+    /* A list refused with 403: backed off, and the reason is kept. */
+    fx_init(&f, &(struct kube_client_opts){.qps = -1});
+    for (int i = 0; i < 40; i++)
+        mock_push(&f.m,
+                  (struct step){.status = 403,
+                                .body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":"
+                                        "\"Forbidden\",\"message\":\"configmaps is forbidden: "
+                                        "User \\\"u\\\" cannot list\",\"code\":403}"});
+    struct log l2 = {0};
+    inf = kube_informer_new(
+        f.c, &(struct kube_informer_opts){.res = &CM, .streaming = KUBE_STREAMING_OFF}, &H, &l2);
+    kube_informer_start(inf);
+    settle(&f, 1500);
+    CHECK_INT_LE(f.m.nreqs, 8);
+    CHECK(!l2.synced);
+    const char *verb = NULL;
+    const struct kube_error *e = kube_informer_last_error(inf, &verb);
+    REQUIRE(e != NULL);
+    CHECK_STR_EQ(verb, "list");
+    CHECK_INT_EQ(e->http_status, 403);
+    CHECK_STR_CONTAINS(e->message, "cannot list");
+    kube_informer_free(inf);
+    fx_free(&f);
+}
+
 static int first_obj(void *ud, struct kube_obj *o)
 {
     *(struct kube_obj **)ud = o;
@@ -450,5 +503,6 @@ static const struct cxt_case cases[] = {
     CXT(test_label_index_through_informer),
     CXT(test_trim_drops_bookkeeping),
     CXT(test_no_trim_mirrors_the_server),
+    CXT(test_watch_expired_at_once_backs_off),
 };
 CXT_MAIN(cases)
