@@ -63,6 +63,7 @@ struct kube_informer {
     int synced;
     int watch_had_events;
     int64_t watch_started_ns;
+    int expired_streak; /* 410s since the last healthy watch: the first is routine */
     uint64_t watches_started;
     struct kube_error last_err; /* the last failure, until the next success */
     char last_verb[16];
@@ -278,6 +279,14 @@ const struct kube_error *kube_informer_last_error(const struct kube_informer *in
     return &inf->last_err;
 }
 
+/* A 410 after a healthy watch is routine (compaction moved past our RV):
+ * the client logs it at debug level. Another before a watch stays up is
+ * not, and is logged as the failure it is. */
+static uint32_t expected_410(const struct kube_informer *inf)
+{
+    return inf->expired_streak == 0 ? KUBE_QUIET(KUBE_E_EXPIRED) : 0;
+}
+
 /* ---- applying changes ------------------------------------------------------------- */
 
 static void note_objects(struct kube_informer *inf)
@@ -403,6 +412,8 @@ static void on_list_page(struct kube_result *r, void *ud)
          * failure: a server that expires every token is not a loop. */
         if (r->err.code != KUBE_E_EXPIRED || !inf->continue_token)
             note_failure(inf, "list", &r->err);
+        if (r->err.code == KUBE_E_EXPIRED)
+            inf->expired_streak++;
         schedule_backoff(inf, NEXT_INITIAL, &r->err);
         return;
     }
@@ -436,8 +447,7 @@ static void list_page(struct kube_informer *inf)
         .limit = inf->page_size,
         .continue_token = inf->continue_token,
     };
-    struct kube_req_opts ro = {.timeout_ms = inf->request_timeout_ms,
-                               .quiet = KUBE_QUIET(KUBE_E_EXPIRED)};
+    struct kube_req_opts ro = {.timeout_ms = inf->request_timeout_ms, .quiet = expected_410(inf)};
     inf->state = INF_LISTING;
     inf->call = kube_list(inf->c, inf->res, inf->ns, &lo, &ro, on_list_page, inf);
     if (!inf->call)
@@ -524,14 +534,17 @@ static void on_watch_end(void *ud, const struct kube_error *err)
     inf->watch = NULL;
     int streaming = inf->state == INF_STREAMING;
     int healthy = cx_mono_ns() - inf->watch_started_ns >= HEALTHY_WATCH_NS;
-    if (healthy)
+    if (healthy) {
         kube_backoff_reset(&inf->backoff);
+        inf->expired_streak = 0;
+    }
     if (streaming) {
         kube_cache_free(inf->fresh);
         inf->fresh = NULL;
     }
     if (err->code == KUBE_E_EXPIRED) {
         /* Our resourceVersion left the server's window: list again. */
+        inf->expired_streak++;
         if (inf->synced) {
             inf->stats.relists++;
             m_inc(inf->m.relists);
@@ -583,7 +596,7 @@ static void start_watch(struct kube_informer *inf)
         .timeout_seconds = inf->watch_timeout_s,
         .allow_bookmarks = 1,
         .stall_ms = inf->stall_ms,
-        .quiet = KUBE_QUIET(KUBE_E_EXPIRED),
+        .quiet = expected_410(inf),
     };
     if (inf->watches_started++ > 0) {
         inf->stats.watch_restarts++;
@@ -624,10 +637,10 @@ static void begin_initial(struct kube_informer *inf)
         .stall_ms = inf->stall_ms,
         /* A server without streaming lists says so with one of these. */
         .quiet = inf->streaming == KUBE_STREAMING_AUTO
-                     ? KUBE_QUIET(KUBE_E_EXPIRED) | KUBE_QUIET(KUBE_E_BAD_REQUEST) |
+                     ? expected_410(inf) | KUBE_QUIET(KUBE_E_BAD_REQUEST) |
                            KUBE_QUIET(KUBE_E_INVALID) | KUBE_QUIET(KUBE_E_UNSUPPORTED) |
                            KUBE_QUIET(KUBE_E_METHOD)
-                     : KUBE_QUIET(KUBE_E_EXPIRED),
+                     : expected_410(inf),
     };
     if (inf->watches_started++ > 0) {
         inf->stats.watch_restarts++;
