@@ -537,8 +537,9 @@ static int render_family(struct cx_buf *out, struct cx_metric *m)
                     list[n++] = s;
         qsort(list, n, sizeof(*list), series_cmp);
     }
-    if (n == 0 && !m->fn)
-        goto out; /* a family without series prints nothing */
+    /* A family without series still prints its HELP and TYPE: every
+     * documented metric is there from the start, for grep, dashboards
+     * and alert rules, before its first sample. */
     rc |= cx_buf_printf(out, "# HELP %s ", m->name);
     rc |= put_escaped(out, m->help, 0);
     rc |= cx_buf_printf(out, "\n# TYPE %s %s\n", m->name, type_names[m->type]);

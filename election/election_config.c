@@ -208,6 +208,17 @@ int election_config_validate(const struct election_config *cfg, char *err, size_
                  a, b);
         return -1;
     }
+    if (cfg->lease_ns % 1000000000 != 0) {
+        /* leaseDurationSeconds is an integer: 15500ms would be written as
+         * 16 s (or 15), a lease other than the one configured. */
+        cx_duration_format(cfg->lease_ns, a, sizeof(a));
+        snprintf(err, errlen,
+                 "--leader-elect-lease-duration %s is not a whole number of seconds: the lock "
+                 "records leaseDurationSeconds, an integer (use %llds or %llds)",
+                 a, (long long)(cfg->lease_ns / 1000000000),
+                 (long long)(cfg->lease_ns / 1000000000 + 1));
+        return -1;
+    }
     if (cfg->lease_ns > INT64_C(3600) * 24 * 1000000000) {
         snprintf(err, errlen, "--leader-elect-lease-duration must be at most 24h");
         return -1;

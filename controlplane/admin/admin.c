@@ -6,6 +6,10 @@
 #include "cx_version.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <event2/util.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <event2/buffer.h>
 #include <event2/keyvalq_struct.h>
 #include <stdio.h>
@@ -123,6 +127,45 @@ static void handle_generic(struct evhttp_request *req, void *arg)
     admin_reply(req, 404, "text/plain", "not found\n", 10);
 }
 
+/* A listening, non-blocking socket on |host|:|port|, or -1 with the reason
+ * in |why| (the resolver's or the kernel's: "Address already in use",
+ * "Cannot assign requested address", "Name or service not known"). */
+static evutil_socket_t bind_listener(const char *host, int port, char *why, size_t n)
+{
+    char ps[16];
+    snprintf(ps, sizeof(ps), "%d", port);
+    struct evutil_addrinfo hints = {.ai_family = AF_UNSPEC,
+                                    .ai_socktype = SOCK_STREAM,
+                                    .ai_protocol = IPPROTO_TCP,
+                                    .ai_flags = EVUTIL_AI_PASSIVE};
+    struct evutil_addrinfo *ai = NULL;
+    int rc = evutil_getaddrinfo(*host ? host : NULL, ps, &hints, &ai);
+    if (rc != 0) {
+        snprintf(why, n, "%s", evutil_gai_strerror(rc));
+        return -1;
+    }
+    evutil_socket_t fd = -1;
+    int e = 0;
+    for (struct evutil_addrinfo *p = ai; p && fd < 0; p = p->ai_next) {
+        fd = socket(p->ai_family, p->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, p->ai_protocol);
+        if (fd < 0) {
+            e = errno;
+            continue;
+        }
+        int one = 1;
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+            bind(fd, p->ai_addr, p->ai_addrlen) != 0 || listen(fd, 128) != 0) {
+            e = errno;
+            close(fd);
+            fd = -1;
+        }
+    }
+    evutil_freeaddrinfo(ai);
+    if (fd < 0)
+        snprintf(why, n, "%s", strerror(e ? e : EADDRNOTAVAIL));
+    return fd;
+}
+
 struct admin_server *admin_new(struct event_base *base, const char *listen, char *err,
                                size_t errlen)
 {
@@ -161,9 +204,15 @@ struct admin_server *admin_new(struct event_base *base, const char *listen, char
     evhttp_set_max_headers_size(a->http, ADMIN_MAX_HEADERS);
     evhttp_set_max_body_size(a->http, ADMIN_MAX_BODY);
     evhttp_set_timeout(a->http, ADMIN_TIMEOUT_S_DEFAULT);
-    struct evhttp_bound_socket *bs = evhttp_bind_socket_with_handle(a->http, h, (ev_uint16_t)port);
+    char why[160] = "";
+    evutil_socket_t fd = bind_listener(h, (int)port, why, sizeof(why));
+    struct evhttp_bound_socket *bs = fd >= 0 ? evhttp_accept_socket_with_handle(a->http, fd) : NULL;
     if (!bs) {
-        snprintf(err, errlen, "cannot listen on %s for the admin server", listen);
+        if (fd >= 0) {
+            snprintf(why, sizeof(why), "libevent refused the socket");
+            evutil_closesocket(fd);
+        }
+        snprintf(err, errlen, "cannot listen on %s for the admin server: %s", listen, why);
         evhttp_free(a->http);
         free(a);
         return NULL;

@@ -136,6 +136,28 @@ int daemon_config_init(struct daemon_config *c)
     return 0;
 }
 
+/* What the election and the filters make of the flags, checked now, so
+ * that every bad flag (a lease rule, a selector, a namespace name) is
+ * refused while parsing, with the flags' exit status, and not at start-up.
+ * The namespace the kubeconfig may supply later is stood in for by
+ * "default", the identity by a valid placeholder. */
+static int check_derived(const struct daemon_config *c, char *err, size_t errlen)
+{
+    struct election_config ec;
+    const char *ns = c->namespace && *c->namespace ? c->namespace : "default";
+    const char *id = c->identity && *c->identity ? c->identity : "replica_00000000";
+    if (daemon_config_election(c, ns, id, &ec, err, errlen) != 0)
+        return -1;
+    struct filter *f = filter_new();
+    if (!f) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = daemon_config_filter(c, &ec, f, err, errlen);
+    filter_free(f);
+    return rc;
+}
+
 int daemon_config_parse(struct daemon_config *c, int argc, char **argv, char *err, size_t errlen)
 {
     int rc = cx_flags_parse(c->table, c->nflags, argc, argv, err, errlen);
@@ -157,7 +179,7 @@ int daemon_config_parse(struct daemon_config *c, int argc, char **argv, char *er
             return -1;
         }
     }
-    return 0;
+    return check_derived(c, err, errlen);
 }
 
 void daemon_config_usage(const struct daemon_config *c, FILE *out)
@@ -169,7 +191,11 @@ void daemon_config_usage(const struct daemon_config *c, FILE *out)
         "(and the TLS Secrets and CA ConfigMaps they name) into xDS and serves it to\n"
         "proxies. With --leader-elect (the default) replicas\n"
         "elect a leader; only the leader writes statuses and ProxySnapshots, every\n"
-        "replica serves xDS. Environment: POD_NAME (identity), POD_NAMESPACE.",
+        "replica serves xDS. Environment: POD_NAME (identity), POD_NAMESPACE.\n"
+        "\n"
+        "Exit status: 0 after a clean shutdown (SIGTERM or SIGINT); 1 when start-up\n"
+        "fails (kubeconfig, a port that cannot be listened on, ...); 2 for a bad flag\n"
+        "or flag value, the election's lease rules and selectors included.",
         c->table, c->nflags);
 }
 

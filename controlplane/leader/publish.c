@@ -278,7 +278,8 @@ static void on_written(struct kube_result *r, void *arg)
         count(p, op, "conflict");
         p->st.conflicts++;
         it->fails++;
-        park(p, it, kube_backoff_nth_ns(it->fails, PUB_CONFLICT_WAIT_NS, PUB_RETRY_MAX_NS, &p->rng));
+        park(p, it,
+             kube_backoff_nth_ns(it->fails, PUB_CONFLICT_WAIT_NS, PUB_RETRY_MAX_NS, &p->rng));
     } else if (r->err.code == KUBE_E_CANCELLED && strcmp(r->err.reason, "RefusedBeforeSend") == 0) {
         /* the guard said no at the last moment: nothing was sent */
         count(p, op, "refused");

@@ -74,6 +74,13 @@ static void test_level_escape_hide(void)
     out = render();
     CHECK_STR_CONTAINS(out, "t_level{name=\"zzz\"} 7\n");
     free(out);
+    /* Registered, never used: listed all the same, without samples. */
+    REQUIRE(cx_counter("t_unused_total", "Never incremented.", "kind") != NULL);
+    out = render();
+    CHECK_STR_CONTAINS(out, "# HELP t_unused_total Never incremented.\n"
+                            "# TYPE t_unused_total counter\n");
+    CHECK(strstr(out, "t_unused_total{") == NULL);
+    free(out);
 }
 
 /* A series per changing value (a snapshot version): removed ones leave the
