@@ -15,7 +15,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))
-import cxd  # noqa: E402
+import objects as O  # noqa: E402
+import replicas as R  # noqa: E402
 from tap import Tap, check, check_eq  # noqa: E402
 
 DOC_METRIC = re.compile(r"\b((?:coxswain|leader_election)_[a-z0-9_]*[a-z0-9])\b")
@@ -25,8 +26,8 @@ HIST_PARTS = ("_bucket", "_sum", "_count")
 def documented_metrics():
     """Every metric name in docs/*.md and README.md."""
     names = set()
-    files = [os.path.join(cxd.TOP, "README.md")]
-    ddir = os.path.join(cxd.TOP, "docs")
+    files = [os.path.join(R.TOP, "README.md")]
+    ddir = os.path.join(R.TOP, "docs")
     files += [os.path.join(ddir, f) for f in sorted(os.listdir(ddir)) if f.endswith(".md")]
     for path in files:
         with open(path, errors="replace") as f:
@@ -51,12 +52,12 @@ def run(args, timeout=20, env=None):
     e.pop("POD_NAMESPACE", None)
     if env:
         e.update(env)
-    return subprocess.run([cxd.coxswain()] + args, capture_output=True, text=True,
+    return subprocess.run([R.coxswain()] + args, capture_output=True, text=True,
                           timeout=timeout, env=e, stdin=subprocess.DEVNULL)
 
 
 def case_documented_metrics_present(ks):
-    rep = cxd.Replica(ks, "fresh")
+    rep = R.Replica(ks, "fresh")
     try:
         # At once, before any sync, snapshot, NACK, stepdown or certificate.
         text = rep.metrics_text()
@@ -134,18 +135,18 @@ def case_startup_failures_exit_1(ks):
 
 
 def case_sigterm_exit_0(ks):
-    rep = cxd.Replica(ks, "term")
-    cxd.wait_for(rep.ready, 20, what="ready")
+    rep = R.Replica(ks, "term")
+    R.wait_for(rep.ready, 20, what="ready")
     rc, took = rep.stop()
     check_eq(rc, 0, rep.log()[-2000:])
 
 
 def main():
     t = Tap()
-    ks = cxd.start_kubesim()
+    ks = O.start_kubesim()
     try:
-        api = cxd.Api(ks)
-        cxd.namespace(api, "coxswain-system")
+        api = O.Api(ks)
+        O.namespace(api, "coxswain-system")
         t.case("every documented metric is on a fresh replica's /metrics (HELP, TYPE)",
                case_documented_metrics_present, ks)
         t.case("run --help documents the exit statuses", case_help_documents_exit_status)

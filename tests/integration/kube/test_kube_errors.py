@@ -18,7 +18,6 @@ Separate cases: the elector's create loop in a missing namespace (bounded
 by the cap; log line), a lease update refused with 403, a ProxySnapshot
 create in a missing namespace, and /readyz?verbose for 401, 403 (kubesim's
 RBAC) and 404 (the CRDs missing)."""
-import json
 import os
 import re
 import sys
@@ -28,13 +27,13 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
-sys.path.insert(0, os.path.join(TOP, "tests", "e2e", "daemon"))
 
-import cxd  # noqa: E402
+import objects as O  # noqa: E402
+import replicas as R  # noqa: E402
 from kubesim import KubeSim  # noqa: E402
-from tap import Tap, check, check_eq  # noqa: E402
+from tap import Tap, check  # noqa: E402
 
-SLOW = 3.0 if cxd.sanitized() else 1.0
+SLOW = 3.0 if R.sanitized() else 1.0
 QPS, BURST = 50, 50
 WINDOW = 4.0 * SLOW
 # A verb on a resource that backs off sends few requests in the window; a
@@ -60,21 +59,21 @@ CLASSES = [
 
 
 def objects(ns):
-    return [cxd.gateway(ns, "gw"),
-            cxd.upstream_static(ns, "up", [("10.0.0.1", 8080)]),
-            cxd.virtual_service(ns, "vs", ["%s.example" % ns], [cxd.route("/", "up")])]
+    return [O.gateway(ns, "gw"),
+            O.upstream_static(ns, "up", [("10.0.0.1", 8080)]),
+            O.virtual_service(ns, "vs", ["%s.example" % ns], [O.route("/", "up")])]
 
 
 def setup_namespace(api, ns, cpns):
     for n in (ns, cpns):
-        cxd.namespace(api, n)
+        O.namespace(api, n)
     for o in objects(ns):
         st, out = api.create(o)
         check(st == 201, "create %s: %s %s" % (o["kind"], st, out))
 
 
 def replica(ks, name, ns, cpns, extra=()):
-    return cxd.Replica(ks, name, extra=["--watch-namespaces", ns, "--namespace", cpns,
+    return R.Replica(ks, name, extra=["--watch-namespaces", ns, "--namespace", cpns,
                                         "--leader-elect-resource-name", "lock-" + name,
                                         "--kube-api-qps", str(QPS), "--kube-api-burst",
                                         str(BURST)] + list(extra))
@@ -103,7 +102,7 @@ def counts(ks, users):
 
 
 def converged(api, ns):
-    ok, _ = cxd.status_converged(api, ns)
+    ok, _ = O.status_converged(api, ns)
     return ok
 
 
@@ -116,19 +115,19 @@ def log_lines(rep, pattern):
 
 class Matrix:
     def __init__(self):
-        self.ks = cxd.start_kubesim()
-        self.api = cxd.Api(self.ks)
+        self.ks = O.start_kubesim()
+        self.api = O.Api(self.ks)
         self.reps = {}
         for i, (name, _, _, _) in enumerate(CLASSES):
             setup_namespace(self.api, "app%d" % i, "cs%d" % i)
         for i, (name, _, _, _) in enumerate(CLASSES):
             self.reps[name] = replica(self.ks, "r" + name, "app%d" % i, "cs%d" % i)
-        cxd.wait_for(lambda: all(r.ready() and r.leader_info()["leading"]
+        R.wait_for(lambda: all(r.ready() and r.leader_info()["leading"]
                                  for r in self.reps.values()), 40 * SLOW,
                      what="every replica ready and leading its own lock")
-        cxd.wait_for(lambda: all(converged(self.api, "app%d" % i) for i in range(len(CLASSES))),
+        R.wait_for(lambda: all(converged(self.api, "app%d" % i) for i in range(len(CLASSES))),
                      30 * SLOW, what="statuses written")
-        cxd.wait_for(lambda: all(cxd.writers_idle(r) for r in self.reps.values()), 30 * SLOW,
+        R.wait_for(lambda: all(R.writers_idle(r) for r in self.reps.values()), 30 * SLOW,
                      what="writers idle")
         self.ua = {n: user_agents(self.ks, r.name) for n, r in self.reps.items()}
         for n, (m, e) in self.ua.items():
@@ -146,7 +145,7 @@ class Matrix:
         # ProxySnapshot version to write, both failing now.
         for i in range(len(CLASSES)):
             st, out = self.api.patch("VirtualService", "app%d" % i, "vs",
-                                     {"spec": {"routes": [cxd.route("/v2", "up")]}})
+                                     {"spec": {"routes": [O.route("/v2", "up")]}})
             check(st == 200, "patch vs: %s %s" % (st, out))
         time.sleep(1.0 * SLOW)
         for name in self.reps:
@@ -208,7 +207,7 @@ def case_logs(mx, name, what):
 
 
 def case_metric(mx, name, cls):
-    got = cxd.parse_metrics(mx.metrics[name])
+    got = R.parse_metrics(mx.metrics[name])
     found = {dict(lab).get("verb") for (n, lab), v in got.items()
              if n == "coxswain_kube_request_errors_total" and v > 0 and
              dict(lab).get("class") == cls and dict(lab).get("client") == "coxswain"}
@@ -217,7 +216,7 @@ def case_metric(mx, name, cls):
 
 
 def case_recovers(mx):
-    cxd.wait_for(lambda: all(converged(mx.api, "app%d" % i) for i in range(len(CLASSES))),
+    R.wait_for(lambda: all(converged(mx.api, "app%d" % i) for i in range(len(CLASSES))),
                  45 * SLOW, what="statuses written again once the faults are gone")
     for name, rep in mx.reps.items():
         check(rep.alive(), "r%s died" % name)
@@ -229,10 +228,10 @@ def case_recovers(mx):
 
 
 def case_elector_missing_namespace():
-    ks = cxd.start_kubesim()
+    ks = O.start_kubesim()
     try:
-        rep = cxd.Replica(ks, "nons", extra=["--namespace", "nosuchns", "--kube-api-qps", "20",
-                                             "--kube-api-burst", "20"])
+        rep = R.Replica(ks, "nons", namespace="nosuchns",
+                        extra=["--kube-api-qps", "20", "--kube-api-burst", "20"])
         time.sleep(1.0)
         ks.admin("DELETE", "/counters")
         t0 = time.monotonic()
@@ -253,12 +252,12 @@ def case_elector_missing_namespace():
 
 
 def case_lease_update_forbidden():
-    ks = cxd.start_kubesim()
+    ks = O.start_kubesim()
     try:
-        api = cxd.Api(ks)
-        cxd.namespace(api, "coxswain-system")
-        rep = cxd.Replica(ks, "lf", extra=["--kube-api-qps", "20", "--kube-api-burst", "20"])
-        cxd.wait_for(lambda: rep.leader_info()["leading"], 20 * SLOW, what="leading")
+        api = O.Api(ks)
+        O.namespace(api, "coxswain-system")
+        rep = R.Replica(ks, "lf", extra=["--kube-api-qps", "20", "--kube-api-burst", "20"])
+        R.wait_for(lambda: rep.leader_info()["leading"], 20 * SLOW, what="leading")
         main, elect = user_agents(ks, "lf")
         ks.admin("DELETE", "/counters")
         ks.add_fault(user=elect, verb="update", resource="leases", action="fail", code=403)
@@ -271,22 +270,22 @@ def case_lease_update_forbidden():
         check(len(lines) == 1, "log lines: %r" % lines)
         check(not rep.leader_info()["leading"], "still leading without renewals")
         ks.clear_faults()
-        cxd.wait_for(lambda: rep.leader_info()["leading"], 20 * SLOW, what="leading again")
+        R.wait_for(lambda: rep.leader_info()["leading"], 20 * SLOW, what="leading again")
         rep.stop()
     finally:
         ks.close()
 
 
 def case_snapshot_namespace_missing():
-    ks = cxd.start_kubesim()
+    ks = O.start_kubesim()
     try:
-        api = cxd.Api(ks)
+        api = O.Api(ks)
         setup_namespace(api, "appx", "csx")
-        rep = cxd.Replica(ks, "pns", elect=False,
-                          extra=["--watch-namespaces", "appx", "--namespace", "nosuchns2"])
+        rep = R.Replica(ks, "pns", elect=False, namespace="nosuchns2",
+                        extra=["--watch-namespaces", "appx"])
         pat = (r'kube: create proxysnapshots nosuchns2/\S+ failed: HTTP 404 NotFound: '
                r'namespaces "nosuchns2" not found')
-        cxd.wait_for(lambda: log_lines(rep, pat), 20 * SLOW, what="the create failing")
+        R.wait_for(lambda: log_lines(rep, pat), 20 * SLOW, what="the create failing")
         main, _ = user_agents(ks, "pns")
         ks.admin("DELETE", "/counters")
         time.sleep(WINDOW)
@@ -302,21 +301,13 @@ def case_snapshot_namespace_missing():
         ks.close()
 
 
-def write_kubeconfig(path, port, token):
-    with open(path, "w") as f:
-        json.dump({"apiVersion": "v1", "kind": "Config", "current-context": "t",
-                   "clusters": [{"name": "t", "cluster": {"server": "http://127.0.0.1:%d" % port}}],
-                   "contexts": [{"name": "t", "context": {"cluster": "t", "user": "u"}}],
-                   "users": [{"name": "u", "user": {"token": token}}]}, f)
-
-
 def readyz_says(rep, *needles, absent=()):
     def f():
         st, body = rep.http("/readyz?verbose")
         text = body.decode(errors="replace")
         return (st == 500 and all(n in text for n in needles) and
                 not any(a in text for a in absent) and text)
-    return cxd.wait_for(f, 20 * SLOW, what="/readyz?verbose naming %r" % (needles,))
+    return R.wait_for(f, 20 * SLOW, what="/readyz?verbose naming %r" % (needles,))
 
 
 def case_readyz_reasons():
@@ -330,10 +321,8 @@ def case_readyz_reasons():
         for name, tok in (("forbidden", "tok-nobody"), ("unauthorized", "tok-wrong"),
                           ("nocrds", "tok-admin")):
             kc = os.path.join(d, name + ".kubeconfig")
-            write_kubeconfig(kc, ks.port, tok)
-            r = cxd.Replica(ks, name, elect=False, start=False)
-            r.args[r.args.index("--kubeconfig") + 1] = kc
-            reps.append(r.start())
+            R.write_kubeconfig(kc, ks.port, tok)
+            reps.append(R.Replica(ks, name, elect=False, kubeconfig=kc))
         text = readyz_says(reps[0], "configmaps (", "HTTP 403 Forbidden", 'User "nobody" cannot')
         check("gateways (" in text, text)
         readyz_says(reps[1], "HTTP 401 Unauthorized")
