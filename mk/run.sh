@@ -6,22 +6,27 @@
 #      its state, kubeconfig and logs under build/run/;
 #   2. applies the CRDs and examples/ with the real kubectl;
 #   3. starts three replicas of `coxswain run` (xDS on 18000-18002, admin on
-#      18080-18082; XDS_PORT / ADMIN_PORT move them);
+#      18080-18082; XDS_PORT / ADMIN_PORT move them) and, in front of their
+#      xDS ports, a forwarder standing for a Kubernetes Service (18010,
+#      XDS_SERVICE_PORT): each connection goes to a replica that is alive;
 #   4. prints who leads, the snapshot version, where xDS is served and a
-#      gRPC bootstrap file, then follows leadership changes until Ctrl-C,
-#      which stops everything cleanly (the leader releases its lease).
+#      gRPC bootstrap file (naming the Service), then follows leadership
+#      changes until Ctrl-C, which stops everything cleanly (the leader
+#      releases its lease).
 #
 # Another terminal can kill the leader (the commands are printed) and watch
-# the handover here.
+# the handover here; the printed RPC command goes on working through the
+# Service. RUN_DIR (default $BUILD/run) moves the state, logs and pid files.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$top/$BUILD" ;; esac
-RUN=$BUILD/run
+RUN=${RUN_DIR:-$BUILD/run}
 XDS_PORT=${XDS_PORT:-18000}
 ADMIN_PORT=${ADMIN_PORT:-18080}
+XDS_SERVICE_PORT=${XDS_SERVICE_PORT:-$((XDS_PORT + 10))}
 # Short enough to watch a crash failover, long enough to be realistic.
 LEASE=${LEASE:-6s}
 RENEW=${RENEW:-4s}
@@ -43,7 +48,7 @@ mkdir -p "$RUN"
 
 pids=()
 cleanup() {
-    trap - INT TERM EXIT
+    trap - EXIT
     echo
     say "stopping: replicas first (the leader releases its lease), then kubesim"
     for i in 2 1 0; do
@@ -56,7 +61,7 @@ cleanup() {
             rm -f "$RUN/r$i.pid"
         fi
     done
-    for b in greeter-a greeter-b; do
+    for b in greeter-a greeter-b xds-service; do
         [ -f "$RUN/$b.pid" ] && kill -TERM "$(cat "$RUN/$b.pid")" 2>/dev/null || true
         rm -f "$RUN/$b.pid"
     done
@@ -67,18 +72,30 @@ cleanup() {
     fi
     say "stopped; state kept in $RUN/kubesim-state.json (rm -rf $RUN to start afresh)"
 }
-trap cleanup INT TERM EXIT
+# Ctrl-C or SIGTERM ends the script (the EXIT trap cleans up); without the
+# exit, bash would go on with whatever step the signal interrupted.
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # Leftovers of a run that was killed without Ctrl-C.
-for f in "$RUN"/r?.pid "$RUN/greeter-a.pid" "$RUN/greeter-b.pid" "$RUN/kubesim.pid"; do
+for f in "$RUN"/r?.pid "$RUN/greeter-a.pid" "$RUN/greeter-b.pid" "$RUN/xds-service.pid" \
+    "$RUN/kubesim.pid"; do
     [ -f "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null && sleep 0.5
     rm -f "$f"
 done
-for p in $XDS_PORT $((XDS_PORT + 1)) $((XDS_PORT + 2)) $ADMIN_PORT $((ADMIN_PORT + 1)) $((ADMIN_PORT + 2)); do
+for p in $XDS_PORT $((XDS_PORT + 1)) $((XDS_PORT + 2)) $ADMIN_PORT $((ADMIN_PORT + 1)) \
+    $((ADMIN_PORT + 2)) $XDS_SERVICE_PORT; do
     if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-        die "port $p is in use; set XDS_PORT=... ADMIN_PORT=... (each uses 3 ports)"
+        die "port $p is in use; set XDS_PORT=... ADMIN_PORT=... (each uses 3 ports) or XDS_SERVICE_PORT=..."
     fi
 done
+# Proxies here are on loopback, with no credentials: when the daemon
+# authenticates xDS streams by default, this demo says it does not.
+xds_auth=()
+if "$COX" run --help 2>/dev/null | grep -q -- '--xds-auth '; then
+    xds_auth=(--xds-auth none)
+fi
 
 say "1/4 kubesim (the test API server) on 127.0.0.1"
 rm -f "$RUN/kubesim.port"
@@ -149,22 +166,32 @@ for i in 0 1 2; do
         --xds-listen "127.0.0.1:$((XDS_PORT + i))" --admin-listen "127.0.0.1:$((ADMIN_PORT + i))" \
         --ports-file "$RUN/r$i.ports" \
         --leader-elect-lease-duration "$LEASE" --leader-elect-renew-deadline "$RENEW" \
-        --leader-elect-retry-period "$RETRY" >"$RUN/replica-$i.log" 2>&1 &
+        --leader-elect-retry-period "$RETRY" "${xds_auth[@]}" >"$RUN/replica-$i.log" 2>&1 &
     echo $! >"$RUN/r$i.pid"
     disown $! # killing one from another terminal is part of the demo: no "Killed" noise
     echo "    replica-$i  pid $!  xDS 127.0.0.1:$((XDS_PORT + i))  admin http://127.0.0.1:$((ADMIN_PORT + i))  log $RUN/replica-$i.log"
 done
 
-leader_of() { # prints the leader's name as replica $1 sees it
-    curl -sf "http://127.0.0.1:$((ADMIN_PORT + $1))/debug/leader" 2>/dev/null |
-        sed -n 's/.*"leader":"\([^"]*\)".*/\1/p'
-}
 json_field() { sed -n "s/.*\"$1\":\"\\([^\"]*\\)\".*/\\1/p"; }
+# /debug/leader of replica $1, or nothing (and no failure) when it does not
+# answer: it may have been killed a moment ago.
+debug_leader() { curl -sf --max-time 2 "http://127.0.0.1:$((ADMIN_PORT + $1))/debug/leader" 2>/dev/null || true; }
+leader_of() { debug_leader "$1" | json_field leader; } # the leader as replica $1 sees it
+
+# The Service in front of the three xDS ports.
+rm -f "$RUN/xds-service.port"
+/usr/bin/python3 mk/xds_service.py "$XDS_SERVICE_PORT" "$XDS_PORT" $((XDS_PORT + 1)) $((XDS_PORT + 2)) \
+    >"$RUN/xds-service.port" 2>"$RUN/xds-service.log" &
+echo $! >"$RUN/xds-service.pid"
+for _ in $(seq 100); do [ -s "$RUN/xds-service.port" ] && break; sleep 0.05; done
+[ -s "$RUN/xds-service.port" ] || die "the xDS Service did not start: $(tail -5 "$RUN/xds-service.log")"
+echo "    xDS Service 127.0.0.1:$XDS_SERVICE_PORT -> whichever of :$XDS_PORT, :$((XDS_PORT + 1)), :$((XDS_PORT + 2)) is alive"
 
 for _ in $(seq 200); do
     ready=0
     for i in 0 1 2; do
-        curl -sf "http://127.0.0.1:$((ADMIN_PORT + i))/readyz" >/dev/null 2>&1 && ready=$((ready + 1))
+        curl -sf --max-time 2 "http://127.0.0.1:$((ADMIN_PORT + i))/readyz" >/dev/null 2>&1 &&
+            ready=$((ready + 1))
     done
     l=$(leader_of 0)
     [ $ready -eq 3 ] && [ -n "$l" ] && break
@@ -174,7 +201,7 @@ done
 
 cat >"$RUN/bootstrap.json" <<EOF
 {
-  "xds_servers": [{"server_uri": "127.0.0.1:$XDS_PORT", "channel_creds": [{"type": "insecure"}],
+  "xds_servers": [{"server_uri": "127.0.0.1:$XDS_SERVICE_PORT", "channel_creds": [{"type": "insecure"}],
                    "server_features": ["xds_v3"]}],
   "node": {"id": "make-run-client", "cluster": "default/mesh",
            "locality": {"zone": "zone-a"},
@@ -191,23 +218,42 @@ call = ch.unary_unary("/helloworld.Greeter/SayHello")
 print(dict(collections.Counter(call(b"hi", timeout=10).decode() for _ in range(100))))
 EOF
 
+# The pid of whichever replica leads now (the demo's kill commands use it).
+cat >"$RUN/leader-pid" <<EOF
+#!/usr/bin/env bash
+# Prints the pid of the replica that leads now, as the first replica that
+# answers sees it.
+for i in 0 1 2; do
+    n=\$(curl -sf --max-time 2 "http://127.0.0.1:\$(($ADMIN_PORT + i))/debug/leader" 2>/dev/null |
+        sed -n 's/.*"leader":"replica-\\([0-9]\\)".*/\\1/p')
+    if [ -n "\$n" ] && [ -f "$RUN/r\$n.pid" ]; then
+        cat "$RUN/r\$n.pid"
+        exit 0
+    fi
+done
+echo "no replica answers, or none leads" >&2
+exit 1
+EOF
+chmod +x "$RUN/leader-pid"
+
 say "4/4 running"
 l=$(leader_of 0)
-snap=$(curl -sf "http://127.0.0.1:$ADMIN_PORT/debug/leader" | json_field snapshot)
+snap=$(debug_leader 0 | json_field snapshot)
 cat <<EOF
     leader:            $l
     snapshot version:  $snap (the same on every replica: curl -s localhost:$((ADMIN_PORT + 1))/metrics | grep snapshot_info)
-    xDS (gRPC ADS):    127.0.0.1:$XDS_PORT, :$((XDS_PORT + 1)), :$((XDS_PORT + 2)) (every replica serves)
-    gRPC bootstrap:    $RUN/bootstrap.json  (Gateway default/mesh; dial xds:///greeter)
+    xDS (gRPC ADS):    127.0.0.1:$XDS_PORT, :$((XDS_PORT + 1)), :$((XDS_PORT + 2)) (every replica serves),
+                       behind the Service 127.0.0.1:$XDS_SERVICE_PORT (whichever replica is alive)
+    gRPC bootstrap:    $RUN/bootstrap.json  (the Service; Gateway default/mesh; dial xds:///greeter)
 
 Try, in another terminal:
     export KUBECONFIG=$KUBECONFIG
-    kubectl get coxswain -A; kubectl get vs greeter -o jsonpath='{.status}'; kubectl get cxsnap -n $NS
+    kubectl get coxswain -A; kubectl get cxvs greeter -o jsonpath='{.status}'; kubectl get cxsnap -n $NS
     kubectl get lease -n $NS coxswain -o yaml          # who holds the lock
     curl -s localhost:$ADMIN_PORT/debug/leader; curl -s localhost:$ADMIN_PORT/debug/snapshot | head -40
     curl -s -XPOST localhost:$ADMIN_PORT/v3/discovery:listeners -d '{"node":{"cluster":"default/mesh"}}'
-    kill -9 \$(cat $RUN/$(echo "$l" | sed 's/replica-/r/').pid)    # crash the leader: a standby takes over after the lease ($LEASE)
-    kill \$(cat $RUN/r1.pid)                           # or SIGTERM one: a leader releases the lease at once
+    kill -9 \$($RUN/leader-pid)    # crash the leader: a standby takes over after the lease ($LEASE)
+    kill \$($RUN/leader-pid)       # or SIGTERM it: a leader releases the lease at once
     GRPC_XDS_BOOTSTRAP=$RUN/bootstrap.json /usr/bin/python3 $RUN/call.py   # 100 RPCs through xds:///greeter
 Following leadership here; Ctrl-C stops everything.
 EOF
@@ -233,9 +279,17 @@ while true; do
         say "every replica has exited"
         exit 0
     }
-    now=$(leader_of "${alive[0]}")
+    # Ask the live replicas in turn: one may die between the check above
+    # and the question.
+    info=""
+    for i in "${alive[@]}"; do
+        info=$(debug_leader "$i")
+        [ -n "$info" ] && break
+    done
+    [ -n "$info" ] || continue
+    now=$(printf '%s' "$info" | json_field leader)
     if [ "$now" != "$last" ]; then
-        v=$(curl -sf "http://127.0.0.1:$((ADMIN_PORT + alive[0]))/debug/leader" | json_field snapshot)
+        v=$(printf '%s' "$info" | json_field snapshot)
         echo "$(date +%T) leader: ${last:-(none)} -> ${now:-(none)}  (snapshot $v)"
         last=$now
     fi
