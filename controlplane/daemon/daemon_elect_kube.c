@@ -132,9 +132,13 @@ static struct election_kube_conn *ek_open(void *impl, struct event_base *base, c
     }
     c->open.prev = c->open.next = &c->open;
     /* The elector's client may take the request limit's reserve: renewals
-     * never wait behind a flood of other requests. */
-    struct kube_client_opts ko = {
-        .identity = identity, .component = component, .max_attempts = 1, .priority = 1};
+     * never wait behind a flood of other requests. The elector says each
+     * failure itself (election_report.c): the client only counts them. */
+    struct kube_client_opts ko = {.identity = identity,
+                                  .component = component,
+                                  .max_attempts = 1,
+                                  .priority = 1,
+                                  .caller_reports = 1};
     c->kc = kube_client_new(base, cfg, &ko, err, errlen);
     if (!c->kc) {
         free(c);

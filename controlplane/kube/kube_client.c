@@ -249,6 +249,7 @@ struct kube_client *kube_client_new(struct event_base *base, const struct kube_c
     c->backoff_max_ms = def_i64(opts->backoff_max_ms, 5000);
     c->max_response = opts->max_response ? opts->max_response : ((size_t)256 << 20);
     c->priority = opts->priority;
+    c->caller_reports = opts->caller_reports;
     const char *product = opts->component ? opts->component : "coxswain";
     kube_report_init(&c->report, product, cx_mono_ns());
 
@@ -341,7 +342,7 @@ void kube_client_sent(struct kube_client *c, const struct kube_xfer *x)
 void kube_client_report(struct kube_client *c, const struct kube_xfer *x,
                         const struct kube_error *e)
 {
-    int quiet = e->code != KUBE_OK && (x->quiet & KUBE_QUIET(e->code)) != 0;
+    int quiet = e->code != KUBE_OK && (c->caller_reports || (x->quiet & KUBE_QUIET(e->code)) != 0);
     kube_report_attempt(&c->report, &x->info, e, quiet, cx_mono_ns());
 }
 

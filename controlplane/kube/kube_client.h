@@ -62,6 +62,10 @@ struct kube_client_opts {
     double qps;
     int burst;
     int priority; /* may take the limit's reserve (the elector's lease renewals) */
+    /* The caller logs every failure itself, with more context (the
+     * elector): this client counts them and logs them at debug level only,
+     * so nothing is said twice. */
+    int caller_reports;
 };
 
 /* Bit of a failure the caller handles as part of its normal work (an

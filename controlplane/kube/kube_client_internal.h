@@ -121,6 +121,7 @@ struct kube_client {
      * NULL: none) and the transfers waiting for it, in order. */
     struct kube_limit *limit;
     int priority;
+    int caller_reports; /* kube_client_opts.caller_reports */
     struct kube_xfer *qhead, *qtail;
     struct event *queue_ev;
     int64_t throttle_logged_ns;
