@@ -4,19 +4,27 @@
 The schemas mirror what translator/xlate_api.c accepts (docs/api.md is the
 reference): structural, with types, enums, ranges, required fields and
 one-of rules, so `kubectl apply` refuses most mistakes before the translator
-sees them. Run it after changing a schema: /usr/bin/python3 api/crds/generate.py
+sees them. Every property gets its description from api/fields.yaml,
+the one source shared with docs/api.md; a property without one there stops
+the generator. Run it after changing a schema or a description:
+
+    /usr/bin/python3 api/crds/generate.py            # write api/crds/*.yaml
+    /usr/bin/python3 api/crds/generate.py --markdown VirtualService
+                                                     # the kind's field table
+then deploy/sync-crds.sh to copy them into the chart.
 """
-import copy
+import json
 import os
+import sys
 import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GROUP = "coxswain.dev"
 
 DURATION = {
+    "_block": "duration",
     "type": "string",
     "pattern": r"^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$",
-    "description": "A Go duration: 250ms, 5s, 1m30s.",
 }
 NAME = {"type": "string", "minLength": 1, "maxLength": 253}
 NAMESPACE = {"type": "string", "minLength": 1, "maxLength": 63,
@@ -24,8 +32,8 @@ NAMESPACE = {"type": "string", "minLength": 1, "maxLength": 63,
 PORT = {"type": "integer", "minimum": 1, "maximum": 65535}
 
 LABEL_SELECTOR = {
+    "_block": "labelSelector",
     "type": "object",
-    "description": "A Kubernetes label selector (matchLabels AND matchExpressions).",
     "properties": {
         "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}},
         "matchExpressions": {
@@ -45,89 +53,68 @@ LABEL_SELECTOR = {
 }
 
 REF = {
+    "_block": "upstreamRef",
     "type": "object",
     "required": ["name"],
     "properties": {"name": NAME, "namespace": NAMESPACE},
-    "description": "An Upstream by name; namespace defaults to the object's own.",
 }
 
 SECRET_REF = {
+    "_block": "secretRef",
     "type": "object",
     "required": ["name"],
     "properties": {"name": NAME, "namespace": NAMESPACE},
-    "description": "A Secret of type kubernetes.io/tls (tls.crt, tls.key); namespace defaults "
-                   "to the object's own. Another namespace's Secret must allow it with the "
-                   "annotation coxswain.dev/allow-references-from.",
 }
 
 CONFIGMAP_REF = {
+    "_block": "configMapRef",
     "type": "object",
     "required": ["name"],
     "properties": {
         "name": NAME, "namespace": NAMESPACE,
         "key": {"type": "string", "minLength": 1, "maxLength": 253,
-                "pattern": r"^[-._a-zA-Z0-9]+$", "default": "ca.crt",
-                "description": "The data key holding the PEM CA bundle."},
+                "pattern": r"^[-._a-zA-Z0-9]+$", "default": "ca.crt"},
     },
-    "description": "A ConfigMap holding a PEM CA bundle; namespace defaults to the object's own "
-                   "(another namespace's must allow it with the annotation "
-                   "coxswain.dev/allow-references-from).",
 }
 
 TLS_VERSION = {"type": "string", "enum": ["TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3"]}
 
 GATEWAY_TLS = {
+    "_block": "gatewayTls",
     "type": "object",
     "required": ["certificates"],
-    "description": "HTTPS (envoy mode): one filter chain per certificate, chosen by SNI for the "
-                   "served domains it covers; the first usable certificate also serves clients "
-                   "without SNI. Ignored, with a Warning, in proxyless mode.",
     "properties": {
         "certificates": {
             "type": "array", "minItems": 1, "maxItems": 64,
             "items": {"type": "object", "required": ["secretRef"],
                       "properties": {"secretRef": SECRET_REF}},
         },
-        "minVersion": dict(TLS_VERSION, description="Lowest TLS version accepted "
-                                                    "(default TLSv1.2)."),
-        "maxVersion": dict(TLS_VERSION, description="Highest TLS version (default: Envoy's, "
-                                                    "TLSv1.3)."),
+        "minVersion": TLS_VERSION,
+        "maxVersion": TLS_VERSION,
         "alpnProtocols": {"type": "array", "minItems": 1, "maxItems": 2,
-                          "items": {"type": "string", "enum": ["h2", "http/1.1"]},
-                          "description": "ALPN offered to clients (default [h2, http/1.1])."},
+                          "items": {"type": "string", "enum": ["h2", "http/1.1"]}},
         "clientValidation": {
             "type": "object",
             "required": ["caConfigMapRef"],
-            "description": "Verify client certificates (mTLS) with this CA bundle.",
             "properties": {
                 "caConfigMapRef": CONFIGMAP_REF,
-                "optional": {"type": "boolean", "default": False,
-                             "description": "Verify a certificate when one is presented, "
-                                            "do not require one."},
+                "optional": {"type": "boolean", "default": False},
             },
         },
     },
 }
 
 UPSTREAM_TLS = {
+    "_block": "upstreamTls",
     "type": "object",
-    "description": "TLS to the endpoints (envoy mode; proxyless Gateways get a Warning). Set "
-                   "caConfigMapRef, or insecureSkipVerify: true.",
     "properties": {
-        "sni": {"type": "string", "minLength": 1, "maxLength": 253,
-                "description": "Server name sent to the backend; also the name its certificate "
-                               "must carry unless subjectAltNames is set."},
+        "sni": {"type": "string", "minLength": 1, "maxLength": 253},
         "caConfigMapRef": CONFIGMAP_REF,
-        "insecureSkipVerify": {"type": "boolean",
-                               "description": "Encrypt without verifying the backend's "
-                                              "certificate."},
+        "insecureSkipVerify": {"type": "boolean"},
         "subjectAltNames": {"type": "array", "minItems": 1, "maxItems": 64,
-                            "items": {"type": "string", "minLength": 1},
-                            "description": "DNS names the backend's certificate may carry "
-                                           "(any of them; default: sni)."},
+                            "items": {"type": "string", "minLength": 1}},
         "clientCertificate": {
             "type": "object", "required": ["secretRef"],
-            "description": "A client certificate to present (mTLS to the backend).",
             "properties": {"secretRef": SECRET_REF},
         },
         "minVersion": TLS_VERSION,
@@ -139,12 +126,10 @@ HEADER = {
     "type": "object",
     "required": ["name"],
     "properties": {
-        "name": {"type": "string", "minLength": 1,
-                 "description": "Header name; HTTP/2 pseudo headers such as :method are allowed."},
+        "name": {"type": "string", "minLength": 1},
         "exact": {"type": "string"},
         "prefix": {"type": "string", "minLength": 1},
-        "regex": {"type": "string", "minLength": 1, "maxLength": 4096,
-                  "description": "RE2 syntax, matched against the whole value."},
+        "regex": {"type": "string", "minLength": 1, "maxLength": 4096},
         "present": {"type": "boolean", "enum": [True]},
         "invert": {"type": "boolean"},
     },
@@ -156,12 +141,10 @@ HEADER = {
 
 MATCH = {
     "type": "object",
-    "description": "At most one of prefix, path, regex (none: prefix \"/\"), plus headers.",
     "properties": {
         "prefix": {"type": "string", "pattern": "^/"},
         "path": {"type": "string", "pattern": "^/"},
-        "regex": {"type": "string", "minLength": 1, "maxLength": 4096,
-                  "description": "RE2 syntax, matched against the whole path."},
+        "regex": {"type": "string", "minLength": 1, "maxLength": 4096},
         "caseSensitive": {"type": "boolean", "default": True},
         "headers": {"type": "array", "maxItems": 32, "items": HEADER},
     },
@@ -171,8 +154,8 @@ MATCH = {
 }
 
 ROUTE = {
+    "_block": "route",
     "type": "object",
-    "description": "A match and exactly one action: upstream, weighted or delegate.",
     "properties": {
         "match": MATCH,
         "upstream": REF,
@@ -182,12 +165,9 @@ ROUTE = {
                       "properties": {"upstream": REF,
                                      "weight": {"type": "integer", "minimum": 0,
                                                 "maximum": 4294967295, "default": 1}}},
-            "description": "Traffic split; weights must not sum to 0.",
         },
         "delegate": {
             "type": "object",
-            "description": "RouteTables by name or by label selector (in namespace, default "
-                           "the owner's); needs a prefix match their routes stay under.",
             "properties": {"name": NAME, "namespace": NAMESPACE, "selector": LABEL_SELECTOR},
             "oneOf": [{"required": ["name"]}, {"required": ["selector"]}],
         },
@@ -196,10 +176,7 @@ ROUTE = {
             "type": "object",
             "properties": {
                 "attempts": {"type": "integer", "minimum": 1, "maximum": 100, "default": 1},
-                "on": {"type": "string", "default": "5xx",
-                       "description": "Envoy retry conditions, comma-separated "
-                                      "(5xx,reset,connect-failure,unavailable,...). In YAML "
-                                      "read by kubectl, quote the key: \"on\":"},
+                "on": {"type": "string", "default": "5xx"},
             },
         },
         "prefixRewrite": {"type": "string"},
@@ -223,8 +200,8 @@ CONDITION = {
 }
 
 STATUS = {
+    "_block": "status",
     "type": "object",
-    "description": "Written by the leader replica from the translator's report.",
     "properties": {
         "state": {"type": "string", "enum": ["Accepted", "Warning", "Rejected"]},
         "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
@@ -236,24 +213,16 @@ STATUS = {
 SPECS = {
     "Gateway": {
         "plural": "gateways", "short": ["cxgw"],
-        "description": "A node group: the proxies that load one set of listeners, routes and "
-                       "clusters. Envoy proxies get a socket listener; proxyless gRPC clients "
-                       "get one API listener per virtual-host domain.",
         "spec": {
             "type": "object",
             "properties": {
                 "mode": {"type": "string", "enum": ["envoy", "proxyless"], "default": "envoy"},
-                "bindAddress": {"type": "string",
-                                "description": "IP address of the socket listener (envoy mode; "
-                                               "default 0.0.0.0)."},
-                "bindPort": dict(PORT, description="Port of the socket listener (envoy mode; "
-                                                   "default 8080)."),
+                "bindAddress": {"type": "string"},
+                "bindPort": PORT,
                 "virtualServiceSelector": LABEL_SELECTOR,
                 "virtualServiceNamespaces": {
                     "type": "array", "maxItems": 256,
                     "items": {"type": "string", "pattern": r"^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$"},
-                    "description": "Namespaces whose VirtualServices it serves; \"*\" for all. "
-                                   "Default: its own namespace.",
                 },
                 "tls": GATEWAY_TLS,
             },
@@ -262,15 +231,12 @@ SPECS = {
     },
     "VirtualService": {
         "plural": "virtualservices", "short": ["cxvs"],
-        "description": "A virtual host: domains and the routes that serve them.",
         "spec": {
             "type": "object",
             "required": ["domains", "routes"],
             "properties": {
                 "domains": {"type": "array", "minItems": 1, "maxItems": 256,
-                            "items": {"type": "string", "minLength": 1, "maxLength": 259},
-                            "description": "Exact names, \"*\", \"*.suffix\" or \"prefix.*\" "
-                                           "(optionally with :port)."},
+                            "items": {"type": "string", "minLength": 1, "maxLength": 259}},
                 "routes": ROUTES,
             },
         },
@@ -278,13 +244,11 @@ SPECS = {
     },
     "RouteTable": {
         "plural": "routetables", "short": ["cxrt"],
-        "description": "Routes a VirtualService (or another RouteTable) delegates a prefix to.",
         "spec": {"type": "object", "required": ["routes"], "properties": {"routes": ROUTES}},
         "columns": [],
     },
     "Upstream": {
         "plural": "upstreams", "short": ["cxup"],
-        "description": "Where routes send traffic: a Service's ready endpoints or static hosts.",
         "spec": {
             "type": "object",
             "properties": {
@@ -294,8 +258,7 @@ SPECS = {
                     "properties": {
                         "service": {"type": "string", "minLength": 1, "maxLength": 63},
                         "namespace": NAMESPACE,
-                        "port": {"x-kubernetes-int-or-string": True,
-                                 "description": "The Service's port number or name."},
+                        "port": {"x-kubernetes-int-or-string": True},
                     },
                 },
                 "static": {
@@ -307,9 +270,7 @@ SPECS = {
                             "items": {
                                 "type": "object", "required": ["address", "port"],
                                 "properties": {
-                                    "address": {"type": "string",
-                                                "description": "An IP address (EDS needs IP "
-                                                               "literals)."},
+                                    "address": {"type": "string"},
                                     "port": PORT,
                                     "weight": {"type": "integer", "minimum": 1,
                                                "maximum": 1000000, "default": 1},
@@ -329,27 +290,20 @@ SPECS = {
     },
     "ProxySnapshot": {
         "plural": "proxysnapshots", "short": ["cxsnap"],
-        "description": "What the leader replica serves to one node group (a Gateway): "
-                       "versions, counts and, while it fits, the snapshot itself.",
         "spec": {
             "type": "object",
             "properties": {
-                "gateway": {"type": "string", "description": "The node group, namespace/name."},
-                "mode": {"type": "string", "enum": ["envoy", "proxyless"],
-                         "description": "The Gateway's mode when it was published."},
+                "gateway": {"type": "string"},
+                "mode": {"type": "string", "enum": ["envoy", "proxyless"]},
                 "version": {"type": "string"},
                 "versions": {"type": "object", "properties": {
                     k: {"type": "string"} for k in ("listeners", "routes", "clusters", "endpoints")}},
                 "counts": {"type": "object", "properties": {
                     k: {"type": "integer", "minimum": 0}
                     for k in ("listeners", "routes", "clusters", "endpoints")}},
-                "snapshot": {"type": "string",
-                             "description": "gzip+base64 of the snapshot JSON, while it fits."},
-                "snapshotBytes": {"type": "integer", "minimum": 0,
-                                  "description": "Size of the snapshot JSON before compression "
-                                                 "(0 when it was too large to render)."},
-                "truncated": {"type": "boolean",
-                              "description": "True when the snapshot did not fit and was left out."},
+                "snapshot": {"type": "string"},
+                "snapshotBytes": {"type": "integer", "minimum": 0},
+                "truncated": {"type": "boolean"},
             },
         },
         "columns": [("Gateway", "string", ".spec.gateway"), ("Version", "string", ".spec.version")],
@@ -357,7 +311,55 @@ SPECS = {
 }
 
 
-def crd(kind, d):
+def load_fields():
+    with open(os.path.join(HERE, "..", "fields.yaml")) as f:
+        return yaml.safe_load(f)
+
+
+class OutsideFields(Exception):
+    pass
+
+
+def text(t):
+    return " ".join(str(t).split())
+
+
+def describe(schema, fields, block, path, missing):
+    """Sets the description of every property under |schema| (a part of
+    building block |block| at |path|) from |fields|; a sub-schema marked
+    "_block" starts its own block. Undescribed paths go to |missing|. A
+    description written in the schemas is refused: fields.yaml is the one
+    source."""
+    if "description" in schema:
+        raise OutsideFields("%s %s: a description outside fields.yaml" % (block, path))
+    for key, sub in schema.get("properties", {}).items():
+        p = path + "." + key if path else key
+        own = sub.pop("_block", None)
+        desc = fields.get(block, {}).get(p)
+        if desc is None and not path:
+            desc = fields["object"].get(p)
+        if desc is None and own:
+            desc = fields.get(own, {}).get("")
+        if desc is None:
+            missing.append("%s: %s" % (block, p))
+        if own:
+            describe(sub, fields, own, "", missing)
+        else:
+            describe(sub, fields, block, p, missing)
+            items = sub.get("items")
+            if isinstance(items, dict):
+                iown = items.pop("_block", None)
+                if iown:
+                    describe(items, fields, iown, "", missing)
+                    if fields.get(iown, {}).get("") is not None:
+                        items["description"] = text(fields[iown][""])
+                else:
+                    describe(items, fields, block, p + "[]", missing)
+        if desc is not None:
+            sub["description"] = text(desc)
+
+
+def crd(kind, d, fields, missing):
     columns = [{"name": n, "type": t, "jsonPath": p} for n, t, p in d["columns"]]
     if kind != "ProxySnapshot":
         columns.append({"name": "State", "type": "string", "jsonPath": ".status.state"})
@@ -366,15 +368,17 @@ def crd(kind, d):
     columns.append({"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"})
     schema = {
         "type": "object",
-        "description": d["description"],
         "properties": {
             "apiVersion": {"type": "string"},
             "kind": {"type": "string"},
             "metadata": {"type": "object"},
-            "spec": copy.deepcopy(d["spec"]),
-            "status": copy.deepcopy(STATUS),
+            # a copy without shared parts: each property gets its own description
+            "spec": json.loads(json.dumps(d["spec"])),
+            "status": json.loads(json.dumps(STATUS)),
         },
     }
+    describe(schema, fields, kind, "", missing)
+    schema = dict({"type": "object", "description": text(fields["kinds"][kind])}, **schema)
     # spec is not required at the top level: an object without one is
     # stored and then reported by the translator ("spec: required"), the way
     # every other mistake is
@@ -399,20 +403,55 @@ def crd(kind, d):
     }
 
 
+def markdown(kind, fields):
+    """The field table of |kind| for docs/api.md, from its generated schema."""
+    doc = crd(kind, SPECS[kind], fields, [])
+    rows = []
+
+    def walk(s, path):
+        for key, sub in s.get("properties", {}).items():
+            p = path + "." + key if path else key
+            if p in ("apiVersion", "kind", "metadata", "status"):
+                continue
+            rows.append((p, sub.get("description", "")))
+            walk(sub, p)
+            if isinstance(sub.get("items"), dict):
+                walk(sub["items"], p + "[]")
+
+    walk(doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"], "")
+    out = ["| field | meaning |", "|---|---|"]
+    out += ["| `%s` | %s |" % (p.removeprefix("spec."), d) for p, d in rows if p != "spec"]
+    return "\n".join(out)
+
+
 class Dumper(yaml.SafeDumper):
     def ignore_aliases(self, data):
         return True
 
 
 def main():
+    fields = load_fields()
+    if len(sys.argv) == 3 and sys.argv[1] == "--markdown":
+        print(markdown(sys.argv[2], fields))
+        return 0
+    docs = {}
+    missing = []
+    for kind, d in SPECS.items():
+        docs[kind] = crd(kind, d, fields, missing)
+    if missing:
+        print("api/fields.yaml has no description for:\n  " + "\n  ".join(missing),
+              file=sys.stderr)
+        return 1
     for kind, d in SPECS.items():
         path = os.path.join(HERE, f"{d['plural']}.yaml")
         with open(path, "w") as f:
-            f.write("# Generated by api/crds/generate.py; edit that file, not this one.\n")
-            yaml.dump(crd(kind, d), f, Dumper=Dumper, sort_keys=False, allow_unicode=True,
+            f.write("# Generated by api/crds/generate.py from api/fields.yaml; edit those, not "
+                    "this file.\n")
+            yaml.dump(docs[kind], f, Dumper=Dumper, sort_keys=False, allow_unicode=True,
                       width=100)
         print(path)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -105,6 +105,7 @@ enum ks_kind_id {
     KS_K_SELFSUBJECTACCESSREVIEW,
     KS_K_LOCALSUBJECTACCESSREVIEW,
     KS_K_SELFSUBJECTRULESREVIEW,
+    KS_K_ENDPOINTS,
 };
 
 /* One stored object: an entry of the hash map and of the skip list. */

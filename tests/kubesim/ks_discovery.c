@@ -151,73 +151,6 @@ static void group_list(struct ks_req *r)
     cx_buf_free(&b);
 }
 
-/* A minimal OpenAPI v3: only each resource's PATCH operation with its
- * group-version-kind and the fieldValidation parameter. That is what kubectl
- * looks at to decide that the server validates fields itself (kubectl apply
- * and create validate client-side, and fail, when no OpenAPI is served).
- * No schemas: clients that need them get nothing more. */
-static void openapi_v3(struct ks_req *r, const char *gvpath)
-{
-    struct cx_buf b;
-    cx_buf_init(&b, 1 << 22);
-    int rc = 0;
-    if (!*gvpath) {
-        rc |= cx_buf_puts(
-            &b, "{\"paths\":{\"api/v1\":{\"serverRelativeURL\":\"/openapi/v3/api/v1?hash=0\"}");
-        const char *seen[64];
-        int ns = 0;
-        for (struct ks_rtype *rt = r->s->rtypes; rt; rt = rt->next) {
-            if (!rt->served || !*rt->group)
-                continue;
-            bool dup = false;
-            for (int i = 0; i < ns; i++)
-                if (strcmp(seen[i], rt->api_version) == 0)
-                    dup = true;
-            if (dup || ns == 64)
-                continue;
-            seen[ns++] = rt->api_version;
-            rc |= cx_buf_printf(
-                &b, ",\"apis/%s\":{\"serverRelativeURL\":\"/openapi/v3/apis/%s?hash=0\"}",
-                rt->api_version, rt->api_version);
-        }
-        rc |= cx_buf_puts(&b, "}}");
-    } else {
-        /* "api/v1" or "apis/<group>/<version>"; anything else finds nothing */
-        bool core = strncmp(gvpath, "api/", 4) == 0;
-        size_t skip = core ? 4 : strncmp(gvpath, "apis/", 5) == 0 ? 5 : strlen(gvpath);
-        const char *gv = &gvpath[skip];
-        bool found = false;
-        rc |= cx_buf_puts(&b, "{\"openapi\":\"3.0.0\",\"info\":{\"title\":\"Kubernetes\","
-                              "\"version\":\"v1.32.0\"},\"paths\":{");
-        for (struct ks_rtype *rt = r->s->rtypes; rt; rt = rt->next) {
-            if (!rt->served || strcmp(rt->api_version, gv) != 0 || (core != (*rt->group == 0)))
-                continue;
-            rc |= cx_buf_printf(
-                &b,
-                "%s\"/%s/%s%s/%s/{name}\":{\"patch\":{\"x-kubernetes-group-version-kind\":"
-                "{\"group\":\"%s\",\"version\":\"%s\",\"kind\":\"%s\"},"
-                "\"parameters\":[{\"name\":\"fieldValidation\",\"in\":\"query\","
-                "\"schema\":{\"type\":\"string\",\"uniqueItems\":true}}],"
-                "\"responses\":{\"200\":{\"description\":\"OK\"}}}}",
-                found ? "," : "", core ? "api" : "apis", gv,
-                rt->namespaced ? "/namespaces/{namespace}" : "", rt->plural, rt->group, rt->version,
-                rt->kind);
-            found = true;
-        }
-        rc |= cx_buf_puts(&b, "}}");
-        if (!found) {
-            cx_buf_free(&b);
-            ks_err_generic_not_found(r);
-            return;
-        }
-    }
-    if (rc == 0)
-        ks_reply_json(r, 200, b.data, b.len);
-    else
-        ks_err_internal(r, "out of memory");
-    cx_buf_free(&b);
-}
-
 void ks_discovery_dispatch(struct ks_req *r)
 {
     const char *p = r->path;
@@ -292,11 +225,11 @@ void ks_discovery_dispatch(struct ks_req *r)
     }
     if (!r->s->cfg.no_openapi &&
         (strcmp(p, "/openapi/v3") == 0 || strcmp(p, "/openapi/v3/") == 0)) {
-        openapi_v3(r, "");
+        ks_openapi_v3(r, "");
         return;
     }
     if (!r->s->cfg.no_openapi && strncmp(p, "/openapi/v3/", 12) == 0) {
-        openapi_v3(r, p + 12);
+        ks_openapi_v3(r, p + 12);
         return;
     }
     if (strcmp(p, "/") == 0) {

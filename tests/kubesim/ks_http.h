@@ -144,6 +144,9 @@ void ks_qualified_resource(const struct ks_rtype *rt, char *out, size_t n);
 void ks_http_handle(struct evhttp_request *req, void *arg);
 void ks_api_dispatch(struct ks_req *r);
 void ks_discovery_dispatch(struct ks_req *r);
+/* /openapi/v3 (|gvpath| ""), or the document of "api/v1" or
+ * "apis/<group>/<version>" (ks_openapi.c). */
+void ks_openapi_v3(struct ks_req *r, const char *gvpath);
 void ks_watch_start(struct ks_req *r);
 void ks_req_free(struct ks_req *r);
 /* Continuation of a discovery request parked by a partition. */

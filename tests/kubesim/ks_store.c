@@ -12,6 +12,7 @@
 #include "cx_hash.h"
 #include "cx_json.h"
 #include "ks_admin.h"
+#include "ks_endpoints.h"
 
 /* Objects in etcd are limited to about 1.5 MiB; we allow a little more so
  * that the API layer, not the store, produces the error. */
@@ -508,6 +509,7 @@ void ks_rtypes_builtin(struct ks_server *s)
         rt->unconditional_ok = false;
         rt->create_on_update = true;
     }
+    builtin(s, "", "endpoints", "endpoints", "Endpoints", true, KS_K_ENDPOINTS, "ep");
     builtin(s, "discovery.k8s.io", "endpointslices", "endpointslice", "EndpointSlice", true,
             KS_K_ENDPOINTSLICE, NULL);
     /* Stored only (nothing runs them): what the Helm chart deploys. */
@@ -656,6 +658,8 @@ struct ks_ver *ks_store_commit(struct ks_server *s, struct ks_rtype *rt, const c
     ring_push(rt, e);
     ks_watch_fanout(s, rt, e);
     ks_admin_on_commit(s);
+    if (rt->id == KS_K_SERVICE || rt->id == KS_K_ENDPOINTSLICE)
+        ks_endpoints_changed(s, rt, e);
     return nv;
 fail:
     cJSON_Delete(obj);

@@ -12,6 +12,7 @@
 #include "cx_json.h"
 #include "cx_time.h"
 #include "ks_api.h"
+#include "ks_endpoints.h"
 #include "ks_jsonpath.h"
 
 /* metav1.ObjectMeta{}.SwaggerDoc() of name and creationTimestamp (1.28-1.31). */
@@ -28,9 +29,17 @@ static const char desc_created[] =
     "UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: "
     "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 
+static const char desc_subsets[] =
+    "The set of all endpoints is the union of all subsets. Addresses are placed into subsets "
+    "according to the IPs they share. A single address with multiple ports, some of which are "
+    "ready and some of which are not (because they come from different containers) will result "
+    "in the address being displayed in different subsets for the different ports. No address "
+    "will appear in both Addresses and NotReadyAddresses in the same subset. Sets of addresses "
+    "and ports that comprise a service.";
+
 bool ks_table_supported(const struct ks_rtype *rt)
 {
-    return rt->id == KS_K_CUSTOM || rt->id == KS_K_CRD;
+    return rt->id == KS_K_CUSTOM || rt->id == KS_K_CRD || rt->id == KS_K_ENDPOINTS;
 }
 
 /* metatable.ConvertToHumanReadableDateType of an RFC 3339 string. */
@@ -71,6 +80,13 @@ static int put_columns(struct cx_buf *b, const struct ks_rtype *rt)
     if (rt->id == KS_K_CRD) {
         rc |= put_column(b, true, "Name", "string", "name", desc_name, 0);
         rc |= put_column(b, false, "Created At", "date", "", desc_created, 0);
+        return rc | cx_buf_puts(b, "]");
+    }
+    if (rt->id == KS_K_ENDPOINTS) {
+        /* pkg/printers/internalversion/printers.go: Name, Endpoints, Age. */
+        rc |= put_column(b, true, "Name", "string", "name", desc_name, 0);
+        rc |= put_column(b, false, "Endpoints", "string", "", desc_subsets, 0);
+        rc |= put_column(b, false, "Age", "string", "", desc_created, 0);
         return rc | cx_buf_puts(b, "]");
     }
     rc |= put_column(b, true, "Name", "string", "name", desc_name, 0);
@@ -153,6 +169,17 @@ static int put_cells(struct cx_buf *b, const struct ks_rtype *rt, const cJSON *o
     const char *created = cx_json_path_str(obj, "metadata", "creationTimestamp", NULL);
     int rc = cx_buf_puts(b, "[");
     rc |= cx_json_escape(b, name ? name : "");
+    if (rt->id == KS_K_ENDPOINTS) {
+        char eps[512], age[32];
+        if (ks_endpoints_format(obj, eps, sizeof(eps)) != 0)
+            return -1;
+        age_of(created, age, sizeof(age));
+        rc |= cx_buf_puts(b, ",");
+        rc |= cx_json_escape(b, eps);
+        rc |= cx_buf_puts(b, ",");
+        rc |= cx_json_escape(b, age);
+        return rc | cx_buf_puts(b, "]");
+    }
     if (rt->id == KS_K_CRD) {
         /* rest.defaultTableConvertor: RFC 3339 in UTC. */
         rc |= cx_buf_puts(b, ",");

@@ -4,8 +4,9 @@
  * additionalPrinterColumns (apiextensions-apiserver's
  * registry/customresource/tableconvertor), or Age when it has none
  * (crdHandler's serveDefaultColumnsIfEmpty); CRDs use the generic
- * Name/Created At convertor (apiserver/pkg/registry/rest/table.go).
- * Built-in kinds are not negotiated (clients then get plain lists). Rows
+ * Name/Created At convertor (apiserver/pkg/registry/rest/table.go);
+ * Endpoints print Name, Endpoints, Age as printEndpoints does.
+ * Other built-in kinds are not negotiated (clients then get plain lists). Rows
  * carry the object as includeObject says. Event loop only.
  */
 #ifndef KS_TABLE_H
