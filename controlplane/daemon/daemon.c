@@ -82,17 +82,21 @@ static void on_started_leading(void *ud, uint64_t term)
     snprintf(d->leader, sizeof(d->leader), "%s", d->identity);
     cx_series_set(d->m.leader, 1);
     stop_writers(d); /* a new term starts from scratch */
+    daemon_standby_lead(d);
     start_writers(d);
 }
 
 static void on_stopped_leading(void *ud, uint64_t term, enum election_stop_reason reason)
 {
     struct daemon *d = ud;
-    cx_warn("daemon", "stopped leading (term %" PRIu64 ", %s): writers stopped, xDS goes on", term,
-            election_stop_reason_name(reason));
+    cx_warn("daemon", "stopped leading (term %" PRIu64 ", %s): writers stopped, %s", term,
+            election_stop_reason_name(reason),
+            d->cfg->cold ? "cold standby: xDS proxies sent away, informers stopped, caches freed"
+                         : "xDS goes on");
     d->leading = 0;
     cx_series_set(d->m.leader, 0);
     stop_writers(d);
+    daemon_standby_stop_leading(d);
 }
 
 static void on_new_leader(void *ud, const char *identity)
@@ -165,6 +169,7 @@ static void on_snapshot(void *user, struct xlate_snapshot *snap,
     publish_set_snapshot(d->pub, snap);
     daemon_admin_note_snapshot(d);
     arm_recheck(d, snap->recheck_at);
+    daemon_standby_snapshot(d);
     int changed = !old || strcmp(old->version, snap->version) != 0;
     if (!d->first_snapshot_ns) {
         d->first_snapshot_ns = cx_mono_ns();
@@ -185,6 +190,7 @@ void daemon_on_synced(struct daemon *d)
 {
     cx_info("daemon", "caches synced in %.0f ms (%zu objects in scope): translating",
             (double)(cx_mono_ns() - d->start_ns) / 1e6, store_total(d->store));
+    daemon_standby_synced(d);
     daemon_worker_enable(d->worker);
 }
 
@@ -212,6 +218,8 @@ static int why_unsynced(struct cx_buf *why, const struct daemon_inf *di, int *n)
 
 int daemon_ready(const struct daemon *d, struct cx_buf *why)
 {
+    if (daemon_standby_ready(d, why) != 0)
+        return -1;
     if (!d->all_synced) {
         int rc = cx_buf_puts(why, "informers not synced:"), n = 0;
         for (size_t i = 0; i < d->ninputs; i++)
@@ -358,6 +366,66 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     maybe_exit(d);
 }
 
+/* The worker, the status writer and the publisher: made at start-up, and
+ * made anew by a cold standby that stopped leading (daemon_standby.c), so
+ * that nothing of the last term's world stays in memory. */
+int daemon_pipeline_new(struct daemon *d, char *err, size_t errlen)
+{
+    struct daemon_config *c = d->cfg;
+    struct daemon_worker_opts wo = {
+        .debounce_ns = c->debounce_ns,
+        .make_view = make_view,
+        .on_snapshot = on_snapshot,
+        .user = d,
+    };
+    d->worker = daemon_worker_new(d->base, &wo, err, errlen);
+    if (!d->worker)
+        return -1;
+
+    struct leader_guard guard = {.allow = d->ecfg.enabled ? guard_election : guard_always,
+                                 .recheck = d->ecfg.enabled ? guard_election_recheck
+                                                            : guard_always_recheck,
+                                 .arg = d};
+    struct status_writer_opts so = {
+        .kc = d->kc,
+        .qps = c->status_qps,
+        .burst = (double)c->status_burst,
+        .guard = guard,
+        .lookup = sw_lookup,
+        .gateway_conditions = sw_gateway_conditions,
+        .translation_pending = sw_pending,
+        .user = d,
+    };
+    d->sw = status_writer_new(d->base, &so);
+    struct publish_opts po = {
+        .kc = d->kc,
+        .namespace = d->ns,
+        .guard = guard,
+        .max_bytes = c->snapshot_max_bytes > 0 ? (size_t)c->snapshot_max_bytes : 1,
+        .qps = 5,
+        .burst = 10,
+        .lookup = pub_lookup,
+        .foreach = pub_foreach,
+        .user = d,
+    };
+    d->pub = publish_new(d->base, &po);
+    if (!d->sw || !d->pub) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+void daemon_pipeline_free(struct daemon *d)
+{
+    status_writer_free(d->sw);
+    d->sw = NULL;
+    publish_free(d->pub);
+    d->pub = NULL;
+    daemon_worker_free(d->worker);
+    d->worker = NULL;
+}
+
 /* ---- start-up --------------------------------------------------------------------- */
 
 static int need_ns_selector(const struct daemon_config *c)
@@ -424,49 +492,12 @@ static int setup(struct daemon *d, char *err, size_t errlen)
         return -1;
     }
     xds_server_on_nack(d->xds, on_nack, d);
-
-    struct daemon_worker_opts wo = {
-        .debounce_ns = c->debounce_ns,
-        .make_view = make_view,
-        .on_snapshot = on_snapshot,
-        .user = d,
-    };
-    d->worker = daemon_worker_new(d->base, &wo, err, errlen);
-    if (!d->worker)
+    if (daemon_standby_setup(d, err, errlen) != 0)
         return -1;
 
-    struct leader_guard guard = {.allow = d->ecfg.enabled ? guard_election : guard_always,
-                                 .recheck = d->ecfg.enabled ? guard_election_recheck
-                                                            : guard_always_recheck,
-                                 .arg = d};
-    struct status_writer_opts so = {
-        .kc = d->kc,
-        .qps = c->status_qps,
-        .burst = (double)c->status_burst,
-        .guard = guard,
-        .lookup = sw_lookup,
-        .gateway_conditions = sw_gateway_conditions,
-        .translation_pending = sw_pending,
-        .user = d,
-    };
-    d->sw = status_writer_new(d->base, &so);
-    struct publish_opts po = {
-        .kc = d->kc,
-        .namespace = d->ns,
-        .guard = guard,
-        .max_bytes = c->snapshot_max_bytes > 0 ? (size_t)c->snapshot_max_bytes : 1,
-        .qps = 5,
-        .burst = 10,
-        .lookup = pub_lookup,
-        .foreach = pub_foreach,
-        .user = d,
-    };
-    d->pub = publish_new(d->base, &po);
-    if (!d->sw || !d->pub) {
-        snprintf(err, errlen, "out of memory");
+    if (daemon_pipeline_new(d, err, errlen) != 0)
         return -1;
-    }
-    if (daemon_feed_setup(d, err, errlen) != 0)
+    if (!d->cfg->cold && daemon_feed_setup(d, err, errlen) != 0)
         return -1;
     if (daemon_admin_setup(d, err, errlen) != 0)
         return -1;
@@ -516,10 +547,9 @@ static void teardown(struct daemon *d)
             election_free(d->election);
         d->election = NULL;
     }
-    status_writer_free(d->sw);
-    publish_free(d->pub);
+    daemon_standby_free(d);
     daemon_feed_free(d);
-    daemon_worker_free(d->worker);
+    daemon_pipeline_free(d);
     xds_server_free(d->xds);
     daemon_admin_free(d);
     admin_free(d->admin);
@@ -600,7 +630,8 @@ int daemon_run(struct daemon_config *cfg)
                 election_lock_kind_name(d.ecfg.lock), d.ecfg.ns, d.ecfg.name,
                 (double)d.ecfg.lease_ns / 1e9, (double)d.ecfg.renew_ns / 1e9,
                 (double)d.ecfg.retry_ns / 1e9);
-    daemon_feed_start(&d);
+    if (!cfg->cold)
+        daemon_feed_start(&d);
     if (!d.ecfg.enabled) {
         d.leading = 1;
         d.term = 1;

@@ -108,6 +108,13 @@ int daemon_config_init(struct daemon_config *c)
       .help = "watch Secrets (type kubernetes.io/tls) and ConfigMaps in the watched namespaces "
               "and keep those that Gateways and Upstreams name in spec.tls; false: read "
               "neither (no RBAC needed for them; TLS references then report not found)");
+    F(.name = "standby", .type = CX_FLAG_STRING, .target = &c->standby, .def = "warm",
+      .env = "COXSWAIN_STANDBY",
+      .help = "what a replica that does not lead does: warm (watch everything, translate and "
+              "serve xDS, ready; takeover in milliseconds) or cold (watch only the lock, serve "
+              "no xDS, not ready: no API load but the lock's watch; on becoming leader it "
+              "lists, translates, serves and reconciles every status, and on losing it tells "
+              "its proxies to go and frees its caches)");
     /* The translator's inputs. */
     static const char *const kinds[] = {"Gateway",  "VirtualService", "RouteTable",
                                         "Upstream", "Service",        "EndpointSlice",
@@ -169,6 +176,14 @@ int daemon_config_parse(struct daemon_config *c, int argc, char **argv, char *er
     }
     if (c->xds_tls_client_ca && *c->xds_tls_client_ca && !(c->xds_tls_cert && *c->xds_tls_cert)) {
         snprintf(err, errlen, "--xds-tls-client-ca-file needs --xds-tls-cert-file");
+        return -1;
+    }
+    if (!c->standby || strcmp(c->standby, "warm") == 0) {
+        c->cold = 0;
+    } else if (strcmp(c->standby, "cold") == 0) {
+        c->cold = 1;
+    } else {
+        snprintf(err, errlen, "--standby: \"%s\" is neither warm nor cold", c->standby);
         return -1;
     }
     if (c->default_gateway && *c->default_gateway) {

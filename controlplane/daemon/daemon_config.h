@@ -50,6 +50,8 @@ struct daemon_config {
     char *namespace_selector;
     char *label_selector;
     int tls_inputs; /* watch Secrets and ConfigMaps (spec.tls references) */
+    char *standby;  /* "warm" or "cold" (--standby) */
+    int cold;       /* --standby cold, checked by daemon_config_parse */
     struct filter_flags ff;
     struct election_flags ef;
     struct cx_flag table[DAEMON_FLAGS_MAX];

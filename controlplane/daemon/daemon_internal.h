@@ -108,6 +108,18 @@ struct daemon {
     } * gw_series;
     size_t ngw_series;
     struct snap_render *render; /* /debug/snapshot, rendered off the main loop */
+
+    /* daemon_standby.c */
+    struct {
+        int active;            /* cold: informers running for this term */
+        int xds_paused;        /* cold: xDS paused by us (standing by, or not serving yet) */
+        int64_t term_start_ns; /* mono: on_started_leading */
+        int synced, snapshot, serving; /* this term's phases seen */
+        struct event *retry;           /* resume xDS / set up the feed again after a failure */
+        struct event *release;         /* drop the xDS cache's snapshot after the pause */
+        struct cx_metric *takeover;    /* coxswain_takeover_seconds{phase} */
+        struct cx_series *mode;        /* coxswain_standby_cold */
+    } sb;
 };
 
 /* daemon_feed.c */
@@ -130,5 +142,19 @@ void daemon_admin_free(struct daemon *d);
 
 /* daemon.c */
 int daemon_ready(const struct daemon *d, struct cx_buf *why);
+/* The worker, status writer and publisher (made anew by a cold standby). */
+int daemon_pipeline_new(struct daemon *d, char *err, size_t errlen);
+void daemon_pipeline_free(struct daemon *d);
+
+/* daemon_standby.c: warm and cold standbys (--standby), and the takeover
+ * timings of every term. */
+int daemon_standby_setup(struct daemon *d, char *err, size_t errlen);
+void daemon_standby_lead(struct daemon *d);
+void daemon_standby_stop_leading(struct daemon *d);
+void daemon_standby_synced(struct daemon *d);
+void daemon_standby_snapshot(struct daemon *d);
+/* 0, or -1 with the reason in |why|: a cold standby is not ready. */
+int daemon_standby_ready(const struct daemon *d, struct cx_buf *why);
+void daemon_standby_free(struct daemon *d);
 
 #endif

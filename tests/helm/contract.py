@@ -22,7 +22,7 @@ DAEMON_FLAGS = {
     "--leader-elect", "--leader-elect-lease-duration", "--leader-elect-renew-deadline",
     "--leader-elect-retry-period", "--leader-elect-resource-lock",
     "--leader-elect-resource-name", "--leader-elect-resource-namespace",
-    "--log-format", "--log-level", "--tls-inputs",
+    "--log-format", "--log-level", "--tls-inputs", "--standby",
 }
 
 INPUT_KINDS = ["gateways", "virtualservices", "routetables", "upstreams"]

@@ -84,12 +84,21 @@ def case_default_flags():
         "--leader-elect-resource-lock": "leases",
         "--leader-elect-resource-name": "coxswain",
         "--leader-elect-resource-namespace": NS,
+        "--standby": "warm",
         "--debounce": "100ms",
         "--status-qps": "20",
         "--status-burst": "50",
         "--log-format": "json",
         "--log-level": "info",
     })
+
+
+def case_standby_value():
+    r = h.render(sets={"leaderElection.standby": "cold"})
+    check(r.ok, r.err)
+    check_eq(r.args().get("--standby"), "cold")
+    bad = h.render(sets={"leaderElection.standby": "lukewarm"})
+    check(not bad.ok, "leaderElection.standby=lukewarm was accepted")
 
 
 def case_flags_in_daemon_contract():
@@ -408,6 +417,7 @@ CASES = [
     ("output has helm template's layout and install order", case_helm_template_layout),
     ("Deployment selects its pods and uses the service account", case_deployment_wiring),
     ("default flags of coxswain run", case_default_flags),
+    ("leaderElection.standby: --standby warm or cold, nothing else", case_standby_value),
     ("every rendered flag is in the daemon's flag contract", case_flags_in_daemon_contract),
     ("every rendered flag is listed by coxswain run --help", case_flags_known_to_daemon_binary),
     ("POD_NAME and POD_NAMESPACE from the downward API", case_downward_api_env),
