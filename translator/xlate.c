@@ -33,36 +33,36 @@ struct xds_resource *xlate_ctx_resource_new(struct xlate_ctx *ctx, enum xds_type
     return xlate_resource_new_versioned(type, name, bytes, len, ver);
 }
 
-static void free_list_map(struct xl_map *m)
+static void free_list_map(struct cx_map *m)
 {
-    const struct xl_map_slot *s;
-    for (size_t i = 0; xlate_map_next(m, &i, &s);) {
+    const struct cx_map_slot *s;
+    for (size_t i = 0; cx_map_next(m, &i, &s);) {
         struct xl_entry_list *l = s->val;
         free(l->items);
         free(l);
     }
-    xlate_map_free(m);
+    cx_map_free(m);
 }
 
-static void free_deps(struct xl_map *m)
+static void free_deps(struct cx_map *m)
 {
-    const struct xl_map_slot *s;
-    for (size_t i = 0; xlate_map_next(m, &i, &s);)
+    const struct cx_map_slot *s;
+    for (size_t i = 0; cx_map_next(m, &i, &s);)
         xlate_dep_list_free(s->val);
-    xlate_map_free(m);
+    cx_map_free(m);
 }
 
 /* Everything but the pass scratch lists. */
 static void ctx_clear(struct xlate_ctx *ctx)
 {
-    const struct xl_map_slot *s;
-    for (size_t i = 0; xlate_map_next(&ctx->gw_memo, &i, &s);)
+    const struct cx_map_slot *s;
+    for (size_t i = 0; cx_map_next(&ctx->gw_memo, &i, &s);)
         xlate_gw_memo_free(s->val);
-    xlate_map_free(&ctx->gw_memo);
+    cx_map_free(&ctx->gw_memo);
     for (int k = 0; k < XLATE_KIND_COUNT; k++) {
-        for (size_t i = 0; xlate_map_next(&ctx->by_key[k], &i, &s);)
+        for (size_t i = 0; cx_map_next(&ctx->by_key[k], &i, &s);)
             xlate_entry_free(s->val);
-        xlate_map_free(&ctx->by_key[k]);
+        cx_map_free(&ctx->by_key[k]);
         free(ctx->list[k]);
         ctx->list[k] = NULL;
         ctx->nlist[k] = ctx->caplist[k] = 0;
@@ -70,7 +70,7 @@ static void ctx_clear(struct xlate_ctx *ctx)
     for (size_t i = 0; i < ctx->graveyard.n; i++)
         xlate_entry_free(ctx->graveyard.items[i]);
     ctx->graveyard.n = 0;
-    xlate_map_free(&ctx->by_ptr);
+    cx_map_free(&ctx->by_ptr);
     free_list_map(&ctx->slices_by_svc);
     free_list_map(&ctx->svc_ups);
     free_list_map(&ctx->rt_by_ns);
@@ -139,7 +139,7 @@ static int pass(struct xlate_ctx *ctx, struct xlate_snapshot **out)
             xlate_invalidate_vs(ctx, e, -1) != 0)
             return -1;
         if (e->deleted && e->kind == XLATE_KIND_GATEWAY &&
-            xlate_gw_memo_drop(ctx, xlate_map_del(&ctx->gw_memo, e->key, e->keylen)) != 0)
+            xlate_gw_memo_drop(ctx, cx_map_del(&ctx->gw_memo, e->key, e->keylen)) != 0)
             return -1;
     }
     struct xlate_snapshot *snap = calloc(1, sizeof(*snap));
@@ -157,13 +157,13 @@ static int pass(struct xlate_ctx *ctx, struct xlate_snapshot **out)
         if (xlate_gw_tls_resolve(ctx, gwe) != 0)
             goto fail;
         if (gwe->parse_state == XLATE_REJECTED || (gwe->gtls && gwe->gtls->fatal)) {
-            if (xlate_gw_memo_drop(ctx, xlate_map_del(&ctx->gw_memo, gwe->key, gwe->keylen)) != 0)
+            if (xlate_gw_memo_drop(ctx, cx_map_del(&ctx->gw_memo, gwe->key, gwe->keylen)) != 0)
                 goto fail;
             continue;
         }
         if (xlate_build_gateway(ctx, gwe) != 0)
             goto fail;
-        struct xl_gw_memo *m = xlate_map_get(&ctx->gw_memo, gwe->key, gwe->keylen);
+        struct xl_gw_memo *m = cx_map_get(&ctx->gw_memo, gwe->key, gwe->keylen);
         struct xlate_group *grp = &snap->groups[snap->ngroups++];
         grp->name = strdup(gwe->key);
         grp->mode = gwe->obj.u.gw.mode;
@@ -243,11 +243,11 @@ static int reserve(struct xlate_ctx *ctx, const struct xlate_input *in)
         else
             unknown++;
     }
-    int rc = xlate_map_reserve(&ctx->by_ptr, in->n);
+    int rc = cx_map_reserve(&ctx->by_ptr, in->n);
     for (int k = 0; k < XLATE_KIND_COUNT; k++)
-        rc |= xlate_map_reserve(&ctx->by_key[k], n[k] + unknown);
-    rc |= xlate_map_reserve(&ctx->slices_by_svc, n[XLATE_KIND_ENDPOINT_SLICE] + unknown);
-    rc |= xlate_map_reserve(&ctx->svc_ups, n[XLATE_KIND_UPSTREAM] + unknown);
+        rc |= cx_map_reserve(&ctx->by_key[k], n[k] + unknown);
+    rc |= cx_map_reserve(&ctx->slices_by_svc, n[XLATE_KIND_ENDPOINT_SLICE] + unknown);
+    rc |= cx_map_reserve(&ctx->svc_ups, n[XLATE_KIND_UPSTREAM] + unknown);
     return rc ? -1 : 0;
 }
 
@@ -287,7 +287,7 @@ static void prefetch_key(const struct xlate_ctx *ctx, const struct xlate_object 
     char key[600];
     size_t n = xlate_object_key(o->obj, key, sizeof(key));
     if (n)
-        xlate_map_prefetch(&ctx->by_key[o->kind], key, n);
+        cx_map_prefetch(&ctx->by_key[o->kind], key, n);
 }
 
 int xlate_run(struct xlate_ctx *ctx, const struct xlate_input *in, struct xlate_snapshot **out,

@@ -76,7 +76,7 @@ int xlate_selector_matches(const struct filter_selector *sel, const struct xl_en
 
 struct xl_entry *xlate_find_key(struct xlate_ctx *ctx, enum xlate_kind kind, const char *key)
 {
-    return xlate_map_gets(&ctx->by_key[kind], key);
+    return cx_map_gets(&ctx->by_key[kind], key);
 }
 
 struct xl_entry *xlate_find(struct xlate_ctx *ctx, enum xlate_kind kind, const char *ns,
@@ -89,7 +89,7 @@ struct xl_entry *xlate_find(struct xlate_ctx *ctx, enum xlate_kind kind, const c
     memcpy(key, ns, nl);
     key[nl] = '/';
     memcpy(key + nl + 1, name, ml);
-    return xlate_map_get(&ctx->by_key[kind], key, nl + 1 + ml);
+    return cx_map_get(&ctx->by_key[kind], key, nl + 1 + ml);
 }
 
 int xlate_rep_dirty(struct xlate_ctx *ctx, struct xl_entry *e)
@@ -226,12 +226,12 @@ long xlate_gw_find_acc(const struct xl_gw_memo *m, const struct xl_entry *vs)
     return -1;
 }
 
-void xlate_map_free_vals(struct xl_map *m)
+void xlate_map_free_vals(struct cx_map *m)
 {
-    const struct xl_map_slot *s;
-    for (size_t i = 0; xlate_map_next(m, &i, &s);)
+    const struct cx_map_slot *s;
+    for (size_t i = 0; cx_map_next(m, &i, &s);)
         free(s->val);
-    xlate_map_free(m);
+    cx_map_free(m);
 }
 
 void xlate_dep_list_free(struct xl_dep_list *l)

@@ -82,13 +82,13 @@ void xlate_gw_memo_free(struct xl_gw_memo *m)
     xlate_map_free_vals(&m->upcount);
     xlate_resource_unref(m->rc);
     xlate_resource_unref(m->listener);
-    const struct xl_map_slot *s;
-    for (size_t i = 0; xlate_map_next(&m->api_listeners, &i, &s);) {
+    const struct cx_map_slot *s;
+    for (size_t i = 0; cx_map_next(&m->api_listeners, &i, &s);) {
         struct xl_api_listener *al = s->val;
         xlate_resource_unref(al->r);
         free(al);
     }
-    xlate_map_free(&m->api_listeners);
+    cx_map_free(&m->api_listeners);
     for (int t = 0; t < XDS_TYPE_COUNT; t++)
         set_free(&m->sets[t]);
     free(m->touched.items);
@@ -107,14 +107,14 @@ int xlate_gw_memo_drop(struct xlate_ctx *ctx, struct xl_gw_memo *m)
         return 0;
     for (size_t i = 0; i < m->nsel && rc == 0; i++)
         rc = xlate_usage_changed(ctx, m->sel[i]);
-    const struct xl_map_slot *u;
-    for (size_t i = 0; rc == 0 && xlate_map_next(&m->uncovered, &i, &u);) {
+    const struct cx_map_slot *u;
+    for (size_t i = 0; rc == 0 && cx_map_next(&m->uncovered, &i, &u);) {
         struct xl_entry *v = xlate_find_key(ctx, XLATE_KIND_VIRTUAL_SERVICE, u->key);
         if (v)
             rc = xlate_rep_dirty(ctx, v);
     }
-    const struct xl_map_slot *s;
-    for (size_t i = 0; rc == 0 && xlate_map_next(&m->upcount, &i, &s);)
+    const struct cx_map_slot *s;
+    for (size_t i = 0; rc == 0 && cx_map_next(&m->upcount, &i, &s);)
         rc = xlate_rep_dirty(ctx, ((struct xl_ucount *)s->val)->up);
     xlate_gw_memo_free(m);
     return rc;
@@ -252,7 +252,7 @@ static int set_version(struct xlate_ctx *ctx, struct xds_resource_set *s)
  * Upstream deleted and re-created in one pass is two entries with one name */
 static struct xl_ucount *ucount_get(const struct xl_gw_memo *m, const struct xl_entry *up)
 {
-    return xlate_map_get(&m->upcount, &up, sizeof(up));
+    return cx_map_get(&m->upcount, &up, sizeof(up));
 }
 
 static int count_upstream(struct xlate_ctx *ctx, struct xl_gw_memo *m, struct xl_entry *up,
@@ -268,7 +268,7 @@ static int count_upstream(struct xlate_ctx *ctx, struct xl_gw_memo *m, struct xl
             return -1;
         c->up = up;
         c->count = 1;
-        if (xlate_map_put(&m->upcount, &c->up, sizeof(c->up), c) != 0) {
+        if (cx_map_put(&m->upcount, &c->up, sizeof(c->up), c, NULL) != 0) {
             free(c);
             return -1;
         }
@@ -283,7 +283,7 @@ static int count_upstream(struct xlate_ctx *ctx, struct xl_gw_memo *m, struct xl
         return 0;
     if (--c->count > 0)
         return 0;
-    xlate_map_del(&m->upcount, &c->up, sizeof(c->up));
+    cx_map_del(&m->upcount, &c->up, sizeof(c->up));
     free(c);
     /* unless a successor of the same name (deleted and re-created in one
      * pass) is counted and holds the slots now */
@@ -331,7 +331,7 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
 {
     int rc = -1;
     struct xl_entry **order = malloc((m->nsel ? m->nsel : 1) * sizeof(*order));
-    struct xl_map owner = {0};
+    struct cx_map owner = {0};
     struct xl_arena keys = {0};
     struct xl_slot *acc = NULL, *old = m->acc;
     size_t nold = m->nacc, nacc = 0;
@@ -339,8 +339,8 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
         goto out;
     for (size_t i = 0; i < nold; i++)
         (void)xlate_rep_dirty(ctx, old[i].vs);
-    const struct xl_map_slot *cs;
-    for (size_t i = 0; xlate_map_next(&m->conflicts, &i, &cs);) {
+    const struct cx_map_slot *cs;
+    for (size_t i = 0; cx_map_next(&m->conflicts, &i, &cs);) {
         struct xl_entry *v = xlate_find_key(ctx, XLATE_KIND_VIRTUAL_SERVICE, cs->key);
         if (v)
             (void)xlate_rep_dirty(ctx, v);
@@ -363,7 +363,7 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
         const char *dom = NULL;
         for (size_t k = 0; k < vs->ndomains && !other; k++) {
             lower(d, vs->domains[k], sizeof(d));
-            other = xlate_map_gets(&owner, d);
+            other = cx_map_gets(&owner, d);
             dom = vs->domains[k];
         }
         if (other) {
@@ -373,7 +373,7 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
                      "oldest VirtualService keeps a domain)",
                      dom, other->key, gwe->key);
             char *msgc = strdup(buf);
-            if (!msgc || xlate_map_put(&m->conflicts, v->key, v->keylen, msgc) != 0) {
+            if (!msgc || cx_map_put(&m->conflicts, v->key, v->keylen, msgc, NULL) != 0) {
                 free(msgc);
                 goto out;
             }
@@ -383,7 +383,7 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
         for (size_t k = 0; k < vs->ndomains; k++) {
             lower(d, vs->domains[k], sizeof(d));
             char *kd = xlate_strdup(&keys, d);
-            if (!kd || xlate_map_put(&owner, kd, strlen(kd), v) != 0)
+            if (!kd || cx_map_put(&owner, kd, strlen(kd), v, NULL) != 0)
                 goto out;
         }
         v->mark = 1; /* accepted */
@@ -431,7 +431,7 @@ out:
         free(acc);
     }
     free(order);
-    xlate_map_free(&owner);
+    cx_map_free(&owner);
     xlate_arena_free(&keys);
     return rc;
 }
@@ -526,7 +526,7 @@ static int build_lds(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_m
     if (!m->lds_dirty && !gw_changed)
         return 0;
     /* one API Listener per exact domain of an accepted VirtualService */
-    struct xl_map fresh = {0};
+    struct cx_map fresh = {0};
     int rc = 0;
     for (size_t i = 0; i < m->nacc && rc == 0; i++) {
         const struct xl_virtual_service *vs = &m->acc[i].vs->obj.u.vs;
@@ -536,7 +536,7 @@ static int build_lds(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_m
             if (strchr(d, '*'))
                 continue;
             /* an API listener keeps its bytes while its domain stays served */
-            struct xl_api_listener *al = xlate_map_del(&m->api_listeners, d, dl);
+            struct xl_api_listener *al = cx_map_del(&m->api_listeners, d, dl);
             if (!al) {
                 uint8_t *bytes = NULL;
                 size_t len = 0;
@@ -550,7 +550,7 @@ static int build_lds(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_m
                 memcpy(al->domain, d, dl + 1);
                 ctx->stats.resources_built++;
             }
-            if (xlate_map_put(&fresh, al->domain, dl, al) != 0) {
+            if (cx_map_put(&fresh, al->domain, dl, al, NULL) != 0) {
                 xlate_resource_unref(al->r);
                 free(al);
                 rc = -1;
@@ -559,25 +559,25 @@ static int build_lds(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_m
         }
     }
     /* listeners of domains no longer served go */
-    const struct xl_map_slot *s;
-    for (size_t i = 0; xlate_map_next(&m->api_listeners, &i, &s);) {
+    const struct cx_map_slot *s;
+    for (size_t i = 0; cx_map_next(&m->api_listeners, &i, &s);) {
         struct xl_api_listener *al = s->val;
         xlate_resource_unref(al->r);
         free(al);
     }
-    xlate_map_free(&m->api_listeners);
+    cx_map_free(&m->api_listeners);
     m->api_listeners = fresh;
     if (rc != 0)
         return -1;
     /* rebuild the sorted set from the map */
     set_free(&m->sets[XDS_LISTENER]);
     m->cap[XDS_LISTENER] = 0;
-    size_t n = fresh.n;
+    size_t n = cx_map_len(&fresh);
     struct xds_resource **items = malloc((n ? n : 1) * sizeof(*items));
     if (!items)
         return -1;
     size_t j = 0;
-    for (size_t i = 0; xlate_map_next(&fresh, &i, &s);)
+    for (size_t i = 0; cx_map_next(&fresh, &i, &s);)
         items[j++] = xlate_resource_ref(((struct xl_api_listener *)s->val)->r);
     qsort(items, j, sizeof(*items), res_cmp_name);
     m->sets[XDS_LISTENER].items = items;
@@ -607,17 +607,17 @@ static int addr_cmp(const void *a, const void *b)
  * the memo is new. Returns the memo, or NULL (memory). */
 static struct xl_gw_memo *gw_select(struct xlate_ctx *ctx, struct xl_entry *gwe, int *gw_changed)
 {
-    struct xl_gw_memo *m = xlate_map_get(&ctx->gw_memo, gwe->key, gwe->keylen);
+    struct xl_gw_memo *m = cx_map_get(&ctx->gw_memo, gwe->key, gwe->keylen);
     *gw_changed = !m || m->gw_digest != gwe->digest;
     if (m && *gw_changed) {
-        xlate_map_del(&ctx->gw_memo, gwe->key, gwe->keylen);
+        cx_map_del(&ctx->gw_memo, gwe->key, gwe->keylen);
         if (xlate_gw_memo_drop(ctx, m) != 0)
             return NULL;
         m = NULL;
     }
     if (!m) {
         m = calloc(1, sizeof(*m));
-        if (!m || xlate_map_put(&ctx->gw_memo, gwe->key, gwe->keylen, m) != 0) {
+        if (!m || cx_map_put(&ctx->gw_memo, gwe->key, gwe->keylen, m, NULL) != 0) {
             free(m);
             return NULL;
         }
@@ -647,7 +647,7 @@ static struct xl_gw_memo *gw_select(struct xlate_ctx *ctx, struct xl_entry *gwe,
             m->claims_dirty = 1;
         } else if (!want && at >= 0) {
             xlate_sorted_remove(m->sel, &m->nsel, v);
-            if (xlate_gw_find_acc(m, v) >= 0 || xlate_map_get(&m->conflicts, v->key, v->keylen))
+            if (xlate_gw_find_acc(m, v) >= 0 || cx_map_get(&m->conflicts, v->key, v->keylen))
                 m->claims_dirty = 1;
             if (xlate_usage_changed(ctx, v) != 0)
                 return NULL;

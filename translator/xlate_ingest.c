@@ -57,24 +57,24 @@ static const void *ptrkey_entry(const struct xl_entry *e)
 static void ptr_del(struct xlate_ctx *ctx, struct xl_entry *e)
 {
     if (e->obj_ptr)
-        xlate_map_del(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN);
+        cx_map_del(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN);
 }
 
 static int ptr_put(struct xlate_ctx *ctx, struct xl_entry *e)
 {
-    return xlate_map_put(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN, e);
+    return cx_map_put(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN, e, NULL);
 }
 
-static int mark_key(struct xl_map *m, const char *key)
+static int mark_key(struct cx_map *m, const char *key)
 {
     size_t n = strlen(key);
-    if (xlate_map_get(m, key, n))
+    if (cx_map_get(m, key, n))
         return 0;
     char *k = malloc(n + 1);
     if (!k)
         return -1;
     memcpy(k, key, n + 1);
-    if (xlate_map_put(m, k, n, k) != 0) {
+    if (cx_map_put(m, k, n, k, NULL) != 0) {
         free(k);
         return -1;
     }
@@ -100,7 +100,7 @@ static int mark_dep(struct xlate_ctx *ctx, char c, const char *a)
 {
     char buf[600];
     const char pre[2] = {c, '\0'};
-    if (join_key(buf, sizeof(buf), pre, a) != 0 || !xlate_map_gets(&ctx->deps, buf))
+    if (join_key(buf, sizeof(buf), pre, a) != 0 || !cx_map_gets(&ctx->deps, buf))
         return 0;
     return mark_key(&ctx->changed_deps, buf);
 }
@@ -114,7 +114,7 @@ static int mark_service(struct xlate_ctx *ctx, const char *ns, const char *name)
     char buf[600];
     if (join_key(buf, sizeof(buf), ns, name) != 0)
         return 0;
-    const struct xl_entry_list *l = xlate_map_gets(&ctx->svc_ups, buf);
+    const struct xl_entry_list *l = cx_map_gets(&ctx->svc_ups, buf);
     int others = 0;
     for (size_t i = 0; l && i < l->n && !others; i++)
         others = l->items[i]->changed != ctx->pass;
@@ -151,17 +151,17 @@ static uint64_t labels_hash(const struct xl_meta *m)
 
 /* ---- indexes -------------------------------------------------------------------- */
 
-static int index_add(struct xl_map *m, const char *key, struct xl_entry *e)
+static int index_add(struct cx_map *m, const char *key, struct xl_entry *e)
 {
     size_t n = strlen(key);
-    struct xl_entry_list *l = xlate_map_get(m, key, n);
+    struct xl_entry_list *l = cx_map_get(m, key, n);
     if (!l) {
         l = calloc(1, sizeof(*l) + n + 1);
         if (!l)
             return -1;
         char *k = (char *)(l + 1);
         memcpy(k, key, n + 1);
-        if (xlate_map_put(m, k, n, l) != 0) {
+        if (cx_map_put(m, k, n, l, NULL) != 0) {
             free(l);
             return -1;
         }
@@ -171,15 +171,15 @@ static int index_add(struct xl_map *m, const char *key, struct xl_entry *e)
     return xlate_sorted_insert(&l->items, &l->n, &cap, e) == 0 ? (l->cap = cap, 0) : -1;
 }
 
-static void index_del(struct xl_map *m, const char *key, struct xl_entry *e)
+static void index_del(struct cx_map *m, const char *key, struct xl_entry *e)
 {
     size_t n = strlen(key);
-    struct xl_entry_list *l = xlate_map_get(m, key, n);
+    struct xl_entry_list *l = cx_map_get(m, key, n);
     if (!l)
         return;
     xlate_sorted_remove(l->items, &l->n, e);
     if (l->n == 0) {
-        xlate_map_del(m, key, n);
+        cx_map_del(m, key, n);
         free(l->items);
         free(l);
     }
@@ -370,7 +370,7 @@ static struct xl_entry *entry_new(struct xlate_ctx *ctx, enum xlate_kind kind, c
     char *slash = memchr(e->skey, '/', keylen);
     if (slash)
         *slash = '\x01';
-    if (xlate_map_put(&ctx->by_key[kind], e->key, keylen, e) != 0) {
+    if (cx_map_put(&ctx->by_key[kind], e->key, keylen, e, NULL) != 0) {
         free(e->res);
         free(e);
         return NULL;
@@ -389,7 +389,7 @@ int xlate_delete_entry(struct xlate_ctx *ctx, struct xl_entry *e)
         return -1;
     if (e->changed)
         index_entry(ctx, e, 0);
-    xlate_map_del(&ctx->by_key[e->kind], e->key, e->keylen);
+    cx_map_del(&ctx->by_key[e->kind], e->key, e->keylen);
     ptr_del(ctx, e);
     if (e->changed)
         ctx->list_changes[e->kind]++;
@@ -447,7 +447,7 @@ int xlate_ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *o
     if (!digest)
         digest = xlate_digest(obj);
     struct ptrkey probe = {digest, obj};
-    struct xl_entry *e = xlate_map_get(&ctx->by_ptr, &probe, PTRKEY_LEN);
+    struct xl_entry *e = cx_map_get(&ctx->by_ptr, &probe, PTRKEY_LEN);
     if (e && e->kind == kind && e->seen != ctx->pass && e->digest == digest) {
         /* the very object of last pass: nothing to do */
         e->seen = ctx->pass;
@@ -461,7 +461,7 @@ int xlate_ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *o
     size_t n = xlate_object_key(obj, key, sizeof(key));
     if (!n)
         return 0; /* names this long cannot exist in Kubernetes */
-    e = xlate_map_get(&ctx->by_key[kind], key, n);
+    e = cx_map_get(&ctx->by_key[kind], key, n);
     if (!e) {
         e = entry_new(ctx, kind, key, n);
         if (!e)
@@ -531,12 +531,12 @@ static int kind_listed(int k)
 int xlate_sweep(struct xlate_ctx *ctx)
 {
     for (int k = 0; k < XLATE_KIND_COUNT; k++) {
-        if (ctx->nseen[k] == ctx->by_key[k].n)
+        if (ctx->nseen[k] == cx_map_len(&ctx->by_key[k]))
             continue; /* every entry of the kind was seen */
         if (!kind_listed(k)) {
             /* deleting leaves a tombstone: the walk goes on */
-            const struct xl_map_slot *s;
-            for (size_t i = 0; xlate_map_next(&ctx->by_key[k], &i, &s);) {
+            const struct cx_map_slot *s;
+            for (size_t i = 0; cx_map_next(&ctx->by_key[k], &i, &s);) {
                 struct xl_entry *e = s->val;
                 if (e->seen != ctx->pass && xlate_delete_entry(ctx, e) != 0)
                     return -1;
@@ -581,14 +581,14 @@ static int keyed_cmp(const void *a, const void *b)
 
 /* |out| gets the entries of |m| in xlate_entry_cmp order; -1 when memory ran
  * out. */
-static int sort_by_key(const struct xl_map *m, struct xl_entry **out, size_t *n)
+static int sort_by_key(const struct cx_map *m, struct xl_entry **out, size_t *n)
 {
-    struct keyed *v = malloc((m->n ? m->n : 1) * sizeof(*v));
+    struct keyed *v = malloc((cx_map_len(m) ? cx_map_len(m) : 1) * sizeof(*v));
     if (!v)
         return -1;
     size_t j = 0;
-    const struct xl_map_slot *s;
-    for (size_t i = 0; xlate_map_next(m, &i, &s);) {
+    const struct cx_map_slot *s;
+    for (size_t i = 0; cx_map_next(m, &i, &s);) {
         struct xl_entry *e = s->val;
         /* the sort key is the key with one byte changed: same length */
         v[j++] = (struct keyed){be64(e->skey, e->keylen),
@@ -611,7 +611,7 @@ static int fix_lists(struct xlate_ctx *ctx)
             ctx->list_changes[k] = 0;
             continue;
         }
-        size_t n = ctx->by_key[k].n;
+        size_t n = cx_map_len(&ctx->by_key[k]);
         if (ctx->list_changes[k] > 32 + ctx->nlist[k] / 16) {
             if (n > ctx->caplist[k]) {
                 struct xl_entry **l = realloc(ctx->list[k], n * sizeof(*l));
@@ -670,15 +670,15 @@ static int upstreams(struct xlate_ctx *ctx)
         if (e->kind == XLATE_KIND_UPSTREAM && refresh_upstream(ctx, e) != 0)
             return -1;
     }
-    const struct xl_map_slot *s;
-    for (size_t i = 0; xlate_map_next(&ctx->dirty_services, &i, &s);) {
-        struct xl_entry_list *l = xlate_map_get(&ctx->svc_ups, s->key, s->klen);
+    const struct cx_map_slot *s;
+    for (size_t i = 0; cx_map_next(&ctx->dirty_services, &i, &s);) {
+        struct xl_entry_list *l = cx_map_get(&ctx->svc_ups, s->key, s->klen);
         for (size_t k = 0; l && k < l->n; k++)
             if (refresh_upstream(ctx, l->items[k]) != 0)
                 return -1;
     }
-    for (size_t i = 0; xlate_map_next(&ctx->dirty_refs, &i, &s);) {
-        struct xl_entry_list *l = xlate_map_get(&ctx->ref_ups, s->key, s->klen);
+    for (size_t i = 0; cx_map_next(&ctx->dirty_refs, &i, &s);) {
+        struct xl_entry_list *l = cx_map_get(&ctx->ref_ups, s->key, s->klen);
         for (size_t k = 0; l && k < l->n; k++)
             if (refresh_upstream(ctx, l->items[k]) != 0)
                 return -1;
@@ -732,9 +732,9 @@ static int invalidate(struct xlate_ctx *ctx)
         if (e->kind == XLATE_KIND_VIRTUAL_SERVICE && xlate_invalidate_vs(ctx, e, -1) != 0)
             return -1;
     }
-    const struct xl_map_slot *s;
-    for (size_t i = 0; xlate_map_next(&ctx->changed_deps, &i, &s);) {
-        struct xl_dep_list *l = xlate_map_del(&ctx->deps, s->key, s->klen);
+    const struct cx_map_slot *s;
+    for (size_t i = 0; cx_map_next(&ctx->changed_deps, &i, &s);) {
+        struct xl_dep_list *l = cx_map_del(&ctx->deps, s->key, s->klen);
         if (!l)
             continue;
         int rc = 0;

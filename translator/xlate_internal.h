@@ -35,6 +35,7 @@
 #include "xlate_util.h"
 
 #include "cx_hash.h"
+#include "cx_map.h"
 
 #define XL_MODES 2
 
@@ -174,8 +175,8 @@ struct xl_gw_memo {
     size_t sel_finger;   /* xlate_gw_is_sel: where the last lookup ended */
     struct xl_slot *acc; /* accepted (served, no conflict), sorted */
     size_t nacc;
-    struct xl_map conflicts; /* VirtualService key -> message (malloc) */
-    struct xl_map upcount;   /* Upstream key -> struct xl_ucount (malloc) */
+    struct cx_map conflicts; /* VirtualService key -> message (malloc) */
+    struct cx_map upcount;   /* Upstream key -> struct xl_ucount (malloc) */
     int claims_dirty, rc_dirty, lds_dirty;
     int bulk; /* compute_claims: append to sets, sort after */
     int unsorted[XDS_TYPE_COUNT];
@@ -184,13 +185,13 @@ struct xl_gw_memo {
     uint8_t rc_hash[16];
     struct xds_resource *rc;
     struct xds_resource *listener;                /* envoy mode */
-    struct xl_map api_listeners;                  /* proxyless: domain -> struct xl_api_listener */
+    struct cx_map api_listeners;                  /* proxyless: domain -> struct xl_api_listener */
     struct xds_resource_set sets[XDS_TYPE_COUNT]; /* sorted by name; refs held */
     size_t cap[XDS_TYPE_COUNT];
     struct xl_entry_list touched; /* this pass: selected VirtualServices to patch */
     /* TLS listener (envoy mode with spec.tls) */
     uint64_t lds_tls_digest; /* the xl_gw_tls digest the listener was built from */
-    struct xl_map uncovered; /* VirtualService key -> DomainNotCovered message (malloc) */
+    struct cx_map uncovered; /* VirtualService key -> DomainNotCovered message (malloc) */
     char **cert_notes;       /* CertificateUnused messages for the Gateway (malloc) */
     size_t ncert_notes;
 };
@@ -209,18 +210,18 @@ struct xl_dep_list {
 struct xlate_ctx {
     uint32_t pass;
     int broken; /* a pass ran out of memory: the next must be a full view */
-    struct xl_map by_key[XLATE_KIND_COUNT];   /* "ns/name" -> entry */
-    struct xl_map by_ptr;                     /* (digest, cJSON*) -> entry */
+    struct cx_map by_key[XLATE_KIND_COUNT];   /* "ns/name" -> entry */
+    struct cx_map by_ptr;                     /* (digest, cJSON*) -> entry */
     struct xl_entry **list[XLATE_KIND_COUNT]; /* sorted by (namespace, name); none for
                                                * Services and EndpointSlices */
     size_t nlist[XLATE_KIND_COUNT], caplist[XLATE_KIND_COUNT];
     size_t list_changes[XLATE_KIND_COUNT]; /* adds + removes this pass */
-    struct xl_map slices_by_svc;           /* "ns/svc" -> struct xl_entry_list (slices) */
-    struct xl_map svc_ups;                 /* "ns/svc" -> struct xl_entry_list (Upstreams) */
-    struct xl_map rt_by_ns;                /* namespace -> struct xl_entry_list (RTs) */
-    struct xl_map ref_ups;              /* "S/ns/name", "C/ns/name" -> xl_entry_list (Upstreams) */
-    struct xl_map deps;                 /* dependency key -> struct xl_dep_list */
-    struct xl_map gw_memo;              /* Gateway key -> struct xl_gw_memo */
+    struct cx_map slices_by_svc;           /* "ns/svc" -> struct xl_entry_list (slices) */
+    struct cx_map svc_ups;                 /* "ns/svc" -> struct xl_entry_list (Upstreams) */
+    struct cx_map rt_by_ns;                /* namespace -> struct xl_entry_list (RTs) */
+    struct cx_map ref_ups;              /* "S/ns/name", "C/ns/name" -> xl_entry_list (Upstreams) */
+    struct cx_map deps;                 /* dependency key -> struct xl_dep_list */
+    struct cx_map gw_memo;              /* Gateway key -> struct xl_gw_memo */
     struct xlate_report_block *reports; /* last pass's, shared when unchanged */
     uint32_t res_serial;
     size_t arena_hint[XLATE_KIND_COUNT]; /* bytes the last parse of the kind used */
@@ -232,9 +233,9 @@ struct xlate_ctx {
     struct xl_entry_list vs_touched; /* VirtualServices whose resolution or membership changed */
     struct xl_entry_list up_touched; /* Upstreams whose resources or existence changed */
     struct xl_entry_list rep_list;   /* entries whose report is recomputed */
-    struct xl_map changed_deps;      /* dependency keys that changed (key -> malloc key) */
-    struct xl_map dirty_services;    /* Service keys whose endpoints changed */
-    struct xl_map dirty_refs;        /* "S/ns/name", "C/ns/name" that changed (or crossed a
+    struct cx_map changed_deps;      /* dependency keys that changed (key -> malloc key) */
+    struct cx_map dirty_services;    /* Service keys whose endpoints changed */
+    struct cx_map dirty_refs;        /* "S/ns/name", "C/ns/name" that changed (or crossed a
                                       * validity boundary) */
     int64_t now, prev_now;           /* evaluation time (struct xlate_input) */
     int64_t recheck_at;              /* the next validity boundary after now, or 0 */
@@ -320,7 +321,7 @@ long xlate_gw_find_sel(const struct xl_gw_memo *m, const struct xl_entry *vs);
 int xlate_gw_is_sel(struct xl_gw_memo *m, const struct xl_entry *vs);
 long xlate_gw_find_acc(const struct xl_gw_memo *m, const struct xl_entry *vs);
 /* Frees every value of |m| (malloc'ed), then the map. */
-void xlate_map_free_vals(struct xl_map *m);
+void xlate_map_free_vals(struct cx_map *m);
 void xlate_dep_list_free(struct xl_dep_list *l);
 uint64_t xlate_fnv(uint64_t h, const void *p, size_t n);
 uint64_t xlate_fnv_str(uint64_t h, const char *s);

@@ -123,7 +123,7 @@ static size_t uses_of(struct xlate_ctx *ctx, const struct xl_entry *v, struct xl
     *modes = 0;
     for (size_t i = 0; i < ctx->nlist[XLATE_KIND_GATEWAY]; i++) {
         struct xl_entry *g = ctx->list[XLATE_KIND_GATEWAY][i];
-        struct xl_gw_memo *m = xlate_map_get(&ctx->gw_memo, g->key, g->keylen);
+        struct xl_gw_memo *m = cx_map_get(&ctx->gw_memo, g->key, g->keylen);
         if (!m || !xlate_gw_is_sel(m, v))
             continue;
         *modes |= 1 << m->mode;
@@ -148,7 +148,7 @@ static void dup_problem(struct plist *l, const struct xl_entry *e, char *buf, si
 
 static int report_gateway(struct xlate_ctx *ctx, struct xl_entry *e)
 {
-    struct xl_gw_memo *m = xlate_map_get(&ctx->gw_memo, e->key, e->keylen);
+    struct xl_gw_memo *m = cx_map_get(&ctx->gw_memo, e->key, e->keylen);
     struct plist l = {0};
     char dbuf[700], ok[400];
     add_errors(&l, &e->obj.errors);
@@ -159,7 +159,7 @@ static int report_gateway(struct xlate_ctx *ctx, struct xl_entry *e)
         add(&l, XLATE_WARNING, XL_R_CERT_UNUSED, m->cert_notes[i]);
     ok[0] = '\0';
     if (m) {
-        size_t conflicts = m->conflicts.n;
+        size_t conflicts = cx_map_len(&m->conflicts);
         size_t nl = m->sets[XDS_LISTENER].n, nc = m->sets[XDS_CLUSTER].n;
         snprintf(ok, sizeof(ok),
                  "%s mode: %zu listener%s, %zu virtual host%s from %zu selected VirtualService%s "
@@ -205,10 +205,10 @@ static int report_virtual_service(struct xlate_ctx *ctx, struct xl_entry *e)
                     nroutes = r->nroutes;
             }
             for (size_t i = 0; i < nuses; i++) {
-                const char *c = xlate_map_get(&memos[i]->conflicts, e->key, e->keylen);
+                const char *c = cx_map_get(&memos[i]->conflicts, e->key, e->keylen);
                 if (c)
                     add(&l, XLATE_REJECTED, XL_R_DOMAIN_CONFLICT, c);
-                const char *u = xlate_map_get(&memos[i]->uncovered, e->key, e->keylen);
+                const char *u = cx_map_get(&memos[i]->uncovered, e->key, e->keylen);
                 if (u)
                     add(&l, XLATE_WARNING, XL_R_DOMAIN_NOT_COVERED, u);
             }
@@ -276,8 +276,8 @@ static int report_upstream(struct xlate_ctx *ctx, struct xl_entry *e)
     int modes = 0;
     for (size_t i = 0; i < ctx->nlist[XLATE_KIND_GATEWAY]; i++) {
         struct xl_entry *g = ctx->list[XLATE_KIND_GATEWAY][i];
-        struct xl_gw_memo *m = xlate_map_get(&ctx->gw_memo, g->key, g->keylen);
-        if (m && xlate_map_get(&m->upcount, &e, sizeof(e)))
+        struct xl_gw_memo *m = cx_map_get(&ctx->gw_memo, g->key, g->keylen);
+        if (m && cx_map_get(&m->upcount, &e, sizeof(e)))
             modes |= 1 << m->mode;
     }
     struct plist l = {0};

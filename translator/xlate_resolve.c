@@ -321,7 +321,7 @@ static void delegate(struct rctx *rc, struct xl_entry *owner, const char *path,
     /* by selector: every RouteTable of the namespace whose labels match,
      * in name order */
     dep(rc, 'N', d->ns, NULL);
-    struct xl_entry_list *l = xlate_map_gets(&rc->ctx->rt_by_ns, d->ns);
+    struct xl_entry_list *l = cx_map_gets(&rc->ctx->rt_by_ns, d->ns);
     size_t found = 0;
     for (size_t i = 0; l && i < l->n && !rc->oom; i++) {
         if (!xlate_selector_matches(d->selector, l->items[i]))
@@ -490,14 +490,14 @@ static void dep_list_compact(struct xlate_ctx *ctx, struct xl_dep_list *l, uint3
 static int register_dep(struct xlate_ctx *ctx, const char *key, size_t klen, struct xl_entry *e,
                         int mode, uint32_t serial)
 {
-    struct xl_dep_list *l = xlate_map_get(&ctx->deps, key, klen);
+    struct xl_dep_list *l = cx_map_get(&ctx->deps, key, klen);
     if (!l) {
         l = calloc(1, sizeof(*l) + klen + 1);
         if (!l)
             return -1;
         char *k = (char *)(l + 1);
         memcpy(k, key, klen + 1);
-        if (xlate_map_put(&ctx->deps, k, klen, l) != 0) {
+        if (cx_map_put(&ctx->deps, k, klen, l, NULL) != 0) {
             free(l);
             return -1;
         }

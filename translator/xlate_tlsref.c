@@ -279,10 +279,10 @@ static void free_notes(struct xl_gw_memo *m)
     m->ncert_notes = 0;
 }
 
-static int dirty_keys(struct xlate_ctx *ctx, const struct xl_map *m)
+static int dirty_keys(struct xlate_ctx *ctx, const struct cx_map *m)
 {
-    const struct xl_map_slot *s;
-    for (size_t i = 0; xlate_map_next(m, &i, &s);) {
+    const struct cx_map_slot *s;
+    for (size_t i = 0; cx_map_next(m, &i, &s);) {
         struct xl_entry *v = xlate_find_key(ctx, XLATE_KIND_VIRTUAL_SERVICE, s->key);
         if (v && xlate_rep_dirty(ctx, v) != 0)
             return -1;
@@ -297,7 +297,7 @@ int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
     const struct xl_gateway_tls *gt = xlate_gateway_tls_of(g);
     const struct xl_gw_tls *t = gwe->gtls;
     struct xl_arena a = {0};
-    struct xl_map seen = {0}, fresh = {0};
+    struct cx_map seen = {0}, fresh = {0};
     struct cx_buf msg;
     cx_buf_init(&msg, 8192);
     int rc = -1;
@@ -318,7 +318,7 @@ int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
         msg.len = 0;
         for (size_t k = 0; k < v->ndomains; k++) {
             char host[300];
-            if (!sni_host(v->domains[k], host, sizeof(host)) || xlate_map_gets(&seen, host))
+            if (!sni_host(v->domains[k], host, sizeof(host)) || cx_map_gets(&seen, host))
                 continue;
             size_t best = 0;
             int score = 0;
@@ -340,14 +340,14 @@ int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
                 continue;
             }
             char *h = xlate_strdup(&a, host);
-            if (!h || xlate_map_put(&seen, h, strlen(h), h) != 0)
+            if (!h || cx_map_put(&seen, h, strlen(h), h, NULL) != 0)
                 goto out;
             as[nas++] = (struct assign){best, h};
             used[best] = 1;
         }
         if (msg.len) {
             char *c = strndup(msg.data, msg.len);
-            if (!c || xlate_map_put(&fresh, vs->key, vs->keylen, c) != 0) {
+            if (!c || cx_map_put(&fresh, vs->key, vs->keylen, c, NULL) != 0) {
                 free(c);
                 goto out;
             }
@@ -405,10 +405,10 @@ int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
     /* the VirtualServices whose coverage messages come or go */
     if (dirty_keys(ctx, &m->uncovered) != 0 || dirty_keys(ctx, &fresh) != 0)
         goto out;
-    const struct xl_map_slot *sl;
-    for (size_t i = 0; xlate_map_next(&m->uncovered, &i, &sl);)
+    const struct cx_map_slot *sl;
+    for (size_t i = 0; cx_map_next(&m->uncovered, &i, &sl);)
         free(sl->val);
-    xlate_map_free(&m->uncovered);
+    cx_map_free(&m->uncovered);
     m->uncovered = fresh;
     memset(&fresh, 0, sizeof(fresh));
     free_notes(m);
@@ -422,11 +422,11 @@ out:
             free(notes[i]);
         free(notes);
     }
-    const struct xl_map_slot *fs;
-    for (size_t i = 0; xlate_map_next(&fresh, &i, &fs);)
+    const struct cx_map_slot *fs;
+    for (size_t i = 0; cx_map_next(&fresh, &i, &fs);)
         free(fs->val);
-    xlate_map_free(&fresh);
-    xlate_map_free(&seen);
+    cx_map_free(&fresh);
+    cx_map_free(&seen);
     xlate_arena_free(&a);
     cx_buf_free(&msg);
     return rc;

@@ -273,7 +273,7 @@ int xlate_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e)
         svc = xlate_find(ctx, XLATE_KIND_SERVICE, u->kube_ns, u->kube_service);
         uint64_t sd = svc ? svc->digest : 0;
         d = xlate_fnv(d, &sd, sizeof(sd));
-        sl = svc ? xlate_map_gets(&ctx->slices_by_svc, svc->key) : NULL;
+        sl = svc ? cx_map_gets(&ctx->slices_by_svc, svc->key) : NULL;
         for (size_t i = 0; sl && i < sl->n; i++)
             d = xlate_fnv(d, &sl->items[i]->digest, sizeof(sl->items[i]->digest));
     }

@@ -1,7 +1,7 @@
 /*
  * xlate_util: the translator's small building blocks — an arena for the
  * parsed form of one object (freed in one call when the object changes or
- * goes), and an open-addressing hash map from strings to pointers.
+ * goes) and bounded string building. (Its hash maps: common/cx_map.)
  *
  * Internal to the translator; not thread-safe (one translator context is
  * used by one thread at a time).
@@ -44,51 +44,5 @@ void xlate_arena_reset(struct xl_arena *a);
  * and messages built once per object, where snprintf's cost shows. */
 char *xlate_cat(char *p, const char *end, const char *s);
 char *xlate_cat_u(char *p, const char *end, uint64_t v);
-
-/* ---- string -> pointer map ------------------------------------------------ */
-
-struct xl_map_slot {
-    uint64_t hash; /* 0: empty */
-    const char *key;
-    size_t klen;
-    void *val;
-};
-
-struct xl_map {
-    struct xl_map_slot *slots;
-    size_t cap; /* power of two */
-    size_t n;
-    size_t tombs;
-};
-
-uint64_t xlate_hash(const void *key, size_t len);
-
-/* Key bytes are not copied: they must live as long as the entry. */
-void *xlate_map_get(const struct xl_map *m, const void *key, size_t klen);
-/* Inserts or replaces. Returns 0, or -1 when memory ran out. */
-__attribute__((warn_unused_result)) int xlate_map_put(struct xl_map *m, const void *key,
-                                                      size_t klen, void *val);
-/* Makes room for |n| entries in all, so that as many puts never rehash.
- * Returns 0, or -1 when memory ran out (the map is unchanged). */
-__attribute__((warn_unused_result)) int xlate_map_reserve(struct xl_map *m, size_t n);
-/* Removes |key|; returns its value or NULL. */
-void *xlate_map_del(struct xl_map *m, const void *key, size_t klen);
-void xlate_map_free(struct xl_map *m);
-
-/* Asks for the slot where |key|'s probe starts: a lookup soon after finds
- * it in the cache. */
-static inline void xlate_map_prefetch(const struct xl_map *m, const void *key, size_t klen)
-{
-    if (m->cap)
-        __builtin_prefetch(&m->slots[xlate_hash(key, klen) & (m->cap - 1)]);
-}
-
-static inline void *xlate_map_gets(const struct xl_map *m, const char *key)
-{
-    return xlate_map_get(m, key, __builtin_strlen(key));
-}
-
-/* Iteration: for (size_t i = 0; xlate_map_next(m, &i, &slot);) */
-int xlate_map_next(const struct xl_map *m, size_t *i, const struct xl_map_slot **slot);
 
 #endif

@@ -91,49 +91,8 @@ static void test_sha256_ctx(void)
     cx_sha256_ctx_free(h);
 }
 
-static void test_map(void)
-{
-    struct xl_map m = {0};
-    static char keys[5000][16];
-    for (int i = 0; i < 5000; i++) {
-        snprintf(keys[i], sizeof(keys[i]), "key-%d", i);
-        REQUIRE_INT_EQ(xlate_map_put(&m, keys[i], strlen(keys[i]), (void *)(intptr_t)(i + 1)), 0);
-    }
-    CHECK_INT_EQ(m.n, 5000);
-    CHECK((intptr_t)xlate_map_gets(&m, "key-4321") == 4322);
-    CHECK(xlate_map_gets(&m, "key-5000") == NULL);
-    /* replace keeps the count */
-    REQUIRE_INT_EQ(xlate_map_put(&m, keys[7], strlen(keys[7]), (void *)(intptr_t)99), 0);
-    CHECK_INT_EQ(m.n, 5000);
-    CHECK((intptr_t)xlate_map_gets(&m, "key-7") == 99);
-    /* deletes leave tombstones that lookups step over */
-    for (int i = 0; i < 5000; i += 2)
-        CHECK(xlate_map_del(&m, keys[i], strlen(keys[i])) != NULL);
-    CHECK(xlate_map_del(&m, "key-0", 5) == NULL);
-    CHECK_INT_EQ(m.n, 2500);
-    CHECK(xlate_map_gets(&m, "key-10") == NULL);
-    CHECK((intptr_t)xlate_map_gets(&m, "key-11") == 12);
-    /* re-insert through the tombstones, then iterate */
-    for (int i = 0; i < 5000; i += 2)
-        REQUIRE_INT_EQ(xlate_map_put(&m, keys[i], strlen(keys[i]), (void *)(intptr_t)(i + 1)), 0);
-    size_t seen = 0, it = 0;
-    const struct xl_map_slot *s;
-    while (xlate_map_next(&m, &it, &s))
-        seen++;
-    CHECK_INT_EQ(seen, 5000);
-    /* binary keys (embedded NULs) */
-    static const char bin1[4] = {'a', 0, 'b', 0}, bin2[4] = {'a', 0, 'c', 0};
-    REQUIRE_INT_EQ(xlate_map_put(&m, bin1, 4, (void *)1), 0);
-    CHECK(xlate_map_get(&m, bin2, 4) == NULL);
-    CHECK(xlate_map_get(&m, bin1, 4) == (void *)1);
-    xlate_map_free(&m);
-    CHECK(xlate_map_gets(&m, "key-1") == NULL);
-    CHECK(xlate_hash("x", 1) != 0);
-}
-
 static const struct cxt_case cases[] = {
     CXT(test_arena),
-    CXT(test_map),
     CXT(test_sha256_ctx),
 };
 CXT_MAIN(cases)
