@@ -226,6 +226,24 @@ def case_single_replica_without_election_renders():
     check_eq(r.args()["--leader-elect"], "false")
 
 
+def case_rules_hold_for_set_values():
+    # `helm install --set` parses numbers as int64 (values files and
+    # --set-json as float64): the rules must hold for both
+    for sets, msg in (
+            ({"podDisruptionBudget.minAvailable": "3"},
+             "podDisruptionBudget.minAvailable (3) must be less than replicaCount (3)"),
+            ({"podDisruptionBudget.minAvailable": "5", "replicaCount": "5"},
+             "podDisruptionBudget.minAvailable (5) must be less than replicaCount (5)"),
+            ({"leaderElection.enabled": "false"}, "leaderElection.enabled=false with replicaCount 3"),
+            ({"admin.port": "18000"}, "xds.port and admin.port must differ (both are 18000)")):
+        r = h.render(set_strings=sets)
+        check(not r.ok, "rendered despite --set %r" % sets)
+        check(msg in r.err, "want %r in:\n%s" % (msg, r.err))
+    r = h.render(set_strings={"podDisruptionBudget.minAvailable": "2"})
+    check(r.ok, r.err)
+    check_eq(r.all("PodDisruptionBudget")[0]["spec"]["minAvailable"], 2)
+
+
 def case_pdb_percent_not_compared_with_replicas():
     r = h.render(sets={"podDisruptionBudget.minAvailable": "100%"})
     check(r.ok, r.err)
@@ -242,4 +260,6 @@ for what, sets, flags in RULE_PASSES:
     t.case("rendering passes: " + what, case_rule_passes, sets, flags)
 t.case("one replica without election renders", case_single_replica_without_election_renders)
 t.case("PDB percentage is not compared with replicaCount", case_pdb_percent_not_compared_with_replicas)
+t.case("the rules hold for --set values (int64), not only files (float64)",
+       case_rules_hold_for_set_values)
 t.done()

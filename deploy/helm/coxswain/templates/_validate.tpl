@@ -45,7 +45,9 @@ deployment.yaml, so any violation fails the whole render.
 {{- if not (or $hasMin $hasMax) -}}
 {{- fail "podDisruptionBudget.enabled=true needs minAvailable or maxUnavailable" -}}
 {{- end -}}
-{{- if and $hasMin (kindIs "float64" $pdb.minAvailable) -}}
+{{- /* A number (float64 from a values file or --set-json, int64 from
+--set); a string is a percentage, which the schema bounds. */ -}}
+{{- if and $hasMin (not (kindIs "string" $pdb.minAvailable)) -}}
 {{- if ge (int $pdb.minAvailable) $replicas -}}
 {{- fail (printf "podDisruptionBudget.minAvailable (%d) must be less than replicaCount (%d): otherwise no node could ever be drained. Raise replicaCount or disable the budget" (int $pdb.minAvailable) $replicas) -}}
 {{- end -}}
