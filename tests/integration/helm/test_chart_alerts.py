@@ -22,7 +22,7 @@ from tap import Tap, check, check_eq  # noqa: E402
 t = Tap()
 HA = h.render(values=[h.HA_VALUES])
 SEL = 'namespace="coxswain-system",job="coxswain-admin"'
-LOCK = "coxswain-leader"
+LOCK = "coxswain"
 
 
 def rules():

@@ -386,7 +386,7 @@ def case_rbac_each_rule_effective_variants():
     r = h.render(values=[h.HA_VALUES], sets={"leaderElection.resourceLock": "configmaps",
                                              "namespaceSelector": "gw=on"})
     check(r.ok, r.err)
-    want = contract.expected_permissions(NS, "coxswain-leader", lock="configmaps",
+    want = contract.expected_permissions(NS, "coxswain", lock="configmaps",
                                          watch_namespaces=["gateways", "team-a", "team-b"],
                                          namespace_selector=True)
     # (the release namespace is not watched, so the lock's ConfigMap rule is
@@ -400,7 +400,7 @@ def case_rbac_refuses_what_is_not_needed():
     ks = rbac_kubesim()
     try:
         install(ks, r)
-        lock = "coxswain-leader"
+        lock = "coxswain"
         refused = [
             # the lock: other names, patch/delete, other namespaces, unnamed lists
             (NS, "coordination.k8s.io", "leases", "other", "get"),

@@ -229,7 +229,7 @@ def case_rbac_exact_default():
 def case_rbac_exact_watch_namespaces():
     # HA values watch three namespaces: one RoleBinding each, no
     # cluster-wide read of Secrets or anything else.
-    check_rbac(HA, lock_name="coxswain-leader", watch_namespaces=["gateways", "team-a", "team-b"])
+    check_rbac(HA, lock_name="coxswain", watch_namespaces=["gateways", "team-a", "team-b"])
     check_eq(HA.all("ClusterRoleBinding"), [])
     check_eq(sorted(rb["metadata"]["namespace"] for rb in HA.all("RoleBinding")
                     if rb["roleRef"]["kind"] == "ClusterRole"), ["gateways", "team-a", "team-b"])
@@ -310,6 +310,11 @@ def case_ha_values():
     check_eq(a["--label-selector"], "coxswain.dev/managed=true")
     check_eq(a["--default-gateway"], "gateways/public")
     check_eq((a["--status-qps"], a["--status-burst"]), ("50", "100"))
+    # no lock change against the defaults: switching to this profile in a
+    # rolling update keeps one lock, hence one leader
+    for flag in ("--leader-elect-resource-lock", "--leader-elect-resource-name",
+                 "--leader-elect-resource-namespace"):
+        check_eq(a[flag], D.args()[flag], flag)
     # a tag users can build (make image), no made-up digest
     check_eq(HA.container()["image"], "coxswain:0.1.0-dev")
     pod = spec["template"]["spec"]
