@@ -9,6 +9,7 @@
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -127,3 +128,44 @@ def render(values=(), sets=None, name=RELEASE, namespace=NAMESPACE, extra=(), ch
 def load_yaml_docs(path):
     with open(path) as f:
         return [d for d in yaml.safe_load_all(f) if d is not None]
+
+
+GUIDE = os.path.join(TOP, "docs", "operations.md")
+COMMAND_WORDS = ("kubectl", "helm", "curl", "make", "docker", "podman", "kind", "skopeo",
+                 "openssl", "coxswain", "jq")
+
+
+def guide_commands(path=GUIDE):
+    """Every command line of docs/operations.md: code-block lines
+    (continuations joined, comments dropped, blanks collapsed) and inline
+    code spans that start with a command and have arguments (spans may
+    cross a line break)."""
+    out = []
+    prose = []
+    inblock = False
+    with open(path) as f:
+        text = f.read().replace("\\\n", " ")
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            inblock = not inblock
+            prose.append("")
+            continue
+        if inblock:
+            cmd = re.sub(r"\s+#.*$", "", line.strip())
+            if cmd and not cmd.startswith("#"):
+                out.append(re.sub(r"\s+", " ", cmd))
+        else:
+            prose.append(line)
+    for span in re.findall(r"`([^`]+)`", "\n".join(prose)):
+        span = re.sub(r"\s+", " ", span).strip()
+        if span.split(" ")[0] in COMMAND_WORDS and " " in span:
+            out.append(span)
+    return out
+
+
+def guide_command(pattern):
+    """The first command of the guide that matches |pattern|."""
+    for cmd in guide_commands():
+        if re.search(pattern, cmd):
+            return cmd
+    raise AssertionError("docs/operations.md has no command matching %r" % pattern)

@@ -36,6 +36,8 @@ IMAGE = os.environ.get("COXSWAIN_IMAGE", os.path.join(TOP, "build", "image"))
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 
 from kubesim import KubeSim  # noqa: E402
+sys.path.insert(0, os.path.join(TOP, "tests", "helm"))
+from helmlib import guide_commands, helm_binary  # noqa: E402
 from tap import Tap, check, check_eq  # noqa: E402
 
 t = Tap()
@@ -188,11 +190,8 @@ def case_archives():
 
 
 def doc_commands(pattern):
-    """The command lines of docs/operations.md (code blocks, continuations
-    joined) that match pattern."""
-    doc = open(os.path.join(TOP, "docs", "operations.md")).read().replace("\\\n", " ")
-    out = [re.sub(r"\s+#.*$", "", line.strip()) for line in doc.splitlines()
-           if re.search(pattern, line)]
+    """The command lines of docs/operations.md that match pattern."""
+    out = [c for c in guide_commands() if re.search(pattern, c)]
     check(out, "the guide has no command matching %r" % pattern)
     return out
 
@@ -214,7 +213,8 @@ def case_archives_load():
     """The guide's load commands need an engine (docker, podman, kind);
     their archives are loaded here into containers-storage, podman's store,
     by the same library podman uses."""
-    loads = doc_commands(r"^(docker|podman|kind) load ")
+    loads = doc_commands(r"^podman load -i build/image/") + \
+        doc_commands(r"^(docker load -i|kind load image-archive) build/image/")
     archives = sorted({re.search(r"(build/image/\S+\.tar)", c).group(1) for c in loads})
     check_eq(archives, ["build/image/coxswain-%s.docker.tar" % TAG,
                         "build/image/coxswain-%s.oci.tar" % TAG])
@@ -253,9 +253,24 @@ def case_registry_push_and_digest():
                      "docker://%s/coxswain:%s" % (addr, TAG)])
             check_eq(p.returncode, 0, p.stderr)
             check_eq(json.loads(p.stdout)["Digest"], digest)
-            # by digest, as the chart's image.digest references it
-            p = run(["skopeo", "inspect", "--tls-verify=false", "--config",
-                     "docker://%s/coxswain@%s" % (addr, digest)])
+            # the guide's pinned install: the Deployment references the
+            # image by the digest make image printed, which the registry
+            # serves
+            pin = doc_commands(r"^helm install coxswain deploy/helm/coxswain -n coxswain-system --create-namespace --set image\.repository=")
+            check_eq(len(pin), 1, pin)
+            with KubeSim() as ks:
+                cmd = pin[0].replace("registry.example.com", addr).replace(
+                    "build/image/digest", os.path.join(IMAGE, "digest")).replace(
+                    "deploy/helm/coxswain", os.path.join(TOP, "deploy", "helm", "coxswain"))
+                cmd = cmd.replace("helm ", helm_binary() + " ", 1)
+                p = run(["bash", "-c", cmd + " --kubeconfig " + ks.kubeconfig], cwd=TOP)
+                check_eq(p.returncode, 0, p.stderr)
+                st, dep = ks.get("deployments", "coxswain", namespace="coxswain-system",
+                                 group="apps", version="v1")
+                check_eq(st, 200, dep)
+                image = dep["spec"]["template"]["spec"]["containers"][0]["image"]
+                check_eq(image, "%s/coxswain@%s" % (addr, digest))
+            p = run(["skopeo", "inspect", "--tls-verify=false", "--config", "docker://" + image])
             check_eq(p.returncode, 0, p.stderr)
             check_eq(json.loads(p.stdout)["rootfs"]["diff_ids"], config()["rootfs"]["diff_ids"])
         finally:
@@ -581,7 +596,7 @@ try:
     t.case("oci-archive (same digest) and docker-archive (docker load) tarballs", case_archives)
     t.case("the guide's load commands: both archives load into podman's store",
            case_archives_load)
-    t.case("the guide's skopeo copy to a registry: served under the printed digest",
+    t.case("the guide's skopeo copy to a registry and pinned helm install: the printed digest",
            case_registry_push_and_digest)
     t.case("config: user 65532, entrypoint coxswain run, ports, OCI labels, one timestamp",
            case_config)

@@ -9,12 +9,14 @@ one's SIGTERM; the Lease is the same object, never two leaders) ->
 rollback (the same, back to revision 1's Deployment) -> uninstall leaves
 none of the release's objects; the CRDs stay, as Helm leaves them, and so
 do the Lease, the ProxySnapshots and the Events (not the release's: the
-daemon wrote them; docs/operations.md, "Uninstall")."""
+daemon wrote them; docs/operations.md, "Uninstall"), which the guide's
+commands then remove. Every helm and kubectl command is the guide's own."""
 import json
 import os
-import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -32,16 +34,11 @@ from tap import SkipCase, Tap, check, check_eq  # noqa: E402
 t = Tap()
 NS = h.NAMESPACE
 WAIT = 60.0 if sanitized() else 20.0
-DOC = open(os.path.join(TOP, "docs", "operations.md")).read().replace("\\\n", " ")
 
 
 def guide(pattern):
-    """The first command line of docs/operations.md that matches."""
-    for line in DOC.splitlines():
-        line = re.sub(r"\s+#.*$", "", line.strip())
-        if re.search(pattern, line):
-            return line
-    raise AssertionError("the guide has no command matching %r" % pattern)
+    """The first command of docs/operations.md that matches."""
+    return h.guide_command(pattern)
 
 
 class Env:
@@ -73,11 +70,25 @@ def helm(*args):
     return p.stdout
 
 
-def helm_cmd(line):
-    """A helm command line of the guide, run with the test's kubeconfig."""
+def helm_cmd(line, cwd=None):
+    """A helm command line of the guide, run with the test's kubeconfig
+    (relative files from |cwd|)."""
     argv = line.split()
     check_eq(argv[0], "helm")
-    return helm(*[a.replace("deploy/helm/coxswain", h.CHART) for a in argv[1:]])
+    args = [a.replace("deploy/helm/coxswain", h.CHART) for a in argv[1:]]
+    if cwd:
+        args = [os.path.join(cwd, a) if os.path.exists(os.path.join(cwd, a)) else a
+                for a in args]
+    return helm(*args)
+
+
+def kubectl_cmd(line):
+    """A kubectl command line of the guide, run from the checkout as the
+    admin."""
+    p = subprocess.run(["bash", "-o", "pipefail", "-c", line], capture_output=True, text=True,
+                       cwd=TOP, timeout=60, env=dict(os.environ, KUBECONFIG=E.ks.kubeconfig))
+    check_eq(p.returncode, 0, "%s\n%s" % (line, p.stderr))
+    return p.stdout
 
 
 def manifest_docs():
@@ -163,8 +174,7 @@ def wait_statuses(since_gen=True):
 
 def case_install():
     E.ks = cr.rbac_kubesim()
-    cmd = guide(r"^helm install coxswain deploy/helm/coxswain -n coxswain-system "
-                r"--create-namespace$")
+    cmd = guide(r"^helm install coxswain deploy/helm/coxswain -n coxswain-system --create-namespace$")
     out = helm_cmd(cmd)
     check("STATUS: deployed" in out, out)
     st = json.loads(helm("status", "coxswain", "-n", NS, "-o", "json"))
@@ -239,8 +249,12 @@ def rolling_update(old, pod):
 def case_upgrade():
     need()
     old = E.reps[-1]
-    out = helm("upgrade", "coxswain", h.CHART, "-n", NS, "--set", "statusWriter.qps=30",
-               "--set", "log.level=debug")
+    # the guide's command, with my-values.yaml changing two values
+    tmp = tempfile.mkdtemp(prefix="cx-upgrade-")
+    with open(os.path.join(tmp, "my-values.yaml"), "w") as f:
+        f.write("statusWriter:\n  qps: 30\nlog:\n  level: debug\n")
+    out = helm_cmd(guide(r"^helm upgrade coxswain deploy/helm/coxswain -n coxswain-system -f my-values\.yaml$"), cwd=tmp)
+    shutil.rmtree(tmp, ignore_errors=True)
     check("has been upgraded" in out, out)
     dep = cr.deployment(manifest_docs())
     args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
@@ -261,7 +275,8 @@ def case_upgrade():
 def case_rollback():
     need()
     old = E.reps[-1]
-    out = helm("rollback", "coxswain", "1", "-n", NS)
+    out = helm_cmd(guide(r"^helm rollback coxswain <REVISION> -n coxswain-system$")
+                   .replace("<REVISION>", "1"))
     check("Rollback was a success" in out, out)
     hist = json.loads(helm("history", "coxswain", "-n", NS, "-o", "json"))
     check_eq([(x["revision"], x["status"]) for x in hist],
@@ -311,6 +326,16 @@ def case_uninstall():
     # before the uninstall, nothing the service account asked was refused
     check_eq([x for x in E.ks.audit() if x["seq"] <= E.uninstall_seq and
               x["user"] == cr.sa_user() and x["code"] in (401, 403)], [])
+    # the guide's commands remove the rest
+    for pat in (r"^kubectl -n coxswain-system delete lease coxswain$",
+                r"^kubectl -n coxswain-system delete proxysnapshots --all$",
+                r"^kubectl delete -f deploy/manifests/crds\.yaml$",
+                r"^kubectl delete namespace coxswain-system$"):
+        kubectl_cmd(guide(pat))
+    check(not [c for c in kget("crd")["items"] if c["spec"]["group"] == "coxswain.dev"],
+          "coxswain CRDs left")
+    p = kubectl("get", "namespace", NS)
+    check(p.returncode != 0 and "NotFound" in p.stderr, p.stderr)
 
 
 try:
