@@ -120,7 +120,7 @@ COMMANDS = [
     (r"^curl -s localhost:18080/metrics \| grep coxswain_snapshot_version_info$", "here"),
     (r"^coxswain translate -f manifests/ --now ", "here"),
     (r"^kubectl -n coxswain-system get endpoints coxswain-xds$",
-     "not run: needs the endpoints controller and ready pods (kubesim has neither)"),
+     "not run: its answer depends on ready pods behind the Service, and kubesim runs no pods"),
 ]
 
 
