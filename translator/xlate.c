@@ -16,8 +16,30 @@
 
 struct xlate_ctx *xlate_ctx_new(void)
 {
+    return xlate_ctx_new_limits(NULL);
+}
+
+struct xlate_ctx *xlate_ctx_new_limits(const struct xlate_limits *lim)
+{
     struct xlate_ctx *ctx = calloc(1, sizeof(struct xlate_ctx));
-    if (ctx && !(ctx->sha = cx_sha256_ctx_new())) {
+    if (!ctx)
+        return NULL;
+    xlate_limits_default(&ctx->limits);
+    if (lim) {
+        /* a field left 0 (or negative) keeps its default */
+        struct xlate_limits *l = &ctx->limits;
+        l->routes_per_vs = lim->routes_per_vs > 0 ? lim->routes_per_vs : l->routes_per_vs;
+        l->delegations_per_vs =
+            lim->delegations_per_vs > 0 ? lim->delegations_per_vs : l->delegations_per_vs;
+        l->routes_per_gateway =
+            lim->routes_per_gateway > 0 ? lim->routes_per_gateway : l->routes_per_gateway;
+        l->resources_per_gateway =
+            lim->resources_per_gateway > 0 ? lim->resources_per_gateway : l->resources_per_gateway;
+        l->resource_bytes = lim->resource_bytes > 0 ? lim->resource_bytes : l->resource_bytes;
+        l->regex_program_size =
+            lim->regex_program_size > 0 ? lim->regex_program_size : l->regex_program_size;
+    }
+    if (!(ctx->sha = cx_sha256_ctx_new())) {
         free(ctx);
         return NULL;
     }

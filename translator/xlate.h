@@ -39,10 +39,25 @@
 #include "xlate_snapshot.h"
 #include "xlate_types.h"
 
+#include "cx_flags.h"
+
 struct xlate_ctx;
 
-/* A new, empty context (caller frees with xlate_ctx_free), or NULL. */
+/* A new, empty context with the default budgets (caller frees with
+ * xlate_ctx_free), or NULL. */
 struct xlate_ctx *xlate_ctx_new(void);
+/* The same with budgets |lim| (NULL, or a field 0: the defaults), fixed
+ * for the context's life. */
+struct xlate_ctx *xlate_ctx_new_limits(const struct xlate_limits *lim);
+
+/* The default budgets. */
+void xlate_limits_default(struct xlate_limits *lim);
+/* The budgets as flags (--max-routes-per-virtual-service, ...: the
+ * XLATE_LIMITS_FLAGS entries written to |out|, targets in |lim|, defaults
+ * and environment variables set) for `coxswain run` and `coxswain
+ * translate`. Returns the number written, 0 if |max| is too small. */
+#define XLATE_LIMITS_FLAGS 6
+size_t xlate_limits_flags(struct xlate_limits *lim, struct cx_flag *out, size_t max);
 void xlate_ctx_free(struct xlate_ctx *ctx);
 
 /* Translates |in| into a new snapshot (*out, one reference for the caller).

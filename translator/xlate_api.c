@@ -6,6 +6,7 @@
 #include "xlate_api_parse.h"
 
 #include "filter_selector.h"
+#include "xlate.h"
 
 #include <openssl/crypto.h>
 
@@ -46,6 +47,7 @@ static const char *const reason_names[XL_R_COUNT] = {
     [XL_R_CERT_NOT_YET_VALID] = "CertificateNotYetValid",
     [XL_R_DOMAIN_NOT_COVERED] = "DomainNotCovered",
     [XL_R_CERT_UNUSED] = "CertificateUnused",
+    [XL_R_BUDGET] = "BudgetExceeded",
 };
 
 const char *xlate_reason_name(enum xl_reason r)
@@ -576,12 +578,19 @@ void xlate_object_release(struct xl_object *o)
     }
 }
 
-int xlate_api_parse(enum xlate_kind kind, const cJSON *obj, struct xl_arena *a,
-                    struct xl_object *out)
+int xlate_api_parse(enum xlate_kind kind, const cJSON *obj, const struct xlate_limits *lim,
+                    struct xl_arena *a, struct xl_object *out)
 {
+    struct xlate_limits dflt;
+    if (!lim) {
+        xlate_limits_default(&dflt);
+        lim = &dflt;
+    }
     struct pctx p; /* the segments are written before they are read */
     p.a = a;
     p.o = out;
+    p.lim = lim;
+    p.regex_total = 0;
     p.depth = 0;
     p.oom = 0;
     memset(out, 0, sizeof(*out));

@@ -24,11 +24,13 @@ enum xlate_kind xlate_kind_of(const cJSON *obj);
 /* "Gateway", "VirtualService", ... ("Unknown" otherwise). */
 const char *xlate_kind_name(enum xlate_kind k);
 
-/* Parses |obj| as |kind| into |out| (allocating from |a|). Metadata is filled
- * whenever it is readable; every problem goes to out->errors. Returns 0, or
- * -1 when memory ran out (|out| is then unusable). Call xlate_object_release()
- * before freeing the arena. */
+/* Parses |obj| as |kind| into |out| (allocating from |a|) under budgets
+ * |lim| (NULL: the defaults; the parse reads the regex program-size limit).
+ * Metadata is filled whenever it is readable; every problem goes to
+ * out->errors. Returns 0, or -1 when memory ran out (|out| is then
+ * unusable). Call xlate_object_release() before freeing the arena. */
 __attribute__((warn_unused_result)) int xlate_api_parse(enum xlate_kind kind, const cJSON *obj,
+                                                        const struct xlate_limits *lim,
                                                         struct xl_arena *a, struct xl_object *out);
 
 /* spec.tls of a parsed Gateway or Upstream: all zero (enabled 0) when it

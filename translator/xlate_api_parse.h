@@ -38,6 +38,8 @@ struct pseg {
 struct pctx {
     struct xl_arena *a;
     struct xl_object *o;
+    const struct xlate_limits *lim;
+    long regex_total; /* RE2 program sizes of the object's regexes so far */
     struct pseg seg[PATH_DEPTH];
     size_t depth;
     int oom;
@@ -300,9 +302,11 @@ int xlate_dns_label(const char *s);     /* DNS-1123 label (namespace names) */
 int xlate_dns_subdomain(const char *s); /* DNS-1123 subdomain (object names) */
 int xlate_header_name_ok(const char *s);
 int xlate_has_ctl(const char *s); /* 1 if |s| holds a control character */
-/* Rejects an invalid regex (RE2's message), or one whose RE2 program is
- * larger than Envoy's default limit. Returns the literal text every match
- * of a valid one starts with (in the arena), or NULL. */
+/* Rejects an invalid regex (RE2's message), one whose RE2 program is
+ * larger than p->lim->regex_program_size, and every regex of an object
+ * once their programs add up to more than XLATE_MAX_REGEX_PROGRAM (those
+ * are not compiled). Returns the literal text every match of a valid one
+ * starts with (in the arena), or NULL. */
 const char *xlate_check_regex(struct pctx *p, const char *re);
 int xlate_label_cmp(const void *a, const void *b); /* struct xl_label by key */
 struct filter_selector *xlate_parse_selector(struct pctx *p, const cJSON *v);

@@ -14,9 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Envoy's default runtime limit on a regex's RE2 program size. */
-#define ENVOY_REGEX_PROGRAM_SIZE 100
-
 /* ---- errors -------------------------------------------------------------- */
 
 int xlate_errors_add(struct xl_errors *e, struct xl_arena *a, enum xlate_state st, enum xl_reason r,
@@ -311,6 +308,8 @@ int xlate_has_ctl(const char *s)
 
 const char *xlate_check_regex(struct pctx *p, const char *re)
 {
+    if (p->regex_total > XLATE_MAX_REGEX_PROGRAM)
+        return NULL; /* over the object's budget: said once, not compiled */
     char err[300];
     struct xlate_re2_info info;
     int rc = xlate_re2_compile(re, strlen(re), &info, err, sizeof(err));
@@ -318,16 +317,37 @@ const char *xlate_check_regex(struct pctx *p, const char *re)
         p->oom = 1;
         return NULL;
     }
-    if (rc != XLATE_RE2_OK) {
+    if (rc == XLATE_RE2_INVALID) {
         REJECT(p, XL_R_INVALID_REGEX, "invalid regex \"%s\": %s", re, err);
         return NULL;
     }
-    if (info.program_size > ENVOY_REGEX_PROGRAM_SIZE)
-        WARN(p, XL_R_REGEX_SIZE,
-             "regex \"%s\" has an RE2 program size of %d; Envoy refuses more than %d "
-             "unless re2.max_program_size.error_level is raised",
-             re, info.program_size, ENVOY_REGEX_PROGRAM_SIZE);
-    return pstrdup(p, info.prefix);
+    long limit = p->lim->regex_program_size;
+    if (rc == XLATE_RE2_TOO_LARGE) {
+        REJECT(p, XL_R_REGEX_SIZE,
+               "regex \"%s\": %s, far over the program-size limit of %ld "
+               "(--max-regex-program-size; Envoy's re2.max_program_size.error_level)",
+               re, err, limit);
+        p->regex_total = XLATE_MAX_REGEX_PROGRAM + 1; /* it cost the whole budget */
+    } else {
+        p->regex_total += info.program_size;
+        if (info.program_size > limit)
+            REJECT(p, XL_R_REGEX_SIZE,
+                   "regex \"%s\" has an RE2 program size of %d, over the limit of %ld "
+                   "(--max-regex-program-size; Envoy refuses more than its runtime "
+                   "re2.max_program_size.error_level, 100 by default)",
+                   re, info.program_size, limit);
+    }
+    if (p->regex_total > XLATE_MAX_REGEX_PROGRAM) {
+        size_t depth = p->depth;
+        p->depth = 0; /* about the whole object, not this field */
+        REJECT(p, XL_R_REGEX_SIZE,
+               "the regexes of this object add up to an RE2 program size over %d; the "
+               "rest are not checked",
+               XLATE_MAX_REGEX_PROGRAM);
+        p->depth = depth;
+        return NULL;
+    }
+    return rc == XLATE_RE2_OK ? pstrdup(p, info.prefix) : NULL;
 }
 
 int xlate_label_cmp(const void *a, const void *b)

@@ -35,6 +35,10 @@ struct filter_selector;
 #define XLATE_MAX_DELEGATION   8  /* RouteTable nesting depth */
 #define XLATE_MAX_CERTIFICATES 64 /* Gateway spec.tls.certificates */
 #define XLATE_MAX_SANS         64 /* Upstream spec.tls.subjectAltNames */
+/* RE2 program sizes of one object's regexes, added up: past it the rest
+ * are not compiled and the object is Rejected (RegexProgramSize). Bounds
+ * the RE2 work one object costs: ~1,000 regexes at Envoy's default limit. */
+#define XLATE_MAX_REGEX_PROGRAM 100000
 
 /* Annotation on a Secret or ConfigMap that lets objects of other namespaces
  * reference it: a comma-separated list of namespaces, or "*". */
@@ -65,7 +69,7 @@ enum xl_reason {
     XL_R_PORT_NOT_FOUND,        /* ServicePortNotFound */
     XL_R_NO_ENDPOINTS,          /* NoReadyEndpoints */
     XL_R_UNSUPPORTED,           /* UnsupportedByProxyless: ignored by gRPC clients */
-    XL_R_REGEX_SIZE,            /* RegexProgramSize: may exceed Envoy's limit */
+    XL_R_REGEX_SIZE,            /* RegexProgramSize: over the program-size limit */
     XL_R_UNKNOWN_KIND,          /* UnknownKind */
     XL_R_SECRET_NOT_FOUND,      /* SecretNotFound */
     XL_R_CONFIG_MAP_NOT_FOUND,  /* ConfigMapNotFound */
@@ -75,6 +79,7 @@ enum xl_reason {
     XL_R_CERT_NOT_YET_VALID,    /* CertificateNotYetValid */
     XL_R_DOMAIN_NOT_COVERED,    /* DomainNotCovered: no certificate names the domain */
     XL_R_CERT_UNUSED,           /* CertificateUnused: covers no served domain */
+    XL_R_BUDGET,                /* BudgetExceeded: over a struct xlate_limits budget */
     XL_R_COUNT,
 };
 

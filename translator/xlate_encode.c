@@ -130,17 +130,25 @@ struct rw {
     uint8_t *buf; /* malloc */
     size_t cap;
     size_t used; /* the bytes written: the last |used| of buf */
-    int oom;
+    size_t max;  /* the message may not pass it (0: no cap) */
+    int oom;     /* memory ran out, or |max| was passed (over set) */
+    int over;
 };
 
 /* Room for |n| more bytes in front of what is written; NULL (and oom set)
- * when memory ran out. */
+ * when memory ran out or the message would pass w->max (over set too). */
 static uint8_t *rw_front_grow(struct rw *w, size_t n)
 {
     if (w->oom)
         return NULL;
+    if (w->max && w->used + n > w->max) {
+        w->oom = w->over = 1;
+        return NULL;
+    }
     if (w->cap - w->used < n) {
         size_t cap = w->cap * 2 > w->used + n ? w->cap * 2 : w->used + n + 256;
+        if (w->max && cap > w->max)
+            cap = w->max; /* the buffer never passes the cap: rw_front need not check */
         uint8_t *b = malloc(cap);
         if (!b) {
             w->oom = 1;
@@ -349,9 +357,13 @@ static void rw_route_action(struct rw *w, const struct xl_rroute *r, enum xlate_
 
 int xlate_encode_vhost(const char *name, char *const *domains, size_t ndomains,
                        const struct xl_rroute *routes, size_t nroutes, enum xlate_gateway_mode mode,
-                       uint8_t **out, size_t *len)
+                       size_t max_bytes, uint8_t **out, size_t *len)
 {
-    struct rw w = {.cap = 256 + 192 * nroutes};
+    /* the first buffer holds the usual routes, within the cap: a larger
+     * message grows it, up to the cap and no further */
+    struct rw w = {.cap = 256 + 192 * nroutes, .max = max_bytes};
+    if (max_bytes && w.cap > max_bytes)
+        w.cap = max_bytes;
     w.buf = malloc(w.cap);
     if (!w.buf)
         return -1;
@@ -364,7 +376,9 @@ int xlate_encode_vhost(const char *name, char *const *domains, size_t ndomains,
     for (size_t i = ndomains; i-- > 0;)
         rw_str(&w, 2, domains[i]); /* domains: repeated, every item written */
     rw_str3(&w, 1, name);
-    return rw_finish(&w, out, len);
+    int over = w.over;
+    int rc = rw_finish(&w, out, len);
+    return over ? -2 : rc;
 }
 
 int xlate_encode_route_config(const char *name, const struct xl_bytes *vhosts, size_t n,

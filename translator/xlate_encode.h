@@ -62,11 +62,13 @@ struct xl_rroute {
     const char *prefix_rewrite;
 };
 
-/* One VirtualHost. Returns 0 or -1 (memory). */
+/* One VirtualHost, at most |max_bytes| long (0: no cap). Returns 0, -1
+ * (memory) or -2: it would pass |max_bytes| (nothing larger was
+ * allocated). */
 __attribute__((warn_unused_result)) int
 xlate_encode_vhost(const char *name, char *const *domains, size_t ndomains,
                    const struct xl_rroute *routes, size_t nroutes, enum xlate_gateway_mode mode,
-                   uint8_t **out, size_t *len);
+                   size_t max_bytes, uint8_t **out, size_t *len);
 
 struct xl_bytes {
     const uint8_t *data;

@@ -302,6 +302,7 @@ static int slot_fill(struct xlate_ctx *ctx, struct xl_gw_memo *m, struct xl_slot
     s->vs = v;
     s->vh = r->vh;
     s->vhlen = r->vhlen;
+    s->nroutes = r->nroutes;
     memcpy(s->hash, r->vh_hash, sizeof(s->hash));
     s->ups = malloc((r->nups ? r->nups : 1) * sizeof(*s->ups));
     if (!s->ups)
@@ -323,10 +324,102 @@ static void slot_release(struct xlate_ctx *ctx, struct xl_gw_memo *m, struct xl_
     s->nups = 0;
 }
 
+/* A Gateway's budgets while its VirtualServices are accepted, oldest
+ * first: what the accepted ones hold so far. */
+struct budget {
+    size_t routes;     /* in the RouteConfiguration */
+    size_t bytes;      /* of the RouteConfiguration */
+    size_t resources;  /* listeners, the route configuration, clusters, endpoints */
+    struct cx_map ups; /* Upstreams counted (key: the entry pointer's bytes) */
+};
+
+static void budget_start(struct budget *b, const struct xl_entry *gwe, enum xlate_gateway_mode mode)
+{
+    b->bytes = gwe->keylen + 12; /* the name, with its tag and length */
+    b->resources = mode == XLATE_MODE_ENVOY ? 2 : 1;
+}
+
+/* The VirtualHost's bytes in a RouteConfiguration: tag, length, message. */
+static size_t vh_framed(size_t len)
+{
+    size_t n = 1;
+    for (size_t l = len; l >= 0x80; l >>= 7)
+        n++;
+    return 1 + n + len;
+}
+
+/* Whether |v| fits in what is left of the Gateway's budgets: 1 and it is
+ * counted in |b|, 0 with |msg| saying which budget it would pass and the
+ * numbers, -1 when memory ran out. */
+static int budget_fits(struct budget *b, const struct xlate_limits *lim,
+                       enum xlate_gateway_mode mode, const struct xl_entry *v,
+                       const struct xl_entry *gwe, char *msg, size_t msglen)
+{
+    const struct xl_vs_res *r = &v->res[mode];
+    size_t bytes = vh_framed(r->vhlen), fresh = 0, listeners = 0;
+    for (size_t k = 0; k < r->nups; k++)
+        fresh += !cx_map_get(&b->ups, &r->ups[k], sizeof(r->ups[k]));
+    if (mode == XLATE_MODE_PROXYLESS)
+        for (size_t k = 0; k < v->obj.u.vs.ndomains; k++)
+            listeners += !strchr(v->obj.u.vs.domains[k], '*');
+    size_t more = listeners + 2 * fresh; /* a Cluster and a ClusterLoadAssignment each */
+    if (b->routes + r->nroutes > (size_t)lim->routes_per_gateway) {
+        snprintf(msg, msglen,
+                 "Gateway %s serves %zu routes of older VirtualServices; this one's %zu more "
+                 "would pass the limit of %ld (--max-routes-per-gateway)",
+                 gwe->key, b->routes, r->nroutes, lim->routes_per_gateway);
+        return 0;
+    }
+    if (b->bytes + bytes > (size_t)lim->resource_bytes) {
+        snprintf(msg, msglen,
+                 "Gateway %s's RouteConfiguration holds %zu bytes of older VirtualServices; "
+                 "this one's %zu more would pass the limit of %ld (--max-resource-bytes)",
+                 gwe->key, b->bytes, bytes, lim->resource_bytes);
+        return 0;
+    }
+    if (b->resources + more > (size_t)lim->resources_per_gateway) {
+        snprintf(msg, msglen,
+                 "Gateway %s holds %zu xDS resources for older VirtualServices; this one's %zu "
+                 "more (listeners, and a cluster and endpoints per new Upstream) would pass "
+                 "the limit of %ld (--max-resources-per-gateway)",
+                 gwe->key, b->resources, more, lim->resources_per_gateway);
+        return 0;
+    }
+    for (size_t k = 0; k < r->nups; k++)
+        if (!cx_map_get(&b->ups, &r->ups[k], sizeof(r->ups[k])) &&
+            cx_map_put(&b->ups, &r->ups[k], sizeof(r->ups[k]), r->ups[k], NULL) != 0)
+            return -1;
+    b->routes += r->nroutes;
+    b->bytes += bytes;
+    b->resources += more;
+    return 1;
+}
+
+/* Records why VirtualService |v| is not served on the Gateway (a domain
+ * conflict or a budget). Returns 0 or -1. */
+static int refuse(struct xl_gw_memo *m, const struct xl_entry *v, enum xl_reason why,
+                  const char *text)
+{
+    size_t tl = strlen(text);
+    struct xl_refusal *f = malloc(sizeof(*f) + tl + 1);
+    if (!f)
+        return -1;
+    f->reason = why;
+    memcpy(f->msg, text, tl + 1);
+    if (cx_map_put(&m->conflicts, v->key, v->keylen, f, NULL) != 0) {
+        free(f);
+        return -1;
+    }
+    m->nbudget += why == XL_R_BUDGET;
+    return 0;
+}
+
 /* Domain claims over the whole selection: each domain goes to the oldest
  * VirtualService; a younger one asking for a taken domain is rejected on
- * this Gateway. Rebuilds the accepted slots, their Upstream counts and the
- * conflict messages. */
+ * this Gateway, and so is one that would pass a budget of the Gateway
+ * (routes, RouteConfiguration bytes, resources) when the older ones are
+ * counted. Rebuilds the accepted slots, their Upstream counts, the totals
+ * and the refusal messages. */
 static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m)
 {
     int rc = -1;
@@ -335,6 +428,8 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
     struct xl_arena keys = {0};
     struct xl_slot *acc = NULL, *old = m->acc;
     size_t nold = m->nacc, nacc = 0;
+    struct budget b = {0};
+    budget_start(&b, gwe, m->mode);
     if (!order)
         goto out;
     for (size_t i = 0; i < nold; i++)
@@ -346,6 +441,7 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
             (void)xlate_rep_dirty(ctx, v);
     }
     xlate_map_free_vals(&m->conflicts);
+    m->nbudget = 0;
     size_t n = 0;
     for (size_t i = 0; i < m->nsel; i++) {
         struct xl_entry *v = m->sel[i];
@@ -366,17 +462,23 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
             other = cx_map_gets(&owner, d);
             dom = vs->domains[k];
         }
+        char buf[900];
+        enum xl_reason why = XL_R_NONE;
+        int fits = 1;
         if (other) {
-            char buf[900];
             snprintf(buf, sizeof(buf),
                      "domain \"%s\" is already served by VirtualService %s on Gateway %s (the "
                      "oldest VirtualService keeps a domain)",
                      dom, other->key, gwe->key);
-            char *msgc = strdup(buf);
-            if (!msgc || cx_map_put(&m->conflicts, v->key, v->keylen, msgc, NULL) != 0) {
-                free(msgc);
+            why = XL_R_DOMAIN_CONFLICT;
+        } else if ((fits = budget_fits(&b, &ctx->limits, m->mode, v, gwe, buf, sizeof(buf))) < 0) {
+            goto out;
+        } else if (!fits) {
+            why = XL_R_BUDGET;
+        }
+        if (why != XL_R_NONE) {
+            if (refuse(m, v, why, buf) != 0)
                 goto out;
-            }
             (void)xlate_rep_dirty(ctx, v);
             continue;
         }
@@ -420,11 +522,14 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
     free(old);
     m->acc = acc;
     m->nacc = nacc;
+    m->acc_routes = b.routes;
+    m->acc_bytes = b.bytes;
     acc = NULL;
     m->rc_dirty = 1;
     m->lds_dirty = 1;
     rc = 0;
 out:
+    cx_map_free(&b.ups);
     if (acc) {
         for (size_t i = 0; i < nacc; i++)
             free(acc[i].ups);
@@ -716,9 +821,23 @@ static int gw_accept(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_m
                 free(old.ups);
                 return -1;
             }
+            m->acc_routes += s->nroutes - old.nroutes;
+            m->acc_bytes += vh_framed(s->vhlen) - vh_framed(old.vhlen);
             slot_release(ctx, m, &old);
             m->rc_dirty = 1;
         }
+        /* a patched VirtualService that grew past a budget, or one refused
+         * for a budget that may fit now: the budgets are counted again,
+         * oldest first (rare: the budgets are far above real use) */
+        const struct xlate_limits *lim = &ctx->limits;
+        size_t listeners = m->mode == XLATE_MODE_ENVOY ? 1 : cx_map_len(&m->api_listeners);
+        size_t resources = 1 + listeners + m->sets[XDS_CLUSTER].n + m->sets[XDS_ENDPOINT].n;
+        if (m->touched.n &&
+            (m->nbudget || m->acc_routes > (size_t)lim->routes_per_gateway ||
+             m->acc_bytes > (size_t)lim->resource_bytes ||
+             resources > (size_t)lim->resources_per_gateway) &&
+            compute_claims(ctx, gwe, m) != 0)
+            return -1;
     }
     xlate_list_clear(&m->touched);
     return 0;

@@ -310,7 +310,7 @@ static int reparse(struct xlate_ctx *ctx, struct xl_entry *e, const cJSON *obj, 
         e->arena.hint = ctx->arena_hint[e->kind];
     e->digest = digest;
     e->obj_ptr = obj;
-    if (xlate_api_parse(e->kind, obj, &e->arena, &e->obj) != 0) {
+    if (xlate_api_parse(e->kind, obj, &ctx->limits, &e->arena, &e->obj) != 0) {
         memset(&e->obj, 0, sizeof(e->obj));
         e->obj.kind = e->kind;
         e->digest = 0;

@@ -55,6 +55,7 @@ struct xl_msg {
 /* A VirtualService's routes resolved for one gateway mode. */
 struct xl_vs_res {
     int valid;       /* computed and still current */
+    int over_budget; /* a budget Rejected the VirtualService (its message says which) */
     uint32_t serial; /* changes whenever recomputed (dependency index, reports) */
     struct xl_arena arena;
     uint8_t *vh; /* encoded VirtualHost (malloc), NULL when no route is left */
@@ -149,9 +150,16 @@ struct xl_slot {
     struct xl_entry *vs;
     const uint8_t *vh; /* borrowed from vs->res[mode] */
     size_t vhlen;
+    size_t nroutes;
     uint8_t hash[16];
     struct xl_entry **ups; /* the Upstreams counted for it (malloc copy) */
     size_t nups;
+};
+
+/* Why a selected VirtualService is not served on a Gateway. */
+struct xl_refusal {
+    enum xl_reason reason; /* XL_R_DOMAIN_CONFLICT or XL_R_BUDGET */
+    char msg[];
 };
 
 struct xl_ucount {
@@ -175,8 +183,10 @@ struct xl_gw_memo {
     size_t sel_finger;   /* xlate_gw_is_sel: where the last lookup ended */
     struct xl_slot *acc; /* accepted (served, no conflict), sorted */
     size_t nacc;
-    struct cx_map conflicts; /* VirtualService key -> message (malloc) */
-    struct cx_map upcount;   /* Upstream key -> struct xl_ucount (malloc) */
+    size_t acc_routes, acc_bytes; /* the accepted ones' routes and RouteConfiguration bytes */
+    struct cx_map conflicts;      /* VirtualService key -> struct xl_refusal (malloc) */
+    size_t nbudget;               /* refusals for a budget among them */
+    struct cx_map upcount;        /* Upstream key -> struct xl_ucount (malloc) */
     int claims_dirty, rc_dirty, lds_dirty;
     int bulk; /* compute_claims: append to sets, sort after */
     int unsorted[XDS_TYPE_COUNT];
@@ -208,6 +218,7 @@ struct xl_dep_list {
 };
 
 struct xlate_ctx {
+    struct xlate_limits limits; /* fixed at creation */
     uint32_t pass;
     int broken; /* a pass ran out of memory: the next must be a full view */
     struct cx_map by_key[XLATE_KIND_COUNT];   /* "ns/name" -> entry */

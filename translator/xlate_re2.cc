@@ -38,6 +38,22 @@ size_t common_prefix(const std::string &a, const std::string &b)
     return n - (k - 1) >= want ? k - 1 + want : k - 1;
 }
 
+// Unicode classes in |re|: \p and \P escapes (a backslash escaping a
+// backslash does not start one). Counted on the text: RE2 builds each
+// before anything could stop it.
+size_t unicode_classes(const char *re, size_t len)
+{
+    size_t n = 0;
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (re[i] != '\\')
+            continue;
+        if (re[i + 1] == 'p' || re[i + 1] == 'P')
+            n++;
+        i++; // the escaped byte
+    }
+    return n;
+}
+
 int compile(const char *re, size_t len, struct xlate_re2_info *info, char *err, size_t errlen)
 {
     if (len == 0) {
@@ -54,10 +70,29 @@ int compile(const char *re, size_t len, struct xlate_re2_info *info, char *err, 
         set_err(err, errlen, "regex contains a NUL byte");
         return XLATE_RE2_INVALID;
     }
+    size_t classes = unicode_classes(re, len);
+    if (classes > XLATE_RE2_MAX_UNICODE_CLASSES) {
+        char m[160];
+        std::snprintf(m, sizeof(m),
+                      "%zu Unicode classes (\\p, \\P); at most %d are checked in one regex",
+                      classes, XLATE_RE2_MAX_UNICODE_CLASSES);
+        set_err(err, errlen, m);
+        return XLATE_RE2_INVALID;
+    }
     // Envoy: re2::RE2(regex, re2::RE2::Quiet), the default options without
-    // logging; gRPC: the default options.
+    // logging; gRPC: the default options. Only max_mem differs: it bounds
+    // the program (a larger one is refused here as too large, Envoy's
+    // limit being far below) and the DFA PossibleMatchRange walks.
     RE2::Options opt(RE2::Quiet);
+    opt.set_max_mem(XLATE_RE2_MAX_MEM);
     RE2 compiled(re2::StringPiece(re, len), opt);
+    if (compiled.error_code() == RE2::ErrorPatternTooLarge) {
+        char m[120];
+        std::snprintf(m, sizeof(m), "its RE2 program does not fit in %d KiB",
+                      XLATE_RE2_MAX_MEM >> 10);
+        set_err(err, errlen, m);
+        return XLATE_RE2_TOO_LARGE;
+    }
     if (!compiled.ok()) {
         set_err(err, errlen, compiled.error().c_str());
         return XLATE_RE2_INVALID;

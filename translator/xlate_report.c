@@ -159,14 +159,17 @@ static int report_gateway(struct xlate_ctx *ctx, struct xl_entry *e)
         add(&l, XLATE_WARNING, XL_R_CERT_UNUSED, m->cert_notes[i]);
     ok[0] = '\0';
     if (m) {
-        size_t conflicts = cx_map_len(&m->conflicts);
+        size_t conflicts = cx_map_len(&m->conflicts) - m->nbudget;
         size_t nl = m->sets[XDS_LISTENER].n, nc = m->sets[XDS_CLUSTER].n;
+        char budget[64] = "";
+        if (m->nbudget)
+            snprintf(budget, sizeof(budget), ", %zu over a budget", m->nbudget);
         snprintf(ok, sizeof(ok),
                  "%s mode: %zu listener%s, %zu virtual host%s from %zu selected VirtualService%s "
-                 "(%zu lost a domain conflict), %zu cluster%s",
+                 "(%zu lost a domain conflict%s), %zu cluster%s",
                  m->mode == XLATE_MODE_PROXYLESS ? "proxyless" : "envoy", nl, nl == 1 ? "" : "s",
-                 m->nacc, m->nacc == 1 ? "" : "s", m->nsel, m->nsel == 1 ? "" : "s", conflicts, nc,
-                 nc == 1 ? "" : "s");
+                 m->nacc, m->nacc == 1 ? "" : "s", m->nsel, m->nsel == 1 ? "" : "s", conflicts,
+                 budget, nc, nc == 1 ? "" : "s");
     }
     return finish(ctx, e, &l, ok);
 }
@@ -196,7 +199,7 @@ static int report_virtual_service(struct xlate_ctx *ctx, struct xl_entry *e)
                 for (size_t i = 0; i < r->nmsgs; i++)
                     if (r->msgs[i].target == e)
                         add(&l, r->msgs[i].state, r->msgs[i].reason, r->msgs[i].text);
-                if (r->valid && r->nroutes == 0) {
+                if (r->valid && r->nroutes == 0 && !r->over_budget) {
                     snprintf(nbuf, sizeof(nbuf), "no route is left to serve%s",
                              mo == XLATE_MODE_PROXYLESS ? " (proxyless)" : "");
                     add(&l, XLATE_REJECTED, XL_R_NO_ROUTES, nbuf);
@@ -205,9 +208,9 @@ static int report_virtual_service(struct xlate_ctx *ctx, struct xl_entry *e)
                     nroutes = r->nroutes;
             }
             for (size_t i = 0; i < nuses; i++) {
-                const char *c = cx_map_get(&memos[i]->conflicts, e->key, e->keylen);
+                const struct xl_refusal *c = cx_map_get(&memos[i]->conflicts, e->key, e->keylen);
                 if (c)
-                    add(&l, XLATE_REJECTED, XL_R_DOMAIN_CONFLICT, c);
+                    add(&l, XLATE_REJECTED, c->reason, c->msg);
                 const char *u = cx_map_get(&memos[i]->uncovered, e->key, e->keylen);
                 if (u)
                     add(&l, XLATE_WARNING, XL_R_DOMAIN_NOT_COVERED, u);

@@ -44,6 +44,11 @@ struct rctx {
     struct xl_entry *last_up;
     /* a cycle found below: unwind to this RouteTable, dropping its routes */
     struct xl_entry *cycle_at;
+    /* budgets (ctx->limits): RouteTable expansions so far; set when one
+     * is passed, with the message: everything unwinds, nothing is served */
+    size_t ndeleg;
+    int over;
+    char over_msg[700];
 };
 
 void xlate_res_clear(struct xl_vs_res *r)
@@ -158,6 +163,23 @@ static const char *kind_short(const struct xl_entry *e)
     return e->kind == XLATE_KIND_ROUTE_TABLE ? "RouteTable" : "VirtualService";
 }
 
+/* A budget was passed at |owner|'s route |path|: the resolution unwinds
+ * and keeps no route (rc->over); the message goes to the VirtualService. */
+static void over_budget(struct rctx *rc, const char *what, long limit, const char *flag,
+                        const struct xl_entry *owner, const char *path, const char *how)
+{
+    if (rc->over)
+        return;
+    rc->over = 1;
+    snprintf(rc->over_msg, sizeof(rc->over_msg),
+             "more than %ld %s (%s %ld): %zu routes made through %zu RouteTable expansions "
+             "when %s %s %s %s; the expansion stopped and nothing of this VirtualService is "
+             "served",
+             limit, what, flag, limit, rc->routes.n,
+             rc->ndeleg > (size_t)limit ? (size_t)limit : rc->ndeleg, kind_short(owner), owner->key,
+             path, how);
+}
+
 /* What a route inherits from the route that delegated to its table. */
 struct inherit {
     const char *prefix; /* NULL at the top */
@@ -210,6 +232,14 @@ static int expand_table(struct rctx *rc, struct xl_entry *owner, const char *pat
     const char *prefix = parent->match.value;
     int cs = parent->match.case_sensitive && in->case_sensitive;
     dep(rc, 'R', rt->key, NULL);
+    long max_deleg = rc->ctx->limits.delegations_per_vs;
+    if (++rc->ndeleg > (size_t)max_deleg) {
+        char how[300];
+        snprintf(how, sizeof(how), "delegated to RouteTable %s once more", rt->key);
+        over_budget(rc, "RouteTable expansions", max_deleg, "--max-delegations-per-virtual-service",
+                    owner, path, how);
+        return -1;
+    }
     if (rt->parse_state == XLATE_REJECTED) {
         msg(rc, owner, XLATE_WARNING, XL_R_ROUTE_TABLE_REJECTED,
             "%s: RouteTable %s is rejected; its routes are left out", path, rt->key);
@@ -290,6 +320,8 @@ static int expand_table(struct rctx *rc, struct xl_entry *owner, const char *pat
     rc->chain[rc->depth++] = rt;
     expand_routes(rc, rt, t->routes, t->nroutes, &child);
     rc->depth--;
+    if (rc->over)
+        return -1;
     if (rc->cycle_at) {
         rc->routes.n = mark; /* drop what this table added */
         if (rc->cycle_at == rt) {
@@ -328,7 +360,7 @@ static void delegate(struct rctx *rc, struct xl_entry *owner, const char *path,
             continue;
         found++;
         expand_table(rc, owner, path, l->items[i], r, in);
-        if (rc->cycle_at)
+        if (rc->cycle_at || rc->over)
             return;
     }
     if (!found)
@@ -348,7 +380,7 @@ static int grpc_condition(const char *s, size_t n)
 static void expand_routes(struct rctx *rc, struct xl_entry *owner, const struct xl_route *routes,
                           size_t n, const struct inherit *in)
 {
-    for (size_t i = 0; i < n && !rc->oom && !rc->cycle_at; i++) {
+    for (size_t i = 0; i < n && !rc->oom && !rc->cycle_at && !rc->over; i++) {
         const struct xl_route *r = &routes[i];
         char path[64];
         xlate_cat(xlate_cat_u(xlate_cat(path, path + sizeof(path), "spec.routes["),
@@ -424,6 +456,12 @@ static void expand_routes(struct rctx *rc, struct xl_entry *owner, const struct 
                     "%s.retries.on: proxyless gRPC clients only retry on cancelled, "
                     "deadline-exceeded, internal, resource-exhausted and unavailable",
                     path);
+        }
+        long max_routes = rc->ctx->limits.routes_per_vs;
+        if (rc->routes.n >= (size_t)max_routes) {
+            over_budget(rc, "routes after delegation", max_routes,
+                        "--max-routes-per-virtual-service", owner, path, "added one more");
+            return;
         }
         struct xl_rroute *out = push_route(rc);
         if (!out)
@@ -577,11 +615,30 @@ int xlate_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gatew
     int rcode = -1;
     if (rc.oom)
         goto out;
+    if (!rc.over && rc.routes.n) {
+        long max_bytes = ctx->limits.resource_bytes;
+        int er = xlate_encode_vhost(e->key, vs->domains, vs->ndomains, rc.routes.items, rc.routes.n,
+                                    mode, (size_t)max_bytes, &res->vh, &res->vhlen);
+        if (er == -2) {
+            rc.over = 1;
+            snprintf(rc.over_msg, sizeof(rc.over_msg),
+                     "its VirtualHost encodes to more than %ld bytes (--max-resource-bytes %ld) "
+                     "with %zu routes; nothing of this VirtualService is served",
+                     max_bytes, max_bytes, rc.routes.n);
+        } else if (er != 0) {
+            goto out;
+        }
+    }
+    if (rc.over) {
+        /* a budget Rejects the VirtualService: no route of it is kept */
+        rc.routes.n = 0;
+        res->over_budget = 1;
+        msg(&rc, e, XLATE_REJECTED, XL_R_BUDGET, "%s", rc.over_msg);
+        if (rc.oom)
+            goto out;
+    }
     res->nroutes = rc.routes.n;
     if (rc.routes.n) {
-        if (xlate_encode_vhost(e->key, vs->domains, vs->ndomains, rc.routes.items, rc.routes.n,
-                               mode, &res->vh, &res->vhlen) != 0)
-            goto out;
         uint8_t h[CX_SHA256_LEN];
         cx_sha256_with(ctx->sha, res->vh, res->vhlen, h);
         memcpy(res->vh_hash, h, sizeof(res->vh_hash));

@@ -58,6 +58,28 @@ struct xlate_change {
     const char *name;      /* deletions only */
 };
 
+/* Budgets: how much one object may make the translator produce. An object
+ * that would pass one is Rejected with a message naming the limit and the
+ * numbers, and its expansion stops there (nothing is built first and
+ * counted after); every other object is translated as if it were absent.
+ * docs/security.md lists them with their flags (xlate_limits_flags). */
+struct xlate_limits {
+    long routes_per_vs;         /* routes of one VirtualService after delegation */
+    long delegations_per_vs;    /* RouteTable expansions resolving one VirtualService */
+    long routes_per_gateway;    /* routes in one Gateway's RouteConfiguration */
+    long resources_per_gateway; /* xDS resources of one Gateway, every type */
+    long resource_bytes;        /* one encoded VirtualHost or RouteConfiguration */
+    long regex_program_size;    /* RE2 program size of one regex (Envoy's
+                                 * re2.max_program_size.error_level) */
+};
+
+#define XLATE_LIMIT_ROUTES_PER_VS         4096
+#define XLATE_LIMIT_DELEGATIONS_PER_VS    1024
+#define XLATE_LIMIT_ROUTES_PER_GATEWAY    500000
+#define XLATE_LIMIT_RESOURCES_PER_GATEWAY 250000
+#define XLATE_LIMIT_RESOURCE_BYTES        (64L << 20)
+#define XLATE_LIMIT_REGEX_PROGRAM_SIZE    100
+
 /* What one pass did: the incremental work is visible here (and tested). */
 struct xlate_stats {
     size_t objects;          /* input objects */

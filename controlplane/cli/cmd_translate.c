@@ -165,14 +165,23 @@ static int load_path(struct objs *o, const char *path, int depth)
 static void usage(FILE *out)
 {
     fprintf(out, "usage: coxswain translate -f PATH [-f PATH...] [--reports-only]\n"
-                 "                          [--show-secrets] [--now RFC3339]\n"
+                 "                          [--show-secrets] [--now RFC3339] [--max-...=N]\n"
                  "\n"
                  "Translates Gateways, VirtualServices, RouteTables, Upstreams, Services,\n"
                  "EndpointSlices, Secrets and ConfigMaps from manifests (YAML or JSON files, or\n"
                  "directories of them) and prints {\"reports\": [...], \"snapshot\": {...}}\n"
                  "as JSON. Private keys are shown as \"[redacted]\" unless --show-secrets;\n"
                  "certificates are judged valid or expired now, or at --now.\n"
-                 "Exit status: 0 all accepted (warnings allowed), 1 something was Rejected,\n"
+                 "The translator's budgets are those of `coxswain run` (same flags, same\n"
+                 "environment variables, same defaults):\n"
+                 "\n");
+    struct xlate_limits lim;
+    struct cx_flag flags[XLATE_LIMITS_FLAGS];
+    size_t n = xlate_limits_flags(&lim, flags, XLATE_LIMITS_FLAGS);
+    for (size_t i = 0; i < n; i++)
+        fprintf(out, "  --%s=N (default %s, $%s)\n      %s\n", flags[i].name, flags[i].def,
+                flags[i].env, flags[i].help);
+    fprintf(out, "\nExit status: 0 all accepted (warnings allowed), 1 something was Rejected,\n"
                  "2 usage or read error.\n");
 }
 
@@ -186,9 +195,22 @@ int cmd_translate(int argc, char **argv)
     struct xlate_object *in = NULL;
     struct cx_buf out;
     cx_buf_init(&out, 0);
-    if (!o.docs)
+    /* the budget flags go to cx_flags with the table `coxswain run` uses */
+    struct xlate_limits lim;
+    struct cx_flag lflags[XLATE_LIMITS_FLAGS];
+    size_t nlflags = xlate_limits_flags(&lim, lflags, XLATE_LIMITS_FLAGS);
+    char **largv = calloc((size_t)argc + 1, sizeof(*largv));
+    int largc = 1;
+    if (!o.docs || !largv)
         goto done;
+    largv[0] = argv[0];
     for (int i = 1; i < argc; i++) {
+        if (strncmp(argv[i], "--max-", 6) == 0) {
+            largv[largc++] = argv[i];
+            if (!strchr(argv[i], '=') && i + 1 < argc)
+                largv[largc++] = argv[++i];
+            continue;
+        }
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             usage(stdout);
             status = 0;
@@ -223,9 +245,14 @@ int cmd_translate(int argc, char **argv)
         usage(stderr);
         goto done;
     }
+    char ferr[300];
+    if (cx_flags_parse(lflags, nlflags, largc, largv, ferr, sizeof(ferr)) != 0) {
+        fprintf(stderr, "translate: %s\n", ferr);
+        goto done;
+    }
     size_t n = (size_t)cJSON_GetArraySize(o.docs), used = 0;
     in = calloc(n ? n : 1, sizeof(*in));
-    ctx = xlate_ctx_new();
+    ctx = xlate_ctx_new_limits(&lim);
     if (!in || !ctx) {
         fprintf(stderr, "translate: out of memory\n");
         goto done;
@@ -270,6 +297,7 @@ int cmd_translate(int argc, char **argv)
     fprintf(stderr, "\n");
     status = rej ? 1 : 0;
 done:
+    free(largv);
     cx_buf_free(&out);
     xlate_snapshot_unref(snap);
     xlate_ctx_free(ctx);

@@ -374,6 +374,7 @@ int daemon_pipeline_new(struct daemon *d, char *err, size_t errlen)
     struct daemon_config *c = d->cfg;
     struct daemon_worker_opts wo = {
         .debounce_ns = c->debounce_ns,
+        .limits = c->limits,
         .make_view = make_view,
         .on_snapshot = on_snapshot,
         .user = d,

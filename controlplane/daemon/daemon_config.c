@@ -123,6 +123,10 @@ int daemon_config_init(struct daemon_config *c)
     if (!m)
         return -1;
     n += m;
+    m = xlate_limits_flags(&c->limits, c->table + n, DAEMON_FLAGS_MAX - n);
+    if (!m)
+        return -1;
+    n += m;
     size_t first_el = n;
     m = election_flags_table(&c->ef, c->table + n, DAEMON_FLAGS_MAX - n);
     if (!m)

@@ -10,11 +10,12 @@
 #include "cx_flags.h"
 #include "election_config.h"
 #include "filter.h"
+#include "xlate.h"
 
 #include <stdint.h>
 #include <stdio.h>
 
-#define DAEMON_FLAGS_MAX (40 + FILTER_FLAGS_MAX + ELECTION_FLAGS_MAX)
+#define DAEMON_FLAGS_MAX (40 + FILTER_FLAGS_MAX + ELECTION_FLAGS_MAX + XLATE_LIMITS_FLAGS)
 
 /* Always part of the Secrets' field selector. */
 #define DAEMON_SECRET_TYPE_SELECTOR "type=kubernetes.io/tls"
@@ -54,6 +55,7 @@ struct daemon_config {
     int cold;       /* --standby cold, checked by daemon_config_parse */
     struct filter_flags ff;
     struct election_flags ef;
+    struct xlate_limits limits; /* the translator's budgets (xlate_limits_flags) */
     struct cx_flag table[DAEMON_FLAGS_MAX];
     size_t nflags;
 };

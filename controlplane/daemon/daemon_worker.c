@@ -55,7 +55,7 @@ struct daemon_worker {
 static void *thread_main(void *arg)
 {
     struct daemon_worker *w = arg;
-    struct xlate_ctx *ctx = xlate_ctx_new();
+    struct xlate_ctx *ctx = xlate_ctx_new_limits(&w->o.limits);
     int have_world = 0; /* ctx holds the world of the last view */
     pthread_mutex_lock(&w->mu);
     for (;;) {
@@ -75,7 +75,7 @@ static void *thread_main(void *arg)
         int ok = 0;
         res.started_ns = cx_mono_ns();
         if (!ctx) {
-            ctx = xlate_ctx_new();
+            ctx = xlate_ctx_new_limits(&w->o.limits);
             have_world = 0;
         }
         /* The evaluation time of certificates (whole seconds): it can only

@@ -46,6 +46,7 @@ struct daemon_worker_result {
 
 struct daemon_worker_opts {
     int64_t debounce_ns;
+    struct xlate_limits limits; /* the translator's budgets */
     /* Main loop: an immutable view of the store now (a reference for the
      * worker), or NULL if memory ran out (retried after the window). */
     struct store_view *(*make_view)(void *user);

@@ -23,6 +23,10 @@ DAEMON_FLAGS = {
     "--leader-elect-retry-period", "--leader-elect-resource-lock",
     "--leader-elect-resource-name", "--leader-elect-resource-namespace",
     "--log-format", "--log-level", "--tls-inputs", "--standby",
+    # the translator's budgets (issue 17)
+    "--max-routes-per-virtual-service", "--max-delegations-per-virtual-service",
+    "--max-routes-per-gateway", "--max-resources-per-gateway", "--max-resource-bytes",
+    "--max-regex-program-size",
 }
 
 INPUT_KINDS = ["gateways", "virtualservices", "routetables", "upstreams"]

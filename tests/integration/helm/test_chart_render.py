@@ -86,6 +86,12 @@ def case_default_flags():
         "--leader-elect-resource-namespace": NS,
         "--standby": "warm",
         "--debounce": "100ms",
+        "--max-routes-per-virtual-service": "4096",
+        "--max-delegations-per-virtual-service": "1024",
+        "--max-routes-per-gateway": "500000",
+        "--max-resources-per-gateway": "250000",
+        "--max-resource-bytes": "67108864",
+        "--max-regex-program-size": "100",
         "--status-qps": "20",
         "--status-burst": "50",
         "--log-format": "json",
@@ -299,6 +305,19 @@ def case_names_and_image():
     check_rbac(r, lock_name="gw-lock")
 
 
+def case_translator_limits():
+    # the budgets reach the daemon's flags, also large ones (no float
+    # rendering such as 6.7108864e+07)
+    r = h.render(sets={"translatorLimits.regexProgramSize": 1000,
+                       "translatorLimits.resourceBytes": 134217728,
+                       "translatorLimits.routesPerGateway": 2000000})
+    check(r.ok, r.err)
+    a = r.args()
+    check_eq((a["--max-regex-program-size"], a["--max-resource-bytes"],
+              a["--max-routes-per-gateway"]), ("1000", "134217728", "2000000"))
+    check_eq(a["--max-routes-per-virtual-service"], "4096")
+
+
 def case_ha_values():
     check(HA.ok, HA.err)
     spec = HA.deployment()["spec"]
@@ -437,6 +456,7 @@ CASES = [
     ("RBAC tlsInputs: Secrets/ConfigMaps list+watch, none when disabled", case_rbac_tls_inputs),
     ("rbac.create / serviceAccount.create off; custom SA name", case_rbac_and_serviceaccount_optional),
     ("names, lock name and image follow release and overrides", case_names_and_image),
+    ("translatorLimits reach the --max-* flags", case_translator_limits),
     ("HA values: 5 replicas, tuned lease, hard spread, PDB 3", case_ha_values),
     ("HA values: xDS TLS with client CA mounted read-only", case_ha_xds_tls),
     ("HA values: ServiceMonitor scrapes admin only; PrometheusRule", case_ha_monitoring),

@@ -19,7 +19,7 @@ static void parse(struct parsed *p, enum xlate_kind kind, const char *json)
     p->json = cJSON_Parse(json);
     if (!p->json)
         cxt_fail(__FILE__, __LINE__, 1, "bad test JSON: %s", json);
-    if (xlate_api_parse(kind, p->json, &p->a, &p->o) != 0)
+    if (xlate_api_parse(kind, p->json, NULL, &p->a, &p->o) != 0)
         cxt_fail(__FILE__, __LINE__, 1, "parse ran out of memory");
 }
 

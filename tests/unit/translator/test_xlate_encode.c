@@ -607,7 +607,7 @@ static void test_vhost_bytes(void)
                                            &want_len),
                            0);
             REQUIRE_INT_EQ(xlate_encode_vhost(cases[c].name, cases[c].domains, cases[c].ndomains,
-                                              cases[c].routes, cases[c].nroutes, mode, &b, &len),
+                                              cases[c].routes, cases[c].nroutes, mode, 0, &b, &len),
                            0);
             CHECK_INT_EQ(len, want_len);
             CHECK(len == want_len && memcmp(b, want, len) == 0);
@@ -653,9 +653,10 @@ static void test_vhost_modes_and_rc_assembly(void)
     uint8_t *env = NULL, *pl = NULL;
     size_t envlen = 0, pllen = 0;
     REQUIRE_INT_EQ(
-        xlate_encode_vhost("ns/vs", domains, 1, routes, 3, XLATE_MODE_ENVOY, &env, &envlen), 0);
+        xlate_encode_vhost("ns/vs", domains, 1, routes, 3, XLATE_MODE_ENVOY, 0, &env, &envlen), 0);
     REQUIRE_INT_EQ(
-        xlate_encode_vhost("ns/vs", domains, 1, routes, 3, XLATE_MODE_PROXYLESS, &pl, &pllen), 0);
+        xlate_encode_vhost("ns/vs", domains, 1, routes, 3, XLATE_MODE_PROXYLESS, 0, &pl, &pllen),
+        0);
     Envoy__Config__Route__V3__VirtualHost *e =
         envoy__config__route__v3__virtual_host__unpack(NULL, envlen, env);
     Envoy__Config__Route__V3__VirtualHost *p =

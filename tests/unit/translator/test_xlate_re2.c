@@ -122,20 +122,21 @@ static void test_caps(void)
     big[XLATE_RE2_MAX_LEN + 1] = '\0';
     CHECK_INT_EQ(xlate_re2_compile(big, XLATE_RE2_MAX_LEN + 1, NULL, err, sizeof(err)),
                  XLATE_RE2_INVALID);
-    CHECK_STR_EQ(err, "regex longer than 4096 bytes");
+    CHECK_STR_EQ(err, "regex longer than 1024 bytes");
     CHECK_INT_EQ(xlate_re2_compile(big, XLATE_RE2_MAX_LEN, NULL, err, sizeof(err)), XLATE_RE2_OK);
     free(big);
     /* nesting as deep as the length cap allows: RE2 walks it without
      * recursion (no stack overflow, also under ASan's larger frames) */
-    static char deep[4096];
-    for (int i = 0; i < 2047; i++) {
+    static char deep[XLATE_RE2_MAX_LEN];
+    size_t half = XLATE_RE2_MAX_LEN / 2;
+    for (size_t i = 0; i < half - 1; i++) {
         deep[i] = '(';
-        deep[2048 + i] = ')';
+        deep[half + i] = ')';
     }
-    deep[2047] = 'a';
-    deep[4095] = 'b';
+    deep[half - 1] = 'a';
+    deep[XLATE_RE2_MAX_LEN - 1] = 'b';
     struct xlate_re2_info info;
-    CHECK_INT_EQ(xlate_re2_compile(deep, 4096, &info, err, sizeof(err)), XLATE_RE2_OK);
+    CHECK_INT_EQ(xlate_re2_compile(deep, sizeof(deep), &info, err, sizeof(err)), XLATE_RE2_OK);
     CHECK_STR_EQ(info.prefix, "ab");
     /* |len| is honoured: a NUL inside is refused, the bytes after |len|
      * are not read */
@@ -147,6 +148,28 @@ static void test_caps(void)
     CHECK_INT_EQ(xlate_re2_compile("(?=x)", 5, NULL, small, sizeof(small)), XLATE_RE2_INVALID);
     CHECK_STR_EQ(small, "invalid");
     CHECK_INT_EQ(xlate_re2_compile("(?=x)", 5, NULL, NULL, 0), XLATE_RE2_INVALID);
+}
+
+/* What RE2 would take long over is refused before or by RE2, quickly. */
+static void test_cost_guards(void)
+{
+    char err[200];
+    /* the 17th Unicode class, counted on the text: an escaped backslash
+     * followed by p is no class */
+    char re[128] = "";
+    for (int i = 0; i < 16; i++)
+        strcat(re, "\\pN");
+    CHECK_INT_EQ(xlate_re2_compile(re, strlen(re), NULL, err, sizeof(err)), XLATE_RE2_OK);
+    strcat(re, "\\\\p");
+    CHECK_INT_EQ(xlate_re2_compile(re, strlen(re), NULL, err, sizeof(err)), XLATE_RE2_OK);
+    strcat(re, "\\P{Greek}");
+    CHECK_INT_EQ(xlate_re2_compile(re, strlen(re), NULL, err, sizeof(err)), XLATE_RE2_INVALID);
+    CHECK_STR_EQ(err, "17 Unicode classes (\\p, \\P); at most 16 are checked in one regex");
+    /* a program past RE2's memory: too large, not invalid */
+    CHECK_INT_EQ(xlate_re2_compile("(\\pL|\\pN){1000}", 15, NULL, err, sizeof(err)),
+                 XLATE_RE2_TOO_LARGE);
+    CHECK_STR_EQ(err, "its RE2 program does not fit in 1024 KiB");
+    CHECK_INT_EQ(xlate_re2_compile("a{1000}a{1000}", 14, NULL, err, sizeof(err)), XLATE_RE2_OK);
 }
 
 static void test_program_size_is_re2s(void)
@@ -211,10 +234,7 @@ static void test_literal_prefix(void)
 }
 
 static const struct cxt_case cases[] = {
-    CXT(test_accepts_re2_syntax),
-    CXT(test_refuses_with_re2s_message),
-    CXT(test_caps),
-    CXT(test_program_size_is_re2s),
-    CXT(test_literal_prefix),
+    CXT(test_accepts_re2_syntax), CXT(test_refuses_with_re2s_message), CXT(test_caps),
+    CXT(test_cost_guards),        CXT(test_program_size_is_re2s),      CXT(test_literal_prefix),
 };
 CXT_MAIN(cases)

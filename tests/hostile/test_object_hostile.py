@@ -1,0 +1,257 @@
+"""Hostile objects against a live replica (tests/hostile/hostilelib.py).
+
+A tenant with create rights on coxswain's kinds writes objects meant to make
+the translator produce without bound (delegation bombs, huge route lists,
+regexes RE2 takes long to compile or Envoy refuses). Each case asserts that
+the offending object is Rejected with a message naming the limit and the
+numbers, that the legitimate VirtualService on the same Gateway stays
+Accepted and served, that the replica is alive and its peak RSS stayed under
+the stated bound. The world runs with smaller Gateway budgets than the
+defaults so the Gateway-level cases stay small (see WORLD_FLAGS); the
+per-VirtualService ones are the defaults.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hostilelib as H  # noqa: E402
+from hostilelib import check, check_eq  # noqa: E402
+
+import objects as O  # noqa: E402  (tests/lib, on the path hostilelib set)
+import replicas as R  # noqa: E402
+
+NS = H.NS
+GATEWAY_ROUTES = 3000
+RESOURCE_BYTES = 1 << 20
+WORLD_FLAGS = ["--max-routes-per-gateway=%d" % GATEWAY_ROUTES,
+               "--max-resource-bytes=%d" % RESOURCE_BYTES]
+
+t = H.Tap()
+w = None
+
+
+def route_table(name, routes):
+    return {"apiVersion": "coxswain.dev/v1", "kind": "RouteTable",
+            "metadata": {"namespace": NS, "name": name}, "spec": {"routes": routes}}
+
+
+def delegate(prefix, table):
+    return {"match": {"prefix": prefix}, "delegate": {"name": table}}
+
+
+def bomb_objects(prefix="bomb", fan=64, leaf_upstream="legit-backend"):
+    """The four objects of the issue: a VirtualService with |fan| routes on
+    prefix / delegating to RouteTable rt0, rt0 -> rt1 -> rt2 each with |fan|
+    routes on / delegating onward, rt2's routes sending to an Upstream:
+    fan^4 routes (16.7 million for 64) if nothing stops the expansion."""
+    objs = [O.virtual_service(NS, prefix, ["%s.hostile.example" % prefix],
+                                [delegate("/", prefix + "-rt0") for _ in range(fan)])]
+    for i in range(3):
+        if i < 2:
+            routes = [delegate("/", "%s-rt%d" % (prefix, i + 1)) for _ in range(fan)]
+        else:
+            routes = [O.route("/", leaf_upstream) for _ in range(fan)]
+        objs.append(route_table("%s-rt%d" % (prefix, i), routes))
+    return objs
+
+
+def create(objs):
+    for o in objs:
+        st, out = w.api.create(o)
+        check_eq(st, 201, "create %s %s: %s" % (o["kind"], o["metadata"]["name"], out))
+
+
+def remove(objs):
+    for o in objs:
+        w.api.delete(o["kind"], NS, o["metadata"]["name"])
+
+
+def wait_state(kind, name, timeout=60):
+    """The object's status once it has a state (the leader wrote it)."""
+    out = {}
+
+    def has():
+        st = w.status(kind, name) or {}
+        out.update(st)
+        return bool(st.get("state"))
+
+    R.wait_for(has, timeout * H.slowdown(), what="%s %s status" % (kind, name))
+    return out
+
+
+def condition(st):
+    conds = st.get("conditions") or [{}]
+    return conds[0].get("reason", ""), conds[0].get("message", "")
+
+
+def check_rejected(kind, name, reason, *needles):
+    st = wait_state(kind, name)
+    r, msg = condition(st)
+    check_eq(st.get("state"), "Rejected", "%s %s: %s %s" % (kind, name, r, msg))
+    check_eq(r, reason, msg)
+    for n in needles:
+        check(n in msg, "%s %s: %r not in %r" % (kind, name, n, msg))
+    return msg
+
+
+def check_legit_accepted():
+    st = w.status("VirtualService", "legit") or {}
+    check_eq(st.get("state"), "Accepted", "legit VirtualService: %s" % st)
+
+
+def case_delegation_bomb():
+    """The issue's four objects (64^4 routes): the VirtualService is
+    Rejected once its routes pass --max-routes-per-virtual-service (4096);
+    the expansion stops there, so memory stays small."""
+    objs = bomb_objects()
+    with w.attack("delegation-bomb", rss_mb=300):
+        create(objs)
+        msg = check_rejected("VirtualService", "bomb", "BudgetExceeded", "4096",
+                             "--max-routes-per-virtual-service")
+        check("more than" in msg, msg)
+        for i in range(3):  # the RouteTables themselves are fine
+            st = wait_state("RouteTable", "bomb-rt%d" % i)
+            check(st.get("state") != "Rejected", "bomb-rt%d: %s" % (i, st))
+        check_legit_accepted()
+    remove(objs)
+
+
+def case_delegation_fanout():
+    """Fan-out without routes (the leaves send to a missing Upstream, so no
+    route is ever added): the RouteTable expansions are counted, and the
+    VirtualService is Rejected past --max-delegations-per-virtual-service."""
+    objs = bomb_objects("fanout", leaf_upstream="does-not-exist")
+    with w.attack("delegation-fanout", rss_mb=150):
+        create(objs)
+        check_rejected("VirtualService", "fanout", "BudgetExceeded", "1024",
+                       "--max-delegations-per-virtual-service")
+        check_legit_accepted()
+    remove(objs)
+
+
+def case_gateway_route_budget():
+    """A huge route list that passes the per-VirtualService budget but not
+    the Gateway's: 4 x 1000 routes through one RouteTable. The legitimate,
+    older VirtualService keeps its routes; the newcomer is Rejected on the
+    Gateway with the numbers."""
+    big = route_table("big", [O.route("/big/%d" % i, "legit-backend") for i in range(1000)])
+    hog = O.virtual_service(NS, "hog", ["hog.hostile.example"],
+                              [delegate("/big", "big") for _ in range(4)])
+    with w.attack("gateway-route-budget", rss_mb=150):
+        create([big, hog])
+        msg = check_rejected("VirtualService", "hog", "BudgetExceeded",
+                             "--max-routes-per-gateway", str(GATEWAY_ROUTES), "4000",
+                             H.LEGIT_GW)
+        check_legit_accepted()
+        st = wait_state("Gateway", "legit")
+        check(st.get("state") in ("Accepted", "Warning"), st)
+    remove([hog, big])
+    # the budget freed, a small one fits again
+    small = O.virtual_service(NS, "small", ["small.hostile.example"],
+                                [O.route("/s", "legit-backend")])
+    create([small])
+    st = wait_state("VirtualService", "small")
+    check_eq(st.get("state"), "Accepted", st)
+    remove([small])
+
+
+def case_resource_bytes():
+    """One VirtualService whose encoded VirtualHost passes
+    --max-resource-bytes (1 MiB here): 600 routes with 2 KB paths."""
+    long_routes = [O.route("/" + ("x" * 2000) + "/%d" % i, "legit-backend")
+                   for i in range(600)]
+    fat = O.virtual_service(NS, "fat", ["fat.hostile.example"], long_routes)
+    with w.attack("resource-bytes", rss_mb=150):
+        create([fat])
+        check_rejected("VirtualService", "fat", "BudgetExceeded", "--max-resource-bytes",
+                       str(RESOURCE_BYTES))
+        check_legit_accepted()
+    remove([fat])
+
+
+def regex_vs(name, regexes, headers=()):
+    routes = []
+    for i, re in enumerate(regexes):
+        r = {"match": {"regex": re}, "upstream": {"name": "legit-backend"}}
+        if headers:
+            r["match"]["headers"] = [{"name": "x-h%d" % k, "regex": h % i}
+                                     for k, h in enumerate(headers)]
+        routes.append(r)
+    return O.virtual_service(NS, name, ["%s.hostile.example" % name], routes)
+
+
+def case_regex_bombs():
+    """Regexes Envoy's default limit refuses are errors, not warnings; the
+    costly ones (a huge Unicode repetition, thousands of regexes in one
+    object) are refused within bounded time and memory."""
+    over = regex_vs("re-over", ["/[a-z]{60}/[0-9]{60}"])
+    huge = regex_vs("re-huge", ["(\\pL|\\pN){1000}"])
+    classes = regex_vs("re-classes", ["/" + "\\pL" * 40])
+    many = regex_vs("re-many", ["/[a-z]{40}/%d" % i for i in range(1000)],
+                    headers=("v[0-9]{40}-%d", "w[a-f]{40}-%d"))
+    objs = [over, huge, classes, many]
+    t0 = time.monotonic()
+    with w.attack("regex-bombs", rss_mb=150):
+        create(objs)
+        check_rejected("VirtualService", "re-over", "RegexProgramSize", "program size of 126",
+                       "limit of 100", "--max-regex-program-size")
+        check_rejected("VirtualService", "re-huge", "RegexProgramSize", "limit of 100")
+        check_rejected("VirtualService", "re-classes", "InvalidRegex", "Unicode classes")
+        check_rejected("VirtualService", "re-many", "RegexProgramSize", "100000")
+        check_legit_accepted()
+    took = time.monotonic() - t0
+    check(took < 30 * H.slowdown(), "regex bombs took %.1f s" % took)
+    remove(objs)
+
+
+def case_offline_translate_bomb():
+    """`coxswain translate` on the four objects (it reached 8.7 GB before):
+    exit 1, the VirtualService Rejected with the limit, peak RSS of the
+    child under 300 MB."""
+    import json
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "bomb.json")
+        objs = [O.gateway(NS, "gw"),
+                O.upstream_static(NS, "legit-backend", [("127.0.0.1", 50051)])] + bomb_objects()
+        with open(path, "w") as f:
+            json.dump({"apiVersion": "v1", "kind": "List", "items": objs}, f)
+        # a wrapper process measures its one child, the translate run
+        wrapper = ("import resource, subprocess, sys\n"
+                   "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+                   "sys.stderr.write(p.stderr)\n"
+                   "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+                   "print(p.returncode)\n"
+                   "sys.stdout.write(p.stdout)\n")
+        p = subprocess.run(["/usr/bin/python3", "-c", wrapper, R.coxswain(), "translate", "-f",
+                            path, "--reports-only"], capture_output=True, text=True,
+                           timeout=120 * H.slowdown())
+        peak_kb, rc, out = p.stdout.split("\n", 2)
+        p = subprocess.CompletedProcess(p.args, int(rc), out, p.stderr)
+        peak = int(peak_kb)
+        check_eq(p.returncode, 1, p.stderr)
+        reports = json.loads(p.stdout)["reports"]
+        vs = [r for r in reports if r["kind"] == "VirtualService" and r["name"] == "bomb"][0]
+        check_eq(vs["state"], "Rejected", vs)
+        check("--max-routes-per-virtual-service" in vs["message"], vs)
+        check(peak < 300 * 1024 * H.slowdown(), "translate peak RSS %d KB" % peak)
+
+
+def main():
+    global w
+    w = H.World(extra=WORLD_FLAGS)
+    try:
+        t.case("offline translate: the four-object bomb", case_offline_translate_bomb)
+        t.case("delegation bomb: Rejected at the routes budget", case_delegation_bomb)
+        t.case("delegation fan-out without routes", case_delegation_fanout)
+        t.case("huge route list: the Gateway's routes budget", case_gateway_route_budget)
+        t.case("one resource over the bytes budget", case_resource_bytes)
+        t.case("regex bombs", case_regex_bombs)
+    finally:
+        w.close()
+    t.done()
+
+
+main()
