@@ -6,25 +6,13 @@
 #include "cx_json.h"
 #include "filter_internal.h"
 #include "filter_selector.h"
+#include "filter_selector_impl.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct filter_req {
-    char *key;
-    enum filter_op op;
-    char **values; /* sorted, unique */
-    size_t nvalues;
-    long long num; /* gt/lt operand */
-};
-
-struct filter_selector {
-    struct filter_req *reqs;
-    size_t n;
-    int nothing;
-};
 
 /* ---- lexer ----------------------------------------------------------------
  * Token order and literals follow selector.go; TOK_ERROR is never produced
@@ -264,117 +252,6 @@ static void sort_unique(struct value *v, size_t *n)
     *n = w;
 }
 
-/* Collects the field errors of one requirement, then renders them like
- * utilerrors.NewAggregate: one error as is, several as "[a, b]", identical
- * messages once. */
-struct agg {
-    struct cx_buf msgs[8];
-    size_t n;
-    size_t first_off;
-    int oom;
-};
-
-static void agg_init(struct agg *a)
-{
-    memset(a, 0, sizeof(*a));
-}
-
-static void agg_free(struct agg *a)
-{
-    for (size_t i = 0; i < a->n; i++)
-        cx_buf_free(&a->msgs[i]);
-}
-
-/* Adds "<path>: Invalid value: <bad>: <detail>" (field.Invalid's text);
- * |bad| is already rendered (Go-quoted string or JSON list). */
-static void agg_add(struct agg *a, size_t off, const char *path, const char *quoted_bad,
-                    const char *detail)
-{
-    if (a->n == sizeof(a->msgs) / sizeof(a->msgs[0]))
-        return; /* later ones are never shown: the first one is what counts */
-    struct cx_buf *b = &a->msgs[a->n];
-    cx_buf_init(b, FILTER_ERR_MAX * 4);
-    if (cx_buf_printf(b, "%s: Invalid value: %s: %s", path, quoted_bad, detail) != 0) {
-        a->oom = 1;
-        cx_buf_free(b);
-        return;
-    }
-    for (size_t i = 0; i < a->n; i++) {
-        if (strcmp(a->msgs[i].data, b->data) == 0) {
-            cx_buf_free(b);
-            return;
-        }
-    }
-    if (a->n == 0)
-        a->first_off = off;
-    a->n++;
-}
-
-static void agg_render(const struct agg *a, struct filter_error *err, const char *prefix)
-{
-    if (!err)
-        return;
-    struct cx_buf b;
-    cx_buf_init(&b, FILTER_ERR_MAX * 8);
-    int rc = cx_buf_puts(&b, prefix);
-    if (a->n > 1)
-        rc |= cx_buf_puts(&b, "[");
-    for (size_t i = 0; i < a->n; i++) {
-        if (i)
-            rc |= cx_buf_puts(&b, ", ");
-        rc |= cx_buf_puts(&b, a->msgs[i].data);
-    }
-    if (a->n > 1)
-        rc |= cx_buf_puts(&b, "]");
-    filter_err_set(err, a->first_off, "%s", rc == 0 && b.data ? b.data : "out of memory");
-    cx_buf_free(&b);
-}
-
-/* Quotes |s| Go-style into a fresh buffer; NULL on failure. */
-static char *quoted(const char *s)
-{
-    struct cx_buf b;
-    cx_buf_init(&b, 0);
-    if (filter_go_quote(&b, s) != 0) {
-        cx_buf_free(&b);
-        return NULL;
-    }
-    return cx_buf_steal(&b, NULL);
-}
-
-/* Detail text of a key or value check into a fresh string; NULL on OOM. */
-static char *check_detail(int (*check)(const char *, struct cx_buf *), const char *s, int *nerr)
-{
-    struct cx_buf b;
-    cx_buf_init(&b, 0);
-    *nerr = check(s, &b);
-    if (*nerr <= 0) {
-        cx_buf_free(&b);
-        return NULL;
-    }
-    return cx_buf_steal(&b, NULL);
-}
-
-/* Adds "<path>: Invalid value: "<s>": <check's errors>" if |s| fails. */
-static void agg_check(struct agg *a, size_t off, const char *path,
-                      int (*check)(const char *, struct cx_buf *), const char *s)
-{
-    int nerr = 0;
-    char *detail = check_detail(check, s, &nerr);
-    if (nerr < 0) {
-        a->oom = 1;
-        return;
-    }
-    if (nerr == 0)
-        return;
-    char *q = quoted(s);
-    if (!detail || !q)
-        a->oom = 1;
-    else
-        agg_add(a, off, path, q, detail);
-    free(q);
-    free(detail);
-}
 
 /* Renders a []string the way encoding/json would ("null" for nil). */
 static char *json_list(const struct value *v, size_t n, int is_nil)
@@ -410,7 +287,7 @@ static int new_requirement(struct parser *p, struct filter_selector *sel, const 
                            const char *err_prefix)
 {
     struct agg a;
-    agg_init(&a);
+    filter_agg_init(&a);
     int rc = FILTER_OK;
     char path[96];
     long long num = 0;
@@ -421,7 +298,7 @@ static int new_requirement(struct parser *p, struct filter_selector *sel, const 
         return FILTER_EINVAL;
     }
     if (values_nil >= 0) /* JSON: Kubernetes validates the key here */
-        agg_check(&a, key_off, "key", filter_key_errors, key);
+        filter_agg_check(&a, key_off, "key", filter_key_errors, key);
 
     switch (op) {
     case FILTER_OP_IN:
@@ -431,7 +308,7 @@ static int new_requirement(struct parser *p, struct filter_selector *sel, const 
             if (!j)
                 a.oom = 1;
             else
-                agg_add(&a, key_off, "values", j,
+                filter_agg_add(&a, key_off, "values", j,
                         "for 'in', 'notin' operators, values set can't be empty");
             free(j);
         }
@@ -444,7 +321,7 @@ static int new_requirement(struct parser *p, struct filter_selector *sel, const 
             if (!j)
                 a.oom = 1;
             else
-                agg_add(&a, key_off, "values", j,
+                filter_agg_add(&a, key_off, "values", j,
                         "exact-match compatibility requires one single value");
             free(j);
         }
@@ -456,7 +333,7 @@ static int new_requirement(struct parser *p, struct filter_selector *sel, const 
             if (!j)
                 a.oom = 1;
             else
-                agg_add(&a, key_off, "values", j,
+                filter_agg_add(&a, key_off, "values", j,
                         "values set must be empty for exists and does not exist");
             free(j);
         }
@@ -468,18 +345,18 @@ static int new_requirement(struct parser *p, struct filter_selector *sel, const 
             if (!j)
                 a.oom = 1;
             else
-                agg_add(&a, key_off, "values", j,
+                filter_agg_add(&a, key_off, "values", j,
                         "for 'Gt', 'Lt' operators, exactly one value is required");
             free(j);
         }
         for (size_t i = 0; i < p->nvals; i++) {
             if (filter_parse_int64(p->vals[i].s, &num) != 0) {
-                char *q = quoted(p->vals[i].s);
+                char *q = filter_quoted(p->vals[i].s);
                 snprintf(path, sizeof(path), "values[%zu]", i);
                 if (!q)
                     a.oom = 1;
                 else
-                    agg_add(&a, p->vals[i].off, path, q,
+                    filter_agg_add(&a, p->vals[i].off, path, q,
                             "for 'Gt', 'Lt' operators, the value must be an integer");
                 free(q);
             }
@@ -496,7 +373,7 @@ static int new_requirement(struct parser *p, struct filter_selector *sel, const 
             cx_buf_free(&pb);
             break;
         }
-        agg_check(&a, p->vals[i].off, pb.data, filter_value_errors, p->vals[i].s);
+        filter_agg_check(&a, p->vals[i].off, pb.data, filter_value_errors, p->vals[i].s);
         cx_buf_free(&pb);
     }
 
@@ -505,7 +382,7 @@ static int new_requirement(struct parser *p, struct filter_selector *sel, const 
         goto out;
     }
     if (a.n > 0) {
-        agg_render(&a, p->err, err_prefix);
+        filter_agg_render(&a, p->err, err_prefix);
         rc = FILTER_EINVAL;
         goto out;
     }
@@ -538,7 +415,7 @@ static int new_requirement(struct parser *p, struct filter_selector *sel, const 
     p->nvals = 0;
     sel->n++;
 out:
-    agg_free(&a);
+    filter_agg_free(&a);
     return rc;
 }
 
@@ -633,20 +510,20 @@ static int parse_requirement(struct parser *p, struct filter_selector *sel)
     {
         /* validateLabelKey(literal, nil path): "<nil>: Invalid value: ..." */
         struct agg a;
-        agg_init(&a);
-        agg_check(&a, key_off, "<nil>", filter_key_errors, key);
+        filter_agg_init(&a);
+        filter_agg_check(&a, key_off, "<nil>", filter_key_errors, key);
         if (a.oom) {
-            agg_free(&a);
+            filter_agg_free(&a);
             rc = FILTER_ENOMEM;
             goto out;
         }
         if (a.n) {
-            agg_render(&a, p->err, REQ_PREFIX);
-            agg_free(&a);
+            filter_agg_render(&a, p->err, REQ_PREFIX);
+            filter_agg_free(&a);
             rc = FILTER_EINVAL;
             goto out;
         }
-        agg_free(&a);
+        filter_agg_free(&a);
     }
     struct item n2 = lookahead(p, CTX_VALUES);
     if ((n2.tok == TOK_EOS || n2.tok == TOK_COMMA) && op != FILTER_OP_NOT_EXISTS) {
@@ -698,24 +575,6 @@ out:
     return rc;
 }
 
-void filter_selector_free(struct filter_selector *sel)
-{
-    if (!sel)
-        return;
-    for (size_t i = 0; i < sel->n; i++) {
-        for (size_t j = 0; j < sel->reqs[i].nvalues; j++)
-            free(sel->reqs[i].values[j]);
-        free(sel->reqs[i].values);
-        free(sel->reqs[i].key);
-    }
-    free(sel->reqs);
-    free(sel);
-}
-
-struct filter_selector *filter_selector_everything(void)
-{
-    return calloc(1, sizeof(struct filter_selector));
-}
 
 static int req_cmp_key(const void *a, const void *b)
 {
@@ -913,7 +772,7 @@ int filter_selector_from_json(const cJSON *ls, struct filter_selector **out,
         } else if (strcmp(ops, "DoesNotExist") == 0) {
             op = FILTER_OP_NOT_EXISTS;
         } else {
-            char *q = quoted(ops);
+            char *q = filter_quoted(ops);
             if (!q) {
                 rc = FILTER_ENOMEM;
                 goto out;
@@ -955,201 +814,3 @@ out:
     return FILTER_OK;
 }
 
-/* ---- matching ------------------------------------------------------------ */
-
-static int has_value(const struct filter_req *r, const char *v)
-{
-    if (r->nvalues <= 8) {
-        for (size_t i = 0; i < r->nvalues; i++)
-            if (strcmp(r->values[i], v) == 0)
-                return 1;
-        return 0;
-    }
-    size_t lo = 0, hi = r->nvalues;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(r->values[mid], v);
-        if (c == 0)
-            return 1;
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return 0;
-}
-
-/* Requirement.Matches; |v| is the label's value or NULL if absent. */
-static int req_matches(const struct filter_req *r, const char *v)
-{
-    long long n;
-    switch (r->op) {
-    case FILTER_OP_IN:
-    case FILTER_OP_EQUALS:
-    case FILTER_OP_DOUBLE_EQUALS:
-        return v && has_value(r, v);
-    case FILTER_OP_NOT_IN:
-    case FILTER_OP_NOT_EQUALS:
-        return !v || !has_value(r, v);
-    case FILTER_OP_EXISTS:
-        return v != NULL;
-    case FILTER_OP_NOT_EXISTS:
-        return v == NULL;
-    case FILTER_OP_GT:
-        return v && filter_parse_int64(v, &n) == 0 && n > r->num;
-    case FILTER_OP_LT:
-        return v && filter_parse_int64(v, &n) == 0 && n < r->num;
-    }
-    return 0;
-}
-
-int filter_selector_matches(const struct filter_selector *sel, const cJSON *labels)
-{
-    if (!sel)
-        return 1;
-    if (sel->nothing)
-        return 0;
-    for (size_t i = 0; i < sel->n; i++) {
-        const char *v = NULL;
-        if (cJSON_IsObject(labels)) {
-            const cJSON *c = cJSON_GetObjectItemCaseSensitive(labels, sel->reqs[i].key);
-            if (cJSON_IsString(c))
-                v = c->valuestring;
-        }
-        if (!req_matches(&sel->reqs[i], v))
-            return 0;
-    }
-    return 1;
-}
-
-int filter_selector_matches_fn(const struct filter_selector *sel, filter_label_get_fn get,
-                               void *user_data)
-{
-    if (!sel)
-        return 1;
-    if (sel->nothing)
-        return 0;
-    for (size_t i = 0; i < sel->n; i++)
-        if (!req_matches(&sel->reqs[i], get(user_data, sel->reqs[i].key)))
-            return 0;
-    return 1;
-}
-
-int filter_selector_is_everything(const struct filter_selector *sel)
-{
-    return !sel || (!sel->nothing && sel->n == 0);
-}
-
-int filter_selector_is_nothing(const struct filter_selector *sel)
-{
-    return sel && sel->nothing;
-}
-
-size_t filter_selector_count(const struct filter_selector *sel)
-{
-    return sel ? sel->n : 0;
-}
-
-int filter_selector_get(const struct filter_selector *sel, size_t i, const char **key,
-                        enum filter_op *op, const char *const **values, size_t *nvalues)
-{
-    if (!sel || i >= sel->n)
-        return -1;
-    if (key)
-        *key = sel->reqs[i].key;
-    if (op)
-        *op = sel->reqs[i].op;
-    if (values)
-        *values = (const char *const *)sel->reqs[i].values;
-    if (nvalues)
-        *nvalues = sel->reqs[i].nvalues;
-    return 0;
-}
-
-/* ---- canonical string ----------------------------------------------------- */
-
-static int req_string(const struct filter_req *r, struct cx_buf *b)
-{
-    int rc = 0;
-    if (r->op == FILTER_OP_NOT_EXISTS)
-        rc |= cx_buf_puts(b, "!");
-    rc |= cx_buf_puts(b, r->key);
-    switch (r->op) {
-    case FILTER_OP_EXISTS:
-    case FILTER_OP_NOT_EXISTS:
-        return rc ? -1 : 0;
-    case FILTER_OP_EQUALS:
-    case FILTER_OP_DOUBLE_EQUALS:
-        rc |= cx_buf_puts(b, "=");
-        break;
-    case FILTER_OP_NOT_EQUALS:
-        rc |= cx_buf_puts(b, "!=");
-        break;
-    case FILTER_OP_GT:
-        rc |= cx_buf_puts(b, ">");
-        break;
-    case FILTER_OP_LT:
-        rc |= cx_buf_puts(b, "<");
-        break;
-    case FILTER_OP_IN:
-        rc |= cx_buf_puts(b, " in (");
-        break;
-    case FILTER_OP_NOT_IN:
-        rc |= cx_buf_puts(b, " notin (");
-        break;
-    }
-    for (size_t i = 0; i < r->nvalues; i++) {
-        if (i)
-            rc |= cx_buf_puts(b, ",");
-        rc |= cx_buf_puts(b, r->values[i]);
-    }
-    if (r->op == FILTER_OP_IN || r->op == FILTER_OP_NOT_IN)
-        rc |= cx_buf_puts(b, ")");
-    return rc ? -1 : 0;
-}
-
-struct rstr {
-    const char *key;
-    char *s;
-};
-
-static int rstr_cmp(const void *a, const void *b)
-{
-    const struct rstr *x = a, *y = b;
-    int c = strcmp(x->key, y->key);
-    return c ? c : strcmp(x->s, y->s);
-}
-
-int filter_selector_string(const struct filter_selector *sel, struct cx_buf *out)
-{
-    if (!sel || sel->nothing || sel->n == 0)
-        return cx_buf_append(out, "", 0);
-    int rc = 0;
-    struct rstr *v = calloc(sel->n, sizeof(*v));
-    if (!v)
-        return -1;
-    for (size_t i = 0; i < sel->n && rc == 0; i++) {
-        struct cx_buf b;
-        cx_buf_init(&b, 0);
-        rc = req_string(&sel->reqs[i], &b);
-        v[i].key = sel->reqs[i].key;
-        v[i].s = rc == 0 ? cx_buf_steal(&b, NULL) : NULL;
-        if (!v[i].s)
-            rc = -1;
-        cx_buf_free(&b);
-    }
-    if (rc == 0) {
-        qsort(v, sel->n, sizeof(*v), rstr_cmp);
-        for (size_t i = 0; i < sel->n && rc == 0; i++) {
-            if (i && strcmp(v[i].s, v[i - 1].s) == 0)
-                continue;
-            if (i)
-                rc |= cx_buf_puts(out, ",");
-            rc |= cx_buf_puts(out, v[i].s);
-        }
-    }
-    for (size_t i = 0; i < sel->n; i++)
-        free(v[i].s);
-    free(v);
-    return rc ? -1 : 0;
-}
