@@ -514,6 +514,12 @@ static void count(struct filter *f, struct fkind *k, const char *kind, enum filt
     }
 }
 
+void filter_note(struct filter *f, const char *kind, enum filter_reason reason)
+{
+    if ((unsigned)reason < FILTER_REASON_COUNT)
+        count(f, kind_get(f, kind), kind, reason);
+}
+
 static void verdict(struct filter_decision *out, enum filter_reason r, enum filter_store_action a)
 {
     out->reason = r;

@@ -212,6 +212,11 @@ __attribute__((warn_unused_result)) int filter_digest_input(const cJSON *obj, st
 
 /* ---- counters ----------------------------------------------------------------- */
 
+/* Counts an event of |kind| the caller dropped itself for |reason|, as if
+ * filter_decide had (the daemon's Secret and ConfigMap metadata events
+ * that nothing references never reach filter_decide). */
+void filter_note(struct filter *f, const char *kind, enum filter_reason reason);
+
 /* Events this filter counted for |kind| (NULL: all kinds) with |reason|. */
 uint64_t filter_count(const struct filter *f, const char *kind, enum filter_reason reason);
 /* Events this filter passed (any pass reason) for |kind| (NULL: all). */

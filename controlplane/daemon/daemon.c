@@ -227,6 +227,9 @@ int daemon_ready(const struct daemon *d, struct cx_buf *why)
                 rc |= why_unsynced(why, &d->inputs[i], &n);
         if (d->ns_selector && !d->ns_inf.synced)
             rc |= why_unsynced(why, &d->ns_inf, &n);
+        if (d->sync_waits_for_reads)
+            rc |= cx_buf_printf(why, "%sreading %zu referenced Secrets and ConfigMaps",
+                                n ? "; " : " ", daemon_fetch_pending(d->fetch));
         (void)rc; /* a cut reason is still a reason */
         return -1;
     }

@@ -6,10 +6,11 @@
  * verdict. Namespace label changes re-run the decisions of the objects of
  * that namespace; ProxySnapshot events go to the publisher.
  *
- * Secrets and ConfigMaps are kept only while a stored Gateway or Upstream
- * names them (daemon_refs; the filters drop the rest as "unreferenced"):
- * when a reference appears the informer cache's copy is fed again (and
- * stored), when the last one goes it is fed again (and deleted).
+ * Secrets and ConfigMaps are listed and watched as metadata only; the ones
+ * a stored Gateway or Upstream names (daemon_refs) are read whole by
+ * daemon_fetch, whose copies go through the filters (which drop the rest as
+ * "unreferenced") and into the store. The first translation waits for the
+ * reads the first references started.
  */
 #include "cx_json.h"
 #include "cx_log.h"
@@ -53,12 +54,21 @@ static struct daemon_inf *input_for(struct daemon *d, enum xlate_kind kind, cons
     return all;
 }
 
-struct kube_obj *daemon_lookup(struct daemon *d, enum xlate_kind kind, const char *key)
+/* What the informer of |kind| holds for |key|: for Secrets and ConfigMaps,
+ * metadata only. */
+static struct kube_obj *informer_lookup(struct daemon *d, enum xlate_kind kind, const char *key)
 {
     const char *slash = strchr(key, '/');
     size_t nslen = slash ? (size_t)(slash - key) : 0;
     struct daemon_inf *di = input_for(d, kind, key, nslen);
     return di && di->inf ? kube_cache_get(kube_informer_cache(di->inf), key) : NULL;
+}
+
+struct kube_obj *daemon_lookup(struct daemon *d, enum xlate_kind kind, const char *key)
+{
+    if (tls_kind(kind))
+        return d->fetch ? daemon_fetch_get(d->fetch, kind, key) : NULL;
+    return informer_lookup(d, kind, key);
 }
 
 struct kube_obj *daemon_lookup_snapshot(struct daemon *d, const char *name)
@@ -96,18 +106,17 @@ static int referenced(void *user, const char *kind, const char *ns, const char *
 static void feed(struct daemon *d, enum xlate_kind kind, enum filter_event_type type,
                  struct kube_obj *obj);
 
-/* A Secret or ConfigMap became referenced (or stopped being): decide its
- * cached copy again. */
+/* A Secret or ConfigMap became referenced (read it whole, if it exists)
+ * or stopped being (its whole copy goes). */
 static void ref_changed(void *user, enum xlate_kind kind, const char *key, int now_referenced)
 {
     struct daemon *d = user;
-    struct kube_obj *o = daemon_lookup(d, kind, key);
+    int present = informer_lookup(d, kind, key) != NULL;
     if (cx_log_enabled(CX_LOG_DEBUG))
         cx_debug("refs", "%s %s %s%s", input_kinds[kind], key,
                  now_referenced ? "referenced" : "no longer referenced",
-                 o ? "" : " (not in the informer cache)");
-    if (o)
-        feed(d, kind, FILTER_EV_MODIFIED, o);
+                 present ? "" : " (not in the informer cache)");
+    daemon_fetch_ref(d->fetch, kind, key, now_referenced, present);
 }
 
 /* The references of Gateway/Upstream |key| are now those of |json| (NULL:
@@ -196,23 +205,73 @@ static void feed(struct daemon *d, enum xlate_kind kind, enum filter_event_type 
         status_writer_object_changed(d->sw, kind, obj->key);
 }
 
+/* Secrets and ConfigMaps arrive as metadata: a change of a referenced one
+ * is read whole (daemon_fetch), and only the whole copy is fed; the rest
+ * are counted as the filters' "unreferenced" drops. */
+static void meta_event(struct daemon_inf *di, struct kube_obj *obj, int gone)
+{
+    struct daemon *d = di->d;
+    if (daemon_refs_has(d->refs, di->kind, obj->ns, obj->name))
+        daemon_fetch_changed(d->fetch, di->kind, obj->key, gone);
+    else
+        filter_note(d->filter, input_kinds[di->kind], FILTER_R_UNREFERENCED);
+}
+
 static void on_input_add(void *ud, struct kube_obj *obj)
 {
     struct daemon_inf *di = ud;
-    feed(di->d, di->kind, FILTER_EV_ADDED, obj);
+    if (tls_kind(di->kind))
+        meta_event(di, obj, 0);
+    else
+        feed(di->d, di->kind, FILTER_EV_ADDED, obj);
 }
 
 static void on_input_update(void *ud, struct kube_obj *old, struct kube_obj *obj)
 {
     (void)old;
     struct daemon_inf *di = ud;
-    feed(di->d, di->kind, FILTER_EV_MODIFIED, obj);
+    if (tls_kind(di->kind))
+        meta_event(di, obj, 0);
+    else
+        feed(di->d, di->kind, FILTER_EV_MODIFIED, obj);
 }
 
 static void on_input_delete(void *ud, struct kube_obj *old)
 {
     struct daemon_inf *di = ud;
-    feed(di->d, di->kind, FILTER_EV_DELETED, old);
+    if (tls_kind(di->kind))
+        meta_event(di, old, 1);
+    else
+        feed(di->d, di->kind, FILTER_EV_DELETED, old);
+}
+
+/* Every input informer (and the Namespaces one) synced: translation
+ * starts once the whole copies the first references asked for are read,
+ * so the first snapshot does not report referenced Secrets missing. */
+static void maybe_all_synced(struct daemon *d)
+{
+    if (d->all_synced || d->inputs_synced < d->ninputs || (d->ns_selector && !d->ns_inf.synced))
+        return;
+    if (d->fetch && daemon_fetch_pending(d->fetch) > 0) {
+        d->sync_waits_for_reads = 1;
+        return;
+    }
+    d->sync_waits_for_reads = 0;
+    d->all_synced = 1;
+    daemon_on_synced(d);
+}
+
+static void on_reads_done(void *user)
+{
+    struct daemon *d = user;
+    if (d->sync_waits_for_reads)
+        maybe_all_synced(d);
+}
+
+static void fetch_feed(void *user, enum xlate_kind kind, enum filter_event_type type,
+                       struct kube_obj *obj)
+{
+    feed(user, kind, type, obj);
 }
 
 static void on_input_synced(void *ud)
@@ -223,10 +282,7 @@ static void on_input_synced(void *ud)
     d->inputs_synced++;
     cx_info("informer", "%s synced (%zu objects)", di->name,
             kube_cache_len(kube_informer_cache(di->inf)));
-    if (d->inputs_synced == d->ninputs && (!d->ns_selector || d->ns_inf.synced)) {
-        d->all_synced = 1;
-        daemon_on_synced(d);
-    }
+    maybe_all_synced(d);
 }
 
 /* ---- namespaces --------------------------------------------------------------------- */
@@ -243,6 +299,11 @@ static int rescan_one(void *user, struct kube_obj *o)
     return 0;
 }
 
+static void rescan_full(void *user, struct kube_obj *o)
+{
+    (void)rescan_one(user, o);
+}
+
 /* Namespace |ns| appeared, changed labels or went away: decide again for
  * every object of it (objects that left scope become deletes, those that
  * entered become adds). */
@@ -253,7 +314,10 @@ static void rescan_namespace(struct daemon *d, const char *ns)
         if (!di->inf || !di->synced || (di->ns[0] && strcmp(di->ns, ns) != 0))
             continue;
         struct rescan_ctx c = {d, di->kind};
-        kube_cache_foreach_ns(kube_informer_cache(di->inf), ns, rescan_one, &c);
+        if (tls_kind(di->kind))
+            daemon_fetch_foreach_ns(d->fetch, di->kind, ns, rescan_full, &c);
+        else
+            kube_cache_foreach_ns(kube_informer_cache(di->inf), ns, rescan_one, &c);
     }
 }
 
@@ -349,7 +413,8 @@ int daemon_feed_setup(struct daemon *d, char *err, size_t errlen)
      * namespace when a namespace list is set, as RBAC may grant only
      * those; else every namespace, with the lock's namespace apart so that
      * the lock object never leaves the API server). */
-    if (!(d->refs = daemon_refs_new())) {
+    if (!(d->refs = daemon_refs_new()) ||
+        !(d->fetch = daemon_fetch_new(d->kc, fetch_feed, on_reads_done, d))) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -389,6 +454,9 @@ int daemon_feed_setup(struct daemon *d, char *err, size_t errlen)
             .field_selector = di->fields,
             .name = di->name,
             .trim = 1,
+            /* Secrets and ConfigMaps: metadata; daemon_fetch reads the
+             * referenced ones whole. */
+            .metadata_only = tls_kind(di->kind),
         };
         di->inf = kube_informer_new(d->kc, &o, &in_h, di);
         if (!di->inf) {
@@ -470,6 +538,8 @@ void daemon_feed_free(struct daemon *d)
     d->ns_inf.inf = NULL;
     kube_informer_free(d->snap_inf.inf);
     d->snap_inf.inf = NULL;
+    daemon_fetch_free(d->fetch);
+    d->fetch = NULL;
     daemon_refs_free(d->refs);
     d->refs = NULL;
 }

@@ -8,6 +8,7 @@
 
 #include "admin.h"
 #include "daemon_config.h"
+#include "daemon_fetch.h"
 #include "daemon_refs.h"
 #include "daemon_worker.h"
 #include "election.h"
@@ -54,7 +55,9 @@ struct daemon {
     struct filter *filter;
     int ns_selector; /* some kind uses a namespace selector */
     struct store *store;
-    struct daemon_refs *refs; /* Secrets and ConfigMaps the stored objects name */
+    struct daemon_refs *refs;   /* Secrets and ConfigMaps the stored objects name */
+    struct daemon_fetch *fetch; /* their whole copies (their informers hold metadata) */
+    int sync_waits_for_reads;   /* every informer synced; referenced objects being read */
 
     struct daemon_inf *inputs; /* input informers */
     size_t ninputs, inputs_synced;

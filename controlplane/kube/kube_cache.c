@@ -59,6 +59,57 @@ void kube_obj_trim(cJSON *json)
         cJSON_DeleteItemFromObjectCaseSensitive(md, "annotations");
 }
 
+static size_t json_size(const cJSON *j, size_t cap, size_t acc)
+{
+    for (; j && acc <= cap; j = j->next) {
+        acc += 1; /* separator */
+        if (j->string)
+            acc += strlen(j->string) + 3;
+        if (cJSON_IsString(j) || cJSON_IsRaw(j))
+            acc += (j->valuestring ? strlen(j->valuestring) : 0) + 2;
+        else if (cJSON_IsObject(j) || cJSON_IsArray(j))
+            acc = json_size(j->child, cap, acc + 2);
+        else
+            acc += 8;
+    }
+    return acc;
+}
+
+size_t kube_json_size(const cJSON *j, size_t cap)
+{
+    if (!j)
+        return 0;
+    /* Only |j| itself, not its siblings. */
+    size_t acc = 0;
+    if (cJSON_IsObject(j) || cJSON_IsArray(j))
+        acc = json_size(j->child, cap, 2);
+    else if (cJSON_IsString(j) || cJSON_IsRaw(j))
+        acc = (j->valuestring ? strlen(j->valuestring) : 0) + 2;
+    else
+        acc = 8;
+    return acc;
+}
+
+int kube_obj_metadata_only(cJSON *json)
+{
+    cJSON *md = cJSON_GetObjectItemCaseSensitive(json, "metadata");
+    if (!cJSON_IsObject(md))
+        return -1;
+    cJSON_DetachItemViaPointer(json, md);
+    while (json->child)
+        cJSON_Delete(cJSON_DetachItemViaPointer(json, json->child));
+    if (!cJSON_AddStringToObject(json, "kind", "PartialObjectMetadata") ||
+        !cJSON_AddStringToObject(json, "apiVersion", "meta.k8s.io/v1")) {
+        cJSON_Delete(md);
+        return -1;
+    }
+    if (!cJSON_AddItemToObject(json, "metadata", md)) {
+        cJSON_Delete(md);
+        return -1;
+    }
+    return 0;
+}
+
 struct kube_obj *kube_obj_ref(struct kube_obj *o)
 {
     if (o)

@@ -28,6 +28,23 @@ struct kube_obj {
  * reference. Returns NULL (json untouched) if it has no metadata.name or
  * memory ran out. */
 struct kube_obj *kube_obj_new(cJSON *json);
+/* The most one object may take (its JSON, roughly: kube_json_size). etcd
+ * keeps objects under ~1.5 MiB and a ConfigMap's data under 1 MiB; base64
+ * and JSON escapes stay well inside this. Anything larger is refused. */
+#define KUBE_OBJECT_MAX ((size_t)3 << 20)
+
+/* About the bytes |j| takes as JSON (keys and strings at their length, two
+ * quotes each, 8 per number or literal, 2 per container and 1 per
+ * separator); stops counting once past |cap| and returns a value > |cap|.
+ * Bounded by cJSON's nesting limit. */
+size_t kube_json_size(const cJSON *j, size_t cap);
+
+/* Reduces |json| in place to what a PartialObjectMetadata carries: kind
+ * "PartialObjectMetadata", apiVersion "meta.k8s.io/v1" and metadata (for a
+ * server that answered a metadata request with whole objects). Returns 0,
+ * or -1 when memory ran out or |json| has no metadata object. */
+int kube_obj_metadata_only(cJSON *json);
+
 /* Removes metadata.managedFields and the kubectl last-applied-configuration
  * annotation from |json| (before kube_obj_new; objects are immutable after).
  * Drops metadata.annotations when that leaves it empty. */

@@ -52,6 +52,7 @@ void kube_call_free(struct kube_call *call)
     free(call->path_query);
     free(call->body);
     free(call->content_type);
+    free(call->accept);
     free(call);
 }
 
@@ -123,7 +124,7 @@ static int call_transmit(struct kube_call *call)
         return -1;
     call->easy = e;
     if (kube_client_setup_easy(c, e, call->path_query, &call->hdrs,
-                               call->body ? call->content_type : NULL) != 0)
+                               call->body ? call->content_type : NULL, call->accept) != 0)
         return -1;
     curl_easy_setopt(e, CURLOPT_PRIVATE, &call->h);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, call_write_cb);
@@ -221,7 +222,9 @@ static void call_outcome(struct kube_call *call, CURLcode code, struct kube_resu
     } else if (code == CURLE_WRITE_ERROR) {
         kube_transfer_error(&res->err, call->easy, code, call->verb == KUBE_VERB_WRITE);
         int maybe = res->err.maybe_applied;
-        kube_error_set(&res->err, KUBE_E_DECODE, "response larger than %zu bytes", c->max_response);
+        kube_error_set(&res->err, KUBE_E_DECODE, "response larger than %zu bytes",
+                       call->max_response);
+        snprintf(res->err.reason, sizeof(res->err.reason), "%s", KUBE_REASON_TOO_LARGE);
         res->err.maybe_applied = maybe;
     } else if (code != CURLE_OK) {
         kube_transfer_error(&res->err, call->easy, code, call->verb == KUBE_VERB_WRITE);
@@ -304,10 +307,12 @@ struct kube_call *kube_request(struct kube_client *c, const struct kube_raw_req 
         call->deadline_ns = cx_mono_ns() + r->opts.deadline_ms * CX_NS_PER_MS;
     call->backoff.base_ms = c->backoff_base_ms;
     call->backoff.max_ms = c->backoff_max_ms;
-    cx_buf_init(&call->resp, c->max_response);
+    call->max_response = r->opts.max_response ? r->opts.max_response : c->max_response;
+    cx_buf_init(&call->resp, call->max_response);
     call->method = strdup(r->method);
     call->path_query = strdup(r->path_query);
     call->content_type = r->content_type ? strdup(r->content_type) : NULL;
+    call->accept = r->opts.accept ? strdup(r->opts.accept) : NULL;
     if (r->body) {
         call->body = malloc(r->body_len + 1);
         if (call->body) {
@@ -322,7 +327,7 @@ struct kube_call *kube_request(struct kube_client *c, const struct kube_raw_req 
     c->calls = call;
     c->stats.active_calls++;
     if (!call->method || !call->path_query || (r->content_type && !call->content_type) ||
-        (r->body && !call->body) || call_start(call) != 0) {
+        (r->opts.accept && !call->accept) || (r->body && !call->body) || call_start(call) != 0) {
         kube_call_free(call);
         return NULL;
     }

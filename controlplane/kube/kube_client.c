@@ -208,6 +208,58 @@ static void on_queue(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* ---- tls-server-name ------------------------------------------------------ */
+
+/* kubeconfig's tls-server-name (client-go's TLSClientConfig.ServerName):
+ * TLS verifies the server's certificate for that name and sends it as SNI,
+ * while the connection still goes to the server's address. libcurl takes
+ * the name from the URL, so the URL carries it and CURLOPT_CONNECT_TO maps
+ * it to the real host; the Host header stays the server's. Returns 0, or -1
+ * with |err| (an https server URL libcurl cannot read). */
+static int setup_server_name(struct kube_client *c, char *err, size_t errlen)
+{
+    const char *sn = c->cfg.tls_server_name;
+    if (!sn || !*sn || strncmp(c->cfg.server, "https://", 8) != 0) {
+        if ((c->url_base = strdup(c->cfg.server)))
+            return 0;
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    CURLU *u = curl_url();
+    char *host = NULL, *port = NULL;
+    int rc = -1;
+    if (!u || curl_url_set(u, CURLUPART_URL, c->cfg.server, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
+        snprintf(err, errlen, "cannot read the server URL %s for tls-server-name", c->cfg.server);
+        goto out;
+    }
+    struct cx_buf b;
+    cx_buf_init(&b, KUBE_URL_MAX);
+    int brc = cx_buf_printf(&b, "https://%s:%s", sn, port);
+    c->url_base = brc == 0 ? cx_buf_steal(&b, NULL) : NULL;
+    cx_buf_free(&b);
+    cx_buf_init(&b, KUBE_URL_MAX);
+    brc = cx_buf_printf(&b, "%s:%s:%s:%s", sn, port, host, port);
+    c->connect_to = brc == 0 ? curl_slist_append(NULL, b.data) : NULL;
+    cx_buf_free(&b);
+    cx_buf_init(&b, KUBE_URL_MAX);
+    brc = strcmp(port, "443") == 0 ? cx_buf_printf(&b, "Host: %s", host)
+                                   : cx_buf_printf(&b, "Host: %s:%s", host, port);
+    c->host_header = brc == 0 ? cx_buf_steal(&b, NULL) : NULL;
+    cx_buf_free(&b);
+    if (!c->url_base || !c->connect_to || !c->host_header) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    rc = 0;
+out:
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(u);
+    return rc;
+}
+
 /* ---- client ------------------------------------------------------------- */
 
 static int64_t def_i64(int64_t v, int64_t d)
@@ -277,6 +329,8 @@ struct kube_client *kube_client_new(struct event_base *base, const struct kube_c
     } else if (c->cfg.token) {
         c->token = strdup(c->cfg.token);
     }
+    if (setup_server_name(c, err, errlen) != 0)
+        goto fail;
     c->multi = curl_multi_init();
     c->timer = evtimer_new(base, on_timer, c);
     c->queue_ev = evtimer_new(base, on_queue, c);
@@ -310,6 +364,9 @@ void kube_client_free(struct kube_client *c)
     if (c->queue_ev)
         event_free(c->queue_ev);
     kube_limit_unref(c->limit);
+    free(c->url_base);
+    curl_slist_free_all(c->connect_to);
+    free(c->host_header);
     kube_config_free(&c->cfg);
     free(c->user_agent);
     free(c->token);
@@ -406,11 +463,11 @@ static void setup_tls(struct kube_client *c, CURL *e)
 }
 
 int kube_client_setup_easy(struct kube_client *c, CURL *e, const char *path_query,
-                           struct curl_slist **hdrs, const char *content_type)
+                           struct curl_slist **hdrs, const char *content_type, const char *accept)
 {
     struct cx_buf url;
     cx_buf_init(&url, KUBE_URL_MAX);
-    int rc = cx_buf_puts(&url, c->cfg.server);
+    int rc = cx_buf_puts(&url, c->url_base);
     rc |= cx_buf_puts(&url, path_query);
     if (rc != 0) {
         cx_buf_free(&url);
@@ -423,12 +480,24 @@ int kube_client_setup_easy(struct kube_client *c, CURL *e, const char *path_quer
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (c->connect_to)
+        curl_easy_setopt(e, CURLOPT_CONNECT_TO, c->connect_to);
     setup_tls(c, e);
 
     struct curl_slist *h = NULL, *t;
-    h = curl_slist_append(h, "Accept: application/json");
+    if (accept) {
+        struct cx_buf ah;
+        cx_buf_init(&ah, 1024);
+        if (cx_buf_printf(&ah, "Accept: %s", accept) == 0)
+            h = curl_slist_append(h, ah.data);
+        cx_buf_free(&ah);
+    } else {
+        h = curl_slist_append(h, "Accept: application/json");
+    }
     /* No "Expect: 100-continue" round trip on large bodies. */
     if (h && (t = curl_slist_append(h, "Expect:")))
+        h = t;
+    if (h && c->host_header && (t = curl_slist_append(h, c->host_header)))
         h = t;
     if (h && content_type) {
         char ct[128];

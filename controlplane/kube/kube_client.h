@@ -68,6 +68,10 @@ struct kube_client_opts {
     int caller_reports;
 };
 
+/* err.reason of a KUBE_E_DECODE for a response or a watch event over its
+ * cap: the data may be fine, only too large for us. */
+#define KUBE_REASON_TOO_LARGE "ResponseTooLarge"
+
 /* Bit of a failure the caller handles as part of its normal work (an
  * informer's 410): still counted, logged at debug level only. */
 #define KUBE_QUIET(code) (1u << (unsigned)(code))
@@ -87,7 +91,12 @@ struct kube_req_opts {
      * stall) re-checks its leadership at the last moment a client can. */
     int (*presend)(void *arg);
     void *presend_arg;
-    uint32_t quiet; /* KUBE_QUIET() bits */
+    uint32_t quiet;      /* KUBE_QUIET() bits */
+    size_t max_response; /* cap on this call's response body; 0: the client's */
+    /* The Accept header (content negotiation: "application/json;as=
+     * PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json");
+     * NULL: application/json. */
+    const char *accept;
 };
 
 /* The outcome of a call, valid during the callback only. On success
@@ -219,6 +228,7 @@ struct kube_watch_opts {
     int64_t stall_ms;        /* end the watch after this long without bytes; 0 = never */
     size_t max_event;        /* cap on one event; 0 = KUBE_WATCH_EVENT_MAX */
     uint32_t quiet;          /* KUBE_QUIET() bits: endings the caller expects */
+    const char *accept;      /* Accept header; NULL: application/json */
 };
 
 struct kube_watch_handlers {
@@ -228,7 +238,8 @@ struct kube_watch_handlers {
     void (*on_event)(void *user_data, enum kube_event_type type, cJSON *object);
     /* The watch ended: err->code KUBE_OK for a clean end (timeoutSeconds,
      * server closed between events); KUBE_E_EXPIRED for 410 (re-list);
-     * KUBE_E_DECODE for a garbage line; KUBE_E_TIMEOUT for a stall; any
+     * KUBE_E_DECODE for a garbage line (reason KUBE_REASON_TOO_LARGE for
+     * an event over the cap); KUBE_E_TIMEOUT for a stall; any
      * other code for an HTTP error or a broken connection. The handle is
      * freed after this returns; do not stop it. */
     void (*on_end)(void *user_data, const struct kube_error *err);

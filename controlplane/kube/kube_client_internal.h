@@ -53,6 +53,8 @@ struct kube_call {
     char *body;
     size_t body_len;
     char *content_type;
+    char *accept; /* NULL: application/json */
+    size_t max_response;
     enum kube_verb_class verb;
     int idempotent;
     int64_t timeout_ms;
@@ -93,6 +95,7 @@ struct kube_watch {
     int ending;  /* an ERROR event ended it; end_err holds the Status */
     struct kube_error end_err;
     char *path_query;
+    char *accept; /* NULL: application/json */
     int timeout_seconds;
     struct kube_watch_handlers hd;
     void *user_data;
@@ -103,6 +106,13 @@ struct kube_client {
     CURLM *multi;
     struct event *timer;
     struct kube_config cfg;
+    /* Where requests go: cfg.server, or with tls-server-name the same port
+     * under that name (the name TLS verifies and sends as SNI), with
+     * connect_to sending the connection to the real host and host_header
+     * keeping the Host the server expects. */
+    char *url_base;
+    struct curl_slist *connect_to;
+    char *host_header;
     char *user_agent;
     int64_t timeout_ms;
     int max_attempts;
@@ -135,7 +145,7 @@ struct kube_client {
 /* Sets what every easy handle of this client needs (URL, TLS, headers with
  * the current token). Returns 0 or -1 (memory, cap). */
 int kube_client_setup_easy(struct kube_client *c, CURL *e, const char *path_query,
-                           struct curl_slist **hdrs, const char *content_type);
+                           struct curl_slist **hdrs, const char *content_type, const char *accept);
 /* Asks the request limit for |x|: returns 0 when it may go now, 1 when it
  * was queued (kube_call_send / kube_watch_send run when its turn comes). */
 int kube_client_admit(struct kube_client *c, struct kube_xfer *x);

@@ -46,6 +46,7 @@ void kube_watch_free(struct kube_watch *w)
     cx_buf_free(&w->pending);
     cx_buf_free(&w->errbody);
     free(w->path_query);
+    free(w->accept);
     free(w);
 }
 
@@ -123,6 +124,8 @@ static int watch_deliver(struct kube_watch *w)
     if (rc != KUBE_WATCH_OK) {
         struct kube_error e;
         kube_error_set(&e, KUBE_E_DECODE, "watch stream: %s", w->parser.error);
+        if (rc == KUBE_WATCH_E_TOO_BIG)
+            snprintf(e.reason, sizeof(e.reason), "%s", KUBE_REASON_TOO_LARGE);
         watch_end(w, &e);
         return 1;
     }
@@ -212,7 +215,8 @@ static int watch_transmit(struct kube_watch *w)
 {
     struct kube_client *c = w->c;
     w->easy = curl_easy_init();
-    if (!w->easy || kube_client_setup_easy(c, w->easy, w->path_query, &w->hdrs, NULL) != 0)
+    if (!w->easy ||
+        kube_client_setup_easy(c, w->easy, w->path_query, &w->hdrs, NULL, w->accept) != 0)
         return -1;
     curl_easy_setopt(w->easy, CURLOPT_PRIVATE, &w->h);
     curl_easy_setopt(w->easy, CURLOPT_WRITEFUNCTION, watch_write_cb);
@@ -259,6 +263,7 @@ struct kube_watch *kube_watch_start(struct kube_client *c, const struct kube_res
     w->user_data = user_data;
     w->stall_ms = o->stall_ms;
     w->timeout_seconds = o->timeout_seconds;
+    w->accept = o->accept ? strdup(o->accept) : NULL;
     kube_watch_parser_init(&w->parser, o->max_event, watch_event_cb, w);
     w->pending_max = w->parser.max_event + 2;
     cx_buf_init(&w->pending, w->pending_max + CURL_MAX_WRITE_SIZE);
@@ -287,7 +292,7 @@ struct kube_watch *kube_watch_start(struct kube_client *c, const struct kube_res
     w->stall_ev = evtimer_new(c->base, on_stall, w);
     w->path_query = rc == 0 ? cx_buf_steal(&p, NULL) : NULL;
     cx_buf_free(&p);
-    if (!w->path_query || !w->deliver_ev || !w->stall_ev)
+    if (!w->path_query || !w->deliver_ev || !w->stall_ev || (o->accept && !w->accept))
         goto fail;
     kube_reqinfo_parse(&w->h.info, "GET", w->path_query);
     if (kube_client_admit(c, &w->h) == 0 && watch_transmit(w) != 0)

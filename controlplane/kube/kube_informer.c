@@ -1,6 +1,7 @@
 #include "kube_informer.h"
 
 #include "cx_json.h"
+#include "cx_log.h"
 #include "cx_metrics.h"
 #include "cx_time.h"
 #include "kube_error.h"
@@ -14,7 +15,17 @@
  * and a clean end or a 410 after it is followed at once. A shorter one is
  * a failure whatever its ending, so a server that ends every watch at once
  * (or answers every watch with 410) is met with a growing backoff. */
-#define HEALTHY_WATCH_NS   (5 * CX_NS_PER_S)
+#define HEALTHY_WATCH_NS (5 * CX_NS_PER_S)
+/* A watch event may wrap an object of up to max_object bytes. */
+#define EVENT_ENVELOPE ((size_t)64 << 10)
+/* A refused object is said at most this often per informer. */
+#define REFUSED_LOG_NS (60 * CX_NS_PER_S)
+/* What a metadata informer asks for (client-go's metadata informers ask
+ * the same); plain JSON stays acceptable, and what comes whole anyway is
+ * cut down to its metadata on arrival. */
+#define ACCEPT_META_LIST \
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+#define ACCEPT_META        "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 #define INITIAL_EVENTS_END "k8s.io/initial-events-end"
 
 enum inf_state {
@@ -37,6 +48,7 @@ struct inf_metrics {
     struct cx_series *last_event;
     struct cx_series *objects;
     struct cx_series *synced;
+    struct cx_series *refused;
 };
 
 struct kube_informer {
@@ -51,6 +63,11 @@ struct kube_informer {
     enum kube_streaming streaming;
     int streaming_refused; /* AUTO and the server said no */
     int trim;              /* kube_informer_opts.trim */
+    int metadata_only;     /* kube_informer_opts.metadata_only */
+    size_t max_object;
+    size_t max_page_bytes;
+    int64_t refused_logged_ns;
+    uint64_t refused_unlogged;
     struct kube_informer_handlers h;
     void *user_data;
 
@@ -108,6 +125,9 @@ static void setup_metrics(struct kube_informer *inf)
     struct cx_metric *sy =
         cx_gauge("coxswain_informer_synced",
                  "1 once the informer's cache holds the server's state.", "resource");
+    struct cx_metric *rf =
+        cx_counter("coxswain_informer_objects_refused_total",
+                   "Objects over the size cap per object, treated as absent.", "resource");
     for (int t = 0; t < KUBE_EV_COUNT; t++) {
         static const char *const names[KUBE_EV_COUNT] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK",
                                                          "ERROR"};
@@ -118,6 +138,7 @@ static void setup_metrics(struct kube_informer *inf)
     inf->m.last_event = le ? cx_metric_with(le, inf->name) : NULL;
     inf->m.objects = ob ? cx_metric_with(ob, inf->name) : NULL;
     inf->m.synced = sy ? cx_metric_with(sy, inf->name) : NULL;
+    inf->m.refused = rf ? cx_metric_with(rf, inf->name) : NULL;
 }
 
 static void m_inc(struct cx_series *s)
@@ -160,6 +181,9 @@ struct kube_informer *kube_informer_new(struct kube_client *c, const struct kube
     inf->request_timeout_ms = o->request_timeout_ms > 0 ? o->request_timeout_ms : 60000;
     inf->streaming = o->streaming;
     inf->trim = o->trim;
+    inf->metadata_only = o->metadata_only;
+    inf->max_object = o->max_object ? o->max_object : KUBE_OBJECT_MAX;
+    inf->max_page_bytes = o->max_page_bytes ? o->max_page_bytes : KUBE_INFORMER_PAGE_MAX;
     inf->backoff.base_ms = o->backoff_base_ms > 0 ? o->backoff_base_ms : 100;
     inf->backoff.max_ms = o->backoff_max_ms > 0 ? o->backoff_max_ms : 5000;
     if (h)
@@ -339,21 +363,56 @@ static void apply_delete(struct kube_informer *inf, const char *key, struct kube
     kube_obj_unref(final);
 }
 
-/* List items carry no kind/apiVersion; watch objects do. Give every
- * cached object both so consumers see one shape. */
-static void fill_type(struct kube_informer *inf, cJSON *obj)
+/* Says (at most once a minute, with a count) that an object was refused. */
+static void note_refused(struct kube_informer *inf, const cJSON *obj, size_t size)
 {
-    if (inf->trim)
+    inf->stats.refused++;
+    m_inc(inf->m.refused);
+    inf->refused_unlogged++;
+    int64_t now = cx_mono_ns();
+    if (inf->refused_logged_ns && now - inf->refused_logged_ns < REFUSED_LOG_NS)
+        return;
+    const char *ns = cx_json_path_str(obj, "metadata", "namespace", NULL);
+    const char *name = cx_json_path_str(obj, "metadata", "name", NULL);
+    cx_warn("informer",
+            "%s: %s%s%s is over %zu bytes (the cap on one object), treated as absent "
+            "(%llu refused since the last such line)",
+            inf->name, ns ? ns : "", ns ? "/" : "", name ? name : "(no name)",
+            size > inf->max_object ? inf->max_object : size,
+            (unsigned long long)inf->refused_unlogged);
+    inf->refused_logged_ns = now;
+    inf->refused_unlogged = 0;
+}
+
+/* Makes an arriving object what the cache keeps: bookkeeping trimmed, cut
+ * to its metadata for a metadata informer, kind/apiVersion filled in (list
+ * items carry neither; watch objects do, so consumers see one shape).
+ * Returns 0, or -1 when it is over the cap on one object: the caller treats
+ * it as absent. */
+static int admit(struct kube_informer *inf, cJSON *obj)
+{
+    if (inf->metadata_only)
+        (void)kube_obj_metadata_only(obj);
+    else if (inf->trim)
         kube_obj_trim(obj);
+    size_t size = kube_json_size(obj, inf->max_object);
+    if (size > inf->max_object) {
+        note_refused(inf, obj, size);
+        return -1;
+    }
     if (!cJSON_GetObjectItemCaseSensitive(obj, "kind"))
         cJSON_AddStringToObject(obj, "kind", inf->res->kind ? inf->res->kind : "");
     if (!cJSON_GetObjectItemCaseSensitive(obj, "apiVersion"))
         cJSON_AddStringToObject(obj, "apiVersion", inf->api_version);
+    return 0;
 }
 
 static void put_fresh(struct kube_informer *inf, cJSON *json)
 {
-    fill_type(inf, json);
+    if (admit(inf, json) != 0) {
+        cJSON_Delete(json); /* absent from the fresh list: a cached copy goes */
+        return;
+    }
     struct kube_obj *o = kube_obj_new(json);
     if (!o) {
         cJSON_Delete(json);
@@ -402,6 +461,17 @@ static void apply_fresh(struct kube_informer *inf)
 
 static void list_page(struct kube_informer *inf);
 
+/* A page was over max_page_bytes: ask for pages half as long (large
+ * objects), down to one object a page. */
+static void shrink_pages(struct kube_informer *inf)
+{
+    long before = inf->page_size;
+    inf->page_size = before > 1 ? before / 2 : before == 0 ? 250 : 1;
+    if (inf->page_size != before)
+        cx_warn("informer", "%s: a list page was over %zu bytes: %ld objects a page from now on",
+                inf->name, inf->max_page_bytes, inf->page_size);
+}
+
 static void on_list_page(struct kube_result *r, void *ud)
 {
     struct kube_informer *inf = ud;
@@ -414,6 +484,8 @@ static void on_list_page(struct kube_result *r, void *ud)
             note_failure(inf, "list", &r->err);
         if (r->err.code == KUBE_E_EXPIRED)
             inf->expired_streak++;
+        if (r->err.code == KUBE_E_DECODE && strcmp(r->err.reason, KUBE_REASON_TOO_LARGE) == 0)
+            shrink_pages(inf);
         schedule_backoff(inf, NEXT_INITIAL, &r->err);
         return;
     }
@@ -447,7 +519,10 @@ static void list_page(struct kube_informer *inf)
         .limit = inf->page_size,
         .continue_token = inf->continue_token,
     };
-    struct kube_req_opts ro = {.timeout_ms = inf->request_timeout_ms, .quiet = expected_410(inf)};
+    struct kube_req_opts ro = {.timeout_ms = inf->request_timeout_ms,
+                               .quiet = expected_410(inf),
+                               .max_response = inf->max_page_bytes,
+                               .accept = inf->metadata_only ? ACCEPT_META_LIST : NULL};
     inf->state = INF_LISTING;
     inf->call = kube_list(inf->c, inf->res, inf->ns, &lo, &ro, on_list_page, inf);
     if (!inf->call)
@@ -470,7 +545,11 @@ static void on_watch_event(void *ud, enum kube_event_type type, cJSON *obj)
     inf->stats.last_event_wall_ns = cx_wall_ns();
     m_set(inf->m.last_event, (double)inf->stats.last_event_wall_ns / 1e9);
     inf->watch_had_events = 1;
-    const char *rv = cx_json_path_str(obj, "metadata", "resourceVersion", NULL);
+    /* A copy: |obj| may be refused and freed before the RV is kept. */
+    char rv[RV_MAX] = "";
+    const char *orv = cx_json_path_str(obj, "metadata", "resourceVersion", NULL);
+    if (orv && strlen(orv) < sizeof(rv))
+        memcpy(rv, orv, strlen(orv) + 1);
 
     if (inf->state == INF_STREAMING) {
         if (type == KUBE_EV_BOOKMARK) {
@@ -515,7 +594,18 @@ static void on_watch_event(void *ud, enum kube_event_type type, cJSON *obj)
         cJSON_Delete(obj);
         return;
     }
-    fill_type(inf, obj);
+    if (admit(inf, obj) != 0) {
+        /* Over the cap now: whatever the cache held of it is no longer
+         * the object, which is treated as absent. */
+        char key[400];
+        const char *ns = cx_json_path_str(obj, "metadata", "namespace", NULL);
+        const char *name = cx_json_path_str(obj, "metadata", "name", NULL);
+        if (name && kube_obj_key(ns ? ns : "", name, key, sizeof(key)) == 0)
+            apply_delete(inf, key, NULL);
+        cJSON_Delete(obj);
+        note_objects(inf);
+        return;
+    }
     struct kube_obj *o = kube_obj_new(obj);
     if (!o) {
         cJSON_Delete(obj);
@@ -541,6 +631,15 @@ static void on_watch_end(void *ud, const struct kube_error *err)
     if (streaming) {
         kube_cache_free(inf->fresh);
         inf->fresh = NULL;
+    }
+    if (err->code == KUBE_E_DECODE && strcmp(err->reason, KUBE_REASON_TOO_LARGE) == 0) {
+        /* An event over the cap: resuming would meet it again. A list
+         * (which refuses the object) and a watch from its RV get past it. */
+        inf->stats.watch_errors++;
+        note_failure(inf, "watch", err);
+        inf->rv[0] = '\0';
+        schedule_backoff(inf, NEXT_INITIAL, err);
+        return;
     }
     if (err->code == KUBE_E_EXPIRED) {
         /* Our resourceVersion left the server's window: list again. */
@@ -597,6 +696,8 @@ static void start_watch(struct kube_informer *inf)
         .allow_bookmarks = 1,
         .stall_ms = inf->stall_ms,
         .quiet = expected_410(inf),
+        .accept = inf->metadata_only ? ACCEPT_META : NULL,
+        .max_event = inf->max_object + EVENT_ENVELOPE,
     };
     if (inf->watches_started++ > 0) {
         inf->stats.watch_restarts++;
@@ -641,6 +742,8 @@ static void begin_initial(struct kube_informer *inf)
                            KUBE_QUIET(KUBE_E_INVALID) | KUBE_QUIET(KUBE_E_UNSUPPORTED) |
                            KUBE_QUIET(KUBE_E_METHOD)
                      : expected_410(inf),
+        .accept = inf->metadata_only ? ACCEPT_META : NULL,
+        .max_event = inf->max_object + EVENT_ENVELOPE,
     };
     if (inf->watches_started++ > 0) {
         inf->stats.watch_restarts++;

@@ -27,6 +27,8 @@
 
 struct kube_informer;
 
+#define KUBE_INFORMER_PAGE_MAX ((size_t)32 << 20)
+
 enum kube_streaming {
     KUBE_STREAMING_AUTO = 0, /* try a streaming list, fall back to list on refusal */
     KUBE_STREAMING_OFF = 1,
@@ -53,6 +55,20 @@ struct kube_informer_opts {
      * was created with kubectl apply). Neither is input; together they are
      * often most of an object's bytes. Off: the cache mirrors the server. */
     int trim;
+    /* Keep only what a PartialObjectMetadata carries (kind, apiVersion,
+     * metadata): the list and watch ask the server for that form, as
+     * client-go's metadata informers do, and whatever comes whole anyway is
+     * cut down on arrival. A Secret or ConfigMap then costs a few hundred
+     * bytes however large its data. */
+    int metadata_only;
+    /* Cap on one object (kube_json_size); 0: KUBE_OBJECT_MAX. A larger
+     * object is treated as absent (a cached copy is deleted), counted in
+     * coxswain_informer_objects_refused_total and said in the log; a
+     * watch event over it ends the watch and a list gets past it. */
+    size_t max_object;
+    /* Cap on one list page's response; 0: KUBE_INFORMER_PAGE_MAX. A page
+     * over it halves the page size (down to one object). */
+    size_t max_page_bytes;
 };
 
 struct kube_informer_handlers {
@@ -72,6 +88,7 @@ struct kube_informer_stats {
     uint64_t watch_restarts;         /* watches started after the first */
     uint64_t watch_errors;           /* watches that ended in an error */
     uint64_t duplicates;             /* events dropped because the object had that RV */
+    uint64_t refused;                /* objects over the cap on one object */
     int64_t last_event_wall_ns;
     int streaming_used; /* the last initial sync was a streaming list */
 };

@@ -42,6 +42,7 @@ struct seen {
     char auth[128];
     char ua[128];
     char ctype[64];
+    char accept[128];
     char body[1024];
     int port; /* the client's source port: tells connections apart */
 };
@@ -182,6 +183,7 @@ __attribute__((unused)) static void on_request(struct evhttp_request *req, void 
         copy_hdr(sn->auth, sizeof(sn->auth), h, "Authorization");
         copy_hdr(sn->ua, sizeof(sn->ua), h, "User-Agent");
         copy_hdr(sn->ctype, sizeof(sn->ctype), h, "Content-Type");
+        copy_hdr(sn->accept, sizeof(sn->accept), h, "Accept");
         struct evbuffer *in = evhttp_request_get_input_buffer(req);
         size_t n = evbuffer_get_length(in);
         if (n >= sizeof(sn->body))

@@ -385,6 +385,155 @@ static void test_watch_expired_at_once_backs_off(void)
     fx_free(&f);
 }
 
+/* A metadata informer asks for PartialObjectMetadata(List) and keeps only
+ * metadata, even from a server that sends whole objects. */
+static void test_metadata_only(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){0});
+    mock_push(&f.m,
+              (struct step){.status = 200, .body = LIST("10", "", CMO("a", "1", "secret-bytes"))});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH,
+                                  .hang = 1,
+                                  .chunks = {EVT("ADDED", CMO("b", "11", "more-bytes"))}});
+    struct log l = {0};
+    struct kube_informer *inf = kube_informer_new(
+        f.c,
+        &(struct kube_informer_opts){
+            .res = &CM, .ns = "ns", .streaming = KUBE_STREAMING_OFF, .metadata_only = 1},
+        &H, &l);
+    kube_informer_start(inf);
+    REQUIRE(wait_reqs(&f, 2, 5000));
+    settle(&f, 100);
+    const char *want[] = {"+ns/a@1", "synced", "+ns/b@11"};
+    check_log(&l, want, 3);
+    CHECK_STR_EQ(f.m.reqs[0].accept,
+                 "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
+                 "application/json");
+    CHECK_STR_EQ(f.m.reqs[1].accept,
+                 "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json");
+    const char *keys[] = {"ns/a", "ns/b"};
+    for (int i = 0; i < 2; i++) {
+        struct kube_obj *o = kube_cache_get(kube_informer_cache(inf), keys[i]);
+        REQUIRE(o != NULL);
+        CHECK_STR_EQ(cx_json_str(o->json, "kind"), "PartialObjectMetadata");
+        CHECK_STR_EQ(cx_json_str(o->json, "apiVersion"), "meta.k8s.io/v1");
+        CHECK(cJSON_GetObjectItem(o->json, "data") == NULL);
+        CHECK(cx_json_path_str(o->json, "metadata", "resourceVersion", NULL) != NULL);
+    }
+    kube_informer_free(inf);
+    fx_free(&f);
+}
+
+#define BIGCM(name, rv)                                                                      \
+    "{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"ns\",\"resourceVersion\":\"" rv    \
+    "\"},\"data\":{\"k\":\"0123456789012345678901234567890123456789012345678901234567890123" \
+    "456789012345678901234567890123456789012345678901234567890123456789\"}}"
+
+/* Objects over the cap on one object are treated as absent: refused in a
+ * list, and a cached object that grows over it is deleted; counted. */
+static void test_object_cap(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){0});
+    mock_push(&f.m, (struct step){.status = 200,
+                                  .body = LIST("10", "",
+                                               BIGCM("big", "1") "," CMO("a", "2", "x") "," CMO(
+                                                   "c", "3", "x"))});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH,
+                                  .hang = 1,
+                                  .chunk_ms = 5,
+                                  .chunks = {EVT("MODIFIED", BIGCM("a", "11")),
+                                             EVT("MODIFIED", CMO("c", "12", "y"))}});
+    struct log l = {0};
+    struct kube_informer *inf = kube_informer_new(
+        f.c,
+        &(struct kube_informer_opts){
+            .res = &CM, .ns = "ns", .streaming = KUBE_STREAMING_OFF, .max_object = 150},
+        &H, &l);
+    kube_informer_start(inf);
+    REQUIRE(wait_reqs(&f, 2, 5000));
+    settle(&f, 150);
+    const char *want[] = {"+ns/a@2", "+ns/c@3", "synced", "-ns/a@2", "~ns/c@3>12"};
+    check_log(&l, want, 5);
+    struct kube_informer_stats st;
+    kube_informer_stats(inf, &st);
+    CHECK_INT_EQ(st.refused, 2);
+    CHECK_INT_EQ(kube_cache_len(kube_informer_cache(inf)), 1);
+    kube_informer_free(inf);
+    fx_free(&f);
+}
+
+/* A watch event over the cap ends the watch; the informer lists again (and
+ * refuses the object there) instead of resuming into the same event. */
+static void test_event_over_cap_relists(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){0});
+    /* An event of ~80 KiB: over max_object (100) + the 64 KiB envelope. */
+    size_t pad = 80 << 10;
+    char *big = malloc(pad + 256);
+    REQUIRE(big != NULL);
+    int n = snprintf(big, 256,
+                     "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"a\","
+                     "\"namespace\":\"ns\",\"resourceVersion\":\"11\"},\"data\":{\"k\":\"");
+    memset(big + n, 'x', pad);
+    snprintf(big + n + pad, 256, "\"}}}\n");
+    mock_push(&f.m, (struct step){.status = 200, .body = LIST("10", "", CMO("a", "1", "x"))});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1, .chunks = {big}});
+    mock_push(&f.m, (struct step){.status = 200, .body = LIST("20", "", BIGCM("a", "11"))});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1});
+    struct log l = {0};
+    struct kube_informer *inf =
+        kube_informer_new(f.c,
+                          &(struct kube_informer_opts){.res = &CM,
+                                                       .ns = "ns",
+                                                       .streaming = KUBE_STREAMING_OFF,
+                                                       .max_object = 100,
+                                                       .backoff_base_ms = 10},
+                          &H, &l);
+    kube_informer_start(inf);
+    REQUIRE(wait_reqs(&f, 4, 5000));
+    settle(&f, 50);
+    CHECK_STR_EQ(f.m.reqs[2].uri, "/api/v1/namespaces/ns/configmaps?limit=500");
+    CHECK_STR_CONTAINS(f.m.reqs[3].uri, "resourceVersion=20");
+    /* The relist refused the grown object: it is gone from the cache. */
+    const char *want[] = {"+ns/a@1", "synced", "-ns/a@1"};
+    check_log(&l, want, 3);
+    kube_informer_free(inf);
+    fx_free(&f);
+    free(big);
+}
+
+/* A list page over max_page_bytes: the page size halves, the list goes on. */
+static void test_page_cap_halves_pages(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){0});
+    mock_push(&f.m,
+              (struct step){.status = 200,
+                            .body = LIST("10", "", CMO("a", "1", "x") "," CMO("b", "2", "x"))});
+    mock_push(&f.m, (struct step){.status = 200, .body = LIST("10", "", CMO("a", "1", "x"))});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1});
+    struct log l = {0};
+    struct kube_informer *inf =
+        kube_informer_new(f.c,
+                          &(struct kube_informer_opts){.res = &CM,
+                                                       .ns = "ns",
+                                                       .streaming = KUBE_STREAMING_OFF,
+                                                       .max_page_bytes = 220,
+                                                       .backoff_base_ms = 10},
+                          &H, &l);
+    kube_informer_start(inf);
+    REQUIRE(run_until(f.base, &l.synced, 5000));
+    CHECK_STR_EQ(f.m.reqs[0].uri, "/api/v1/namespaces/ns/configmaps?limit=500");
+    CHECK_STR_EQ(f.m.reqs[1].uri, "/api/v1/namespaces/ns/configmaps?limit=250");
+    const char *verb = NULL;
+    CHECK(kube_informer_last_error(inf, &verb) == NULL); /* synced: the failure is over */
+    kube_informer_free(inf);
+    fx_free(&f);
+}
+
 static int first_obj(void *ud, struct kube_obj *o)
 {
     *(struct kube_obj **)ud = o;
@@ -504,5 +653,9 @@ static const struct cxt_case cases[] = {
     CXT(test_trim_drops_bookkeeping),
     CXT(test_no_trim_mirrors_the_server),
     CXT(test_watch_expired_at_once_backs_off),
+    CXT(test_metadata_only),
+    CXT(test_object_cap),
+    CXT(test_event_over_cap_relists),
+    CXT(test_page_cap_halves_pages),
 };
 CXT_MAIN(cases)
