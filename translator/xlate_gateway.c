@@ -8,6 +8,7 @@
 #include "xlate_internal.h"
 
 #include "cx_hash.h"
+#include "xlate_tls.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,13 +33,44 @@ static int selects(const struct xl_entry *gwe, const struct xl_entry *v)
            xlate_selector_matches(g->vs_selector, v);
 }
 
+/* The claim order, the same in a cluster and offline: the oldest
+ * VirtualService first (metadata.creationTimestamp, to the second); one
+ * without a creation time (a manifest not yet applied: `coxswain
+ * translate` of files) after every one with, as it would be created after
+ * them; ties in namespace/name order. Domain claims and the Gateway's
+ * budgets are taken in this order. */
 static int claim_cmp(const void *a, const void *b)
 {
     const struct xl_entry *x = *(struct xl_entry *const *)a;
     const struct xl_entry *y = *(struct xl_entry *const *)b;
-    /* the oldest VirtualService keeps a contested domain */
-    int c = strcmp(x->obj.meta.creation, y->obj.meta.creation);
-    return c ? c : xlate_entry_cmp(x, y);
+    if (x->has_created != y->has_created)
+        return x->has_created ? -1 : 1;
+    if (x->has_created && x->created != y->created)
+        return x->created < y->created ? -1 : 1;
+    return xlate_entry_cmp(x, y);
+}
+
+/* Which part of claim_cmp put |first| before |v|, for their messages. */
+static void claim_rule(const struct xl_entry *first, const struct xl_entry *v, char *out, size_t n)
+{
+    char t1[32], t2[32];
+    xlate_tls_time_str(first->created, t1, sizeof(t1));
+    xlate_tls_time_str(v->created, t2, sizeof(t2));
+    if (first->has_created && v->has_created && first->created != v->created)
+        snprintf(out, n, "the oldest keeps it: %s was created at %s, this one at %s", first->key,
+                 t1, t2);
+    else if (first->has_created && v->has_created)
+        snprintf(out, n, "both were created at %s, so the first in namespace/name order keeps it",
+                 t1);
+    else if (first->has_created)
+        snprintf(out, n,
+                 "%s was created at %s and this one has no creationTimestamp (a manifest not "
+                 "yet applied counts as created after every existing object)",
+                 first->key, t1);
+    else
+        snprintf(out, n,
+                 "neither has a creationTimestamp (manifests not yet applied), so the first in "
+                 "namespace/name order keeps it");
 }
 
 static void lower(char *dst, const char *src, size_t cap)
@@ -466,10 +498,11 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
         enum xl_reason why = XL_R_NONE;
         int fits = 1;
         if (other) {
+            char rule[400];
+            claim_rule(other, v, rule, sizeof(rule));
             snprintf(buf, sizeof(buf),
-                     "domain \"%s\" is already served by VirtualService %s on Gateway %s (the "
-                     "oldest VirtualService keeps a domain)",
-                     dom, other->key, gwe->key);
+                     "domain \"%s\" is already served by VirtualService %s on Gateway %s: %s", dom,
+                     other->key, gwe->key, rule);
             why = XL_R_DOMAIN_CONFLICT;
         } else if ((fits = budget_fits(&b, &ctx->limits, m->mode, v, gwe, buf, sizeof(buf))) < 0) {
             goto out;

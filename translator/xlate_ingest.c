@@ -11,6 +11,7 @@
 
 #include "cx_hash.h"
 #include "cx_json.h"
+#include "cx_time.h"
 #include "xlate_tls.h"
 
 #include <stddef.h>
@@ -332,6 +333,12 @@ static int reparse(struct xlate_ctx *ctx, struct xl_entry *e, const cJSON *obj, 
         e->cert_phase = (int)xlate_tls_phase(&e->obj.u.secret.cert, ctx->now);
     ctx->stats.parsed++;
     if (e->kind == XLATE_KIND_VIRTUAL_SERVICE) {
+        /* the claim order's creation time: none when absent or unreadable
+         * (a manifest not yet applied) */
+        int64_t ns = 0;
+        e->has_created = e->obj.meta.creation && *e->obj.meta.creation &&
+                         cx_time_parse_rfc3339(e->obj.meta.creation, &ns) == 0;
+        e->created = e->has_created ? ns / CX_NS_PER_S : 0;
         uint64_t h = xlate_fnv_str(CX_FNV64_INIT, e->obj.meta.creation);
         for (size_t i = 0; i < e->obj.u.vs.ndomains; i++)
             h = xlate_fnv_str(h, e->obj.u.vs.domains[i]);

@@ -125,6 +125,8 @@ struct xl_entry {
     enum xlate_state parse_state;
     uint64_t label_hash;   /* metadata.labels: Gateway selection depends on it */
     uint64_t claim_hash;   /* creation time + domains (VirtualService) */
+    int64_t created;       /* VirtualService: metadata.creationTimestamp, Unix seconds */
+    int has_created;       /* ... when it has a readable one */
     struct xl_vs_res *res; /* VirtualService: [XL_MODES], else NULL */
     /* per mode: domains + creation + served, what domain claims read; kept
      * across resolutions to notice when it changes */
