@@ -119,240 +119,93 @@ static ConfigSource *ads_source(struct xl_arena *a)
  * One per VirtualService and gateway mode: the bulk of a full translation's
  * encoding. protobuf-c sizes every nested message again at each level
  * above it (Route > RouteAction > RetryPolicy > UInt32Value...) and wants
- * an arena of message structs first. This writer fills its buffer from the
- * end: a message's fields go in last to first, so when a nested message is
- * done its length is known and its tag and length go in front of it. One
- * pass, no sizing. The bytes are protobuf-c's (fields in number order,
- * proto3 zero values left out, oneof members and present messages written
- * even when empty); test_xlate_encode compares the two. */
-
-struct rw {
-    uint8_t *buf; /* malloc */
-    size_t cap;
-    size_t used; /* the bytes written: the last |used| of buf */
-    size_t max;  /* the message may not pass it (0: no cap) */
-    int oom;     /* memory ran out, or |max| was passed (over set) */
-    int over;
-};
-
-/* Room for |n| more bytes in front of what is written; NULL (and oom set)
- * when memory ran out or the message would pass w->max (over set too). */
-static uint8_t *rw_front_grow(struct rw *w, size_t n)
-{
-    if (w->oom)
-        return NULL;
-    if (w->max && w->used + n > w->max) {
-        w->oom = w->over = 1;
-        return NULL;
-    }
-    if (w->cap - w->used < n) {
-        size_t cap = w->cap * 2 > w->used + n ? w->cap * 2 : w->used + n + 256;
-        if (w->max && cap > w->max)
-            cap = w->max; /* the buffer never passes the cap: rw_front need not check */
-        uint8_t *b = malloc(cap);
-        if (!b) {
-            w->oom = 1;
-            return NULL;
-        }
-        memcpy(b + cap - w->used, w->buf + w->cap - w->used, w->used);
-        free(w->buf);
-        w->buf = b;
-        w->cap = cap;
-    }
-    w->used += n;
-    return w->buf + w->cap - w->used;
-}
-
-/* The common case inline: room enough (oom leaves no room: cap is 0 then
- * or the grow path answers). */
-static inline uint8_t *rw_front(struct rw *w, size_t n)
-{
-    if (__builtin_expect(!w->oom && w->cap - w->used >= n, 1)) {
-        w->used += n;
-        return w->buf + w->cap - w->used;
-    }
-    return rw_front_grow(w, n);
-}
-
-/* The message written, copied out at its size (encoded messages are kept;
- * the writer's buffer, freed whole, is what the next one gets, where
- * shrinking it in place would leave a hole per message). Frees the
- * writer. Returns 0, or -1 when memory ran out at any point. */
-static int rw_finish(struct rw *w, uint8_t **out, size_t *len)
-{
-    uint8_t *b = w->oom ? NULL : malloc(w->used ? w->used : 1);
-    if (b)
-        memcpy(b, w->buf + w->cap - w->used, w->used);
-    free(w->buf);
-    w->buf = NULL;
-    if (!b)
-        return -1;
-    *out = b;
-    *len = w->used;
-    return 0;
-}
-
-static inline void rw_varint(struct rw *w, uint64_t v)
-{
-    if (v < 0x80) { /* tags, small lengths and numbers: one byte */
-        uint8_t *p = rw_front(w, 1);
-        if (p)
-            *p = (uint8_t)v;
-        return;
-    }
-    uint8_t tmp[10];
-    size_t n = cx_put_varint(tmp, v);
-    uint8_t *p = rw_front(w, n);
-    if (p)
-        memcpy(p, tmp, n);
-}
-
-static void rw_tag(struct rw *w, uint32_t field, int wire_type)
-{
-    rw_varint(w, (uint64_t)field << 3 | (uint32_t)wire_type);
-}
-
-/* A varint field (wire type 0). */
-static void rw_uint(struct rw *w, uint32_t field, uint64_t v)
-{
-    rw_varint(w, v);
-    rw_tag(w, field, 0);
-}
-
-/* A length-delimited field holding |n| bytes of |p|. */
-static void rw_bytes(struct rw *w, uint32_t field, const void *p, size_t n)
-{
-    uint8_t *d = rw_front(w, n);
-    if (d && n)
-        memcpy(d, p, n);
-    rw_varint(w, n);
-    rw_tag(w, field, 2);
-}
-
-static void rw_str(struct rw *w, uint32_t field, const char *s)
-{
-    rw_bytes(w, field, s, strlen(s));
-}
-
-/* A proto3 string field: left out when empty. */
-static void rw_str3(struct rw *w, uint32_t field, const char *s)
-{
-    if (s && *s)
-        rw_str(w, field, s);
-}
-
-/* Ends the message field |field| whose content was written since |mark|
- * (w->used then). */
-static void rw_close(struct rw *w, uint32_t field, size_t mark)
-{
-    rw_varint(w, w->used - mark);
-    rw_tag(w, field, 2);
-}
-
-/* google.protobuf.UInt32Value / BoolValue {value: v} as field |field|. */
-static void rw_wrapped(struct rw *w, uint32_t field, uint64_t v)
-{
-    size_t mark = w->used;
-    if (v)
-        rw_uint(w, 1, v);
-    rw_close(w, field, mark);
-}
-
-/* google.protobuf.Duration of |ns| as field |field|. */
-static void rw_duration(struct rw *w, uint32_t field, int64_t ns)
-{
-    size_t mark = w->used;
-    int32_t nanos = (int32_t)(ns % 1000000000);
-    int64_t seconds = ns / 1000000000;
-    if (nanos) /* int32: negative values are sign-extended to 64 bits */
-        rw_uint(w, 2, (uint64_t)(int64_t)nanos);
-    if (seconds)
-        rw_uint(w, 1, (uint64_t)seconds);
-    rw_close(w, field, mark);
-}
+ * an arena of message structs first; common/cx_wire writes each message
+ * once, back to front, its fields last to first. The bytes are
+ * protobuf-c's; test_xlate_encode compares the two. */
 
 /* envoy.type.matcher.v3.RegexMatcher {google_re2: {}, regex} */
-static void rw_regex(struct rw *w, uint32_t field, const char *re)
+static void enc_regex(struct cx_wire *w, uint32_t field, const char *re)
 {
-    size_t mark = w->used;
-    rw_str3(w, 2, re);
-    rw_bytes(w, 1, NULL, 0); /* google_re2, empty */
-    rw_close(w, field, mark);
+    size_t mark = cx_wire_mark(w);
+    cx_wire_str3(w, 2, re);
+    cx_wire_bytes(w, 1, NULL, 0); /* google_re2, empty */
+    cx_wire_close(w, field, mark);
 }
 
-static void rw_header(struct rw *w, const struct xl_header *h)
+static void enc_header(struct cx_wire *w, const struct xl_header *h)
 {
-    size_t mark = w->used;
+    size_t mark = cx_wire_mark(w);
     switch (h->kind) {
     case XL_HDR_REGEX:
-        rw_regex(w, 11, h->value); /* safe_regex_match */
+        enc_regex(w, 11, h->value); /* safe_regex_match */
         break;
     case XL_HDR_PREFIX:
-        rw_str(w, 9, h->value); /* prefix_match */
+        cx_wire_str(w, 9, h->value); /* prefix_match */
         break;
     default:
         break;
     }
     if (h->invert)
-        rw_uint(w, 8, 1); /* invert_match */
+        cx_wire_uint(w, 8, 1); /* invert_match */
     if (h->kind == XL_HDR_PRESENT)
-        rw_uint(w, 7, 1); /* present_match */
+        cx_wire_uint(w, 7, 1); /* present_match */
     else if (h->kind == XL_HDR_EXACT)
-        rw_str(w, 4, h->value); /* exact_match */
-    rw_str3(w, 1, h->name);
-    rw_close(w, 6, mark); /* RouteMatch.headers */
+        cx_wire_str(w, 4, h->value); /* exact_match */
+    cx_wire_str3(w, 1, h->name);
+    cx_wire_close(w, 6, mark); /* RouteMatch.headers */
 }
 
-static void rw_route_match(struct rw *w, const struct xl_rroute *r)
+static void enc_route_match(struct cx_wire *w, const struct xl_rroute *r)
 {
-    size_t mark = w->used;
+    size_t mark = cx_wire_mark(w);
     if (r->kind == XL_PATH_REGEX)
-        rw_regex(w, 10, r->path); /* safe_regex */
+        enc_regex(w, 10, r->path); /* safe_regex */
     for (size_t i = r->nheaders; i-- > 0;)
-        rw_header(w, r->headers[i]);
+        enc_header(w, r->headers[i]);
     if (!r->case_sensitive)
-        rw_wrapped(w, 4, 0); /* case_sensitive: false */
+        cx_wire_wrapped(w, 4, 0); /* case_sensitive: false */
     if (r->kind == XL_PATH_EXACT)
-        rw_str(w, 2, r->path); /* path */
+        cx_wire_str(w, 2, r->path); /* path */
     else if (r->kind == XL_PATH_PREFIX)
-        rw_str(w, 1, r->path); /* prefix */
-    rw_close(w, 1, mark);      /* Route.match */
+        cx_wire_str(w, 1, r->path); /* prefix */
+    cx_wire_close(w, 1, mark);      /* Route.match */
 }
 
-static void rw_route_action(struct rw *w, const struct xl_rroute *r, enum xlate_gateway_mode mode)
+static void enc_route_action(struct cx_wire *w, const struct xl_rroute *r,
+                             enum xlate_gateway_mode mode)
 {
-    size_t mark = w->used;
+    size_t mark = cx_wire_mark(w);
     if (r->has_timeout && mode == XLATE_MODE_PROXYLESS) {
         /* gRPC reads the deadline from max_stream_duration, not timeout */
-        size_t m2 = w->used;
-        rw_duration(w, 1, r->timeout_ns);
-        rw_close(w, 36, m2); /* max_stream_duration */
+        size_t m2 = cx_wire_mark(w);
+        cx_wire_duration(w, 1, r->timeout_ns);
+        cx_wire_close(w, 36, m2); /* max_stream_duration */
     }
     if (r->has_retries) {
-        size_t m2 = w->used;
-        rw_wrapped(w, 2, r->retry_attempts); /* num_retries */
-        rw_str3(w, 1, r->retry_on);
-        rw_close(w, 9, m2); /* retry_policy */
+        size_t m2 = cx_wire_mark(w);
+        cx_wire_wrapped(w, 2, r->retry_attempts); /* num_retries */
+        cx_wire_str3(w, 1, r->retry_on);
+        cx_wire_close(w, 9, m2); /* retry_policy */
     }
     if (r->has_timeout && mode != XLATE_MODE_PROXYLESS)
-        rw_duration(w, 8, r->timeout_ns); /* timeout */
-    rw_str3(w, 5, r->prefix_rewrite);
+        cx_wire_duration(w, 8, r->timeout_ns); /* timeout */
+    cx_wire_str3(w, 5, r->prefix_rewrite);
     if (r->cluster) {
-        rw_str(w, 1, r->cluster); /* cluster */
+        cx_wire_str(w, 1, r->cluster); /* cluster */
     } else {
-        size_t m2 = w->used;
+        size_t m2 = cx_wire_mark(w);
         /* total_weight defaults to 100; gRPC requires the sum to match it */
         if (r->total_weight != 100)
-            rw_wrapped(w, 3, r->total_weight);
+            cx_wire_wrapped(w, 3, r->total_weight);
         for (size_t i = r->nwc; i-- > 0;) {
-            size_t m3 = w->used;
-            rw_wrapped(w, 2, r->wc[i].weight);
-            rw_str3(w, 1, r->wc[i].cluster);
-            rw_close(w, 1, m3); /* clusters */
+            size_t m3 = cx_wire_mark(w);
+            cx_wire_wrapped(w, 2, r->wc[i].weight);
+            cx_wire_str3(w, 1, r->wc[i].cluster);
+            cx_wire_close(w, 1, m3); /* clusters */
         }
-        rw_close(w, 3, m2); /* weighted_clusters */
+        cx_wire_close(w, 3, m2); /* weighted_clusters */
     }
-    rw_close(w, 2, mark); /* Route.route */
+    cx_wire_close(w, 2, mark); /* Route.route */
 }
 
 int xlate_encode_vhost(const char *name, char *const *domains, size_t ndomains,
@@ -361,46 +214,42 @@ int xlate_encode_vhost(const char *name, char *const *domains, size_t ndomains,
 {
     /* the first buffer holds the usual routes, within the cap: a larger
      * message grows it, up to the cap and no further */
-    struct rw w = {.cap = 256 + 192 * nroutes, .max = max_bytes};
-    if (max_bytes && w.cap > max_bytes)
-        w.cap = max_bytes;
-    w.buf = malloc(w.cap);
-    if (!w.buf)
+    struct cx_wire w;
+    if (cx_wire_init_max(&w, 256 + 192 * nroutes, max_bytes) != 0)
         return -1;
     for (size_t i = nroutes; i-- > 0;) {
-        size_t mark = w.used;
-        rw_route_action(&w, &routes[i], mode);
-        rw_route_match(&w, &routes[i]);
-        rw_close(&w, 3, mark); /* VirtualHost.routes */
+        size_t mark = cx_wire_mark(&w);
+        enc_route_action(&w, &routes[i], mode);
+        enc_route_match(&w, &routes[i]);
+        cx_wire_close(&w, 3, mark); /* VirtualHost.routes */
     }
     for (size_t i = ndomains; i-- > 0;)
-        rw_str(&w, 2, domains[i]); /* domains: repeated, every item written */
-    rw_str3(&w, 1, name);
-    int over = w.over;
-    int rc = rw_finish(&w, out, len);
-    return over ? -2 : rc;
+        cx_wire_str(&w, 2, domains[i]); /* domains: repeated, every item written */
+    cx_wire_str3(&w, 1, name);
+    return cx_wire_finish(&w, out, len); /* -2: past max_bytes */
 }
 
+/* Forward: the virtual hosts are encoded already, so every length is known
+ * and their bytes are copied once, each behind its field header. */
 int xlate_encode_route_config(const char *name, const struct xl_bytes *vhosts, size_t n,
                               uint8_t **out, size_t *len)
 {
+    enum { RC_NAME = 1, RC_VIRTUAL_HOSTS = 2 };
     size_t nlen = strlen(name);
-    size_t total = nlen ? 1 + 10 + nlen : 0;
+    size_t total = nlen ? CX_WIRE_HDR_MAX + nlen : 0;
     for (size_t i = 0; i < n; i++)
-        total += 1 + 10 + vhosts[i].len;
+        total += CX_WIRE_HDR_MAX + vhosts[i].len;
     uint8_t *b = malloc(total ? total : 1);
     if (!b)
         return -1;
     size_t o = 0;
-    if (nlen) { /* field 1 (name), wire type 2 */
-        b[o++] = 0x0a;
-        o += cx_put_varint(b + o, nlen);
+    if (nlen) {
+        o += cx_wire_put_len_header(b + o, RC_NAME, nlen);
         memcpy(b + o, name, nlen);
         o += nlen;
     }
-    for (size_t i = 0; i < n; i++) { /* field 2 (virtual_hosts), wire type 2 */
-        b[o++] = 0x12;
-        o += cx_put_varint(b + o, vhosts[i].len);
+    for (size_t i = 0; i < n; i++) {
+        o += cx_wire_put_len_header(b + o, RC_VIRTUAL_HOSTS, vhosts[i].len);
         if (vhosts[i].len)
             memcpy(b + o, vhosts[i].data, vhosts[i].len);
         o += vhosts[i].len;
@@ -751,23 +600,23 @@ int xlate_encode_cluster_tls(const char *name, enum xl_lb_policy lb, int64_t con
     /* one per Upstream and mode: written back to front like virtual hosts;
      * the transport socket (TLS, rare) is packed by protobuf-c and put in
      * as it is */
-    struct rw w = {.cap = 128 + strlen(name)};
-    if (!(w.buf = malloc(w.cap)))
+    struct cx_wire w;
+    if (cx_wire_init(&w, 128 + strlen(name)) != 0)
         return -1;
     if (tls) {
         struct xl_arena a = {0};
         TransportSocket *ts = upstream_tls(&a, tls);
+        size_t mark = cx_wire_mark(&w);
         size_t n = ts ? protobuf_c_message_get_packed_size(&ts->base) : 0;
-        uint8_t *d = ts ? rw_front(&w, n) : NULL;
+        uint8_t *d = ts ? cx_wire_front(&w, n) : NULL;
         if (d)
             protobuf_c_message_pack(&ts->base, d);
         xlate_arena_free(&a);
         if (!d) {
-            free(w.buf);
+            cx_wire_discard(&w);
             return -1;
         }
-        rw_varint(&w, n);
-        rw_tag(&w, 24, 2); /* transport_socket */
+        cx_wire_close(&w, 24, mark); /* transport_socket */
     }
     uint64_t policy = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__ROUND_ROBIN;
     switch (lb) {
@@ -784,95 +633,56 @@ int xlate_encode_cluster_tls(const char *name, enum xl_lb_policy lb, int64_t con
         break;
     }
     if (policy)
-        rw_uint(&w, 6, policy); /* lb_policy */
+        cx_wire_uint(&w, 6, policy); /* lb_policy */
     if (has_connect_timeout)
-        rw_duration(&w, 4, connect_timeout_ns); /* connect_timeout */
-    size_t eds = w.used, src = w.used;
+        cx_wire_duration(&w, 4, connect_timeout_ns); /* connect_timeout */
+    size_t eds = cx_wire_mark(&w), src = eds;
     /* eds_cluster_config.eds_config: ADS, resources of API v3 */
-    rw_uint(&w, 6, ENVOY__CONFIG__CORE__V3__API_VERSION__V3); /* resource_api_version */
-    rw_bytes(&w, 3, NULL, 0);                                 /* ads: {} */
-    rw_close(&w, 1, src);                                     /* eds_config */
-    rw_close(&w, 3, eds);                                     /* eds_cluster_config */
-    rw_uint(&w, 2, ENVOY__CONFIG__CLUSTER__V3__CLUSTER__DISCOVERY_TYPE__EDS); /* type */
-    rw_str3(&w, 1, name);
-    return rw_finish(&w, out, len);
+    cx_wire_uint(&w, 6, ENVOY__CONFIG__CORE__V3__API_VERSION__V3); /* resource_api_version */
+    cx_wire_bytes(&w, 3, NULL, 0);                                 /* ads: {} */
+    cx_wire_close(&w, 1, src);                                     /* eds_config */
+    cx_wire_close(&w, 3, eds);                                     /* eds_cluster_config */
+    cx_wire_uint(&w, 2, ENVOY__CONFIG__CLUSTER__V3__CLUSTER__DISCOVERY_TYPE__EDS); /* type */
+    cx_wire_str3(&w, 1, name);
+    return cx_wire_finish(&w, out, len);
 }
 
-/* ---- ClusterLoadAssignment, written directly --------------------------------
+/* ---- ClusterLoadAssignment, written back to front ---------------------------
  *
  * The most frequent message (one per Upstream, rebuilt whenever its
  * endpoints change) and the deepest (CLA > LocalityLbEndpoints >
- * LbEndpoint > Endpoint > Address > SocketAddress): protobuf-c sizes every
- * nested message again at each level above it. Here each size is computed
- * once, arithmetically, and the bytes written in one go. They are exactly
- * protobuf-c's: fields in number order, proto3 zero values left out, a
- * oneof member written even when zero, a present message written even when
- * empty (test_xlate_encode compares the two). Every field number is below
- * 16: one-byte tags. */
+ * LbEndpoint > Endpoint > Address > SocketAddress). The bytes are
+ * protobuf-c's (test_xlate_encode compares the two). */
 
-#define TAG_LEN(f)    ((uint8_t)((f) << 3 | 2))
-#define TAG_VARINT(f) ((uint8_t)((f) << 3))
+enum {
+    CLA_CLUSTER_NAME = 1,
+    CLA_ENDPOINTS = 2,
+    LOCALITY_LB_LOCALITY = 1,
+    LOCALITY_LB_LB_ENDPOINTS = 2,
+    LOCALITY_LB_WEIGHT = 3,
+    LOCALITY_ZONE = 2,
+    LB_ENDPOINT_ENDPOINT = 1,
+    LB_ENDPOINT_HEALTH_STATUS = 2,
+    LB_ENDPOINT_WEIGHT = 4,
+    ENDPOINT_ADDRESS = 1,
+    ADDRESS_SOCKET_ADDRESS = 1,
+    SOCKET_ADDRESS_ADDRESS = 2,
+    SOCKET_ADDRESS_PORT_VALUE = 3,
+};
 
-/* google.protobuf.UInt32Value{value: v} as a field. */
-static size_t u32_value_len(uint32_t v)
+static void enc_lb_endpoint(struct cx_wire *w, const struct xl_lb_endpoint *e)
 {
-    return cx_ld_len(v ? 1 + cx_varint_len(v) : 0);
-}
-
-static uint8_t *put_len(uint8_t *p, uint8_t tag, size_t len)
-{
-    *p++ = tag;
-    return p + cx_put_varint(p, len);
-}
-
-static uint8_t *put_str(uint8_t *p, uint8_t tag, const char *s, size_t len)
-{
-    p = put_len(p, tag, len);
-    memcpy(p, s, len);
-    return p + len;
-}
-
-static uint8_t *put_u32_value(uint8_t *p, uint8_t tag, uint32_t v)
-{
-    if (!v)
-        return put_len(p, tag, 0);
-    p = put_len(p, tag, 1 + cx_varint_len(v));
-    *p++ = TAG_VARINT(1);
-    return p + cx_put_varint(p, v);
-}
-
-/* SocketAddress{address, port_value} inside Address inside Endpoint. */
-static size_t socket_address_len(const struct xl_lb_endpoint *e)
-{
-    size_t al = strlen(e->address);
-    return (al ? cx_ld_len(al) : 0) + 1 + cx_varint_len(e->port);
-}
-
-static size_t lb_endpoint_len(const struct xl_lb_endpoint *e)
-{
-    size_t n = cx_ld_len(cx_ld_len(cx_ld_len(socket_address_len(e)))) + 2; /* + health_status */
+    size_t lb = cx_wire_mark(w);
     if (e->weight != 1)
-        n += u32_value_len(e->weight);
-    return n;
-}
-
-static uint8_t *put_lb_endpoint(uint8_t *p, const struct xl_lb_endpoint *e)
-{
-    size_t sa = socket_address_len(e);
-    p = put_len(p, TAG_LEN(2), lb_endpoint_len(e));       /* LocalityLbEndpoints.lb_endpoints */
-    p = put_len(p, TAG_LEN(1), cx_ld_len(cx_ld_len(sa))); /* LbEndpoint.endpoint */
-    p = put_len(p, TAG_LEN(1), cx_ld_len(sa));            /* Endpoint.address */
-    p = put_len(p, TAG_LEN(1), sa);                       /* Address.socket_address */
-    size_t al = strlen(e->address);
-    if (al)
-        p = put_str(p, TAG_LEN(2), e->address, al); /* SocketAddress.address */
-    *p++ = TAG_VARINT(3);                           /* SocketAddress.port_value */
-    p += cx_put_varint(p, e->port);
-    *p++ = TAG_VARINT(2); /* LbEndpoint.health_status */
-    *p++ = ENVOY__CONFIG__CORE__V3__HEALTH_STATUS__HEALTHY;
-    if (e->weight != 1)
-        p = put_u32_value(p, TAG_LEN(4), e->weight); /* LbEndpoint.load_balancing_weight */
-    return p;
+        cx_wire_wrapped(w, LB_ENDPOINT_WEIGHT, e->weight);
+    cx_wire_uint(w, LB_ENDPOINT_HEALTH_STATUS, ENVOY__CONFIG__CORE__V3__HEALTH_STATUS__HEALTHY);
+    size_t ep = cx_wire_mark(w), addr = ep, sa = ep;
+    cx_wire_uint(w, SOCKET_ADDRESS_PORT_VALUE, e->port); /* a oneof member: even when 0 */
+    cx_wire_str3(w, SOCKET_ADDRESS_ADDRESS, e->address);
+    cx_wire_close(w, ADDRESS_SOCKET_ADDRESS, sa);
+    cx_wire_close(w, ENDPOINT_ADDRESS, addr);
+    cx_wire_close(w, LB_ENDPOINT_ENDPOINT, ep);
+    cx_wire_close(w, LOCALITY_LB_LB_ENDPOINTS, lb);
 }
 
 /* The locality weight: the sum of its endpoints' weights. */
@@ -884,53 +694,34 @@ static uint32_t locality_weight(const struct xl_lb_endpoint *eps, size_t n)
     return sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
 }
 
-/* LocalityLbEndpoints of |n| endpoints of one zone, without its tag. */
-static size_t locality_len(const struct xl_lb_endpoint *eps, size_t n)
+/* Endpoints [i - run, i) share a zone: the length of the run ending at i. */
+static size_t zone_run_before(const struct xl_lb_endpoint *eps, size_t i)
 {
-    size_t zl = strlen(eps[0].zone);
-    size_t len = cx_ld_len(zl ? cx_ld_len(zl) : 0) + u32_value_len(locality_weight(eps, n));
-    for (size_t k = 0; k < n; k++)
-        len += cx_ld_len(lb_endpoint_len(&eps[k]));
-    return len;
-}
-
-/* Endpoints [i, j) share a zone: the length of the run starting at i. */
-static size_t zone_run(const struct xl_lb_endpoint *eps, size_t n, size_t i)
-{
-    size_t j = i + 1;
-    while (j < n && strcmp(eps[j].zone, eps[i].zone) == 0)
-        j++;
-    return j - i;
+    size_t j = i - 1;
+    while (j > 0 && strcmp(eps[j - 1].zone, eps[i - 1].zone) == 0)
+        j--;
+    return i - j;
 }
 
 int xlate_encode_cla(const char *name, const struct xl_lb_endpoint *eps, size_t n, uint8_t **out,
                      size_t *len)
 {
-    size_t nl = strlen(name), total = nl ? cx_ld_len(nl) : 0;
-    for (size_t i = 0; i < n;) {
-        size_t run = zone_run(eps, n, i);
-        total += cx_ld_len(locality_len(&eps[i], run));
-        i += run;
-    }
-    uint8_t *b = malloc(total ? total : 1);
-    if (!b)
+    struct cx_wire w;
+    if (cx_wire_init(&w, 64 + strlen(name) + 48 * n) != 0)
         return -1;
-    uint8_t *p = b;
-    if (nl)
-        p = put_str(p, TAG_LEN(1), name, nl); /* cluster_name */
-    for (size_t i = 0; i < n;) {
-        size_t run = zone_run(eps, n, i);
-        size_t zl = strlen(eps[i].zone);
-        p = put_len(p, TAG_LEN(2), locality_len(&eps[i], run)); /* endpoints */
-        p = put_len(p, TAG_LEN(1), zl ? cx_ld_len(zl) : 0);     /* locality */
-        if (zl)
-            p = put_str(p, TAG_LEN(2), eps[i].zone, zl); /* Locality.zone */
-        for (size_t k = i; k < i + run; k++)
-            p = put_lb_endpoint(p, &eps[k]);
-        p = put_u32_value(p, TAG_LEN(3), locality_weight(&eps[i], run));
-        i += run;
+    for (size_t i = n; i > 0;) {
+        size_t run = zone_run_before(eps, i);
+        const struct xl_lb_endpoint *z = &eps[i - run];
+        size_t loc = cx_wire_mark(&w);
+        cx_wire_wrapped(&w, LOCALITY_LB_WEIGHT, locality_weight(z, run));
+        for (size_t k = run; k-- > 0;)
+            enc_lb_endpoint(&w, &z[k]);
+        size_t l = cx_wire_mark(&w);
+        cx_wire_str3(&w, LOCALITY_ZONE, z->zone);
+        cx_wire_close(&w, LOCALITY_LB_LOCALITY, l); /* present even when empty */
+        cx_wire_close(&w, CLA_ENDPOINTS, loc);
+        i -= run;
     }
-    *out = b;
-    *len = (size_t)(p - b);
-    return 0;
+    cx_wire_str3(&w, CLA_CLUSTER_NAME, name);
+    return cx_wire_finish(&w, out, len);
 }

@@ -650,13 +650,22 @@ int xds_ads_next(struct xds_ads_stream *s, const struct xds_ads_sets *sets, int6
 
 /* ---- wire encoding ----------------------------------------------------------
  * DiscoveryResponse is written by hand so that each resource's bytes (encoded
- * once by the translator) are wrapped in Any without being re-encoded:
- *   1 version_info, 2 resources (Any: 1 type_url, 2 value), 4 type_url,
- *   5 nonce, 6 control_plane (1 identifier). */
+ * once by the translator) are wrapped in Any without being re-encoded. */
+
+enum {
+    DR_VERSION_INFO = 1,
+    DR_RESOURCES = 2, /* Any */
+    DR_TYPE_URL = 4,
+    DR_NONCE = 5,
+    DR_CONTROL_PLANE = 6,
+    ANY_TYPE_URL = 1,
+    ANY_VALUE = 2,
+    CONTROL_PLANE_IDENTIFIER = 1,
+};
 
 static size_t any_size(const char *url, const struct xds_resource *r)
 {
-    return cx_ld_len(strlen(url)) + cx_ld_len(r->len);
+    return cx_wire_len_size(ANY_TYPE_URL, strlen(url)) + cx_wire_len_size(ANY_VALUE, r->len);
 }
 
 size_t xds_ads_resources_size(enum xds_type type, struct xds_resource *const *items, size_t n)
@@ -664,7 +673,7 @@ size_t xds_ads_resources_size(enum xds_type type, struct xds_resource *const *it
     const char *url = xlate_type_url(type);
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
-        total += cx_ld_len(any_size(url, items[i]));
+        total += cx_wire_len_size(DR_RESOURCES, any_size(url, items[i]));
     return total;
 }
 
@@ -673,22 +682,22 @@ size_t xds_ads_response_size(const struct xds_ads_response *r, const char *ident
     const char *url = xlate_type_url(r->type);
     size_t n = 0;
     if (r->version[0])
-        n += cx_ld_len(strlen(r->version));
+        n += cx_wire_len_size(DR_VERSION_INFO, strlen(r->version));
     n += xds_ads_resources_size(r->type, r->items, r->n);
-    n += cx_ld_len(strlen(url));
+    n += cx_wire_len_size(DR_TYPE_URL, strlen(url));
     if (r->nonce[0])
-        n += cx_ld_len(strlen(r->nonce));
+        n += cx_wire_len_size(DR_NONCE, strlen(r->nonce));
     if (identifier && identifier[0])
-        n += cx_ld_len(cx_ld_len(strlen(identifier)));
+        n += cx_wire_len_size(DR_CONTROL_PLANE,
+                              cx_wire_len_size(CONTROL_PLANE_IDENTIFIER, strlen(identifier)));
     return n;
 }
 
-/* Emits tag + length (+ the string when |s| is given). */
-static int emit_ld(xds_ads_emit_fn emit, void *user, uint8_t tag, size_t len, const char *s)
+/* Emits the key and length of field |field| (+ the string when |s| is given). */
+static int emit_ld(xds_ads_emit_fn emit, void *user, uint32_t field, size_t len, const char *s)
 {
-    uint8_t hdr[11];
-    hdr[0] = tag;
-    size_t h = 1 + cx_put_varint(hdr + 1, len);
+    uint8_t hdr[CX_WIRE_HDR_MAX];
+    size_t h = cx_wire_put_len_header(hdr, field, len);
     int rc = emit(user, hdr, h, NULL);
     if (rc == 0 && s && len)
         rc = emit(user, s, len, NULL);
@@ -697,7 +706,7 @@ static int emit_ld(xds_ads_emit_fn emit, void *user, uint8_t tag, size_t len, co
 
 int xds_ads_emit_head(const struct xds_ads_response *r, xds_ads_emit_fn emit, void *user)
 {
-    return r->version[0] ? emit_ld(emit, user, 0x0a, strlen(r->version), r->version) : 0;
+    return r->version[0] ? emit_ld(emit, user, DR_VERSION_INFO, strlen(r->version), r->version) : 0;
 }
 
 int xds_ads_emit_resources(enum xds_type type, struct xds_resource *const *items, size_t n,
@@ -708,11 +717,11 @@ int xds_ads_emit_resources(enum xds_type type, struct xds_resource *const *items
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         struct xds_resource *res = items[i];
-        rc = emit_ld(emit, user, 0x12, any_size(url, res), NULL);
+        rc = emit_ld(emit, user, DR_RESOURCES, any_size(url, res), NULL);
         if (rc == 0)
-            rc = emit_ld(emit, user, 0x0a, urllen, url);
+            rc = emit_ld(emit, user, ANY_TYPE_URL, urllen, url);
         if (rc == 0)
-            rc = emit_ld(emit, user, 0x12, res->len, NULL);
+            rc = emit_ld(emit, user, ANY_VALUE, res->len, NULL);
         if (rc == 0 && res->len)
             rc = emit(user, res->bytes, res->len, res);
     }
@@ -723,14 +732,15 @@ int xds_ads_emit_tail(const struct xds_ads_response *r, const char *identifier,
                       xds_ads_emit_fn emit, void *user)
 {
     const char *url = xlate_type_url(r->type);
-    int rc = emit_ld(emit, user, 0x22, strlen(url), url);
+    int rc = emit_ld(emit, user, DR_TYPE_URL, strlen(url), url);
     if (rc == 0 && r->nonce[0])
-        rc = emit_ld(emit, user, 0x2a, strlen(r->nonce), r->nonce);
+        rc = emit_ld(emit, user, DR_NONCE, strlen(r->nonce), r->nonce);
     if (rc == 0 && identifier && identifier[0]) {
         size_t il = strlen(identifier);
-        rc = emit_ld(emit, user, 0x32, cx_ld_len(il), NULL);
+        rc = emit_ld(emit, user, DR_CONTROL_PLANE, cx_wire_len_size(CONTROL_PLANE_IDENTIFIER, il),
+                     NULL);
         if (rc == 0)
-            rc = emit_ld(emit, user, 0x0a, il, identifier);
+            rc = emit_ld(emit, user, CONTROL_PLANE_IDENTIFIER, il, identifier);
     }
     return rc;
 }
