@@ -1,6 +1,7 @@
 #include "election.h"
 
 #include "cx_json.h"
+#include "cx_list.h"
 #include "cx_log.h"
 #include "cx_metrics.h"
 #include "cx_time.h"
@@ -31,7 +32,7 @@ struct notice {
     enum election_stop_reason reason;
     bool released;
     char leader[ELECTION_IDENTITY_MAX];
-    struct notice *next;
+    struct cx_list link;
 };
 
 struct election_metrics {
@@ -59,8 +60,8 @@ struct election {
     struct event_base *main_base;
     int note_rd, note_wr;
     struct event *note_ev;
-    pthread_mutex_t mu; /* notices, status */
-    struct notice *head, *tail;
+    pthread_mutex_t mu;     /* notices, status */
+    struct cx_list notices; /* FIFO of struct notice */
 
     /* Elector thread. */
     pthread_t th;
@@ -169,11 +170,7 @@ static void post_notice(struct election *e, const struct election_action *a)
     }
     *p = n;
     pthread_mutex_lock(&e->mu);
-    if (e->tail)
-        e->tail->next = p;
-    else
-        e->head = p;
-    e->tail = p;
+    cx_list_append(&e->notices, &p->link);
     pthread_mutex_unlock(&e->mu);
     char b = 'n';
     /* A full pipe already holds a wake-up byte: nothing is lost. */
@@ -190,15 +187,11 @@ static void on_notices(evutil_socket_t fd, short what, void *arg)
         ;
     for (;;) {
         pthread_mutex_lock(&e->mu);
-        struct notice *n = e->head;
-        if (n) {
-            e->head = n->next;
-            if (!e->head)
-                e->tail = NULL;
-        }
+        struct cx_list *l = cx_list_pop(&e->notices);
         pthread_mutex_unlock(&e->mu);
-        if (!n)
+        if (!l)
             break;
+        struct notice *n = cx_list_entry(l, struct notice, link);
         deliver(e, n);
         free(n);
     }
@@ -793,6 +786,7 @@ struct election *election_new(const struct election_opts *o, char *err, size_t e
         return NULL;
     }
     e->note_rd = e->note_wr = e->ctl_rd = e->ctl_wr = -1;
+    cx_list_init(&e->notices);
     pthread_mutex_init(&e->mu, NULL);
     e->cfg = *o->cfg;
     e->cb = o->cb;
@@ -926,12 +920,9 @@ void election_free(struct election *e)
     for (int *fd = &e->note_rd; fd <= &e->ctl_wr; fd++)
         if (*fd >= 0)
             close(*fd);
-    struct notice *n = e->head;
-    while (n) {
-        struct notice *next = n->next;
-        free(n);
-        n = next;
-    }
+    struct cx_list *l;
+    while ((l = cx_list_pop(&e->notices)))
+        free(cx_list_entry(l, struct notice, link));
     pthread_mutex_destroy(&e->mu);
     if (e->m.master)
         cx_series_set(e->m.master, 0);

@@ -16,6 +16,7 @@ int leader_queue_init(struct leader_queue *q, struct event_base *base,
     q->user = user;
     q->max_inflight = max_inflight ? max_inflight : 1;
     q->budget = budget > 0 ? budget : 0;
+    cx_list_init(&q->fifo);
     q->pump_ev = evtimer_new(base, on_pump, q);
     q->park_ev = evtimer_new(base, on_park, q);
     return q->pump_ev && q->park_ev ? 0 : -1;
@@ -32,7 +33,7 @@ void leader_queue_free(struct leader_queue *q)
     if (q->park_ev)
         event_free(q->park_ev);
     q->pump_ev = q->park_ev = NULL;
-    q->head = q->tail = NULL;
+    cx_list_init(&q->fifo);
     q->nqueued = q->ninflight = q->nparked = 0;
 }
 
@@ -57,22 +58,13 @@ void leader_queue_push(struct leader_queue *q, struct leader_item *it)
         q->nparked--;
     }
     it->queued = 1;
-    it->next = NULL;
-    if (q->tail)
-        q->tail->next = it;
-    else
-        q->head = it;
-    q->tail = it;
+    cx_list_append(&q->fifo, &it->link);
     q->nqueued++;
 }
 
 static struct leader_item *dequeue(struct leader_queue *q)
 {
-    struct leader_item *it = q->head;
-    q->head = it->next;
-    if (!q->head)
-        q->tail = NULL;
-    it->next = NULL;
+    struct leader_item *it = cx_list_entry(cx_list_pop(&q->fifo), struct leader_item, link);
     it->queued = 0;
     q->nqueued--;
     return it;
@@ -81,10 +73,7 @@ static struct leader_item *dequeue(struct leader_queue *q)
 static void push_front(struct leader_queue *q, struct leader_item *it)
 {
     it->queued = 1;
-    it->next = q->head;
-    q->head = it;
-    if (!q->tail)
-        q->tail = it;
+    cx_list_prepend(&q->fifo, &it->link);
     q->nqueued++;
 }
 
@@ -138,7 +127,7 @@ static void pump(struct leader_queue *q)
             leader_queue_schedule(q, 0); /* the rest on the next loop turn */
             break;
         }
-        if (!q->head) {
+        if (cx_list_empty(&q->fifo)) {
             if (!q->ops->idle || !q->ops->idle(q->user))
                 break;
             continue;
@@ -210,7 +199,7 @@ void leader_queue_clear(struct leader_queue *q, void (*drop)(void *user, struct 
     for (size_t i = 0; cx_map_next(&q->items, &i, &s);)
         drop(q->user, s->val);
     cx_map_free(&q->items);
-    q->head = q->tail = NULL;
+    cx_list_init(&q->fifo);
     q->nqueued = q->ninflight = q->nparked = 0;
     if (q->pump_armed)
         evtimer_del(q->pump_ev);

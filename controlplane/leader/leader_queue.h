@@ -24,6 +24,7 @@
 #ifndef LEADER_QUEUE_H
 #define LEADER_QUEUE_H
 
+#include "cx_list.h"
 #include "cx_map.h"
 
 #include <event2/event.h>
@@ -34,8 +35,8 @@
 #define LEADER_QUEUE_RESCAN_MS 250
 
 struct leader_item {
-    struct leader_item *next; /* FIFO */
-    const char *key;          /* the owner's storage */
+    struct cx_list link; /* in the FIFO while queued */
+    const char *key;     /* the owner's storage */
     unsigned queued : 1;
     unsigned parked : 1;
     unsigned inflight : 1;
@@ -79,7 +80,7 @@ struct leader_queue {
     int pump_armed, park_armed;
     int64_t pump_due_ns;
     struct cx_map items; /* key -> struct leader_item * */
-    struct leader_item *head, *tail;
+    struct cx_list fifo; /* of leader_item.link */
 };
 
 /* An empty queue on |base| calling |ops| with |user|; at most

@@ -94,7 +94,7 @@ struct publish {
 /* The item that embeds |l|. */
 static inline struct pub_item *item_of(const struct leader_item *l)
 {
-    return (struct pub_item *)(void *)((char *)(uintptr_t)l - offsetof(struct pub_item, li));
+    return cx_container_of(l, struct pub_item, li);
 }
 
 static struct pub_item *item_get(struct publish *p, const char *name)
@@ -582,7 +582,7 @@ void publish_set_snapshot(struct publish *p, struct xlate_snapshot *snap)
     cx_map_free(&old);
     if (oom && p->leading) {
         struct stale_ctx c = {p};
-        p->o.foreach (p->o.user, want_stale, &c);
+        p->o.foreach(p->o.user, want_stale, &c);
     }
     recount(p);
 }
@@ -594,7 +594,7 @@ void publish_start(struct publish *p, uint64_t term)
     for (size_t i = 0; i < p->nglist; i++)
         want(p, p->glist[i]->name);
     struct stale_ctx c = {p};
-    p->o.foreach (p->o.user, want_stale, &c);
+    p->o.foreach(p->o.user, want_stale, &c);
     leader_queue_schedule(&p->q, 0);
 }
 

@@ -3,6 +3,7 @@
 #include "cx_buf.h"
 #include "cx_hash.h"
 #include "cx_json.h"
+#include "cx_list.h"
 #include "xlate_pbjson.h"
 #include "xlate_render.h"
 #include "xlate_snapshot.h"
@@ -188,7 +189,7 @@ void publish_blob_free(struct publish_blob *b)
 /* ---- the encoder thread ----------------------------------------------------------- */
 
 struct enc_job {
-    struct enc_job *next;
+    struct cx_list link;
     struct xlate_snapshot *snap; /* one reference */
     char group[PUBLISH_NAME_MAX];
     char name[PUBLISH_NAME_MAX];
@@ -196,7 +197,7 @@ struct enc_job {
 };
 
 struct enc_done {
-    struct enc_done *next;
+    struct cx_list link;
     struct publish_blob *blob;
 };
 
@@ -212,8 +213,8 @@ struct publish_encoder {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int stop;
-    struct enc_job *jobs, *jobs_tail; /* FIFO */
-    struct enc_done *done, *done_tail;
+    struct cx_list jobs; /* FIFO of struct enc_job */
+    struct cx_list done; /* FIFO of struct enc_done */
 };
 
 static void *enc_main(void *arg)
@@ -221,14 +222,11 @@ static void *enc_main(void *arg)
     struct publish_encoder *e = arg;
     pthread_mutex_lock(&e->mu);
     for (;;) {
-        while (!e->stop && !e->jobs)
+        while (!e->stop && cx_list_empty(&e->jobs))
             pthread_cond_wait(&e->cv, &e->mu);
         if (e->stop)
             break;
-        struct enc_job *j = e->jobs;
-        e->jobs = j->next;
-        if (!e->jobs)
-            e->jobs_tail = NULL;
+        struct enc_job *j = cx_list_entry(cx_list_pop(&e->jobs), struct enc_job, link);
         pthread_mutex_unlock(&e->mu);
 
         struct publish_blob *b = calloc(1, sizeof(*b));
@@ -249,13 +247,8 @@ static void *enc_main(void *arg)
         free(j);
 
         pthread_mutex_lock(&e->mu);
-        if (d) {
-            if (e->done_tail)
-                e->done_tail->next = d;
-            else
-                e->done = d;
-            e->done_tail = d;
-        }
+        if (d)
+            cx_list_append(&e->done, &d->link);
         pthread_mutex_unlock(&e->mu);
         char c = 1;
         ssize_t w;
@@ -275,15 +268,15 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     char buf[64];
     while (read(fd, buf, sizeof(buf)) > 0) {
     }
+    struct cx_list done;
     pthread_mutex_lock(&e->mu);
-    struct enc_done *d = e->done;
-    e->done = e->done_tail = NULL;
+    cx_list_take_all(&done, &e->done);
     pthread_mutex_unlock(&e->mu);
-    while (d) {
-        struct enc_done *next = d->next;
+    struct cx_list *l;
+    while ((l = cx_list_pop(&done))) {
+        struct enc_done *d = cx_list_entry(l, struct enc_done, link);
         e->cb(e->user, d->blob);
         free(d);
-        d = next;
     }
 }
 
@@ -298,6 +291,8 @@ struct publish_encoder *publish_encoder_new(struct event_base *base, size_t max_
     e->cb = cb;
     e->user = user;
     e->pipe_rd = e->pipe_wr = -1;
+    cx_list_init(&e->jobs);
+    cx_list_init(&e->done);
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
     int p[2];
@@ -321,7 +316,9 @@ int publish_encoder_submit(struct publish_encoder *e, struct xlate_snapshot *sna
                            const char *group, const char *name, const char *version)
 {
     pthread_mutex_lock(&e->mu);
-    for (struct enc_job *j = e->jobs; j; j = j->next) {
+    struct cx_list *l;
+    cx_list_for_each (l, &e->jobs) {
+        struct enc_job *j = cx_list_entry(l, struct enc_job, link);
         if (strcmp(j->name, name) != 0)
             continue;
         /* Not started yet: encode the newer one instead. */
@@ -341,11 +338,7 @@ int publish_encoder_submit(struct publish_encoder *e, struct xlate_snapshot *sna
     snprintf(j->name, sizeof(j->name), "%s", name);
     snprintf(j->version, sizeof(j->version), "%s", version);
     pthread_mutex_lock(&e->mu);
-    if (e->jobs_tail)
-        e->jobs_tail->next = j;
-    else
-        e->jobs = j;
-    e->jobs_tail = j;
+    cx_list_append(&e->jobs, &j->link);
     pthread_cond_signal(&e->cv);
     pthread_mutex_unlock(&e->mu);
     return 0;
@@ -362,15 +355,14 @@ void publish_encoder_free(struct publish_encoder *e)
         pthread_mutex_unlock(&e->mu);
         pthread_join(e->thread, NULL);
     }
-    while (e->jobs) {
-        struct enc_job *j = e->jobs;
-        e->jobs = j->next;
+    struct cx_list *l;
+    while ((l = cx_list_pop(&e->jobs))) {
+        struct enc_job *j = cx_list_entry(l, struct enc_job, link);
         xlate_snapshot_unref(j->snap);
         free(j);
     }
-    while (e->done) {
-        struct enc_done *d = e->done;
-        e->done = d->next;
+    while ((l = cx_list_pop(&e->done))) {
+        struct enc_done *d = cx_list_entry(l, struct enc_done, link);
         publish_blob_free(d->blob);
         free(d);
     }

@@ -160,7 +160,7 @@ static void pass_end(struct status_writer *w);
 /* The item that embeds |l|. */
 static inline struct sw_item *item_of(const struct leader_item *l)
 {
-    return (struct sw_item *)(void *)((char *)(uintptr_t)l - offsetof(struct sw_item, li));
+    return cx_container_of(l, struct sw_item, li);
 }
 
 static void note_queue(struct status_writer *w)

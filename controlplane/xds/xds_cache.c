@@ -7,7 +7,7 @@
 
 struct xds_cache_group {
     char *name;
-    struct xds_cache_watch *watches;
+    struct cx_list watches; /* of xds_cache_watch, newest first */
     size_t nwatches;
     struct xds_ads_sets sets;
     struct xds_nack_stat nack[XDS_TYPE_COUNT];
@@ -126,8 +126,9 @@ void xds_cache_set_snapshot(struct xds_cache *c, struct xlate_snapshot *snap,
         if (!changed || !wake)
             continue;
         /* |wake| may not add or remove watches of this group. */
-        for (struct xds_cache_watch *w = g->watches; w; w = w->next)
-            wake(user, w);
+        struct cx_list *l;
+        cx_list_for_each (l, &g->watches)
+            wake(user, cx_list_entry(l, struct xds_cache_watch, link));
     }
     /* Gateways that went keep no NACK records once no stream holds them. */
     for (size_t i = c->ngroups; i-- > 0;)
@@ -164,6 +165,7 @@ int xds_cache_watch_add(struct xds_cache *c, struct xds_cache_watch *w, const ch
             free(g);
             return -1;
         }
+        cx_list_init(&g->watches);
         c->nunknown++; /* created unknown; group_bind corrects it */
         group_bind(c, g);
         memmove(c->groups + i + 1, c->groups + i, (c->ngroups - i) * sizeof(*c->groups));
@@ -171,11 +173,7 @@ int xds_cache_watch_add(struct xds_cache *c, struct xds_cache_watch *w, const ch
         c->ngroups++;
     }
     w->group = g;
-    w->prev = NULL;
-    w->next = g->watches;
-    if (g->watches)
-        g->watches->prev = w;
-    g->watches = w;
+    cx_list_prepend(&g->watches, &w->link);
     g->nwatches++;
     return 0;
 }
@@ -185,14 +183,8 @@ void xds_cache_watch_remove(struct xds_cache *c, struct xds_cache_watch *w)
     struct xds_cache_group *g = w->group;
     if (!g)
         return;
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        g->watches = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
+    cx_list_del(&w->link);
     w->group = NULL;
-    w->prev = w->next = NULL;
     g->nwatches--;
     if (group_evictable(g)) {
         int found;

@@ -13,6 +13,7 @@
 #ifndef XDS_CACHE_H
 #define XDS_CACHE_H
 
+#include "cx_list.h"
 #include "xds_ads.h"
 #include "xds_types.h"
 
@@ -27,7 +28,7 @@ struct xds_cache_group;
 
 /* Embedded in whatever watches a group (a stream). */
 struct xds_cache_watch {
-    struct xds_cache_watch *prev, *next;
+    struct cx_list link; /* in its group's watches */
     struct xds_cache_group *group;
 };
 

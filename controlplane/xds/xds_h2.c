@@ -213,6 +213,7 @@ struct xds_h2_server *xds_h2_server_new(struct event_base *base, const struct xd
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    cx_list_init(&s->conns);
     s->base = base;
     s->methods = methods;
     s->nmethods = nmethods;
@@ -277,12 +278,11 @@ static void on_grace(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct xds_h2_server *s = arg;
-    struct h2_conn *c = s->conns;
-    while (c) {
-        struct h2_conn *next = c->next;
+    struct cx_list *l, *next;
+    cx_list_for_each_safe (l, next, &s->conns) {
+        struct h2_conn *c = cx_list_entry(l, struct h2_conn, link);
         if (c->closing)
             xds_h2_conn_free(c);
-        c = next;
     }
 }
 
@@ -293,10 +293,14 @@ static void tell_all_to_go(struct xds_h2_server *s, int grace_ms, const char *wh
     struct timeval tv = {grace_ms / 1000, (grace_ms % 1000) * 1000};
     if (s->grace_ev)
         evtimer_add(s->grace_ev, &tv);
-    for (struct h2_conn *c = s->conns; c; c = c->next) {
-        for (struct xds_h2_stream *st = c->streams; st; st = st->next)
+    struct cx_list *cl, *sl;
+    cx_list_for_each (cl, &s->conns) {
+        struct h2_conn *c = cx_list_entry(cl, struct h2_conn, link);
+        cx_list_for_each (sl, &c->streams) {
+            struct xds_h2_stream *st = cx_list_entry(sl, struct xds_h2_stream, link);
             if (st->responded)
                 xds_h2_stream_finish(st, 14, why);
+        }
         nghttp2_submit_goaway(c->session, NGHTTP2_FLAG_NONE,
                               nghttp2_session_get_last_proc_stream_id(c->session), NGHTTP2_NO_ERROR,
                               NULL, 0);
@@ -361,8 +365,8 @@ void xds_h2_server_free(struct xds_h2_server *s)
     if (!s)
         return;
     s->done = NULL;
-    while (s->conns)
-        xds_h2_conn_free(s->conns);
+    while (!cx_list_empty(&s->conns))
+        xds_h2_conn_free(cx_list_entry(s->conns.next, struct h2_conn, link));
     if (s->listener)
         evconnlistener_free(s->listener);
     if (s->grace_ev)

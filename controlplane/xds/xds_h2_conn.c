@@ -19,7 +19,9 @@
 
 static void conn_notify_writable(struct h2_conn *c)
 {
-    for (struct xds_h2_stream *st = c->streams; st; st = st->next) {
+    struct cx_list *l;
+    cx_list_for_each (l, &c->streams) {
+        struct xds_h2_stream *st = cx_list_entry(l, struct xds_h2_stream, link);
         if (st->notify) {
             st->notify = 0;
             if (st->ctx && st->method->on_writable && !st->finishing)
@@ -122,7 +124,7 @@ void xds_h2_conn_arm_timer(struct h2_conn *c)
     int ms = s->keepalive_ms;
     if (!c->preface_ok)
         ms = min_ms(ms, s->handshake_ms);
-    if (!c->streams && s->idle_conn_ms >= 0) {
+    if (cx_list_empty(&c->streams) && s->idle_conn_ms >= 0) {
         int64_t left = (int64_t)s->idle_conn_ms - (cx_mono_ns() - c->idle_since_ns) / CX_NS_PER_MS;
         ms = min_ms(ms, left < 1 ? 1 : (int)left);
     }
@@ -147,7 +149,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         xds_h2_conn_arm_timer(c);
         return;
     }
-    if (!c->streams && !c->closing && s->idle_conn_ms >= 0 &&
+    if (cx_list_empty(&c->streams) && !c->closing && s->idle_conn_ms >= 0 &&
         now - c->idle_since_ns >= (int64_t)s->idle_conn_ms * CX_NS_PER_MS) {
         /* A connection that holds no call costs a socket and a session for
          * nothing: GOAWAY, then closed once that is written. */
@@ -178,15 +180,15 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
 void xds_h2_server_check_done(struct xds_h2_server *s)
 {
-    if (s->shutting && !s->conns && s->done_ev)
+    if (s->shutting && cx_list_empty(&s->conns) && s->done_ev)
         event_active(s->done_ev, EV_TIMEOUT, 0);
 }
 
 void xds_h2_conn_free(struct h2_conn *c)
 {
     struct xds_h2_server *s = c->srv;
-    while (c->streams)
-        xds_h2_stream_free_(c->streams);
+    while (!cx_list_empty(&c->streams))
+        xds_h2_stream_free_(cx_list_entry(c->streams.next, struct xds_h2_stream, link));
     if (c->session)
         nghttp2_session_del(c->session);
     if (c->bev)
@@ -195,12 +197,7 @@ void xds_h2_conn_free(struct h2_conn *c)
         event_free(c->flush_ev);
     if (c->timer)
         event_free(c->timer);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        s->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    cx_list_del(&c->link);
     s->counts.connections--;
     free(c);
     xds_h2_server_check_done(s);
@@ -226,6 +223,7 @@ void xds_h2_on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
         return;
     }
     c->srv = s;
+    cx_list_init(&c->streams);
     char host[INET6_ADDRSTRLEN] = "?";
     int port = 0;
     if (sa->sa_family == AF_INET) {
@@ -243,10 +241,7 @@ void xds_h2_on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     evutil_make_socket_nonblocking(fd);
     /* Linked first so that conn_free can undo a partial setup. */
-    c->next = s->conns;
-    if (s->conns)
-        s->conns->prev = c;
-    s->conns = c;
+    cx_list_prepend(&s->conns, &c->link);
     s->counts.connections++;
     s->counts.connections_total++;
     if (s->ssl_ctx) {

@@ -8,6 +8,7 @@
 #ifndef XDS_H2_IMPL_H
 #define XDS_H2_IMPL_H
 
+#include "cx_list.h"
 #include "xds_frame.h"
 #include "xds_h2.h"
 
@@ -26,7 +27,7 @@ struct h2_conn;
 
 struct xds_h2_stream {
     struct h2_conn *conn;
-    struct xds_h2_stream *prev, *next;
+    struct cx_list link; /* in conn->streams */
     int32_t id;
     const struct xds_h2_method *method;
     void *ctx;             /* from on_open; NULL until then */
@@ -54,10 +55,10 @@ struct h2_reqhdr {
 
 struct h2_conn {
     struct xds_h2_server *srv;
-    struct h2_conn *prev, *next;
+    struct cx_list link; /* in srv->conns */
     struct bufferevent *bev;
     nghttp2_session *session;
-    struct xds_h2_stream *streams;
+    struct cx_list streams; /* of xds_h2_stream, newest first */
     struct event *flush_ev;
     struct event *timer;
     int64_t last_rx_ns;
@@ -91,8 +92,8 @@ struct xds_h2_server {
     struct event *accept_ev;   /* re-enables accepting after EMFILE/ENFILE */
     int accept_backoff_ms;
     int port;
-    char host[256]; /* the listen host, to listen again after a pause */
-    struct h2_conn *conns;
+    char host[256];       /* the listen host, to listen again after a pause */
+    struct cx_list conns; /* of h2_conn, newest first */
     struct xds_h2_counts counts;
     uint8_t shutting;
     uint8_t paused; /* not listening, connections told to go (xds_h2_server_pause) */

@@ -30,10 +30,7 @@ struct xds_h2_stream *xds_h2_stream_new(struct h2_conn *c, int32_t id)
     st->id = id;
     xds_deframer_init(&st->df, c->srv->max_message);
     xds_deframer_set_budget(&st->df, c->srv->budget, &c->budget);
-    st->next = c->streams;
-    if (c->streams)
-        c->streams->prev = st;
-    c->streams = st;
+    cx_list_prepend(&c->streams, &st->link);
     return st;
 }
 
@@ -46,13 +43,8 @@ void xds_h2_stream_free_(struct xds_h2_stream *st)
         c->srv->counts.streams--;
         st->method->on_close(ctx);
     }
-    if (st->prev)
-        st->prev->next = st->next;
-    else
-        c->streams = st->next;
-    if (st->next)
-        st->next->prev = st->prev;
-    if (!c->streams) {
+    cx_list_del(&st->link);
+    if (cx_list_empty(&c->streams)) {
         c->idle_since_ns = cx_mono_ns(); /* the idle-connection deadline starts */
         xds_h2_conn_arm_timer(c);
     }

@@ -25,7 +25,7 @@ struct titem {
 /* The item that embeds |l|. */
 static inline struct titem *item_of(const struct leader_item *l)
 {
-    return (struct titem *)(void *)((char *)(uintptr_t)l - offsetof(struct titem, li));
+    return cx_container_of(l, struct titem, li);
 }
 
 static struct event_base *base;
