@@ -68,16 +68,26 @@ def remove(objs):
         w.api.delete(o["kind"], NS, o["metadata"]["name"])
 
 
-def wait_state(kind, name, timeout=60):
-    """The object's status once it has a state (the leader wrote it)."""
+def wait_state(kind, name, timeout=60, reason=None):
+    """The object's status once it has a state (the leader wrote it); with
+    |reason|, once its first condition has that reason (the objects of one
+    case reach the informers one by one, so an early translation may have
+    seen only some of them). On timeout the last status is returned."""
     out = {}
 
     def has():
         st = w.status(kind, name) or {}
+        out.clear()
         out.update(st)
-        return bool(st.get("state"))
+        if not st.get("state"):
+            return False
+        return reason is None or condition(st)[0] == reason
 
-    R.wait_for(has, timeout * H.slowdown(), what="%s %s status" % (kind, name))
+    try:
+        R.wait_for(has, timeout * H.slowdown(), what="%s %s status" % (kind, name))
+    except AssertionError:
+        if reason is None or not out.get("state"):
+            raise  # the caller's checks say what the status was otherwise
     return out
 
 
@@ -87,7 +97,7 @@ def condition(st):
 
 
 def check_rejected(kind, name, reason, *needles):
-    st = wait_state(kind, name)
+    st = wait_state(kind, name, reason=reason)
     r, msg = condition(st)
     check_eq(st.get("state"), "Rejected", "%s %s: %s %s" % (kind, name, r, msg))
     check_eq(r, reason, msg)
