@@ -131,7 +131,8 @@ static void run_server(int cmd_fd, int out_fd)
     struct child c = {.out_fd = out_fd};
     c.base = event_base_new();
     char err[256];
-    struct xds_server_config cfg = {.listen = "127.0.0.1:0", .max_connections = 20000};
+    struct xds_server_config cfg = {
+        .listen = "127.0.0.1:0", .max_connections = 20000, .auth = XDS_AUTH_NONE};
     c.srv = xds_server_new(c.base, &cfg, err, sizeof(err));
     if (!c.srv) {
         fprintf(stderr, "bench_xds: server: %s\n", err);

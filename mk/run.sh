@@ -164,7 +164,7 @@ say "3/4 three replicas of coxswain run (lease $LEASE, renew deadline $RENEW, re
 for i in 0 1 2; do
     "$COX" run --kubeconfig "$KUBECONFIG" --namespace "$NS" --identity "replica-$i" \
         --xds-listen "127.0.0.1:$((XDS_PORT + i))" --admin-listen "127.0.0.1:$((ADMIN_PORT + i))" \
-        --ports-file "$RUN/r$i.ports" \
+        --ports-file "$RUN/r$i.ports" --xds-auth none \
         --leader-elect-lease-duration "$LEASE" --leader-elect-renew-deadline "$RENEW" \
         --leader-elect-retry-period "$RETRY" "${xds_auth[@]}" >"$RUN/replica-$i.log" 2>&1 &
     echo $! >"$RUN/r$i.pid"

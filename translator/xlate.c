@@ -124,6 +124,33 @@ void xlate_ctx_free(struct xlate_ctx *ctx)
 
 /* ---- the pass ------------------------------------------------------------------- */
 
+/* A Gateway's spec.xdsAccess, copied into one block owned by the
+ * snapshot's group. */
+static int xlate_access_copy(struct xlate_access *dst, const struct xl_gateway_access *src)
+{
+    dst->unauthenticated = (uint8_t)(src->unauthenticated != 0);
+    dst->n = 0;
+    dst->sas = NULL;
+    if (src->n == 0)
+        return 0;
+    size_t bytes = src->n * sizeof(*dst->sas);
+    for (size_t i = 0; i < src->n; i++)
+        bytes += strlen(src->sas[i].ns) + strlen(src->sas[i].name) + 2;
+    char *blk = malloc(bytes);
+    if (!blk)
+        return -1;
+    dst->sas = (struct xlate_sa_ref *)blk;
+    char *str = blk + src->n * sizeof(*dst->sas);
+    for (size_t i = 0; i < src->n; i++) {
+        size_t a = strlen(src->sas[i].ns) + 1, b = strlen(src->sas[i].name) + 1;
+        dst->sas[i].ns = memcpy(str, src->sas[i].ns, a);
+        dst->sas[i].name = memcpy(str + a, src->sas[i].name, b);
+        str += a + b;
+    }
+    dst->n = src->n;
+    return 0;
+}
+
 static int group_cmp(const void *a, const void *b)
 {
     return strcmp(((const struct xlate_group *)a)->name, ((const struct xlate_group *)b)->name);
@@ -189,7 +216,7 @@ static int pass(struct xlate_ctx *ctx, struct xlate_snapshot **out)
         struct xlate_group *grp = &snap->groups[snap->ngroups++];
         grp->name = strdup(gwe->key);
         grp->mode = gwe->obj.u.gw.mode;
-        if (!grp->name)
+        if (!grp->name || xlate_access_copy(&grp->access, &gwe->obj.u.gw.access) != 0)
             goto fail;
         for (int t = 0; t < XDS_TYPE_COUNT; t++)
             if (copy_set(&grp->types[t], &m->sets[t]) != 0)

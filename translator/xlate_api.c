@@ -186,12 +186,56 @@ static int str_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* spec.xdsAccess: {serviceAccounts: [{namespace, name}], allowUnauthenticated}. */
+static void parse_gateway_access(struct pctx *p, const cJSON *acc, struct xl_gateway_access *a)
+{
+    static const char *const allowed[] = {"serviceAccounts", "allowUnauthenticated", NULL};
+    xlate_check_fields(p, acc, allowed);
+    get_bool(p, acc, "allowUnauthenticated", &a->unauthenticated);
+    const cJSON *sas = get_arr(p, acc, "serviceAccounts", 0, XLATE_MAX_XDS_ACCESS);
+    if (!sas)
+        return;
+    a->sas = palloc(p, (cx_json_count(sas) + 1) * sizeof(*a->sas));
+    if (!a->sas)
+        return;
+    size_t i = 0;
+    const cJSON *sa;
+    cJSON_ArrayForEach(sa, sas)
+    {
+        size_t o = xlate_path_push(p, ".serviceAccounts[%zu]", i++);
+        static const char *const fields[] = {"namespace", "name", NULL};
+        char *ns = NULL, *name = NULL;
+        if (!cJSON_IsObject(sa)) {
+            REJECT(p, XL_R_INVALID_SPEC, "must be an object, got %s", jtype(sa));
+        } else {
+            xlate_check_fields(p, sa, fields);
+            if (get_str(p, sa, "namespace", 1, &ns) == 1 && !xlate_dns_label(ns)) {
+                size_t o2 = push_lit(p, ".namespace");
+                REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid namespace name", ns);
+                pop(p, o2);
+                ns = NULL;
+            }
+            if (get_str(p, sa, "name", 1, &name) == 1 && strcmp(name, "*") != 0 &&
+                !xlate_dns_subdomain(name)) {
+                size_t o2 = push_lit(p, ".name");
+                REJECT(p, XL_R_INVALID_SPEC,
+                       "\"%s\" is not a valid ServiceAccount name (or \"*\")", name);
+                pop(p, o2);
+                name = NULL;
+            }
+            if (ns && name)
+                a->sas[a->n++] = (struct xlate_sa_ref){.ns = ns, .name = name};
+        }
+        pop(p, o);
+    }
+}
+
 static void parse_gateway(struct pctx *p, const cJSON *spec)
 {
     struct xl_gateway *g = &p->o->u.gw;
     static const char *const allowed[] = {
         "mode", "bindAddress", "bindPort", "virtualServiceSelector", "virtualServiceNamespaces",
-        "tls",  NULL};
+        "tls",  "xdsAccess",   NULL};
     xlate_check_fields(p, spec, allowed);
     char *mode = NULL;
     g->mode = XLATE_MODE_ENVOY;
@@ -256,6 +300,12 @@ static void parse_gateway(struct pctx *p, const cJSON *spec)
             g->vs_namespaces[0] = p->o->meta.ns;
             g->n_vs_namespaces = 1;
         }
+    }
+    const cJSON *acc = get_obj(p, spec, "xdsAccess", 0);
+    if (acc) {
+        size_t o = push_lit(p, ".xdsAccess");
+        parse_gateway_access(p, acc, &g->access);
+        pop(p, o);
     }
     const cJSON *tls = get_obj(p, spec, "tls", 0);
     if (tls) {

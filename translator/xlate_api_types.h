@@ -219,8 +219,18 @@ struct xl_upstream_tls {
     enum xl_tls_version min_version, max_version;
 };
 
+/* spec.xdsAccess: ServiceAccounts of other namespaces that may receive the
+ * Gateway's configuration, and the opt-in for clients without credentials. */
+#define XLATE_MAX_XDS_ACCESS 64
+struct xl_gateway_access {
+    size_t n;
+    struct xlate_sa_ref *sas; /* in the arena */
+    int unauthenticated;
+};
+
 struct xl_gateway {
     enum xlate_gateway_mode mode;
+    struct xl_gateway_access access;
     char *bind_address;
     uint32_t bind_port;
     struct filter_selector *vs_selector; /* NULL: every VirtualService */

@@ -152,6 +152,7 @@ void xlate_snapshot_unref(struct xlate_snapshot *s)
             free(grp->types[t].items);
         }
         free(grp->name);
+        free(grp->access.sas);
     }
     free(s->groups);
     if (s->report_block) {

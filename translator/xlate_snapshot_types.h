@@ -59,10 +59,26 @@ enum xlate_gateway_mode {
     XLATE_MODE_PROXYLESS = 1,
 };
 
+/* A ServiceAccount a Gateway lets receive its configuration
+ * (spec.xdsAccess.serviceAccounts). */
+struct xlate_sa_ref {
+    char *ns;
+    char *name; /* "*": every ServiceAccount of |ns| */
+};
+
+/* Who may receive a group's configuration over xDS besides the
+ * ServiceAccounts of the Gateway's own namespace (spec.xdsAccess). */
+struct xlate_access {
+    size_t n;
+    struct xlate_sa_ref *sas; /* NULL when n is 0; strings in the same block */
+    uint8_t unauthenticated;  /* clients without credentials get it, without Secrets */
+};
+
 struct xlate_group {
     char *name; /* Gateway "namespace/name" */
     enum xlate_gateway_mode mode;
     struct xds_resource_set types[XDS_TYPE_COUNT];
+    struct xlate_access access;
 };
 
 enum xlate_state {

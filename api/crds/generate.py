@@ -104,6 +104,24 @@ GATEWAY_TLS = {
     },
 }
 
+XDS_ACCESS = {
+    "type": "object",
+    "properties": {
+        "serviceAccounts": {
+            "type": "array", "maxItems": 64,
+            "items": {
+                "type": "object", "required": ["namespace", "name"],
+                "properties": {
+                    "namespace": dict(NAMESPACE),
+                    "name": {"type": "string", "minLength": 1, "maxLength": 253,
+                             "pattern": r"^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)$"},
+                },
+            },
+        },
+        "allowUnauthenticated": {"type": "boolean", "default": False},
+    },
+}
+
 UPSTREAM_TLS = {
     "_block": "upstreamTls",
     "type": "object",
@@ -225,6 +243,7 @@ SPECS = {
                     "items": {"type": "string", "pattern": r"^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$"},
                 },
                 "tls": GATEWAY_TLS,
+                "xdsAccess": XDS_ACCESS,
             },
         },
         "columns": [("Mode", "string", ".spec.mode")],

@@ -12,14 +12,17 @@
 #include <sys/socket.h>
 #include <event2/buffer.h>
 #include <event2/keyvalq_struct.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #define ADMIN_MAX_CHECKS   32
 #define ADMIN_MAX_PREFIXES 16
+#define ADMIN_MAX_ROUTES   32
 
 struct admin_check {
     char *name;
@@ -33,6 +36,25 @@ struct admin_prefix {
     void *arg;
 };
 
+/* An exact path (admin_handle). */
+struct admin_route {
+    struct admin_server *a;
+    char *path;
+    void (*cb)(struct evhttp_request *, void *);
+    void *arg;
+};
+
+/* A request waiting for its authorization (admin_protect). */
+struct admin_ticket {
+    struct admin_server *a;
+    struct admin_ticket *prev, *next;
+    struct evhttp_request *req;
+    void (*cb)(struct evhttp_request *, void *);
+    void *arg;
+};
+
+enum { AUTHZ_NO_TOKEN = 0, AUTHZ_DENIED = 1, AUTHZ_UNAVAILABLE = 2, AUTHZ_REASONS = 3 };
+
 struct admin_server {
     struct evhttp *http;
     int port;
@@ -40,6 +62,12 @@ struct admin_server {
     size_t nhealth, nready;
     struct admin_prefix prefixes[ADMIN_MAX_PREFIXES];
     size_t nprefixes;
+    struct admin_route routes[ADMIN_MAX_ROUTES];
+    size_t nroutes;
+    admin_authz_fn authz; /* NULL: nothing protected */
+    void *authz_arg;
+    struct admin_ticket *tickets;
+    struct cx_series *refused[AUTHZ_REASONS];
 };
 
 void admin_reply(struct evhttp_request *req, int code, const char *content_type, const char *body,
@@ -80,9 +108,13 @@ static void run_checks(struct evhttp_request *req, const struct admin_check *che
     int failed = 0, rc = 0;
     for (size_t i = 0; i < n; i++) {
         cx_buf_reset(&why);
-        int ok = checks[i].fn(checks[i].arg, &why) == 0;
+        int r = checks[i].fn(checks[i].arg, &why);
+        int ok = r >= 0;
         failed |= !ok;
-        if (ok)
+        if (ok && r > 0)
+            rc |= cx_buf_printf(&body, "[+]%s ok (warning: %s)\n", checks[i].name,
+                                why.data ? why.data : "");
+        else if (ok)
             rc |= cx_buf_printf(&body, "[+]%s ok\n", checks[i].name);
         else
             rc |= cx_buf_printf(&body, "[-]%s failed: %s\n", checks[i].name,
@@ -114,13 +146,121 @@ static void handle_readyz(struct evhttp_request *req, void *arg)
     run_checks(req, a->ready, a->nready, "readyz");
 }
 
+/* ---- protected paths ------------------------------------------------------- */
+
+static int is_protected(const char *path)
+{
+    return strncmp(path, "/debug/", 7) == 0 || strncmp(path, "/v3/discovery:", 14) == 0;
+}
+
+static int peer_is_loopback(struct evhttp_request *req)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    const struct sockaddr *sa = evcon ? evhttp_connection_get_addr(evcon) : NULL;
+    if (!sa)
+        return 0;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_LOOPBACK(a6))
+            return 1;
+        return IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127;
+    }
+    return 0;
+}
+
+static void ticket_unlink(struct admin_ticket *t)
+{
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        t->a->tickets = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+}
+
+static void authz_done(void *ticket, int allowed, const char *why, int unavailable)
+{
+    struct admin_ticket *t = ticket;
+    struct admin_server *a = t->a;
+    ticket_unlink(t);
+    if (allowed) {
+        t->cb(t->req, t->arg);
+    } else {
+        char body[600];
+        int n = snprintf(body, sizeof(body), "%s\n", why && *why ? why : "forbidden");
+        if (n < 0 || (size_t)n >= sizeof(body))
+            n = (int)sizeof(body) - 1;
+        if (a->refused[unavailable ? AUTHZ_UNAVAILABLE : AUTHZ_DENIED])
+            cx_series_add(a->refused[unavailable ? AUTHZ_UNAVAILABLE : AUTHZ_DENIED], 1);
+        admin_reply(t->req, unavailable ? 503 : 403, "text/plain; charset=utf-8", body,
+                    (size_t)n);
+    }
+    free(t);
+}
+
+/* Runs |cb| now, or once the request's token is allowed for its path. */
+static void dispatch(struct admin_server *a, struct evhttp_request *req, const char *path,
+                     void (*cb)(struct evhttp_request *, void *), void *arg)
+{
+    if (!a->authz || !path || !is_protected(path) || peer_is_loopback(req)) {
+        cb(req, arg);
+        return;
+    }
+    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0 || !h[7]) {
+        if (a->refused[AUTHZ_NO_TOKEN])
+            cx_series_add(a->refused[AUTHZ_NO_TOKEN], 1);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
+        static const char msg[] =
+            "Unauthorized: this path needs a bearer token whose user may `get` it "
+            "(SubjectAccessReview), or a loopback client\n";
+        admin_reply(req, 401, "text/plain; charset=utf-8", msg, sizeof(msg) - 1);
+        return;
+    }
+    struct admin_ticket *t = calloc(1, sizeof(*t));
+    if (!t) {
+        admin_reply(req, 503, "text/plain", "out of memory\n", 14);
+        return;
+    }
+    *t = (struct admin_ticket){.a = a, .req = req, .cb = cb, .arg = arg, .next = a->tickets};
+    if (a->tickets)
+        a->tickets->prev = t;
+    a->tickets = t;
+    char p[256];
+    snprintf(p, sizeof(p), "%s", path);
+    a->authz(a->authz_arg, h + 7, p, authz_done, t);
+}
+
+void admin_protect(struct admin_server *a, admin_authz_fn fn, void *arg)
+{
+    a->authz = fn;
+    a->authz_arg = arg;
+    struct cx_metric *m = cx_counter("coxswain_admin_auth_refused_total",
+                                     "Admin requests to /debug/* or /v3/discovery:* refused, "
+                                     "by reason.",
+                                     "reason");
+    static const char *const reasons[AUTHZ_REASONS] = {"no_token", "denied", "unavailable"};
+    for (int i = 0; i < AUTHZ_REASONS; i++)
+        a->refused[i] = m ? cx_metric_with(m, reasons[i]) : NULL;
+}
+
+static void handle_route(struct evhttp_request *req, void *arg)
+{
+    struct admin_route *r = arg;
+    dispatch(r->a, req, r->path, r->cb, r->arg);
+}
+
 static void handle_generic(struct evhttp_request *req, void *arg)
 {
     struct admin_server *a = arg;
     const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
     for (size_t i = 0; path && i < a->nprefixes; i++) {
         if (strncmp(path, a->prefixes[i].prefix, strlen(a->prefixes[i].prefix)) == 0) {
-            a->prefixes[i].cb(req, a->prefixes[i].arg);
+            dispatch(a, req, path, a->prefixes[i].cb, a->prefixes[i].arg);
             return;
         }
     }
@@ -272,7 +412,18 @@ int admin_add_ready_check(struct admin_server *a, const char *name, admin_check_
 int admin_handle(struct admin_server *a, const char *path,
                  void (*cb)(struct evhttp_request *req, void *arg), void *arg)
 {
-    return evhttp_set_cb(a->http, path, cb, arg) == 0 ? 0 : -1;
+    if (a->nroutes == ADMIN_MAX_ROUTES)
+        return -1;
+    struct admin_route *r = &a->routes[a->nroutes];
+    *r = (struct admin_route){.a = a, .path = strdup(path), .cb = cb, .arg = arg};
+    if (!r->path)
+        return -1;
+    if (evhttp_set_cb(a->http, path, handle_route, r) != 0) {
+        free(r->path);
+        return -1;
+    }
+    a->nroutes++;
+    return 0;
 }
 
 int admin_handle_prefix(struct admin_server *a, const char *prefix,
@@ -295,6 +446,13 @@ void admin_free(struct admin_server *a)
     if (!a)
         return;
     evhttp_free(a->http);
+    while (a->tickets) { /* the authorizer must not answer them any more */
+        struct admin_ticket *t = a->tickets;
+        a->tickets = t->next;
+        free(t);
+    }
+    for (size_t i = 0; i < a->nroutes; i++)
+        free(a->routes[i].path);
     for (size_t i = 0; i < a->nhealth; i++)
         free(a->health[i].name);
     for (size_t i = 0; i < a->nready; i++)

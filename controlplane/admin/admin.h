@@ -23,7 +23,8 @@
 struct admin_server;
 
 /* A check: returns 0 when healthy/ready, else -1 and appends a reason to
- * |why|. Called on the main loop for every probe. */
+ * |why|; 1 passes with a warning in |why| (shown by ?verbose). Called on
+ * the main loop for every probe. */
 typedef int (*admin_check_fn)(void *arg, struct cx_buf *why);
 
 /* Listens on |listen| ("host:port", port 0 picks a free one). Returns the
@@ -51,6 +52,17 @@ int admin_handle(struct admin_server *a, const char *path,
  * exactly. */
 int admin_handle_prefix(struct admin_server *a, const char *prefix,
                         void (*cb)(struct evhttp_request *req, void *arg), void *arg);
+
+/* Protection of /debug/... and /v3/discovery:...: a loopback peer passes;
+ * any other needs `Authorization: Bearer <token>` (401 without) that |fn|
+ * allows for `get` on the request's path. |fn| calls |done| once, now or
+ * later from the loop, with |ticket|: allowed, or not with a reason (403;
+ * 503 when |unavailable|: the reviews could not be made). /metrics,
+ * /healthz, /readyz stay open. */
+typedef void (*admin_authz_done_fn)(void *ticket, int allowed, const char *why, int unavailable);
+typedef int (*admin_authz_fn)(void *arg, const char *token, const char *path,
+                              admin_authz_done_fn done, void *ticket);
+void admin_protect(struct admin_server *a, admin_authz_fn fn, void *arg);
 
 /* Sends |body| with |code| and |content_type|. */
 void admin_reply(struct evhttp_request *req, int code, const char *content_type, const char *body,

@@ -476,8 +476,14 @@ static int setup(struct daemon *d, char *err, size_t errlen)
     if (!d->kc)
         return -1;
 
+    int auth_none = strcmp(c->xds_auth, "none") == 0;
+    daemon_auth_xds_reviewer(d->kc, &d->reviewer);
     struct xds_server_config xc = {
         .listen = c->xds_listen,
+        .auth = auth_none ? XDS_AUTH_NONE : XDS_AUTH_REQUIRED,
+        .reviewer = &d->reviewer,
+        .token_audience = c->xds_token_audience,
+        .trust_domain = c->xds_trust_domain,
         .tls_cert = c->xds_tls_cert && *c->xds_tls_cert ? c->xds_tls_cert : NULL,
         .tls_key = c->xds_tls_key && *c->xds_tls_key ? c->xds_tls_key : NULL,
         .tls_client_ca =
@@ -496,6 +502,11 @@ static int setup(struct daemon *d, char *err, size_t errlen)
         return -1;
     }
     xds_server_on_nack(d->xds, on_nack, d);
+    if (auth_none)
+        cx_warn("daemon",
+                "--xds-auth none: xDS clients are not authenticated; anyone who reaches %s "
+                "receives every Gateway's configuration, private keys included",
+                c->xds_listen);
     if (daemon_standby_setup(d, err, errlen) != 0)
         return -1;
 
@@ -556,6 +567,7 @@ static void teardown(struct daemon *d)
     daemon_pipeline_free(d);
     xds_server_free(d->xds);
     daemon_admin_free(d);
+    daemon_auth_admin_free(d->admin_auth);
     admin_free(d->admin);
     xlate_snapshot_unref(d->snap);
     kube_client_free(d->kc);

@@ -38,8 +38,23 @@ int daemon_config_init(struct daemon_config *c)
       .help = "PEM certificate chain: serve xDS over TLS (with --xds-tls-key-file)");
     F(.name = "xds-tls-key-file", .type = CX_FLAG_STRING, .target = &c->xds_tls_key,
       .help = "PEM private key of --xds-tls-cert-file");
+    F(.name = "xds-auth", .type = CX_FLAG_STRING, .target = &c->xds_auth, .def = "required",
+      .env = "COXSWAIN_XDS_AUTH",
+      .help = "\"required\": every xDS client authenticates (a ServiceAccount token checked "
+              "with TokenReview, or a SPIFFE client certificate) and receives only the Gateways "
+              "it is allowed; \"none\": anyone who reaches the port gets any Gateway, keys "
+              "included (insecure: loopback demos only)");
+    F(.name = "xds-token-audience", .type = CX_FLAG_STRING, .target = &c->xds_token_audience,
+      .def = "coxswain",
+      .help = "audience a proxy's ServiceAccount token must be issued for (its projected "
+              "token's audience)");
+    F(.name = "xds-spiffe-trust-domain", .type = CX_FLAG_STRING, .target = &c->xds_trust_domain,
+      .def = "cluster.local",
+      .help = "trust domain of client certificates' SPIFFE IDs "
+              "(spiffe://<domain>/ns/<namespace>/sa/<name>)");
     F(.name = "xds-tls-client-ca-file", .type = CX_FLAG_STRING, .target = &c->xds_tls_client_ca,
-      .help = "PEM CA bundle: require xDS clients to present a certificate it signed (mTLS)");
+      .help = "PEM CA bundle: verify xDS clients' certificates against it (mTLS; with "
+              "--xds-auth none, a certificate it signed is required)");
     F(.name = "xds-memory-budget-mb", .type = CX_FLAG_INT, .target = &c->xds_memory_budget_mb,
       .def = "64", .env = "COXSWAIN_XDS_MEMORY_BUDGET_MB", .min = 1, .max = 65536,
       .help = "MiB the xDS server may hold for what clients send: partly received messages "
@@ -188,6 +203,11 @@ int daemon_config_parse(struct daemon_config *c, int argc, char **argv, char *er
         c->cold = 1;
     } else {
         snprintf(err, errlen, "--standby: \"%s\" is neither warm nor cold", c->standby);
+        return -1;
+    }
+    if (!c->xds_auth || (strcmp(c->xds_auth, "required") != 0 && strcmp(c->xds_auth, "none") != 0)) {
+        snprintf(err, errlen, "--xds-auth: \"%s\" is not \"required\" or \"none\"",
+                 c->xds_auth ? c->xds_auth : "");
         return -1;
     }
     if (c->default_gateway && *c->default_gateway) {

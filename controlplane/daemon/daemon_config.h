@@ -33,6 +33,9 @@ struct daemon_config {
     long xds_memory_budget_mb;
     int64_t xds_idle_conn_ns;
     double xds_nack_rate;
+    char *xds_auth; /* "required" or "none" */
+    char *xds_token_audience;
+    char *xds_trust_domain;
     char *admin_listen;
     int64_t admin_timeout_ns;
     char *default_gateway;

@@ -7,6 +7,7 @@
 #define DAEMON_INTERNAL_H
 
 #include "admin.h"
+#include "daemon_auth.h"
 #include "daemon_config.h"
 #include "daemon_fetch.h"
 #include "daemon_refs.h"
@@ -52,6 +53,8 @@ struct daemon {
     struct kube_config kcfg;
     int have_kcfg;
     struct kube_client *kc;
+    struct xds_token_reviewer reviewer;    /* TokenReview of proxies' tokens */
+    struct daemon_admin_auth *admin_auth; /* protects the debug and REST paths */
     struct filter *filter;
     int ns_selector; /* some kind uses a namespace selector */
     struct store *store;

@@ -1,5 +1,6 @@
 #include "xds_cache.h"
 
+#include "xds_auth.h"
 #include "xlate_snapshot.h"
 
 #include <stdlib.h>
@@ -10,6 +11,7 @@ struct xds_cache_group {
     struct cx_list watches; /* of xds_cache_watch, newest first */
     size_t nwatches;
     struct xds_ads_sets sets;
+    const struct xlate_access *access; /* the Gateway's spec.xdsAccess (NULL: no Gateway) */
     struct xds_nack_stat nack[XDS_TYPE_COUNT];
     uint8_t has_nacks;
     uint8_t known; /* the current snapshot has this group (a Gateway) */
@@ -84,6 +86,7 @@ static void group_bind(struct xds_cache *c, struct xds_cache_group *g)
     const struct xlate_group *sg = c->snap ? xlate_snapshot_group(c->snap, g->name) : NULL;
     for (int t = 0; t < XDS_TYPE_COUNT; t++)
         g->sets.t[t] = !c->snap ? NULL : sg ? &sg->types[t] : &c->empty;
+    g->access = sg ? &sg->access : NULL;
     uint8_t known = sg != NULL;
     if (known && !g->known)
         c->nunknown--;
@@ -117,8 +120,10 @@ void xds_cache_set_snapshot(struct xds_cache *c, struct xlate_snapshot *snap,
     for (size_t i = 0; i < c->ngroups; i++) {
         struct xds_cache_group *g = c->groups[i];
         struct xds_ads_sets before = g->sets;
+        const struct xlate_access *acc_before = g->access;
         group_bind(c, g);
-        int changed = 0;
+        /* Who may receive it changed: the streams are checked again. */
+        int changed = !xds_access_equal(acc_before, g->access);
         for (int t = 0; t < XDS_TYPE_COUNT && !changed; t++) {
             const struct xds_resource_set *a = before.t[t], *b = g->sets.t[t];
             changed = (!a) != (!b) || (a && b && strcmp(a->version, b->version) != 0);

@@ -130,6 +130,15 @@ void xds_h2_stream_finish(struct xds_h2_stream *st, int status, const char *mess
 /* "ip:port" of the peer. */
 const char *xds_h2_stream_peer(const struct xds_h2_stream *st);
 
+/* The request's `authorization` header, or NULL. Valid in on_open only
+ * (request headers are dropped once the call is routed). */
+const char *xds_h2_stream_authorization(const struct xds_h2_stream *st);
+
+/* The TLS peer's certificate, verified against the client CA (borrowed,
+ * valid while the stream is), or NULL: h2c, no certificate, or none
+ * asked for. */
+X509 *xds_h2_stream_peer_cert(const struct xds_h2_stream *st);
+
 /* Creates a TLS context for the server: |cert| chain and |key| (PEM files);
  * when |client_ca| is set, client certificates are asked for and verified
  * against it, and required if |require_client_cert|. ALPN offers only "h2".

@@ -51,6 +51,7 @@ struct h2_reqhdr {
     char path[PATH_MAX_LEN];
     char ctype[128];
     char hmethod[16];
+    char *authorization; /* the `authorization` header, if any (heap) */
 };
 
 struct h2_conn {

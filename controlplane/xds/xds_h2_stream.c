@@ -4,11 +4,25 @@
 
 #include "cx_time.h"
 
+#include <event2/bufferevent_ssl.h>
+#include <openssl/crypto.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- streams ------------------------------------------------------------------- */
+
+static void reqhdr_free(struct h2_reqhdr *h)
+{
+    if (!h)
+        return;
+    if (h->authorization) {
+        OPENSSL_cleanse(h->authorization, strlen(h->authorization));
+        free(h->authorization);
+    }
+    free(h);
+}
 
 struct xds_h2_stream *xds_h2_stream_new(struct h2_conn *c, int32_t id)
 {
@@ -50,7 +64,7 @@ void xds_h2_stream_free_(struct xds_h2_stream *st)
     }
     xds_deframer_free(&st->df);
     evbuffer_free(st->out);
-    free(st->hdr);
+    reqhdr_free(st->hdr);
     free(st->message);
     free(st);
 }
@@ -146,6 +160,21 @@ size_t xds_h2_stream_queued(const struct xds_h2_stream *st)
 const char *xds_h2_stream_peer(const struct xds_h2_stream *st)
 {
     return st->conn->peer;
+}
+
+const char *xds_h2_stream_authorization(const struct xds_h2_stream *st)
+{
+    return st->hdr ? st->hdr->authorization : NULL;
+}
+
+X509 *xds_h2_stream_peer_cert(const struct xds_h2_stream *st)
+{
+    if (!st->conn->tls || !st->conn->bev)
+        return NULL;
+    SSL *ssl = bufferevent_openssl_get_ssl(st->conn->bev);
+    if (!ssl || SSL_get_verify_result(ssl) != X509_V_OK)
+        return NULL;
+    return SSL_get0_peer_certificate(ssl);
 }
 
 void xds_h2_stream_finish(struct xds_h2_stream *st, int status, const char *message)
@@ -255,6 +284,11 @@ static int cb_header(nghttp2_session *session, const nghttp2_frame *frame, const
         copy_hdr(st->hdr->hmethod, sizeof(st->hdr->hmethod), value, valuelen);
     } else if (namelen == 12 && memcmp(name, "content-type", 12) == 0) {
         copy_hdr(st->hdr->ctype, sizeof(st->hdr->ctype), value, valuelen);
+    } else if (namelen == 13 && memcmp(name, "authorization", 13) == 0 &&
+               !st->hdr->authorization) {
+        st->hdr->authorization = strndup((const char *)value, valuelen);
+        if (!st->hdr->authorization)
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
     return 0;
 }
@@ -328,7 +362,7 @@ static int stream_start(struct h2_conn *c, struct xds_h2_stream *st)
     if (!st->hdr)
         return 0; /* trailers or a second HEADERS: nothing to route */
     int rc = stream_route(c, st);
-    free(st->hdr);
+    reqhdr_free(st->hdr);
     st->hdr = NULL;
     return rc;
 }

@@ -6,6 +6,7 @@
 #include "cx_ratelimit.h"
 #include "cx_time.h"
 #include "xds_ads.h"
+#include "xds_auth.h"
 #include "xds_cache.h"
 #include "xds_frame.h"
 #include "xds_h2.h"
@@ -15,6 +16,7 @@
 #include <event2/buffer.h>
 #include <signal.h>
 #include <stddef.h>
+#include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,9 +48,29 @@ struct sstream {
     struct xds_h2_stream *h2;
     struct xds_ads_stream ads;
     uint8_t registered;
+    uint8_t auth_pending; /* a TokenReview runs for this stream's token */
+    uint8_t no_secrets;   /* served as a client without credentials: no Secrets */
     uint8_t nack_active[XDS_TYPE_COUNT];
     struct cx_ratelimit nack_rl; /* NACKs recorded (logged, reported) */
+    struct xds_identity id;      /* who the proxy is (method NONE: nobody) */
+    struct xds_auth_waiter waiter;
+    char *refusal; /* the grpc-message of an authorization refusal (owned) */
 };
+
+/* Why a stream was refused by authentication or authorization
+ * (coxswain_xds_auth_refused_total{reason}). */
+enum auth_reason {
+    AUTH_NO_CREDENTIALS = 0, /* none presented, and the Gateway does not opt in */
+    AUTH_BAD_TOKEN = 1,      /* TokenReview said no, or not a ServiceAccount, or malformed */
+    AUTH_UNAVAILABLE = 2,    /* TokenReview could not answer */
+    AUTH_BAD_CERT = 3,       /* a certificate without a SPIFFE ServiceAccount ID */
+    AUTH_DENIED = 4,         /* authenticated, not allowed for the Gateway */
+    AUTH_COUNT = 5,
+};
+static const char *const auth_reason_names[AUTH_COUNT] = {
+    "no_credentials", "invalid_token", "token_review_unavailable", "invalid_certificate",
+    "permission_denied"};
+static const char *const auth_method_names[3] = {"none", "token", "certificate"};
 
 /* Why a stream was ended by us (coxswain_xds_refused_total{reason}). */
 enum refuse_reason {
@@ -96,6 +118,14 @@ struct xds_server {
     double nack_qps;
     struct cx_series *nacks_limited, *budget_used, *groups_gauge, *idle_closed, *accept_backoffs;
     uint64_t idle_closed_seen, accept_backoffs_seen, budget_refused_seen;
+    /* authentication (xds_auth.h) */
+    enum xds_auth_mode auth;
+    char *trust_domain;
+    struct xds_tokens *tokens; /* NULL: no reviewer */
+    struct cx_ratelimit auth_log_rl;
+    struct cx_series *auth_refused[AUTH_COUNT], *auth_streams[3], *token_reviews[3];
+    struct cx_series *token_cache_entries, *token_cache_hits;
+    uint64_t token_reviews_seen[3], token_hits_seen;
 };
 
 static const char *const verdict_names[5] = {"subscribe", "ack", "nack", "stale", "unknown_type"};
@@ -310,10 +340,20 @@ static void pump(struct sstream *ss, int64_t origin_ns)
     }
 }
 
+static int authorize(struct sstream *ss, const char **errmsg);
+
 static void wake(void *user, struct xds_cache_watch *w)
 {
     struct xds_server *s = user;
-    pump((struct sstream *)w, s->snapshot_ns);
+    struct sstream *ss = (struct sstream *)w;
+    /* The Gateway's spec.xdsAccess may have changed with the snapshot. */
+    const char *msg = NULL;
+    int code = authorize(ss, &msg);
+    if (code != 0) {
+        xds_h2_stream_finish(ss->h2, code, msg);
+        return;
+    }
+    pump(ss, s->snapshot_ns);
 }
 
 /* ---- NACK accounting ---------------------------------------------------------- */
@@ -396,6 +436,141 @@ static void note_latency(struct xds_server *s, int type, int64_t origin_ns)
     s->latency[b]++;
 }
 
+/* ---- authentication and authorization ------------------------------------------- */
+
+static void auth_refused(struct xds_server *s, enum auth_reason r, const char *peer,
+                         const char *msg)
+{
+    s->stats.auth_refused_total++;
+    m_add(s->auth_refused[r], 1);
+    /* Refusals are the clients' business, said to them; the log gets a
+     * bounded share so that a storm of them costs it nothing. */
+    if (cx_ratelimit_take(&s->auth_log_rl, cx_mono_ns()) == 0) {
+        char esc[512];
+        cx_log_escape(msg, esc, sizeof(esc));
+        cx_info("xds", "refused a stream from %s (%s): %s", peer, auth_reason_names[r], esc);
+    }
+}
+
+/* May the stream's identity receive its node group? 0, or a gRPC status
+ * with the refusal in |*errmsg| (owned by the stream). Sets no_secrets. */
+static int authorize(struct sstream *ss, const char **errmsg)
+{
+    struct xds_server *s = ss->srv;
+    if (s->auth == XDS_AUTH_NONE)
+        return 0;
+    struct xlate_snapshot *snap = xds_cache_snapshot(s->cache);
+    const struct xlate_group *g = snap ? xlate_snapshot_group(snap, ss->ads.group) : NULL;
+    char msg[600];
+    enum xds_authz a = xds_authorize(&ss->id, ss->ads.group, g ? &g->access : NULL, msg,
+                                     sizeof(msg));
+    if (a == XDS_AUTHZ_ALLOW || a == XDS_AUTHZ_ALLOW_NO_SECRETS) {
+        ss->no_secrets = a == XDS_AUTHZ_ALLOW_NO_SECRETS;
+        return 0;
+    }
+    free(ss->refusal);
+    ss->refusal = strdup(msg);
+    *errmsg = ss->refusal ? ss->refusal : "permission denied";
+    enum auth_reason r = a == XDS_AUTHZ_DENY ? AUTH_DENIED : AUTH_NO_CREDENTIALS;
+    auth_refused(s, r, xds_h2_stream_peer(ss->h2), msg);
+    return a == XDS_AUTHZ_DENY ? XDS_GRPC_PERMISSION_DENIED : XDS_GRPC_UNAUTHENTICATED;
+}
+
+/* The stream knows its identity and its node group: authorized, it
+ * joins the group and is answered. Returns 0 or a gRPC status. */
+static int admit(struct sstream *ss, const char **errmsg)
+{
+    struct xds_server *s = ss->srv;
+    int code = authorize(ss, errmsg);
+    if (code != 0)
+        return code;
+    if (xds_cache_watch_add(s->cache, &ss->watch, ss->ads.group) != 0) {
+        m_add(s->m.refused[REFUSE_GROUPS], 1);
+        *errmsg = "too many node groups";
+        return XDS_GRPC_RESOURCE_EXHAUSTED;
+    }
+    ss->registered = 1;
+    m_add(s->auth_streams[ss->id.method], 1);
+    cx_debug("xds", "stream from %s: node \"%s\" group \"%s\" agent \"%s\" as %s/%s (%s)",
+             xds_h2_stream_peer(ss->h2), ss->ads.node_id, ss->ads.group, ss->ads.user_agent,
+             ss->id.ns, ss->id.name, auth_method_names[ss->id.method]);
+    return 0;
+}
+
+static void token_checked(void *arg, const struct xds_auth_verdict *v)
+{
+    struct sstream *ss = arg;
+    struct xds_server *s = ss->srv;
+    ss->auth_pending = 0;
+    if (v->status != 0) {
+        free(ss->refusal);
+        ss->refusal = strdup(v->message);
+        auth_refused(s, v->status == XDS_GRPC_UNAVAILABLE ? AUTH_UNAVAILABLE : AUTH_BAD_TOKEN,
+                     xds_h2_stream_peer(ss->h2), v->message);
+        xds_h2_stream_finish(ss->h2, v->status, ss->refusal ? ss->refusal : "");
+        return;
+    }
+    ss->id = v->id;
+    if (!ss->ads.have_node || ss->registered)
+        return;
+    const char *msg = NULL;
+    int code = admit(ss, &msg);
+    if (code != 0) {
+        xds_h2_stream_finish(ss->h2, code, msg);
+        return;
+    }
+    pump(ss, cx_mono_ns());
+}
+
+/* Authenticates a new call from its certificate and `authorization`
+ * header. Returns 0 (identity known, or a review runs), or a gRPC status
+ * with the message in |msg|. */
+static int authenticate(struct sstream *ss, struct xds_h2_stream *st, char *msg, size_t cap,
+                        enum auth_reason *why)
+{
+    struct xds_server *s = ss->srv;
+    if (s->auth == XDS_AUTH_NONE)
+        return 0;
+    const char *authz = xds_h2_stream_authorization(st);
+    X509 *cert = xds_h2_stream_peer_cert(st);
+    if (cert) {
+        if (xds_spiffe_from_cert(cert, s->trust_domain, &ss->id, msg, cap) == 0)
+            return 0;
+        if (!authz) {
+            *why = AUTH_BAD_CERT;
+            return XDS_GRPC_UNAUTHENTICATED;
+        }
+    }
+    if (!authz)
+        return 0; /* nobody: the Gateway decides (allowUnauthenticated) */
+    *why = AUTH_BAD_TOKEN;
+    if (strncasecmp(authz, "Bearer ", 7) != 0) {
+        snprintf(msg, cap, "the authorization header is not \"Bearer <token>\"");
+        return XDS_GRPC_UNAUTHENTICATED;
+    }
+    const char *token = authz + 7;
+    while (*token == ' ')
+        token++;
+    if (!s->tokens) {
+        *why = AUTH_UNAVAILABLE;
+        snprintf(msg, cap, "this server cannot review tokens (no Kubernetes API client)");
+        return XDS_GRPC_UNAVAILABLE;
+    }
+    struct xds_auth_verdict v;
+    if (xds_tokens_check(s->tokens, token, &v, &ss->waiter, token_checked, ss) == 0) {
+        ss->auth_pending = 1;
+        return 0;
+    }
+    if (v.status != 0) {
+        snprintf(msg, cap, "%s", v.message);
+        if (v.status == XDS_GRPC_UNAVAILABLE)
+            *why = AUTH_UNAVAILABLE;
+        return v.status;
+    }
+    ss->id = v.id;
+    return 0;
+}
+
 /* ---- gRPC method callbacks ------------------------------------------------------ */
 
 static void *ads_open(void *user, struct xds_h2_stream *st)
@@ -408,6 +583,15 @@ static void *ads_open(void *user, struct xds_h2_stream *st)
     }
     ss->srv = s;
     ss->h2 = st;
+    char msg[600];
+    enum auth_reason why = AUTH_BAD_TOKEN;
+    int code = authenticate(ss, st, msg, sizeof(msg), &why);
+    if (code != 0) {
+        auth_refused(s, why, xds_h2_stream_peer(st), msg);
+        xds_h2_stream_finish(st, code, msg);
+        free(ss);
+        return NULL;
+    }
     cx_ratelimit_init(&ss->nack_rl, s->nack_qps, XDS_NACK_BURST, cx_mono_ns());
     xds_ads_stream_init(&ss->ads);
     xds_ads_stream_set_pool(&ss->ads, s->names);
@@ -427,15 +611,12 @@ static int ads_message(void *ctx, const uint8_t *msg, size_t len, const char **e
     if (s->tap)
         s->tap(s->tap_user, ss->ads.have_node ? ss->ads.node_id : "", msg, len);
     int rc = xds_ads_on_request(&ss->ads, msg, len, s->default_group, &ev);
-    if (ev.first_node && !ss->registered) {
-        if (xds_cache_watch_add(s->cache, &ss->watch, ss->ads.group) != 0) {
-            m_add(s->m.refused[REFUSE_GROUPS], 1);
-            *errmsg = "too many node groups";
-            return XDS_GRPC_RESOURCE_EXHAUSTED;
-        }
-        ss->registered = 1;
-        cx_debug("xds", "stream from %s: node \"%s\" group \"%s\" agent \"%s\"",
-                 xds_h2_stream_peer(ss->h2), ss->ads.node_id, ss->ads.group, ss->ads.user_agent);
+    if (ev.first_node && !ss->registered && !ss->auth_pending) {
+        /* Until the token's review ends, requests only update the
+         * stream's state; token_checked admits it. */
+        int code = admit(ss, errmsg);
+        if (code != 0)
+            return code;
     }
     switch (rc) {
     case 0:
@@ -485,7 +666,8 @@ static int ads_message(void *ctx, const uint8_t *msg, size_t len, const char **e
         note_latency(s, ev.type, ev.origin_ns);
         break;
     case XDS_ADS_NACK:
-        note_nack(ss, &ev);
+        if (ss->registered) /* never from a client not (yet) authorized */
+            note_nack(ss, &ev);
         break;
     case XDS_ADS_STALE:
         s->stats.stale_total++;
@@ -518,6 +700,8 @@ static void ads_close(void *ctx)
         clear_nack(ss, (enum xds_type)t);
     if (ss->registered)
         xds_cache_watch_remove(s->cache, &ss->watch);
+    xds_tokens_cancel(&ss->waiter);
+    free(ss->refusal);
     xds_ads_stream_free(&ss->ads);
     s->stats.streams--;
     free(ss);
@@ -561,6 +745,45 @@ struct xds_server *xds_server_new(struct event_base *base, const struct xds_serv
     s->accept_backoffs = cx_metric_with(
         cx_counter("coxswain_xds_accept_backoffs_total",
                    "Pauses of accept() for lack of file descriptors (EMFILE/ENFILE).", NULL));
+    struct cx_metric *ar = cx_counter(
+        "coxswain_xds_auth_refused_total",
+        "Streams refused by authentication or authorization, by reason.", "reason");
+    for (int r = 0; r < AUTH_COUNT; r++)
+        s->auth_refused[r] = ar ? cx_metric_with(ar, auth_reason_names[r]) : NULL;
+    struct cx_metric *as = cx_counter(
+        "coxswain_xds_auth_streams_total",
+        "Streams admitted to a Gateway's configuration, by how the client authenticated.",
+        "method");
+    struct cx_metric *tr = cx_counter("coxswain_xds_token_reviews_total",
+                                      "TokenReviews of proxies' tokens, by outcome.", "outcome");
+    static const char *const outcomes[3] = {"authenticated", "rejected", "unavailable"};
+    for (int i = 0; i < 3; i++) {
+        s->auth_streams[i] = as ? cx_metric_with(as, auth_method_names[i]) : NULL;
+        s->token_reviews[i] = tr ? cx_metric_with(tr, outcomes[i]) : NULL;
+    }
+    s->token_cache_entries = cx_metric_with(
+        cx_gauge("coxswain_xds_token_cache_entries", "Reviewed tokens remembered.", NULL));
+    s->token_cache_hits = cx_metric_with(cx_counter(
+        "coxswain_xds_token_cache_hits_total",
+        "Streams whose token's review was remembered (no TokenReview).", NULL));
+    s->auth = cfg->auth == XDS_AUTH_NONE ? XDS_AUTH_NONE : XDS_AUTH_REQUIRED;
+    cx_ratelimit_init(&s->auth_log_rl, 1, 5, cx_mono_ns());
+    s->trust_domain =
+        strdup(cfg->trust_domain ? cfg->trust_domain : XDS_SPIFFE_TRUST_DOMAIN_DEFAULT);
+    if (!s->trust_domain) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    if (s->auth != XDS_AUTH_NONE && cfg->reviewer) {
+        s->tokens = xds_tokens_new(cfg->reviewer,
+                                   cfg->token_audience ? cfg->token_audience
+                                                       : XDS_AUTH_AUDIENCE_DEFAULT,
+                                   0, 0);
+        if (!s->tokens) {
+            snprintf(err, errlen, "out of memory");
+            goto fail;
+        }
+    }
     s->cache = xds_cache_new();
     s->names = xds_names_pool_new();
     s->budget.max = cfg->memory_budget ? cfg->memory_budget : XDS_MEMORY_BUDGET_DEFAULT;
@@ -578,8 +801,11 @@ struct xds_server *xds_server_new(struct event_base *base, const struct xds_serv
         goto fail;
     }
     if (cfg->tls_cert) {
+        /* With authentication, a client may present a certificate or a
+         * token: certificates are verified when presented, not required. */
         ctx = xds_h2_tls_ctx(cfg->tls_cert, cfg->tls_key, cfg->tls_client_ca,
-                             cfg->tls_require_client_cert, err, errlen);
+                             s->auth == XDS_AUTH_NONE && cfg->tls_require_client_cert, err,
+                             errlen);
         if (!ctx)
             goto fail;
     }
@@ -637,6 +863,17 @@ static void m_gauges(struct xds_server *s)
     m_add(s->m.refused[REFUSE_BUDGET], (double)(s->budget.refused - s->budget_refused_seen));
     s->budget_refused_seen = s->budget.refused;
     m_set(s->groups_gauge, (double)xds_cache_ngroups(s->cache));
+    if (s->tokens) {
+        struct xds_tokens_stats ts;
+        xds_tokens_stats(s->tokens, &ts);
+        m_set(s->token_cache_entries, (double)ts.entries);
+        m_add(s->token_cache_hits, (double)(ts.hits - s->token_hits_seen));
+        s->token_hits_seen = ts.hits;
+        for (int i = 0; i < 3; i++) {
+            m_add(s->token_reviews[i], (double)(ts.reviews[i] - s->token_reviews_seen[i]));
+            s->token_reviews_seen[i] = ts.reviews[i];
+        }
+    }
 }
 
 int xds_server_port(const struct xds_server *s)
@@ -712,6 +949,18 @@ const char *xds_server_default_group(const struct xds_server *s)
     return s->default_group;
 }
 
+int xds_server_auth_required(const struct xds_server *s)
+{
+    return s->auth != XDS_AUTH_NONE;
+}
+
+void xds_server_token_stats(const struct xds_server *s, struct xds_tokens_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (s->tokens)
+        xds_tokens_stats(s->tokens, out);
+}
+
 void xds_server_shutdown(struct xds_server *s, int grace_ms, void (*done)(void *), void *arg)
 {
     xds_h2_server_shutdown(s->h2, grace_ms, done, arg);
@@ -737,6 +986,8 @@ void xds_server_free(struct xds_server *s)
     if (!s)
         return;
     xds_h2_server_free(s->h2); /* closes every stream first */
+    xds_tokens_free(s->tokens);
+    free(s->trust_domain);
     for (int i = 0; i < MEMO_SLOTS; i++)
         memo_clear(&s->memo[i]);
     xds_cache_free(s->cache);

@@ -80,6 +80,13 @@ void xds_server_latency(const struct xds_server *s, uint64_t out[XDS_LATENCY_BUC
 struct xds_cache *xds_server_cache(struct xds_server *s);
 const char *xds_server_default_group(const struct xds_server *s);
 
+/* 1 unless the server runs with XDS_AUTH_NONE. */
+int xds_server_auth_required(const struct xds_server *s);
+
+/* The token cache's counters (zero without a reviewer). */
+struct xds_tokens_stats;
+void xds_server_token_stats(const struct xds_server *s, struct xds_tokens_stats *out);
+
 /* Stops accepting, ends every stream with UNAVAILABLE and sends GOAWAY;
  * |done| runs once every connection is closed (at most |grace_ms| later). */
 void xds_server_shutdown(struct xds_server *s, int grace_ms, void (*done)(void *), void *arg);

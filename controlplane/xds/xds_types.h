@@ -45,10 +45,12 @@ enum xds_grpc_status {
     XDS_GRPC_CANCELLED = 1,
     XDS_GRPC_UNKNOWN = 2,
     XDS_GRPC_INVALID_ARGUMENT = 3,
+    XDS_GRPC_PERMISSION_DENIED = 7,
     XDS_GRPC_RESOURCE_EXHAUSTED = 8,
     XDS_GRPC_UNIMPLEMENTED = 12,
     XDS_GRPC_INTERNAL = 13,
     XDS_GRPC_UNAVAILABLE = 14,
+    XDS_GRPC_UNAUTHENTICATED = 16,
 };
 
 /* ---- gRPC message framing (xds_frame.h) -------------------------------- */
@@ -205,8 +207,22 @@ struct xds_nack_stat {
 
 /* ---- server configuration (xds_server.h) ------------------------------ */
 
+/* Authentication of proxies (xds_auth.h). The zero value requires it. */
+enum xds_auth_mode {
+    XDS_AUTH_DEFAULT = 0,  /* = XDS_AUTH_REQUIRED */
+    XDS_AUTH_REQUIRED = 1, /* tokens (TokenReview) and SPIFFE certificates; authorization per Gateway */
+    XDS_AUTH_NONE = 2,     /* anyone gets any Gateway (--xds-auth none) */
+};
+
+struct xds_token_reviewer;
+
 struct xds_server_config {
     const char *listen;          /* "host:port", "[v6]:port" or ":port"; port 0 picks one */
+    enum xds_auth_mode auth;
+    const struct xds_token_reviewer *reviewer; /* TokenReview (copied); NULL: tokens are
+                                                * refused with UNAVAILABLE */
+    const char *token_audience;  /* NULL: XDS_AUTH_AUDIENCE_DEFAULT */
+    const char *trust_domain;    /* SPIFFE; NULL: XDS_SPIFFE_TRUST_DOMAIN_DEFAULT */
     const char *tls_cert;        /* PEM certificate chain; NULL (with tls_key) = h2c */
     const char *tls_key;         /* PEM private key */
     const char *tls_client_ca;   /* PEM CA bundle: ask for and verify client certs */
@@ -255,6 +271,7 @@ struct xds_server_stats {
     uint64_t idle_closed_total;    /* connections closed for holding no stream */
     uint64_t accept_backoffs_total;
     size_t budget_used; /* bytes charged to the memory budget now */
+    uint64_t auth_refused_total; /* streams refused by authentication or authorization */
 };
 
 #endif

@@ -447,7 +447,8 @@ class Replica(Process, _Admin):
     def __init__(self, ks, name, lease="2s", renew="1500ms", retry="500ms", lock="leases",
                  extra=(), env=None, start=True, elect=True, debounce="50ms",
                  namespace="coxswain-system", lock_name=None, lock_namespace=None,
-                 kubeconfig=None, dir=None, log_level="info", wait=True, prefix=()):
+                 kubeconfig=None, dir=None, log_level="info", wait=True, prefix=(),
+                 xds_auth="none"):
         self.ks = ks
         self.dir = dir or tempfile.mkdtemp(prefix="replica-%s-" % name)
         os.makedirs(self.dir, exist_ok=True)
@@ -469,6 +470,8 @@ class Replica(Process, _Admin):
             args += ["--leader-elect-resource-name", lock_name]
         if lock_namespace is not None:
             args += ["--leader-elect-resource-namespace", lock_namespace]
+        if xds_auth is not None:
+            args += ["--xds-auth", xds_auth]
         self.args = args + list(extra)
         super().__init__([coxswain()] + self.args, os.path.join(self.dir, "coxswain.log"),
                          env=env, name=name, start=False, prefix=prefix)

@@ -152,7 +152,8 @@ static void test_setup(void)
         ports[i] = (int)strtol(line, NULL, 10);
         REQUIRE(ports[i] > 0);
     }
-    struct xds_server_config cfg = {.listen = "127.0.0.1:0", .identifier = "e2e"};
+    struct xds_server_config cfg = {
+        .listen = "127.0.0.1:0", .identifier = "e2e", .auth = XDS_AUTH_NONE};
     char err[256];
     srv = xds_server_new(base, &cfg, err, sizeof(err));
     REQUIRE(srv != NULL);

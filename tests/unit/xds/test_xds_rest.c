@@ -174,7 +174,8 @@ static void test_http_mounted_on_admin(void)
     char err[256];
     struct admin_server *admin = admin_new(base, "127.0.0.1:0", err, sizeof(err));
     REQUIRE(admin != NULL);
-    struct xds_server_config cfg = {.listen = "127.0.0.1:0", .default_group = "ns/gw"};
+    struct xds_server_config cfg = {
+        .listen = "127.0.0.1:0", .default_group = "ns/gw", .auth = XDS_AUTH_NONE};
     struct xds_server *srv = xds_server_new(base, &cfg, err, sizeof(err));
     REQUIRE(srv != NULL);
     REQUIRE_INT_EQ(xds_rest_mount(admin, srv), 0);
