@@ -66,6 +66,7 @@ struct admin_server {
     size_t nroutes;
     admin_authz_fn authz; /* NULL: nothing protected */
     void *authz_arg;
+    int trust_loopback;
     struct admin_ticket *tickets;
     struct cx_series *refused[AUTHZ_REASONS];
 };
@@ -206,7 +207,7 @@ static void authz_done(void *ticket, int allowed, const char *why, int unavailab
 static void dispatch(struct admin_server *a, struct evhttp_request *req, const char *path,
                      void (*cb)(struct evhttp_request *, void *), void *arg)
 {
-    if (!a->authz || !path || !is_protected(path) || peer_is_loopback(req)) {
+    if (!a->authz || !path || !is_protected(path) || (a->trust_loopback && peer_is_loopback(req))) {
         cb(req, arg);
         return;
     }
@@ -235,10 +236,11 @@ static void dispatch(struct admin_server *a, struct evhttp_request *req, const c
     a->authz(a->authz_arg, h + 7, p, authz_done, t);
 }
 
-void admin_protect(struct admin_server *a, admin_authz_fn fn, void *arg)
+void admin_protect(struct admin_server *a, admin_authz_fn fn, void *arg, int trust_loopback)
 {
     a->authz = fn;
     a->authz_arg = arg;
+    a->trust_loopback = trust_loopback;
     struct cx_metric *m = cx_counter("coxswain_admin_auth_refused_total",
                                      "Admin requests to /debug/* or /v3/discovery:* refused, "
                                      "by reason.",

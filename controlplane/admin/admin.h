@@ -58,11 +58,12 @@ int admin_handle_prefix(struct admin_server *a, const char *prefix,
  * allows for `get` on the request's path. |fn| calls |done| once, now or
  * later from the loop, with |ticket|: allowed, or not with a reason (403;
  * 503 when |unavailable|: the reviews could not be made). /metrics,
- * /healthz, /readyz stay open. */
+ * /healthz, /readyz stay open. Without |trust_loopback| loopback peers
+ * need a token too. */
 typedef void (*admin_authz_done_fn)(void *ticket, int allowed, const char *why, int unavailable);
 typedef int (*admin_authz_fn)(void *arg, const char *token, const char *path,
                               admin_authz_done_fn done, void *ticket);
-void admin_protect(struct admin_server *a, admin_authz_fn fn, void *arg);
+void admin_protect(struct admin_server *a, admin_authz_fn fn, void *arg, int trust_loopback);
 
 /* Sends |body| with |code| and |content_type|. */
 void admin_reply(struct evhttp_request *req, int code, const char *content_type, const char *body,

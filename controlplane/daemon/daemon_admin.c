@@ -385,7 +385,7 @@ int daemon_admin_setup(struct daemon *d, char *err, size_t errlen)
         snprintf(err, errlen, "cannot mount the admin handlers");
         return -1;
     }
-    d->admin_auth = daemon_auth_admin_new(d->kc, d->admin);
+    d->admin_auth = daemon_auth_admin_new(d->kc, d->admin, d->cfg->admin_trust_loopback);
     if (!d->admin_auth) {
         snprintf(err, errlen, "out of memory");
         return -1;

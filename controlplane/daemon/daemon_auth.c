@@ -272,7 +272,8 @@ static int admin_authz(void *arg, const char *token, const char *path, admin_aut
     return 0;
 }
 
-struct daemon_admin_auth *daemon_auth_admin_new(struct kube_client *kc, struct admin_server *admin)
+struct daemon_admin_auth *daemon_auth_admin_new(struct kube_client *kc, struct admin_server *admin,
+                                                int trust_loopback)
 {
     struct daemon_admin_auth *a = calloc(1, sizeof(*a));
     if (!a)
@@ -285,7 +286,7 @@ struct daemon_admin_auth *daemon_auth_admin_new(struct kube_client *kc, struct a
         return NULL;
     }
     xds_tokens_any_user(a->cache);
-    admin_protect(admin, admin_authz, a);
+    admin_protect(admin, admin_authz, a, trust_loopback);
     return a;
 }
 

@@ -24,8 +24,8 @@ void daemon_auth_xds_reviewer(struct kube_client *kc, struct xds_token_reviewer 
 struct daemon_admin_auth;
 
 /* Protects |admin|'s /debug/ and /v3/discovery: paths (admin_protect). */
-struct daemon_admin_auth *daemon_auth_admin_new(struct kube_client *kc,
-                                                struct admin_server *admin);
+struct daemon_admin_auth *daemon_auth_admin_new(struct kube_client *kc, struct admin_server *admin,
+                                                int trust_loopback);
 void daemon_auth_admin_free(struct daemon_admin_auth *a);
 
 #endif

@@ -71,6 +71,11 @@ int daemon_config_init(struct daemon_config *c)
       .def = "0.0.0.0:18080", .env = "COXSWAIN_ADMIN_LISTEN",
       .help = "address of the admin HTTP server: /metrics, /healthz, /readyz, /debug/*, "
               "/v3/discovery:*; port 0 picks a free port");
+    F(.name = "admin-trust-loopback", .type = CX_FLAG_BOOL, .target = &c->admin_trust_loopback,
+      .def = "true",
+      .help = "serve /debug/* and /v3/discovery:* to loopback clients without a token; "
+              "others need a bearer token whose user may `get` the path "
+              "(SubjectAccessReview)");
     F(.name = "admin-timeout", .type = CX_FLAG_DURATION, .target = &c->admin_timeout_ns,
       .def = "10s", .min = 1, .max = 600,
       .help = "time an admin client has to send its request and to read the answer; the "

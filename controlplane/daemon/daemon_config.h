@@ -37,6 +37,7 @@ struct daemon_config {
     char *xds_token_audience;
     char *xds_trust_domain;
     char *admin_listen;
+    int admin_trust_loopback;
     int64_t admin_timeout_ns;
     char *default_gateway;
     int64_t debounce_ns;
