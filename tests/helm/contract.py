@@ -27,6 +27,24 @@ DAEMON_FLAGS = {
     "--max-routes-per-virtual-service", "--max-delegations-per-virtual-service",
     "--max-routes-per-gateway", "--max-resources-per-gateway", "--max-resource-bytes",
     "--max-regex-program-size",
+    # authentication of xDS clients (issue 18)
+    "--xds-auth", "--xds-token-audience", "--xds-spiffe-trust-domain",
+}
+
+# Kubernetes' built-in ClusterRoles the chart binds, with their rules (the
+# chart does not render them): TokenReview for proxies' tokens,
+# SubjectAccessReview for the admin server's /debug/* and /v3/discovery:*.
+BUILTIN_CLUSTER_ROLES = {
+    "system:auth-delegator": [
+        {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"],
+         "verbs": ["create"]},
+        {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"],
+         "verbs": ["create"]},
+    ],
+}
+REVIEW_PERMISSIONS = {
+    ("cluster", "authentication.k8s.io", "tokenreviews", "", "create"),
+    ("cluster", "authorization.k8s.io", "subjectaccessreviews", "", "create"),
 }
 
 INPUT_KINDS = ["gateways", "virtualservices", "routetables", "upstreams"]
@@ -46,11 +64,13 @@ def daemon_help_flags(build):
 
 
 def expected_permissions(release_ns, lock_name, lock="leases", watch_namespaces=(),
-                         namespace_selector=False, leader_elect=True, tls_inputs=True):
+                         namespace_selector=False, leader_elect=True, tls_inputs=True,
+                         reviews=True):
     """The permission atoms coxswain needs, as a set of tuples
     (scope, apiGroup, resource, resourceName or "", verb) where scope is
-    "cluster" or a namespace. Nothing more, nothing less."""
-    want = set()
+    "cluster" or a namespace. Nothing more, nothing less. |reviews|: with
+    TokenReview and SubjectAccessReview (the built-in system:auth-delegator)."""
+    want = set(REVIEW_PERMISSIONS) if reviews else set()
     scopes = list(watch_namespaces) or ["cluster"]
     for scope in scopes:
         for r in INPUT_KINDS:
@@ -86,6 +106,8 @@ def granted_permissions(docs, sa_name, sa_namespace):
         if d["kind"] in ("Role", "ClusterRole"):
             key = (d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"])
             roles[key] = d.get("rules") or []
+    for name, rules in BUILTIN_CLUSTER_ROLES.items():
+        roles.setdefault(("ClusterRole", "", name), rules)
     got = set()
     for d in docs:
         if d["kind"] not in ("RoleBinding", "ClusterRoleBinding"):

@@ -29,7 +29,8 @@ def sel_matches(selector, labels):
 def case_default_objects():
     check(D.ok, D.err)
     check_eq(D.kinds(), sorted(["PodDisruptionBudget", "ServiceAccount", "ClusterRole",
-                                "ClusterRoleBinding", "Role", "RoleBinding", "Service",
+                                "ClusterRoleBinding", "ClusterRoleBinding", "Role",
+                                "RoleBinding", "Service",
                                 "Service", "Deployment"]))
     for d in D.docs:
         check(d.get("apiVersion") and d["metadata"].get("name"), "incomplete object %r" % d)
@@ -77,6 +78,8 @@ def case_default_flags():
         "--namespace": NS,
         "--xds-listen": "0.0.0.0:18000",
         "--admin-listen": "0.0.0.0:18080",
+        "--xds-token-audience": "coxswain",
+        "--xds-spiffe-trust-domain": "cluster.local",
         "--leader-elect": "true",
         "--leader-elect-lease-duration": "15s",
         "--leader-elect-renew-deadline": "10s",
@@ -236,7 +239,9 @@ def case_rbac_exact_watch_namespaces():
     # HA values watch three namespaces: one RoleBinding each, no
     # cluster-wide read of Secrets or anything else.
     check_rbac(HA, lock_name="coxswain", watch_namespaces=["gateways", "team-a", "team-b"])
-    check_eq(HA.all("ClusterRoleBinding"), [])
+    # the one cluster-wide binding: the built-in reviewer role
+    check_eq([b["roleRef"]["name"] for b in HA.all("ClusterRoleBinding")],
+             ["system:auth-delegator"])
     check_eq(sorted(rb["metadata"]["namespace"] for rb in HA.all("RoleBinding")
                     if rb["roleRef"]["kind"] == "ClusterRole"), ["gateways", "team-a", "team-b"])
 

@@ -35,8 +35,11 @@ TOP = os.environ.get("COXSWAIN_TOP", os.path.join(os.path.dirname(__file__), "..
 BUILD = os.environ.get("COXSWAIN_BUILD", os.path.join(TOP, "build"))
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 sys.path.insert(0, os.path.join(TOP, "tests", "helm"))
+sys.path.insert(0, os.path.join(TOP, "tests", "hostile"))
 
 import chartrun as cr  # noqa: E402
+import grpc  # noqa: E402
+from hostilelib import ADS_PATH, LDS, ads_request, node  # noqa: E402
 import contract  # noqa: E402
 import helmlib as h  # noqa: E402
 from kubesim import KubeSim  # noqa: E402
@@ -372,6 +375,24 @@ def tls_handshake(port, cafile, cert=None, key=None):
             return False
 
 
+def ads_without_credentials(port, cafile):
+    """One ADS stream over TLS with neither a client certificate nor a
+    token: (status code, details)."""
+    creds = grpc.ssl_channel_credentials(root_certificates=open(cafile, "rb").read())
+    ch = grpc.secure_channel("127.0.0.1:%d" % port, creds, options=[
+        ("grpc.ssl_target_name_override", "coxswain-xds.coxswain-system.svc")])
+    try:
+        req = ads_request(LDS, node_bytes=node("ha-proxy", gateway="default/edge"))
+        c = ch.stream_stream(ADS_PATH)(iter([req]), timeout=10)
+        for _ in c:
+            return grpc.StatusCode.OK, "a response"
+        return grpc.StatusCode.OK, "closed without a status"
+    except grpc.RpcError as e:
+        return e.code(), e.details() or ""
+    finally:
+        ch.close()
+
+
 def case_ha_install_as_written():
     stop_manifest_replica()
     ks = cr.rbac_kubesim()
@@ -434,7 +455,11 @@ def case_ha_install_as_written():
                        capture_output=True, check=True)
         check(tls_handshake(rep.xds_port, ca, os.path.join(tmp, "proxy.crt"),
                             os.path.join(tmp, "proxy.key")), "mTLS with a client certificate")
-        check(not tls_handshake(rep.xds_port, ca), "xDS accepted a client without a certificate")
+        # without one the handshake completes (a ServiceAccount token is the
+        # other credential), but the stream is refused
+        code, details = ads_without_credentials(rep.xds_port, ca)
+        check_eq(code, grpc.StatusCode.UNAUTHENTICATED, details)
+        check("SPIFFE client certificate" in details, details)
     finally:
         if rep is not None and rep.alive():
             rep.stop()
