@@ -137,6 +137,7 @@ enum ks_evtype {
 
 struct ks_event {
     uint64_t rv;
+    int64_t mono_ms; /* when it was committed (the window's time bound) */
     enum ks_evtype type;
     char *key;
     struct ks_ver *obj;     /* the state after the event; for DELETED, the
@@ -177,6 +178,8 @@ struct ks_rtype {
     struct ks_event **ring;
     size_t ring_cap, ring_head, ring_len;
     uint64_t window_start_rv; /* events with rv > this are all in the ring */
+    uint64_t cache_rv;        /* the watch cache's lastProcessedResourceVersion:
+                                 its latest event, or a progress notification */
     struct ks_watch_list watchers;
     size_t nwatchers;
 
@@ -200,8 +203,13 @@ struct ks_config {
     const char *tokens_file;
     const char *anonymous_user;
     bool allow_all;
-    bool no_openapi;           /* 404 for /openapi/v3 too */
-    const char *api_audiences; /* comma list; NULL: the default issuer */
+    bool no_openapi;            /* 404 for /openapi/v3 too */
+    const char *api_audiences;  /* comma list; NULL: the default issuer */
+    int emulate_minor;          /* the kube-apiserver 1.N emulated (28..31) */
+    bool watchlist;             /* the WatchList feature gate */
+    bool bookmarks_periodic;    /* --bookmarks periodic: every interval, always */
+    int64_t progress_notify_ms; /* etcd progress notifications (0: off) */
+    int64_t window_time_ms;     /* the event window's time bound (0: count only) */
     bool tls;
     size_t event_window;
     int64_t bookmark_interval_ms;
@@ -229,6 +237,7 @@ struct ks_server {
     struct ks_auth *auth;   /* tokens, RBAC (ks_auth.c) */
 
     struct event *sig_term, *sig_int, *sig_hup;
+    struct event *progress_ev; /* --progress-notify-interval timer */
     bool stopping;
 };
 

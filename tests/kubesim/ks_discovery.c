@@ -14,6 +14,7 @@
 #include "cx_json.h"
 #include "ks.h"
 #include "ks_http.h"
+#include "ks_profile.h"
 
 static int add_rtype_json(struct cx_buf *b, const struct ks_rtype *rt, bool first)
 {
@@ -163,12 +164,15 @@ void ks_discovery_dispatch(struct ks_req *r)
         return;
     }
     if (strcmp(p, "/version") == 0 || strcmp(p, "/version/") == 0) {
-        static const char v[] =
-            "{\"major\":\"1\",\"minor\":\"32\",\"gitVersion\":\"v1.32.0-kubesim\",\"gitCommit\":"
-            "\"0000000000000000000000000000000000000000\",\"gitTreeState\":\"clean\","
-            "\"buildDate\":\"2025-01-01T00:00:00Z\",\"goVersion\":\"go1.23.4\",\"compiler\":"
-            "\"gc\",\"platform\":\"linux/amd64\"}";
-        ks_reply_json(r, 200, v, sizeof(v) - 1);
+        const struct ks_profile *pf = ks_profile_find(r->s->cfg.emulate_minor);
+        char v[512];
+        int n = snprintf(v, sizeof(v),
+                         "{\"major\":\"1\",\"minor\":\"%d\",\"gitVersion\":\"%s\",\"gitCommit\":"
+                         "\"0000000000000000000000000000000000000000\",\"gitTreeState\":\"clean\","
+                         "\"buildDate\":\"2025-01-01T00:00:00Z\",\"goVersion\":\"%s\",\"compiler\":"
+                         "\"gc\",\"platform\":\"linux/amd64\"}",
+                         pf->minor, pf->git_version, pf->go_version);
+        ks_reply_json(r, 200, v, (size_t)n);
         return;
     }
     if (strcmp(p, "/api") == 0 || strcmp(p, "/api/") == 0) {
@@ -226,6 +230,10 @@ void ks_discovery_dispatch(struct ks_req *r)
     if (!r->s->cfg.no_openapi &&
         (strcmp(p, "/openapi/v3") == 0 || strcmp(p, "/openapi/v3/") == 0)) {
         ks_openapi_v3(r, "");
+        return;
+    }
+    if (!r->s->cfg.no_openapi && strcmp(p, "/openapi/v2") == 0) {
+        ks_openapi_v2(r);
         return;
     }
     if (!r->s->cfg.no_openapi && strncmp(p, "/openapi/v3/", 12) == 0) {

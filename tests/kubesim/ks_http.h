@@ -147,6 +147,8 @@ void ks_discovery_dispatch(struct ks_req *r);
 /* /openapi/v3 (|gvpath| ""), or the document of "api/v1" or
  * "apis/<group>/<version>" (ks_openapi.c). */
 void ks_openapi_v3(struct ks_req *r, const char *gvpath);
+/* /openapi/v2: an empty document (protobuf), what kubectl 1.28 needs. */
+void ks_openapi_v2(struct ks_req *r);
 void ks_watch_start(struct ks_req *r);
 void ks_req_free(struct ks_req *r);
 /* Continuation of a discovery request parked by a partition. */

@@ -302,7 +302,13 @@ int ks_listopts_parse(struct ks_req *r, struct ks_listopts *o)
                 ks_ferr_add(&fe, "FieldValueForbidden", "resourceVersionMatch",
                             "Forbidden: sendInitialEvents requires setting resourceVersionMatch "
                             "to NotOlderThan");
-            if (o->send_initial == 1 && !o->bookmarks)
+            /* validateWatchOptions (apimachinery/pkg/apis/meta/internalversion/
+             * validation): off by default in 1.28-1.31. */
+            if (!r->s->cfg.watchlist)
+                ks_ferr_add(&fe, "FieldValueForbidden", "sendInitialEvents",
+                            "Forbidden: sendInitialEvents is forbidden for watch unless the "
+                            "WatchList feature gate is enabled");
+            else if (o->send_initial == 1 && !o->bookmarks)
                 ks_ferr_add(&fe, "FieldValueForbidden", "allowWatchBookmarks",
                             "Forbidden: allowWatchBookmarks must be set to true when "
                             "sendInitialEvents is set to true");

@@ -22,6 +22,7 @@
 #include "ks_admin.h"
 #include "ks_api.h"
 #include "ks_http.h"
+#include "ks_profile.h"
 #include "ks_state.h"
 #include "ks_auth.h"
 #include "ks_tls.h"
@@ -49,10 +50,55 @@ static void usage(FILE *f)
                "  --too-new-wait DUR        wait for a too-new resourceVersion (3s), then 504\n"
                "  --max-watch-buffer BYTES  end a watch whose unsent bytes exceed this (256MiB)\n"
                "  --no-openapi              answer 404 for /openapi/v3 (as for /openapi/v2)\n"
+               "  --emulate VERSION         kube-apiserver release: 1.28 (default), 1.29,\n"
+               "                            1.30, 1.31\n"
+               "  --feature-gates LIST      Gate=true|false,... (WatchList)\n"
+               "  --bookmarks MODE          realistic (default: only when the resource moved\n"
+               "                            past the watch) or periodic (every interval)\n"
+               "  --progress-notify-interval DUR  etcd progress notifications (default off)\n"
+               "  --event-window-time DUR   drop events older than this once 100 are kept\n"
+               "                            (75s; 0: by count only)\n"
                "  --log-level LEVEL         debug|info|warn|error (info)\n");
 }
 
 static struct ks_server *g_server;
+
+/* --feature-gates Name=bool,...: the gates kubesim emulates. */
+static int parse_gates(struct ks_server *s, const char *list)
+{
+    char buf[512];
+    snprintf(buf, sizeof(buf), "%s", list);
+    char *save = NULL;
+    for (char *g = strtok_r(buf, ",", &save); g; g = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(g, '=');
+        bool on;
+        if (!eq || (strcmp(eq + 1, "true") != 0 && strcmp(eq + 1, "false") != 0)) {
+            fprintf(stderr, "kubesim: --feature-gates %s: Name=true|false\n", g);
+            return -1;
+        }
+        *eq = 0;
+        on = strcmp(eq + 1, "true") == 0;
+        if (strcmp(g, "WatchList") == 0) {
+            s->cfg.watchlist = on;
+        } else {
+            fprintf(stderr, "kubesim: --feature-gates: unknown gate %s (WatchList)\n", g);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* etcd's progress notification: the watch caches learn the current
+ * revision, so quiet resources' watchers get bookmarks again. */
+static void on_progress(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct ks_server *s = arg;
+    for (struct ks_rtype *rt = s->rtypes; rt; rt = rt->next)
+        if (rt->cache_rv < s->rv)
+            rt->cache_rv = s->rv;
+}
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
@@ -220,6 +266,8 @@ static void server_free(struct ks_server *s)
         event_free(s->sig_int);
     if (s->sig_hup)
         event_free(s->sig_hup);
+    if (s->progress_ev)
+        event_free(s->progress_ev);
     if (s->base)
         event_base_free(s->base);
 }
@@ -234,6 +282,9 @@ int main(int argc, char **argv)
     s->cfg.event_window = 10000;
     s->cfg.bookmark_interval_ms = 60000;
     s->cfg.too_new_wait_ms = 3000;
+    s->cfg.emulate_minor = 28;
+    s->cfg.window_time_ms = 75000; /* watchCache's eventFreshDuration */
+    const char *gates = NULL;
     enum cx_log_level lvl = CX_LOG_INFO;
     enum {
         O_LISTEN = 256,
@@ -255,6 +306,11 @@ int main(int argc, char **argv)
         O_HELP,
         O_NOOPENAPI,
         O_APIAUDS,
+        O_EMULATE,
+        O_GATES,
+        O_BOOKMARKS,
+        O_PROGRESS,
+        O_WINDOWTIME,
     };
     static const struct option opts[] = {
         {"listen", required_argument, NULL, O_LISTEN},
@@ -276,6 +332,11 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, O_HELP},
         {"no-openapi", no_argument, NULL, O_NOOPENAPI},
         {"api-audiences", required_argument, NULL, O_APIAUDS},
+        {"emulate", required_argument, NULL, O_EMULATE},
+        {"feature-gates", required_argument, NULL, O_GATES},
+        {"bookmarks", required_argument, NULL, O_BOOKMARKS},
+        {"progress-notify-interval", required_argument, NULL, O_PROGRESS},
+        {"event-window-time", required_argument, NULL, O_WINDOWTIME},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -364,6 +425,35 @@ int main(int argc, char **argv)
         case O_APIAUDS:
             s->cfg.api_audiences = optarg;
             break;
+        case O_EMULATE:
+            s->cfg.emulate_minor = ks_profile_parse(optarg);
+            if (s->cfg.emulate_minor < 0) {
+                fprintf(stderr, "kubesim: --emulate %s: one of 1.28, 1.29, 1.30, 1.31\n", optarg);
+                return 2;
+            }
+            break;
+        case O_GATES:
+            gates = optarg;
+            break;
+        case O_BOOKMARKS:
+            if (strcmp(optarg, "periodic") == 0)
+                s->cfg.bookmarks_periodic = true;
+            else if (strcmp(optarg, "realistic") != 0) {
+                fprintf(stderr, "kubesim: --bookmarks %s: realistic or periodic\n", optarg);
+                return 2;
+            }
+            break;
+        case O_PROGRESS:
+        case O_WINDOWTIME:
+            if (cx_duration_parse(optarg, &ns, err, sizeof(err)) != 0) {
+                fprintf(stderr, "kubesim: bad duration %s: %s\n", optarg, err);
+                return 2;
+            }
+            if (c == O_PROGRESS)
+                s->cfg.progress_notify_ms = ns / CX_NS_PER_MS;
+            else
+                s->cfg.window_time_ms = ns / CX_NS_PER_MS;
+            break;
         default:
             usage(stderr);
             return 2;
@@ -373,6 +463,9 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    s->cfg.watchlist = ks_profile_find(s->cfg.emulate_minor)->watchlist_default;
+    if (gates && parse_gates(s, gates) != 0)
+        return 2;
     cx_log_setup(CX_LOG_TEXT, lvl, "kubesim");
     signal(SIGPIPE, SIG_IGN);
     {
@@ -450,6 +543,13 @@ int main(int argc, char **argv)
     if (!s->sig_term || !s->sig_int || !s->sig_hup || event_add(s->sig_term, NULL) ||
         event_add(s->sig_int, NULL) || event_add(s->sig_hup, NULL))
         goto out;
+    if (s->cfg.progress_notify_ms > 0) {
+        s->progress_ev = event_new(s->base, -1, EV_PERSIST, on_progress, s);
+        struct timeval tv = {.tv_sec = s->cfg.progress_notify_ms / 1000,
+                             .tv_usec = (s->cfg.progress_notify_ms % 1000) * 1000};
+        if (!s->progress_ev || event_add(s->progress_ev, &tv) != 0)
+            goto out;
+    }
     if (s->cfg.kubeconfig && write_kubeconfig(s, kubeconfig_token) != 0) {
         cx_error(KS_LOG, "cannot write %s", s->cfg.kubeconfig);
         goto out;
@@ -462,8 +562,11 @@ int main(int argc, char **argv)
             goto out;
         }
     }
-    cx_info(KS_LOG, "listening on %s://%s:%d (rv %llu)", s->cfg.tls ? "https" : "http", host,
-            s->port, (unsigned long long)s->rv);
+    cx_info(KS_LOG,
+            "listening on %s://%s:%d (rv %llu), emulating 1.%d (WatchList %s, %s bookmarks)",
+            s->cfg.tls ? "https" : "http", host, s->port, (unsigned long long)s->rv,
+            s->cfg.emulate_minor, s->cfg.watchlist ? "on" : "off",
+            s->cfg.bookmarks_periodic ? "periodic" : "realistic");
     event_base_dispatch(s->base);
     rc = 0;
     if (s->cfg.state_file && ks_state_save(s) != 0) {

@@ -12,6 +12,7 @@
  * a reference to ObjectMeta, and the list kind; that is what kubectl
  * explain reads. Built-in kinds have no schemas. Event loop only.
  */
+#include <event2/buffer.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include "cx_json.h"
 #include "ks.h"
 #include "ks_http.h"
+#include "ks_profile.h"
 
 #define DOC_MAX ((size_t)64 << 20)
 #define META    "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1."
@@ -232,8 +234,11 @@ static int gv_document(struct ks_server *s, const char *gvpath, struct cx_buf *b
     cJSON *schemas = cJSON_CreateObject();
     if (!schemas)
         return -1;
-    int rc = cx_buf_puts(b, "{\"openapi\":\"3.0.0\",\"info\":{\"title\":\"Kubernetes\","
-                            "\"version\":\"v1.32.0\"},\"paths\":{");
+    const struct ks_profile *pf = ks_profile_find(s->cfg.emulate_minor);
+    int rc = cx_buf_printf(b,
+                           "{\"openapi\":\"3.0.0\",\"info\":{\"title\":\"Kubernetes\","
+                           "\"version\":\"%s\"},\"paths\":{",
+                           pf->git_version);
     for (struct ks_rtype *rt = s->rtypes; rt; rt = rt->next) {
         if (!rt->served || strcmp(rt->api_version, gv) != 0 || (core != (*rt->group == 0)))
             continue;
@@ -280,6 +285,25 @@ static int doc_hash(struct ks_server *s, const char *gvpath, char out[33])
         cx_sha256_hex(d.data ? d.data : "", d.len, out, 32);
     cx_buf_free(&d);
     return rc < 0 ? -1 : 0;
+}
+
+void ks_openapi_v2(struct ks_req *r)
+{
+    /* The gnostic openapi_v2.Document protobuf kubectl 1.28 asks for
+     * (Accept: application/com.github.proto-openapi.spec.v2@v1.0+protobuf)
+     * before validating client-side: just swagger = "2.0" (field 1). With no
+     * definitions kubectl validates nothing itself and leaves it to the
+     * server; with no paths it does not send fieldValidation. */
+    static const char doc[] = {0x0a, 0x03, '2', '.', '0'};
+    struct evbuffer *b = evbuffer_new();
+    if (!b || evbuffer_add(b, doc, sizeof(doc)) != 0) {
+        if (b)
+            evbuffer_free(b);
+        ks_err_internal(r, "out of memory");
+        return;
+    }
+    ks_reply_evbuf(r, 200, b, "application/com.github.proto-openapi.spec.v2.v1.0+protobuf");
+    evbuffer_free(b);
 }
 
 void ks_openapi_v3(struct ks_req *r, const char *gvpath)

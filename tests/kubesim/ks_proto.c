@@ -89,9 +89,9 @@ MSG(role_ref, {1, "apiGroup", PT_STRING, false, NULL}, {2, "kind", PT_STRING, fa
 MSG(binding_m, {1, "metadata", PT_MSG, false, &object_meta},
     {2, "subjects", PT_MSG, true, &subject_m}, {3, "roleRef", PT_MSG, false, &role_ref});
 /* scheduling/v1 PriorityClass: `kubectl create priorityclass`. */
-MSG(priorityclass_m, {1, "metadata", PT_MSG, false, &object_meta}, {2, "value", PT_INT, false, NULL},
-    {3, "globalDefault", PT_BOOL, false, NULL}, {4, "description", PT_STRING, false, NULL},
-    {5, "preemptionPolicy", PT_STRING, false, NULL});
+MSG(priorityclass_m, {1, "metadata", PT_MSG, false, &object_meta},
+    {2, "value", PT_INT, false, NULL}, {3, "globalDefault", PT_BOOL, false, NULL},
+    {4, "description", PT_STRING, false, NULL}, {5, "preemptionPolicy", PT_STRING, false, NULL});
 /* metav1.DeleteOptions: client-go's typed clients (Helm's release storage)
  * send it as the body of a DELETE. */
 MSG(preconditions_m, {1, "uid", PT_STRING, false, NULL},

@@ -119,8 +119,10 @@ int ks_state_load(struct ks_server *s)
     }
     cJSON_Delete(doc);
     s->rv = rv;
-    for (struct ks_rtype *rt = s->rtypes; rt; rt = rt->next)
+    for (struct ks_rtype *rt = s->rtypes; rt; rt = rt->next) {
         rt->window_start_rv = rv;
+        rt->cache_rv = rv;
+    }
     cx_info(KS_LOG, "state loaded from %s: %zu objects, rv %llu", s->cfg.state_file, count,
             (unsigned long long)rv);
     return 0;

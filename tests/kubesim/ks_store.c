@@ -11,6 +11,7 @@
 
 #include "cx_hash.h"
 #include "cx_json.h"
+#include "cx_time.h"
 #include "ks_admin.h"
 #include "ks_endpoints.h"
 
@@ -422,6 +423,7 @@ struct ks_rtype *ks_rtype_add(struct ks_server *s, const char *group, const char
     rt->ring_cap = s->cfg.event_window ? s->cfg.event_window : 10000;
     rt->ring = calloc(rt->ring_cap, sizeof(*rt->ring));
     rt->window_start_rv = s->rv;
+    rt->cache_rv = s->rv;
     TAILQ_INIT(&rt->watchers);
     if (!rt->group || !rt->version || !rt->plural || !rt->singular || !rt->kind || !rt->list_kind ||
         !rt->api_version || !rt->ring || !rt->idx.head || !rt->idx.buckets) {
@@ -582,16 +584,32 @@ struct ks_obj *ks_store_get(struct ks_rtype *rt, const char *key)
 
 /* ---- commit ------------------------------------------------------------ */
 
-static void ring_push(struct ks_rtype *rt, struct ks_event *e)
+/* The watch cache keeps at least this many events however old they are
+ * (watchCache's lowerBoundCapacity). */
+#define KS_WINDOW_MIN_EVENTS 100
+
+static void ring_evict(struct ks_rtype *rt)
 {
-    if (rt->ring_len == rt->ring_cap) {
-        struct ks_event *old = rt->ring[rt->ring_head];
-        rt->window_start_rv = old->rv;
-        ks_event_free(old);
-        rt->ring[rt->ring_head] = NULL;
-        rt->ring_head = (rt->ring_head + 1) % rt->ring_cap;
-        rt->ring_len--;
-    }
+    struct ks_event *old = rt->ring[rt->ring_head];
+    rt->window_start_rv = old->rv;
+    ks_event_free(old);
+    rt->ring[rt->ring_head] = NULL;
+    rt->ring_head = (rt->ring_head + 1) % rt->ring_cap;
+    rt->ring_len--;
+}
+
+/* Appends |e|. The window drops its oldest events when it is full, and
+ * (with a time bound) those older than it while more than
+ * KS_WINDOW_MIN_EVENTS remain: watchCache grows while its events are younger
+ * than eventFreshDuration (75 s) and shrinks towards 100 when they are
+ * older; like it, an idle window keeps everything. */
+static void ring_push(struct ks_server *s, struct ks_rtype *rt, struct ks_event *e)
+{
+    if (rt->ring_len == rt->ring_cap)
+        ring_evict(rt);
+    while (s->cfg.window_time_ms > 0 && rt->ring_len >= KS_WINDOW_MIN_EVENTS &&
+           rt->ring[rt->ring_head]->mono_ms < e->mono_ms - s->cfg.window_time_ms)
+        ring_evict(rt);
     rt->ring[(rt->ring_head + rt->ring_len) % rt->ring_cap] = e;
     rt->ring_len++;
 }
@@ -623,6 +641,7 @@ struct ks_ver *ks_store_commit(struct ks_server *s, struct ks_rtype *rt, const c
     if (!e->key)
         goto fail;
     e->rv = rv;
+    e->mono_ms = cx_mono_ms();
     if (obj) {
         stamp_rv(obj, rv);
         nv = ks_ver_new(obj, rv);
@@ -655,7 +674,8 @@ struct ks_ver *ks_store_commit(struct ks_server *s, struct ks_rtype *rt, const c
         free(o);
     }
     s->rv = rv;
-    ring_push(rt, e);
+    rt->cache_rv = rv;
+    ring_push(s, rt, e);
     ks_watch_fanout(s, rt, e);
     ks_admin_on_commit(s);
     if (rt->id == KS_K_SERVICE || rt->id == KS_K_ENDPOINTSLICE)

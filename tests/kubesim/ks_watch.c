@@ -28,6 +28,7 @@ struct ks_watch {
     char *name;       /* watch of one object, or NULL */
     struct ks_listopts o;
     uint64_t last_rv;
+    uint64_t start_rv; /* the watch's resourceVersion in the cache's terms */
     int64_t deadline_ms;
     bool pre_deadline_sent;
     bool starting; /* inside ks_watch_start: the caller still owns |r| */
@@ -174,16 +175,37 @@ void ks_watch_fanout(struct ks_server *s, struct ks_rtype *rt, struct ks_event *
     }
 }
 
-static int send_bookmark(struct ks_watch *w, bool initial_end)
+static int send_bookmark_at(struct ks_watch *w, uint64_t rv, bool initial_end)
 {
     if (w->frozen || ks_fault_partitioned(w->s, w->r->user))
         return 0;
-    uint64_t rv = w->s->rv > w->last_rv ? w->s->rv : w->last_rv;
     struct ks_blob *b = ks_form_bookmark(w->r, rv, initial_end);
-    w->last_rv = rv;
+    if (rv > w->last_rv)
+        w->last_rv = rv;
     int rc = send_blob(w, b);
     ks_blob_unref(b);
     return rc;
+}
+
+static int send_bookmark(struct ks_watch *w, bool initial_end)
+{
+    uint64_t rv = w->s->rv > w->last_rv ? w->s->rv : w->last_rv;
+    return send_bookmark_at(w, rv, initial_end);
+}
+
+/* A due bookmark. The watch cache sends one only when the resource's last
+ * processed resourceVersion (its latest event, or a progress notification)
+ * is past the watch's own (cacheWatcher.process: event.ResourceVersion >
+ * resourceVersion), with that resourceVersion; quiet resources get none
+ * until etcd notifies progress (storage/cacher/cacher.go). --bookmarks
+ * periodic sends one every interval whatever happened. */
+static int bookmark_due(struct ks_watch *w)
+{
+    if (w->s->cfg.bookmarks_periodic)
+        return send_bookmark(w, false);
+    if (w->rt->cache_rv <= w->start_rv)
+        return 0;
+    return send_bookmark_at(w, w->rt->cache_rv, false);
 }
 
 static void schedule_bookmark(struct ks_watch *w);
@@ -193,13 +215,13 @@ static void on_bookmark(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct ks_watch *w = arg;
-    if (send_bookmark(w, false) != 0)
+    if (bookmark_due(w) != 0)
         return;
     schedule_bookmark(w);
 }
 
-/* Next bookmark: every interval, and 2 s before the deadline (the watch
- * cache's nextBookmarkTime). */
+/* Next bookmark: every interval (the cacher's bookmarkFrequency, 1 min),
+ * and 2 s before the deadline (cacheWatcher.nextBookmarkTime). */
 static void schedule_bookmark(struct ks_watch *w)
 {
     if (!w->o.bookmarks)
@@ -373,11 +395,13 @@ void ks_watch_start(struct ks_req *r)
                 return;
         }
         w->last_rv = s->rv;
+        w->start_rv = rt->cache_rv;
         if (initial_end && send_bookmark(w, true) != 0)
             return;
     } else {
         /* Replay the window: events strictly after |from|. */
         w->last_rv = from;
+        w->start_rv = from;
         for (size_t i = 0; i < rt->ring_len; i++) {
             struct ks_event *e = rt->ring[(rt->ring_head + i) % rt->ring_cap];
             if (e->rv <= from)

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,8 +134,20 @@ static int start(struct cx_kubesim *ks, int allow_all, const char *const *args)
     free_args();
     if (allow_all)
         saved_args[saved_nargs++] = strdup("--allow-all");
-    for (int i = 0; args && args[i] && saved_nargs < KS_MAX_ARGS; i++)
+    bool profile = false;
+    for (int i = 0; args && args[i] && saved_nargs < KS_MAX_ARGS; i++) {
         saved_args[saved_nargs++] = strdup(args[i]);
+        if (strcmp(args[i], "--emulate") == 0)
+            profile = true;
+    }
+    /* Without --emulate, kubesim as the suites were written for: the
+     * WatchList gate on, a bookmark every interval, a window by count. A
+     * suite moves to a release's behaviour by passing --emulate 1.28. */
+    static const char *const compat[] = {"--feature-gates", "WatchList=true",      "--bookmarks",
+                                         "periodic",        "--event-window-time", "0"};
+    for (size_t i = 0;
+         !profile && i < sizeof(compat) / sizeof(compat[0]) && saved_nargs < KS_MAX_ARGS; i++)
+        saved_args[saved_nargs++] = strdup(compat[i]);
     if (spawn(ks) != 0) {
         char cmd[1024];
         snprintf(cmd, sizeof(cmd), "cat %s >&2; rm -rf %s", ks->log, ks->dir);

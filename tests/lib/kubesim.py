@@ -30,6 +30,11 @@ def binary():
     return os.path.join(build, "bin", "kubesim")
 
 
+# What KubeSim passes unless a profile is asked (see command()).
+COMPAT_ARGS = ["--feature-gates", "WatchList=true", "--bookmarks", "periodic",
+               "--event-window-time", "0"]
+
+
 class KubeSimError(Exception):
     pass
 
@@ -41,14 +46,19 @@ class KubeSim:
     True keeps the store in <dir>/state.json across restart(). tls: HTTPS
     with the generated CA (ca_file). tokens: dict token -> user or
     (user, [groups]) written to a --tokens file. kubeconfig_token: the token
-    the written kubeconfig carries. The process writes its port, kubeconfig
-    and logs into a temp dir removed by close().
+    the written kubeconfig carries. profile: "1.28" ... "1.31" emulates that
+    kube-apiserver release (WatchList off, bookmarks only when the resource
+    moved, a 75 s event window); without it, kubesim runs with COMPAT_ARGS.
+    The process writes its port, kubeconfig and logs into a temp dir
+    removed by close().
     """
 
     def __init__(self, args=(), allow_all=True, state=False, tls=False, tokens=None,
-                 env=None, start=True, keep_dir=False, kubeconfig_token=None):
+                 env=None, start=True, keep_dir=False, kubeconfig_token=None, profile=None):
         self.dir = tempfile.mkdtemp(prefix="kubesim-")
         self.args = list(args)
+        if profile:
+            self.args = ["--emulate", profile] + self.args
         self.allow_all = allow_all
         self.tls = tls
         self.state = os.path.join(self.dir, "state.json") if state else None
@@ -102,6 +112,12 @@ class KubeSim:
             cmd += ["--tokens", self.tokens_file]
         if self.kubeconfig_token:
             cmd += ["--kubeconfig-token", self.kubeconfig_token]
+        if "--emulate" not in self.args:
+            # kubesim as the suites were written for: the WatchList gate on, a
+            # bookmark every interval, a window by count. A suite moves to a
+            # release's behaviour with KubeSim(profile="1.28") (or args
+            # ["--emulate", "1.28"]).
+            cmd += COMPAT_ARGS
         return cmd + self.args
 
     def start(self, timeout=10.0):

@@ -341,7 +341,7 @@ def too_new_rv():
 
 def discovery():
     st, v = ks.request("GET", "/version")
-    check_eq((st, v["major"], v["minor"]), (200, "1", "32"))
+    check_eq((st, v["major"], v["minor"]), (200, "1", "28"), "the default release, 1.28")
     st, api = ks.request("GET", "/api")
     check_eq(api["kind"], "APIVersions")
     check_eq(api["versions"], ["v1"])
@@ -362,7 +362,11 @@ def discovery():
     check_eq([r["name"] for r in rl["resources"]], ["leases"])
     st, g = ks.request("GET", "/apis/discovery.k8s.io")
     check_eq(g["preferredVersion"]["groupVersion"], "discovery.k8s.io/v1")
-    check_eq(ks.request("GET", "/openapi/v2")[0], 404)
+    # /openapi/v2: an empty protobuf document (kubectl 1.28 asks for one)
+    st, v2 = ks.request("GET", "/openapi/v2", raw=True)
+    check_eq((st, v2), (200, b"\x0a\x032.0"))
+    check_eq(ks.last_headers["Content-Type"],
+             "application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
     check_eq(ks.request("GET", "/apis/nope.example.com/v1")[0], 404)
 
 
