@@ -75,7 +75,8 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wvla
 OPT ?= -O2 -g
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) $(SANFLAGS) -MMD -MP
 CFLAGS = $(CFLAGS_BASE) $(WARN) $(call inc_of,$<) $(PKG_CFLAGS) -DCXT_DATA_DIR='"$(CURDIR)/tests/data"'
-# C++ only for shims over C++ libraries (translator/xlate_re2.cc over libre2),
+# C++ only for shims over C++ libraries (translator/xlate_re2.cc over libre2,
+# tests/kubesim/ks_re2.cc),
 # each exporting extern "C" functions; same include lists as C.
 CXXFLAGS_BASE := -std=c++17 -D_GNU_SOURCE $(OPT) $(SANFLAGS) -MMD -MP
 CXXFLAGS = $(CXXFLAGS_BASE) -Wall -Wextra -Werror -Wshadow -Wformat=2 $(call inc_of,$<) $(PKG_CFLAGS)
@@ -86,6 +87,7 @@ MAIN_SRC := $(CP)/cli/main.c
 LIB_SRC := $(filter-out $(MAIN_SRC),$(wildcard $(addsuffix /*.c,$(MODULES))))
 LIB_CXX_SRC := $(wildcard $(addsuffix /*.cc,$(MODULES)))
 KUBESIM_SRC := $(wildcard tests/kubesim/*.c)
+KUBESIM_CXX_SRC := $(wildcard tests/kubesim/*.cc)
 TESTLIB_SRC := $(wildcard tests/lib/*.c)
 UNIT_SRC := $(shell find tests/unit -name 'test_*.c' | sort)
 ITEST_SRC := $(wildcard tests/integration/*/test_*.c tests/e2e/*/test_*.c tests/hostile/test_*.c)
@@ -210,7 +212,7 @@ $(COXSWAIN): $(call obj,$(MAIN_SRC)) $(LIB)
 	@echo "  LD       $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BUILD)/bin/kubesim: $(call obj,$(KUBESIM_SRC)) $(LIB)
+$(BUILD)/bin/kubesim: $(call obj,$(KUBESIM_SRC)) $(patsubst %.cc,$(BUILD)/obj/%.cc.o,$(KUBESIM_CXX_SRC)) $(LIB)
 	@mkdir -p $(@D)
 	@echo "  LD       $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)

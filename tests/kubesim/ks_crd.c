@@ -12,6 +12,7 @@
 #include "cx_json.h"
 #include "cx_log.h"
 #include "cx_time.h"
+#include "ks_schema.h"
 #include "ks_selector.h"
 
 static struct ks_rtype *find_any(struct ks_server *s, const char *group, const char *version,
@@ -273,6 +274,13 @@ int ks_crd_validate(struct ks_server *s, cJSON *obj, const cJSON *old, struct ks
     const cJSON *v;
     cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(spec, "versions"))
     {
+        char f[128];
+        snprintf(f, sizeof(f), "spec.versions[%d].schema.openAPIV3Schema", nver);
+        const cJSON *sch = cx_json_path(v, "schema", "openAPIV3Schema", NULL);
+        if (!cJSON_IsObject(sch))
+            ks_ferr_add(fe, "FieldValueRequired", f, "Required value: schemas are required");
+        else
+            ks_schema_structural(sch, f, fe);
         nver++;
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "storage")))
             nstorage++;
@@ -296,140 +304,6 @@ int ks_crd_validate(struct ks_server *s, cJSON *obj, const cJSON *old, struct ks
     return 0;
 }
 
-/* ---- structural schema ------------------------------------------------ */
-
-static const char *json_type(const cJSON *v)
-{
-    if (cJSON_IsString(v))
-        return "string";
-    if (cJSON_IsBool(v))
-        return "boolean";
-    if (cJSON_IsNumber(v))
-        return v->valuedouble == floor(v->valuedouble) ? "integer" : "number";
-    if (cJSON_IsArray(v))
-        return "array";
-    if (cJSON_IsObject(v))
-        return "object";
-    return "null";
-}
-
-static void schema_walk(cJSON *val, const cJSON *sch, const char *path, struct ks_ferrs *fe,
-                        int depth)
-{
-    if (!sch || depth > 64)
-        return;
-    const char *type = cx_json_str(sch, "type");
-    bool nullable = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sch, "nullable"));
-    bool int_or_string =
-        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sch, "x-kubernetes-int-or-string"));
-    if (cJSON_IsNull(val)) {
-        if (!nullable && type)
-            ks_ferr_add(fe, "FieldValueTypeInvalid", path,
-                        "Invalid value: \"null\": %s in body must be of type %s: \"null\"", path,
-                        type);
-        return;
-    }
-    if (int_or_string) {
-        if (!cJSON_IsString(val) &&
-            !(cJSON_IsNumber(val) && val->valuedouble == floor(val->valuedouble)))
-            ks_ferr_add(fe, "FieldValueTypeInvalid", path,
-                        "Invalid value: \"%s\": %s in body must be of type integer,string: \"%s\"",
-                        json_type(val), path, json_type(val));
-        return;
-    }
-    if (type) {
-        const char *have = json_type(val);
-        bool ok = strcmp(type, have) == 0 ||
-                  (strcmp(type, "number") == 0 && strcmp(have, "integer") == 0);
-        if (!ok) {
-            ks_ferr_add(fe, "FieldValueTypeInvalid", path,
-                        "Invalid value: \"%s\": %s in body must be of type %s: \"%s\"", have, path,
-                        type, have);
-            return;
-        }
-    }
-    const cJSON *en = cJSON_GetObjectItemCaseSensitive(sch, "enum");
-    if (cJSON_IsArray(en)) {
-        bool found = false;
-        const cJSON *e;
-        cJSON_ArrayForEach(e, en) if (cJSON_Compare(e, val, 1)) found = true;
-        if (!found) {
-            struct cx_buf b;
-            cx_buf_init(&b, 1 << 14);
-            cJSON_ArrayForEach(e, en)
-            {
-                if (b.len)
-                    (void)!cx_buf_puts(&b, ", ");
-                char *t = cJSON_PrintUnformatted(e);
-                if (t)
-                    (void)!cx_buf_puts(&b, t);
-                free(t);
-            }
-            char *vt = cJSON_PrintUnformatted(val);
-            ks_ferr_add(fe, "FieldValueNotSupported", path,
-                        "Unsupported value: %s: supported values: %s", vt ? vt : "",
-                        b.data ? b.data : "");
-            free(vt);
-            cx_buf_free(&b);
-        }
-    }
-    if (cJSON_IsObject(val)) {
-        const cJSON *props = cJSON_GetObjectItemCaseSensitive(sch, "properties");
-        const cJSON *addl = cJSON_GetObjectItemCaseSensitive(sch, "additionalProperties");
-        bool preserve = cJSON_IsTrue(
-            cJSON_GetObjectItemCaseSensitive(sch, "x-kubernetes-preserve-unknown-fields"));
-        bool embedded =
-            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sch, "x-kubernetes-embedded-resource"));
-        /* defaults */
-        const cJSON *p;
-        for (p = cJSON_IsObject(props) ? props->child : NULL; p; p = p->next) {
-            const cJSON *def = cJSON_GetObjectItemCaseSensitive(p, "default");
-            if (def && !cJSON_GetObjectItemCaseSensitive(val, p->string))
-                cJSON_AddItemToObject(val, p->string, cJSON_Duplicate(def, 1));
-        }
-        const cJSON *req;
-        cJSON_ArrayForEach(req, cJSON_GetObjectItemCaseSensitive(sch, "required"))
-        {
-            if (cJSON_IsString(req) && !cJSON_GetObjectItemCaseSensitive(val, req->valuestring)) {
-                char f[512];
-                snprintf(f, sizeof(f), "%s%s%s", path, *path ? "." : "", req->valuestring);
-                ks_ferr_add(fe, "FieldValueRequired", f, "Required value");
-            }
-        }
-        cJSON *c = val->child;
-        while (c) {
-            cJSON *next = c->next;
-            const cJSON *cs =
-                cJSON_IsObject(props) ? cJSON_GetObjectItemCaseSensitive(props, c->string) : NULL;
-            char f[512];
-            snprintf(f, sizeof(f), "%s%s%s", path, *path ? "." : "", c->string);
-            if (cs) {
-                schema_walk(c, cs, f, fe, depth + 1);
-            } else if (cJSON_IsObject(addl)) {
-                schema_walk(c, addl, f, fe, depth + 1);
-            } else if (!preserve && !cJSON_IsTrue(addl) && !embedded &&
-                       !(depth == 0 &&
-                         (strcmp(c->string, "apiVersion") == 0 || strcmp(c->string, "kind") == 0 ||
-                          strcmp(c->string, "metadata") == 0))) {
-                /* Pruning: unknown fields are dropped silently. */
-                cJSON_DetachItemViaPointer(val, c);
-                cJSON_Delete(c);
-            }
-            c = next;
-        }
-    } else if (cJSON_IsArray(val)) {
-        const cJSON *items = cJSON_GetObjectItemCaseSensitive(sch, "items");
-        int i = 0;
-        cJSON *c;
-        cJSON_ArrayForEach(c, val)
-        {
-            char f[512];
-            snprintf(f, sizeof(f), "%s[%d]", path, i++);
-            schema_walk(c, items, f, fe, depth + 1);
-        }
-    }
-}
-
 int ks_cr_validate(struct ks_server *s, struct ks_rtype *rt, cJSON *obj, const cJSON *old,
                    struct ks_ferrs *fe, char *err, size_t errlen)
 {
@@ -444,7 +318,7 @@ int ks_cr_validate(struct ks_server *s, struct ks_rtype *rt, cJSON *obj, const c
         return 0;
     /* metadata is validated by the API machinery, not the schema. */
     cJSON *md = cJSON_DetachItemFromObjectCaseSensitive(obj, "metadata");
-    schema_walk(obj, sch, "", fe, 0);
+    ks_schema_validate(obj, sch, fe);
     if (md)
         cJSON_AddItemToObject(obj, "metadata", md);
     return 0;

@@ -154,16 +154,19 @@ static void gen_name(const char *prefix, char *out, size_t n)
     snprintf(out, n, "%.*s%s", 58, prefix, suf);
 }
 
-/* Spec of an object: everything but metadata and status (generation). */
-static bool spec_equal(const cJSON *a, const cJSON *b)
+/* Spec of an object: everything but metadata, and status when it is a
+ * subresource (the generation: customresource strategy's PrepareForUpdate). */
+static bool spec_equal(const struct ks_rtype *rt, const cJSON *a, const cJSON *b)
 {
     cJSON *x = cJSON_Duplicate(a, 1), *y = cJSON_Duplicate(b, 1);
     bool eq = false;
     if (x && y) {
         cJSON_DeleteItemFromObjectCaseSensitive(x, "metadata");
         cJSON_DeleteItemFromObjectCaseSensitive(y, "metadata");
-        cJSON_DeleteItemFromObjectCaseSensitive(x, "status");
-        cJSON_DeleteItemFromObjectCaseSensitive(y, "status");
+        if (rt->has_status) {
+            cJSON_DeleteItemFromObjectCaseSensitive(x, "status");
+            cJSON_DeleteItemFromObjectCaseSensitive(y, "status");
+        }
         eq = cJSON_Compare(x, y, 1);
     }
     cJSON_Delete(x);
@@ -344,10 +347,6 @@ static void do_update(struct ks_req *r, struct ks_rtype *rt, struct ks_obj *o, c
             cJSON *st = cJSON_GetObjectItemCaseSensitive(old, "status");
             ks_set_item(obj, "status", st ? cJSON_Duplicate(st, 1) : NULL);
         }
-        if (rt->sets_generation && !spec_equal(obj, old)) {
-            double g = gen && cJSON_IsNumber(gen) ? gen->valuedouble : 0;
-            ks_set_item(m, "generation", cJSON_CreateNumber(g + 1));
-        }
     }
     /* The stored RV is what the new object compares against. */
     ks_set_str(m, "resourceVersion", ks_md_str(old, "resourceVersion"));
@@ -358,6 +357,13 @@ static void do_update(struct ks_req *r, struct ks_rtype *rt, struct ks_obj *o, c
         reply_validation(r, rt, r->name, vrc, &fe, err);
         cJSON_Delete(obj);
         return;
+    }
+    /* After pruning and defaulting (the decoder does both before the
+     * strategy compares): a change of unknown fields only is no change. */
+    if (!status_only && rt->sets_generation && !spec_equal(rt, obj, old)) {
+        const cJSON *gen = cx_json_path(old, "metadata", "generation", NULL);
+        double g = gen && cJSON_IsNumber(gen) ? gen->valuedouble : 0;
+        ks_set_item(m, "generation", cJSON_CreateNumber(g + 1));
     }
     struct ks_blob *nb = ks_json_blob(obj);
     if (!nb) {
