@@ -1,5 +1,6 @@
 #include "election_config.h"
 
+#include "cx_kname.h"
 #include "cx_time.h"
 
 #include <errno.h>
@@ -149,24 +150,6 @@ int election_apply_flags(struct election_config *cfg, const struct election_flag
     return 0;
 }
 
-/* Object names: DNS subdomain (lower-case alphanumerics, '-', '.', starting
- * and ending alphanumeric). Namespaces: DNS label (no '.', <= 63). */
-static bool dns_name_ok(const char *s, bool allow_dot, size_t max)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > max)
-        return false;
-    for (size_t k = 0; k < n; k++) {
-        char c = s[k];
-        bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-        if (!alnum && c != '-' && !(allow_dot && c == '.'))
-            return false;
-        if ((k == 0 || k == n - 1) && !alnum)
-            return false;
-    }
-    return true;
-}
-
 int election_config_validate(const struct election_config *cfg, char *err, size_t errlen)
 {
     char a[32], b[32], c[32];
@@ -223,14 +206,15 @@ int election_config_validate(const struct election_config *cfg, char *err, size_
         snprintf(err, errlen, "--leader-elect-lease-duration must be at most 24h");
         return -1;
     }
-    if (!dns_name_ok(cfg->name, true, 253)) {
+    /* the lock's name: a DNS subdomain; its namespace: a DNS label */
+    if (!cx_kname_is_subdomain(cfg->name)) {
         snprintf(err, errlen,
                  "--leader-elect-resource-name \"%s\" is not a valid object name (lower-case "
                  "alphanumerics, '-' and '.', at most 253 characters)",
                  cfg->name);
         return -1;
     }
-    if (!dns_name_ok(cfg->ns, false, 63)) {
+    if (!cx_kname_is_label(cfg->ns)) {
         snprintf(err, errlen,
                  "--leader-elect-resource-namespace \"%s\" is not a valid namespace (lower-case "
                  "alphanumerics and '-', at most 63 characters)",

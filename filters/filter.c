@@ -6,6 +6,7 @@
 
 #include "cx_flags.h"
 #include "cx_json.h"
+#include "cx_kname.h"
 #include "cx_metrics.h"
 #include "filter_internal.h"
 
@@ -188,24 +189,6 @@ static struct fkind *kind_get(struct filter *f, const char *kind)
 
 /* ---- configuration ------------------------------------------------------------ */
 
-#define DNS1123_LABEL_MSG                                                                        \
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and " \
-    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "   \
-    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-
-static int ns_name_ok(const char *s, size_t n)
-{
-    if (n == 0 || n > 63)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-        if (!alnum && !(c == '-' && i > 0 && i + 1 < n))
-            return 0;
-    }
-    return 1;
-}
-
 static int is_blank(char c)
 {
     return c == ' ' || c == '\t';
@@ -232,14 +215,10 @@ int filter_set_namespaces(struct filter *f, const char *kind, const char *list,
         while (b > a && is_blank(b[-1]))
             b--;
         if (b > a) {
-            if (!ns_name_ok(a, (size_t)(b - a))) {
-                if ((size_t)(b - a) > 63)
-                    filter_err_set(err, (size_t)(a - list),
-                                   "namespace \"%.*s\": must be no more than 63 characters",
-                                   (int)(b - a), a);
-                else
-                    filter_err_set(err, (size_t)(a - list), "namespace \"%.*s\": %s", (int)(b - a),
-                                   a, DNS1123_LABEL_MSG);
+            char why[FILTER_ERR_MAX];
+            if (cx_kname_label_msg(a, (size_t)(b - a), why, sizeof(why)) != 0) {
+                filter_err_set(err, (size_t)(a - list), "namespace \"%.*s\": %s", (int)(b - a), a,
+                               why);
                 goto fail;
             }
             int dup = 0;

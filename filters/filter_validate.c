@@ -3,6 +3,7 @@
  * k8s.io/apimachinery/pkg/util/validation (v1.20-v1.33 wording), plus the
  * little Go formatting we need to reproduce its messages byte for byte.
  */
+#include "cx_kname.h"
 #include "filter_internal.h"
 #include "filter_selector.h"
 
@@ -12,7 +13,6 @@
 
 #define QNAME_MAX     63
 #define LABEL_VAL_MAX 63
-#define DNS1123_MAX   253
 
 #define QNAME_FMT "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 #define QNAME_ERR                                                                               \
@@ -22,21 +22,14 @@
 #define LABEL_VAL_ERR                                                                           \
     "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or " \
     "'.', and must start and end with an alphanumeric character"
-#define DNS1123_LABEL "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-#define DNS1123_FMT   DNS1123_LABEL "(\\." DNS1123_LABEL ")*"
-#define DNS1123_ERR                                                                              \
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or " \
-    "'.', and must start and end with an alphanumeric character"
 
 /* validation.RegexError(msg, fmt, examples...): note Go's double space
  * after each "'x'," before " or ". */
 #define REGEX_ERR3(msg, fmt, a, b, c) \
     msg " (e.g. '" a "',  or '" b "',  or '" c "', regex used for validation is '" fmt "')"
-#define REGEX_ERR1(msg, fmt, a) msg " (e.g. '" a "', regex used for validation is '" fmt "')"
 
-#define QNAME_REGEX_ERR   REGEX_ERR3(QNAME_ERR, QNAME_FMT, "MyName", "my.name", "123-abc")
-#define LABEL_VAL_REGEX   REGEX_ERR3(LABEL_VAL_ERR, LABEL_VAL_FMT, "MyValue", "my_value", "12345")
-#define DNS1123_REGEX_ERR REGEX_ERR1(DNS1123_ERR, DNS1123_FMT, "example.com")
+#define QNAME_REGEX_ERR REGEX_ERR3(QNAME_ERR, QNAME_FMT, "MyName", "my.name", "123-abc")
+#define LABEL_VAL_REGEX REGEX_ERR3(LABEL_VAL_ERR, LABEL_VAL_FMT, "MyValue", "my_value", "12345")
 
 void filter_err_set(struct filter_error *err, size_t offset, const char *fmt, ...)
 {
@@ -63,31 +56,6 @@ static int qname_ok(const char *s, size_t n)
         unsigned char c = (unsigned char)s[i];
         if (!is_alnum(c) && c != '-' && c != '_' && c != '.')
             return 0;
-    }
-    return 1;
-}
-
-static int dns_lower_alnum(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-/* ^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$ */
-static int dns1123_subdomain_ok(const char *s, size_t n)
-{
-    size_t start = 0;
-    for (size_t i = 0; i <= n; i++) {
-        if (i < n && s[i] != '.')
-            continue;
-        size_t len = i - start;
-        if (len == 0)
-            return 0;
-        if (!dns_lower_alnum((unsigned char)s[start]) || !dns_lower_alnum((unsigned char)s[i - 1]))
-            return 0;
-        for (size_t j = start; j < i; j++)
-            if (!dns_lower_alnum((unsigned char)s[j]) && s[j] != '-')
-                return 0;
-        start = i + 1;
     }
     return 1;
 }
@@ -123,13 +91,14 @@ int filter_key_errors(const char *key, struct cx_buf *b)
         if (plen == 0) {
             rc |= add_msg(b, &count, "prefix part ", "must be non-empty");
         } else {
-            if (plen > DNS1123_MAX) {
+            if (plen > CX_KNAME_SUBDOMAIN_MAX) {
                 char m[64];
-                snprintf(m, sizeof(m), "must be no more than %d characters", DNS1123_MAX);
+                snprintf(m, sizeof(m), "must be no more than %d characters",
+                         CX_KNAME_SUBDOMAIN_MAX);
                 rc |= add_msg(b, &count, "prefix part ", m);
             }
-            if (!dns1123_subdomain_ok(key, plen))
-                rc |= add_msg(b, &count, "prefix part ", DNS1123_REGEX_ERR);
+            if (!cx_kname_subdomain_fmt(key, plen))
+                rc |= add_msg(b, &count, "prefix part ", CX_KNAME_SUBDOMAIN_ERR);
         }
     }
     namelen = strlen(name);

@@ -209,17 +209,17 @@ static void parse_gateway_access(struct pctx *p, const cJSON *acc, struct xl_gat
             REJECT(p, XL_R_INVALID_SPEC, "must be an object, got %s", jtype(sa));
         } else {
             xlate_check_fields(p, sa, fields);
-            if (get_str(p, sa, "namespace", 1, &ns) == 1 && !xlate_dns_label(ns)) {
+            if (get_str(p, sa, "namespace", 1, &ns) == 1 && !cx_kname_is_label(ns)) {
                 size_t o2 = push_lit(p, ".namespace");
                 REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid namespace name", ns);
                 pop(p, o2);
                 ns = NULL;
             }
             if (get_str(p, sa, "name", 1, &name) == 1 && strcmp(name, "*") != 0 &&
-                !xlate_dns_subdomain(name)) {
+                !cx_kname_is_subdomain(name)) {
                 size_t o2 = push_lit(p, ".name");
-                REJECT(p, XL_R_INVALID_SPEC,
-                       "\"%s\" is not a valid ServiceAccount name (or \"*\")", name);
+                REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid ServiceAccount name (or \"*\")",
+                       name);
                 pop(p, o2);
                 name = NULL;
             }
@@ -284,7 +284,7 @@ static void parse_gateway(struct pctx *p, const cJSON *spec)
                 REJECT(p, XL_R_INVALID_SPEC, "must be a string, got %s", jtype(ns));
             } else if (strcmp(ns->valuestring, "*") == 0) {
                 g->all_namespaces = 1;
-            } else if (!xlate_dns_label(ns->valuestring)) {
+            } else if (!cx_kname_is_label(ns->valuestring)) {
                 REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid namespace name (or \"*\")",
                        ns->valuestring);
             } else {
@@ -377,12 +377,12 @@ static void parse_upstream(struct pctx *p, const cJSON *spec)
             static const char *const kallowed[] = {"service", "namespace", "port", NULL};
             xlate_check_fields(p, k, kallowed);
             if (get_str(p, k, "service", 1, &u->kube_service) == 1 &&
-                !xlate_dns_label(u->kube_service)) {
+                !cx_kname_is_label(u->kube_service)) {
                 size_t o2 = push_lit(p, ".service");
                 REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid Service name", u->kube_service);
                 pop(p, o2);
             }
-            if (get_str(p, k, "namespace", 0, &u->kube_ns) == 1 && !xlate_dns_label(u->kube_ns)) {
+            if (get_str(p, k, "namespace", 0, &u->kube_ns) == 1 && !cx_kname_is_label(u->kube_ns)) {
                 size_t o2 = push_lit(p, ".namespace");
                 REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid namespace name", u->kube_ns);
                 pop(p, o2);
@@ -392,7 +392,7 @@ static void parse_upstream(struct pctx *p, const cJSON *spec)
             const cJSON *port = get(k, "port");
             if (cJSON_IsString(port)) {
                 size_t o2 = push_lit(p, ".port");
-                if (!xlate_dns_label(port->valuestring) || strlen(port->valuestring) > 15)
+                if (!cx_kname_is_label(port->valuestring) || strlen(port->valuestring) > 15)
                     REJECT(p, XL_R_INVALID_PORT, "\"%s\" is neither a port number nor a port name",
                            port->valuestring);
                 else

@@ -19,6 +19,7 @@
 #include "xlate_api.h"
 
 #include "cx_json.h"
+#include "cx_kname.h"
 #include "cx_time.h"
 
 #include <math.h>
@@ -298,8 +299,6 @@ static inline const cJSON *get_arr(struct pctx *p, const cJSON *obj, const char 
 }
 
 /* Shared checks (xlate_api_read.c). */
-int xlate_dns_label(const char *s);     /* DNS-1123 label (namespace names) */
-int xlate_dns_subdomain(const char *s); /* DNS-1123 subdomain (object names) */
 int xlate_header_name_ok(const char *s);
 int xlate_has_ctl(const char *s); /* 1 if |s| holds a control character */
 /* Rejects an invalid regex (RE2's message), one whose RE2 program is

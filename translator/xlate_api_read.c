@@ -222,36 +222,6 @@ int xlate_is_ip(const char *s)
     return s && (ipv4(s) || (strchr(s, ':') && inet_pton(AF_INET6, s, buf) == 1));
 }
 
-/* DNS-1123 label (namespace names). */
-int xlate_dns_label(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 63)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-        if (!alnum && !(c == '-' && i > 0 && i + 1 < n))
-            return 0;
-    }
-    return 1;
-}
-
-/* DNS-1123 subdomain (object names). */
-int xlate_dns_subdomain(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 253)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-        if (!alnum && !((c == '-' || c == '.') && i > 0 && i + 1 < n))
-            return 0;
-    }
-    return 1;
-}
-
 int xlate_domain_valid(const char *s, char *msg, size_t msglen)
 {
     size_t n = strlen(s);

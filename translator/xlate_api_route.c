@@ -15,12 +15,12 @@ static void parse_ref(struct pctx *p, const cJSON *v, struct xl_ref *ref)
     static const char *const allowed[] = {"name", "namespace", NULL};
     const cJSON *f[2];
     xlate_fields(p, v, allowed, f);
-    if (str_v(p, f[0], "name", 1, &ref->name) == 1 && !xlate_dns_subdomain(ref->name)) {
+    if (str_v(p, f[0], "name", 1, &ref->name) == 1 && !cx_kname_is_subdomain(ref->name)) {
         size_t o = push_lit(p, ".name");
         REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid object name", ref->name);
         pop(p, o);
     }
-    if (str_v(p, f[1], "namespace", 0, &ref->ns) == 1 && !xlate_dns_label(ref->ns)) {
+    if (str_v(p, f[1], "namespace", 0, &ref->ns) == 1 && !cx_kname_is_label(ref->ns)) {
         size_t o = push_lit(p, ".namespace");
         REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid namespace name", ref->ns);
         pop(p, o);
@@ -291,7 +291,7 @@ static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
             xlate_check_fields(p, dobj, dallowed);
             int hn = get_str(p, dobj, "name", 0, &r->delegate.name) == 1;
             get_str(p, dobj, "namespace", 0, &r->delegate.ns);
-            if (r->delegate.ns && !xlate_dns_label(r->delegate.ns)) {
+            if (r->delegate.ns && !cx_kname_is_label(r->delegate.ns)) {
                 size_t o2 = push_lit(p, ".namespace");
                 REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid namespace name",
                        r->delegate.ns);

@@ -33,12 +33,12 @@ static void parse_obj_ref(struct pctx *p, const cJSON *v, struct xl_obj_ref *ref
     static const char *const sallowed[] = {"name", "namespace", NULL};
     static const char *const callowed[] = {"name", "namespace", "key", NULL};
     xlate_check_fields(p, v, default_key ? callowed : sallowed);
-    if (get_str(p, v, "name", 1, &ref->name) == 1 && !xlate_dns_subdomain(ref->name)) {
+    if (get_str(p, v, "name", 1, &ref->name) == 1 && !cx_kname_is_subdomain(ref->name)) {
         size_t o = push_lit(p, ".name");
         REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid object name", ref->name);
         pop(p, o);
     }
-    if (get_str(p, v, "namespace", 0, &ref->ns) == 1 && !xlate_dns_label(ref->ns)) {
+    if (get_str(p, v, "namespace", 0, &ref->ns) == 1 && !cx_kname_is_label(ref->ns)) {
         size_t o = push_lit(p, ".namespace");
         REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is not a valid namespace name", ref->ns);
         pop(p, o);

@@ -176,6 +176,10 @@ static void test_validation_names(void)
         {"Gw", "default", "me", "--leader-elect-resource-name \"Gw\" is not a valid object name"},
         {"", "default", "me", "--leader-elect-resource-name"},
         {"-gw", "default", "me", "--leader-elect-resource-name"},
+        /* each dot-separated label starts and ends alphanumeric */
+        {"gw..lock", "default", "me", "--leader-elect-resource-name \"gw..lock\""},
+        {"gw.-lock", "default", "me", "--leader-elect-resource-name \"gw.-lock\""},
+        {"gw-.lock", "default", "me", "--leader-elect-resource-name \"gw-.lock\""},
         {"gw.lock", "kube.system", "me", "--leader-elect-resource-namespace \"kube.system\""},
         {"gw", "", "me", "--leader-elect-resource-namespace"},
         {"gw", "default", "", "non-empty identity"},

@@ -241,7 +241,7 @@ static void test_namespace_list(void)
          "characters or '-', and must start and end with an alphanumeric character (e.g. "
          "'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"},
         {"ok,-x", NULL},
-        {"a.b", NULL},
+        {"a.b", "namespace \"a.b\": must not contain dots"},
         {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
          "namespace \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\": must be "
          "no more than 63 characters"},

@@ -227,6 +227,40 @@ static void test_upstream(void)
     done(&p);
 }
 
+/* Object and namespace names are Kubernetes' DNS-1123 subdomains and
+ * labels: every dot-separated label starts and ends alphanumeric. */
+static void test_reference_names(void)
+{
+    static const struct {
+        const char *name, *ns;
+        int ok;
+    } rows[] = {
+        {"u", "n", 1},  {"u.v-1", "n-1", 1}, {"u..v", "n", 0}, {"u.-v", "n", 0}, {"u-.v", "n", 0},
+        {".u", "n", 0}, {"u.", "n", 0},      {"U", "n", 0},    {"u", "n.m", 0},  {"u", "-n", 0},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        char json[512];
+        snprintf(json, sizeof(json),
+                 VS("{\"domains\":[\"a.com\"],\"routes\":[{\"upstream\":{\"name\":\"%s\","
+                    "\"namespace\":\"%s\"}}]}"),
+                 rows[i].name, rows[i].ns);
+        struct parsed p;
+        parse(&p, XLATE_KIND_VIRTUAL_SERVICE, json);
+        char name_msg[128], ns_msg[128];
+        snprintf(name_msg, sizeof(name_msg),
+                 "spec.routes[0].upstream.name: \"%s\" is not a valid object name", rows[i].name);
+        snprintf(ns_msg, sizeof(ns_msg),
+                 "spec.routes[0].upstream.namespace: \"%s\" is not a valid namespace name",
+                 rows[i].ns);
+        int refused = has(&p, XL_R_INVALID_SPEC, name_msg) || has(&p, XL_R_INVALID_SPEC, ns_msg);
+        if (refused == rows[i].ok)
+            fprintf(stderr, "# %s/%s\n", rows[i].ns, rows[i].name);
+        CHECK_INT_EQ(refused, !rows[i].ok);
+        CHECK_INT_EQ(xlate_errors_state(&p.o.errors), rows[i].ok ? XLATE_ACCEPTED : XLATE_REJECTED);
+        done(&p);
+    }
+}
+
 static void test_core_kinds_are_lenient(void)
 {
     struct parsed p;
@@ -376,6 +410,7 @@ static const struct cxt_case cases[] = {
     CXT(test_virtual_service_routes),
     CXT(test_precise_errors),
     CXT(test_upstream),
+    CXT(test_reference_names),
     CXT(test_core_kinds_are_lenient),
     CXT(test_large_endpoint_slice),
     CXT(test_unsupported_version_and_missing_spec),
