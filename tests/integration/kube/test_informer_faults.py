@@ -294,13 +294,21 @@ def with_sim(fn, state=False, extra=()):
     return run
 
 
+def wait_writes(churn, n, timeout=30.0):
+    """Lets the churn make |n| writes (0.3 s on an idle machine; longer under
+    sanitizers on a loaded one), so that every watch period sees writes."""
+    deadline = time.monotonic() + timeout
+    while churn.writes < n and churn.error is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def case_watch_dropped(sim, inf):
     churn = Churn(sim)
-    time.sleep(0.3)
-    sim.end_watches()
-    time.sleep(0.3)
-    sim.end_watches()
-    time.sleep(0.3)
+    for n in (20, 40, 60):  # the informer re-watches, then writes come
+        time.sleep(0.3)
+        wait_writes(churn, n)
+        if n < 60:
+            sim.end_watches()
     churn.stop()
     d = check_converges(sim, inf)
     st = d["stats"]
