@@ -170,7 +170,8 @@ static void dump(struct watch_cmd *w)
         "},\"synced\":%s,\"rv\":\"%s\",\"stats\":{\"lists\":%llu,\"relists\":%llu,"
         "\"watch_restarts\":%llu,\"watch_errors\":%llu,\"duplicates\":%llu,\"adds\":%llu,"
         "\"updates\":%llu,\"deletes\":%llu,\"bookmarks\":%llu,\"streaming\":%s,"
-        "\"requests\":%llu,\"retries\":%llu,\"token_reads\":%llu,\"unauthorized\":%llu}}",
+        "\"requests\":%llu,\"retries\":%llu,\"token_reads\":%llu,\"unauthorized\":%llu,"
+        "\"probes\":%llu,\"conns_abandoned\":%llu}}",
         kube_informer_synced(w->inf) ? "true" : "false", kube_informer_resource_version(w->inf),
         (unsigned long long)st.lists, (unsigned long long)st.relists,
         (unsigned long long)st.watch_restarts, (unsigned long long)st.watch_errors,
@@ -178,7 +179,8 @@ static void dump(struct watch_cmd *w)
         (unsigned long long)st.updates, (unsigned long long)st.deletes,
         (unsigned long long)st.events[KUBE_EV_BOOKMARK], st.streaming_used ? "true" : "false",
         (unsigned long long)cs.requests, (unsigned long long)cs.retries,
-        (unsigned long long)cs.token_reads, (unsigned long long)cs.unauthorized));
+        (unsigned long long)cs.token_reads, (unsigned long long)cs.unauthorized,
+        (unsigned long long)cs.probes, (unsigned long long)cs.conns_abandoned));
     emit(&b);
 }
 
@@ -225,6 +227,10 @@ static void usage(FILE *f)
                "  --watch-timeout SECS   timeoutSeconds per watch (default 300)\n"
                "  --stall MS             restart a watch silent this long (default 90000)\n"
                "  --token-reread MS      token file re-read period (default 60000)\n"
+               "  --read-idle MS         health check of a silent HTTP/2 connection after\n"
+               "                         this (default 30000)\n"
+               "  --ping-timeout MS      close a connection not answering it within this\n"
+               "                         (default 15000)\n"
                "  --quiet                no line per change\n"
                "  --progress N           a line every N changes after the sync\n"
                "  --exit-on-sync         exit once synced (benchmarks)\n"
@@ -236,7 +242,7 @@ int cmd_kube_watch(int argc, char **argv)
     const char *kubeconfig = NULL, *context = NULL, *group = "", *version = "v1", *kind = "",
                *plural = NULL, *ns = NULL, *sel = NULL, *fsel = NULL, *identity = NULL,
                *streaming = "auto";
-    long page = 0, wto = 0, stall = 0, reread = 0, every = 0;
+    long page = 0, wto = 0, stall = 0, reread = 0, every = 0, idle = 0, ping = 0;
     int cluster = 0, quiet = 0, exit_on_sync = 0, page_set = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -276,6 +282,8 @@ int cmd_kube_watch(int argc, char **argv)
         NUM_FLAG("--stall", stall)
         NUM_FLAG("--token-reread", reread)
         NUM_FLAG("--progress", every)
+        NUM_FLAG("--read-idle", idle)
+        NUM_FLAG("--ping-timeout", ping)
 #undef STR_FLAG
 #undef NUM_FLAG
         if (strcmp(a, "--cluster-scoped") == 0) {
@@ -321,7 +329,10 @@ int cmd_kube_watch(int argc, char **argv)
     w.exit_on_sync = exit_on_sync;
     w.every = (uint64_t)every;
     w.base = event_base_new();
-    struct kube_client_opts co = {.identity = identity, .token_reread_ms = reread};
+    struct kube_client_opts co = {.identity = identity,
+                                  .token_reread_ms = reread,
+                                  .read_idle_ms = idle,
+                                  .ping_timeout_ms = ping};
     w.client = w.base ? kube_client_new(w.base, &cfg, &co, err, sizeof(err)) : NULL;
     if (!w.client) {
         fprintf(stderr, "kube-watch: %s\n", w.base ? err : "no event base");

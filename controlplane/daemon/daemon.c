@@ -458,6 +458,11 @@ static int setup(struct daemon *d, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    /* Every client of the replica, the elector's included, checks its
+     * connections alike. */
+    d->kcfg.read_idle_ms =
+        c->kube_api_read_idle_ns > 0 ? c->kube_api_read_idle_ns / CX_NS_PER_MS : -1;
+    d->kcfg.ping_timeout_ms = c->kube_api_ping_timeout_ns / CX_NS_PER_MS;
     snprintf(d->ns, sizeof(d->ns), "%s", daemon_config_namespace(c, d->kcfg.namespace));
     if (daemon_config_election(c, d->ns, d->identity, &d->ecfg, err, errlen) != 0)
         return -1;

@@ -103,6 +103,17 @@ int daemon_config_init(struct daemon_config *c)
       .env = "COXSWAIN_KUBE_API_BURST", .min = 4, .max = 1000000,
       .help = "requests to the Kubernetes API allowed in a burst above --kube-api-qps (the "
               "bucket's depth; the last 2 are kept for the elector's lease renewals)");
+    F(.name = "kube-api-read-idle-timeout", .type = CX_FLAG_DURATION,
+      .target = &c->kube_api_read_idle_ns, .def = "30s",
+      .env = "COXSWAIN_KUBE_API_READ_IDLE_TIMEOUT", .min = 0, .max = 600,
+      .help = "an HTTP/2 connection to the Kubernetes API that received nothing this long "
+              "while requests or watches wait on it gets a health check (client-go's "
+              "ReadIdleTimeout; 0: never checked)");
+    F(.name = "kube-api-ping-timeout", .type = CX_FLAG_DURATION,
+      .target = &c->kube_api_ping_timeout_ns, .def = "15s", .env = "COXSWAIN_KUBE_API_PING_TIMEOUT",
+      .min = 0.1, .max = 600,
+      .help = "a connection that does not answer its health check within this is closed and "
+              "its requests and watches move to a new one (client-go's PingTimeout)");
     F(.name = "snapshot-max-bytes", .type = CX_FLAG_INT, .target = &c->snapshot_max_bytes,
       .def = "524288", .min = 0, .max = 1048576,
       .help = "cap on the gzip+base64 snapshot a ProxySnapshot carries; larger ones are left "

@@ -45,6 +45,8 @@ struct daemon_config {
     long status_burst;
     double kube_api_qps; /* the replica's request limit (kube_limit) */
     long kube_api_burst;
+    int64_t kube_api_read_idle_ns; /* dead-connection check (kube_conn.c); 0: none */
+    int64_t kube_api_ping_timeout_ns;
     long snapshot_max_bytes;
     int64_t shutdown_grace_ns;
     char *ports_file;

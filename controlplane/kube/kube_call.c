@@ -30,6 +30,8 @@ static void call_unlink(struct kube_call *call)
 
 static void call_drop_easy(struct kube_call *call)
 {
+    /* Still on its connection here: it ends without its answer. */
+    kube_conn_detach(call->c, &call->h, NULL, CURLE_ABORTED_BY_CALLBACK);
     if (call->easy) {
         curl_multi_remove_handle(call->c->multi, call->easy);
         curl_easy_cleanup(call->easy);
@@ -105,7 +107,7 @@ static int call_prereq_cb(void *clientp, char *primary_ip, char *local_ip, int p
     (void)primary_ip;
     (void)local_ip;
     (void)primary_port;
-    (void)local_port;
+    kube_conn_attach(call->c, &call->h, local_port);
     if (call->presend && call->presend(call->presend_arg) != 0) {
         call->presend_refused = 1;
         return CURL_PREREQFUNC_ABORT;
@@ -130,10 +132,8 @@ static int call_transmit(struct kube_call *call)
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, call_write_cb);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, call);
     curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, call->method);
-    if (call->presend) {
-        curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, call_prereq_cb);
-        curl_easy_setopt(e, CURLOPT_PREREQDATA, call);
-    }
+    curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, call_prereq_cb);
+    curl_easy_setopt(e, CURLOPT_PREREQDATA, call);
     call->presend_refused = 0;
     if (strcmp(call->method, "GET") == 0) {
         curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
@@ -262,6 +262,7 @@ static int call_schedule_retry(struct kube_call *call, int64_t delay_ms, const s
 void kube_call_done(struct kube_call *call, CURLcode code)
 {
     struct kube_result res = {0};
+    kube_conn_detach(call->c, &call->h, call->easy, code);
     call_outcome(call, code, &res);
     int refused = res.err.code == KUBE_E_CANCELLED;
     if (!refused) /* a refused attempt sent nothing: nothing to count */

@@ -37,6 +37,7 @@ static void curl_init_once(void)
                               "(--kube-api-qps, --kube-api-burst), by client.",
                               "client", bounds, sizeof(bounds) / sizeof(bounds[0]));
     kube_report_metrics_init();
+    kube_conn_metrics_init();
 }
 
 /* ---- libcurl <-> libevent --------------------------------------------- */
@@ -46,6 +47,8 @@ static void check_multi_info(struct kube_client *c);
 static void on_socket_event(evutil_socket_t fd, short what, void *arg)
 {
     struct kube_client *c = arg;
+    if (what & EV_READ)
+        kube_conn_rx(c, fd);
     int action =
         ((what & EV_READ) ? CURL_CSELECT_IN : 0) | ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0);
     int running = 0;
@@ -335,7 +338,7 @@ struct kube_client *kube_client_new(struct event_base *base, const struct kube_c
     c->timer = evtimer_new(base, on_timer, c);
     c->queue_ev = evtimer_new(base, on_queue, c);
     if (!c->user_agent || !c->multi || !c->timer || !c->queue_ev || (c->cfg.token && !c->token) ||
-        (!c->limit && opts->qps >= 0)) {
+        (!c->limit && opts->qps >= 0) || kube_conn_init(c, opts) != 0) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -357,8 +360,10 @@ void kube_client_free(struct kube_client *c)
         kube_call_free(c->calls);
     while (c->watches)
         kube_watch_free(c->watches);
+    kube_conn_free_probe(c);
     if (c->multi)
         curl_multi_cleanup(c->multi);
+    kube_conn_free(c);
     if (c->timer)
         event_free(c->timer);
     if (c->queue_ev)
@@ -480,6 +485,7 @@ int kube_client_setup_easy(struct kube_client *c, CURL *e, const char *path_quer
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    kube_conn_setup_easy(c, e);
     if (c->connect_to)
         curl_easy_setopt(e, CURLOPT_CONNECT_TO, c->connect_to);
     setup_tls(c, e);
@@ -549,7 +555,9 @@ static void check_multi_info(struct kube_client *c)
             continue;
         if (h->kind == KUBE_XFER_CALL)
             kube_call_done((struct kube_call *)h, code);
-        else
+        else if (h->kind == KUBE_XFER_WATCH)
             kube_watch_done((struct kube_watch *)h, code);
+        else
+            kube_conn_probe_done(c, h, code);
     }
 }

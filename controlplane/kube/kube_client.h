@@ -66,6 +66,14 @@ struct kube_client_opts {
      * elector): this client counts them and logs them at debug level only,
      * so nothing is said twice. */
     int caller_reports;
+    /* Dead-connection detection (kube_conn.c): a multiplexed (HTTP/2)
+     * connection waiting for bytes that received nothing for
+     * |read_idle_ms| (default 30000; < 0: never checked), or whose request
+     * timed out unanswered, gets a health check; one unanswered within
+     * |ping_timeout_ms| (default 15000) is closed and what ran on it moves
+     * to a new connection. client-go's ReadIdleTimeout and PingTimeout. */
+    int64_t read_idle_ms;
+    int64_t ping_timeout_ms;
 };
 
 /* err.reason of a KUBE_E_DECODE for a response or a watch event over its
@@ -136,7 +144,9 @@ struct kube_client_stats {
     uint64_t watches;      /* watch requests started */
     uint64_t active_calls; /* calls not finished yet */
     uint64_t active_watches;
-    uint64_t queued; /* calls and watches waiting for the request limit */
+    uint64_t queued;          /* calls and watches waiting for the request limit */
+    uint64_t probes;          /* health checks sent on silent connections */
+    uint64_t conns_abandoned; /* connections closed for missing one */
 };
 void kube_client_stats(const struct kube_client *c, struct kube_client_stats *out);
 

@@ -9,6 +9,8 @@
  *                        decision (policy, no I/O) apart from the transfer
  *   kube_verbs.c         paths and the typed requests (get, list, create...)
  *   kube_client_watch.c  watches: bytes from curl to the stream parser
+ *   kube_conn.c          connections: which transfer is on which, their
+ *                        health check (dead HTTP/2 connections abandoned)
  *
  * Everything here runs on the client's event_base thread.
  */
@@ -30,6 +32,7 @@
 enum kube_xfer_kind {
     KUBE_XFER_CALL = 1,
     KUBE_XFER_WATCH = 2,
+    KUBE_XFER_PROBE = 3, /* a connection's health check (kube_conn.c) */
 };
 
 /* First member of calls and watches: what CURLOPT_PRIVATE points at, and
@@ -41,7 +44,9 @@ struct kube_xfer {
     int queued;        /* in the limit's queue */
     int64_t queued_ns; /* since when */
     struct kube_reqinfo info;
-    uint32_t quiet; /* KUBE_QUIET() mask: failures the caller expects */
+    uint32_t quiet;      /* KUBE_QUIET() mask: failures the caller expects */
+    uint64_t conn_id;    /* the connection it runs on (kube_conn.c); 0: none */
+    int64_t attached_ns; /* since when */
 };
 
 struct kube_call {
@@ -139,6 +144,13 @@ struct kube_client {
     int64_t throttle_max_ns; /* longest wait since the last line */
 
     struct kube_report report;
+
+    /* Connections and their health check (kube_conn.c). */
+    struct kube_conn *conns;
+    uint64_t conn_serial;
+    struct kube_probe *probe; /* at most one at a time */
+    struct event *health_ev;  /* NULL: no health checks */
+    int64_t read_idle_ns, ping_timeout_ns;
 };
 
 /* kube_client.c */
@@ -160,6 +172,23 @@ void kube_client_report(struct kube_client *c, const struct kube_xfer *x,
 void kube_client_unauthorized(struct kube_client *c);
 /* Fills |e| from a transfer that ended without an HTTP answer. */
 void kube_transfer_error(struct kube_error *e, CURL *easy, CURLcode code, int is_write);
+
+/* kube_conn.c */
+void kube_conn_metrics_init(void);
+/* Starts the health check (unless opts->read_idle_ms < 0). 0 or -1. */
+int kube_conn_init(struct kube_client *c, const struct kube_client_opts *o);
+/* Frees the probe (before the multi handle goes) and the rest (after). */
+void kube_conn_free_probe(struct kube_client *c);
+void kube_conn_free(struct kube_client *c);
+/* Sockets opened and closed through kube_conn.c, PIPEWAIT. */
+void kube_conn_setup_easy(struct kube_client *c, CURL *e);
+/* From a PREREQ callback: |x| runs on the connection of local port |port|. */
+void kube_conn_attach(struct kube_client *c, struct kube_xfer *x, int port);
+/* |x| leaves its connection; |e| (may be NULL) and |code|: how it ended. */
+void kube_conn_detach(struct kube_client *c, struct kube_xfer *x, CURL *e, CURLcode code);
+/* Bytes (or the end) arrived on |fd|. */
+void kube_conn_rx(struct kube_client *c, curl_socket_t fd);
+void kube_conn_probe_done(struct kube_client *c, struct kube_xfer *x, CURLcode code);
 
 /* kube_verbs.c */
 /* Appends "?k=v" (when *first) or "&k=v" with |v| escaped; skips NULL and

@@ -29,6 +29,7 @@ static void watch_unlink(struct kube_watch *w)
 
 void kube_watch_free(struct kube_watch *w)
 {
+    kube_conn_detach(w->c, &w->h, NULL, CURLE_ABORTED_BY_CALLBACK);
     if (w->easy) {
         curl_multi_remove_handle(w->c->multi, w->easy);
         curl_easy_cleanup(w->easy);
@@ -66,6 +67,8 @@ static void watch_end(struct kube_watch *w, const struct kube_error *err)
 {
     struct kube_error e = *err;
     kube_client_report(w->c, &w->h, &e);
+    /* Still on its connection (a stall, a decode error): ended by us. */
+    kube_conn_detach(w->c, &w->h, w->easy, CURLE_ABORTED_BY_CALLBACK);
     if (w->easy) {
         curl_multi_remove_handle(w->c->multi, w->easy);
         curl_easy_cleanup(w->easy);
@@ -189,6 +192,7 @@ void kube_watch_done(struct kube_watch *w, CURLcode code)
         return;
     struct kube_error e;
     long http = 0;
+    kube_conn_detach(w->c, &w->h, w->easy, code);
     curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &http);
     if (http != 0 && http != 200) {
         struct curl_header *h = NULL;
@@ -210,6 +214,18 @@ void kube_watch_done(struct kube_watch *w, CURLcode code)
     watch_end(w, &e);
 }
 
+/* CURLOPT_PREREQFUNCTION: the connection it runs on. */
+static int watch_prereq_cb(void *clientp, char *primary_ip, char *local_ip, int primary_port,
+                           int local_port)
+{
+    struct kube_watch *w = clientp;
+    (void)primary_ip;
+    (void)local_ip;
+    (void)primary_port;
+    kube_conn_attach(w->c, &w->h, local_port);
+    return CURL_PREREQFUNC_OK;
+}
+
 /* Builds the transfer and hands it to libcurl. 0 or -1. */
 static int watch_transmit(struct kube_watch *w)
 {
@@ -222,6 +238,8 @@ static int watch_transmit(struct kube_watch *w)
     curl_easy_setopt(w->easy, CURLOPT_WRITEFUNCTION, watch_write_cb);
     curl_easy_setopt(w->easy, CURLOPT_WRITEDATA, w);
     curl_easy_setopt(w->easy, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(w->easy, CURLOPT_PREREQFUNCTION, watch_prereq_cb);
+    curl_easy_setopt(w->easy, CURLOPT_PREREQDATA, w);
     curl_easy_setopt(w->easy, CURLOPT_CONNECTTIMEOUT_MS, (long)KUBE_CONNECT_TIMEOUT_MS);
     if (w->timeout_seconds > 0)
         curl_easy_setopt(w->easy, CURLOPT_TIMEOUT_MS,

@@ -317,6 +317,8 @@ int kube_config_copy(struct kube_config *dst, const struct kube_config *src)
 #undef COPY_STR
 #undef COPY_BYTES
     dst->insecure_skip_tls_verify = src->insecure_skip_tls_verify;
+    dst->read_idle_ms = src->read_idle_ms;
+    dst->ping_timeout_ms = src->ping_timeout_ms;
     dst->limit = kube_limit_ref(src->limit);
     return 0;
 fail:

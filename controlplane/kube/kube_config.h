@@ -42,6 +42,11 @@ struct kube_config {
      * reference; copies take their own), or NULL: each client then makes
      * its own from kube_client_opts. Never read from a file. */
     struct kube_limit *limit;
+    /* The dead-connection check of every client made from it
+     * (kube_client_opts.read_idle_ms, .ping_timeout_ms, which win when
+     * set); 0: the defaults, < 0 read idle: none. Never read from a file. */
+    int64_t read_idle_ms;
+    int64_t ping_timeout_ms;
 };
 
 /* Parses kubeconfig text |text| (|len| bytes). Relative file paths in it

@@ -1,12 +1,17 @@
 """A TCP forwarder on 127.0.0.1 between one client (a replica, an elector)
-and kubesim, with three modes, so a test can cut that client off without
+and kubesim, with four modes, so a test can cut that client off without
 touching kubesim:
 
     p = Proxy(ks.port)          # p.port: where the client connects
     p.set_mode("blackhole")     # connections go silent, new ones hang
     p.set_mode("refuse")        # everything closed, new connections dropped
     p.set_mode("pass")          # healed (the silent connections are closed)
+    p.set_mode("freeze")        # the open connections go silent and stay
+                                # open, new ones pass (a NAT entry or a load
+                                # balancer's flow dropped)
     p.close()
+
+The upstream is a port on 127.0.0.1, or the path of a Unix socket.
 """
 import selectors
 import socket
@@ -15,7 +20,7 @@ import time
 
 
 class Proxy:
-    """A TCP forwarder on 127.0.0.1 with three modes: pass, blackhole, refuse."""
+    """A TCP forwarder on 127.0.0.1 with four modes: pass, blackhole, refuse, freeze."""
 
     def __init__(self, upstream_port):
         self.upstream_port = upstream_port
@@ -41,7 +46,7 @@ class Proxy:
         self.thread.start()
 
     def set_mode(self, mode, upstream_port=None):
-        assert mode in ("pass", "blackhole", "refuse")
+        assert mode in ("pass", "blackhole", "refuse", "freeze")
         with self.lock:
             self.pending.append((mode, upstream_port))
         self.wake_w.send(b"x")
@@ -84,7 +89,7 @@ class Proxy:
             # but a real client eventually notices.
             for s in list(self.peer):
                 self._drop(s)
-        elif mode == "blackhole":
+        elif mode in ("blackhole", "freeze"):
             # Silence: keep the client sockets, cut the upstream ones.
             for c in [x for x in self.peer if x in self.clients]:
                 up = self.peer.get(c)
@@ -134,7 +139,12 @@ class Proxy:
             self.sel.register(c, selectors.EVENT_READ, "client")
             return
         try:
-            up = socket.create_connection(("127.0.0.1", self.upstream_port), timeout=2)
+            if isinstance(self.upstream_port, str):
+                up = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                up.settimeout(2)
+                up.connect(self.upstream_port)
+            else:
+                up = socket.create_connection(("127.0.0.1", self.upstream_port), timeout=2)
         except OSError:
             c.close()
             return

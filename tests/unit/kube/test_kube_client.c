@@ -1007,6 +1007,38 @@ static void test_two_clients_two_threads(void)
     CHECK_INT_EQ(a[1].ok, 20);
 }
 
+/* HTTP/1.1 connections carry one transfer each: the dead-connection check
+ * (kube_conn.c) never sends its health check on them, however long a watch
+ * stays quiet or a request goes unanswered (over HTTP/2 it would, and
+ * test_kube_h2_dead_conn.py shows it). */
+static void test_http1_connections_not_probed(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){.read_idle_ms = 100, .ping_timeout_ms = 100});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1, .chunks = {EV("ADDED", "11") "\n"}});
+    mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON, .delay_ms = 1500});
+    struct wrec w = {0};
+    REQUIRE(kube_watch_start(f.c, &CM, "ns1", NULL, &WH, &w) != NULL);
+    int one = 0;
+    for (int i = 0; i < 100 && w.n < 1; i++)
+        run_until(f.base, &one, 50);
+    REQUIRE(w.n == 1);
+    struct outcome r = {0};
+    struct kube_req_opts ro = {.timeout_ms = 200, .max_attempts = 1};
+    REQUIRE(kube_get(f.c, &CM, "ns1", "foo", &ro, on_result, &r) != NULL);
+    REQUIRE(run_until(f.base, &r.done, 5000));
+    CHECK_INT_EQ(r.res.err.code, KUBE_E_TIMEOUT);
+    int never = 0;
+    run_until(f.base, &never, 800); /* eight read-idle periods */
+    CHECK_INT_EQ(w.ended, 0);
+    struct kube_client_stats st;
+    kube_client_stats(f.c, &st);
+    CHECK_INT_EQ(st.probes, 0);
+    CHECK_INT_EQ(st.conns_abandoned, 0);
+    CHECK_INT_EQ(f.m.nreqs, 2); /* the watch and the get: no /livez */
+    fx_free(&f);
+}
+
 static const struct cxt_case cases[] = {
     CXT(test_get_paths_and_headers),
     CXT(test_list_query_escaping),
@@ -1033,5 +1065,6 @@ static const struct cxt_case cases[] = {
     CXT(test_limit_queue_cancel_and_deadline),
     CXT(test_limit_shared_through_config),
     CXT(test_errors_counted_by_class),
+    CXT(test_http1_connections_not_probed),
 };
 CXT_MAIN(cases)
