@@ -228,7 +228,7 @@ static void usage(FILE *f)
                "  --stall MS             restart a watch silent this long (default 90000)\n"
                "  --token-reread MS      token file re-read period (default 60000)\n"
                "  --read-idle MS         health check of a silent HTTP/2 connection after\n"
-               "                         this (default 30000)\n"
+               "                         this (default 25000)\n"
                "  --ping-timeout MS      close a connection not answering it within this\n"
                "                         (default 15000)\n"
                "  --quiet                no line per change\n"

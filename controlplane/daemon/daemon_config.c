@@ -104,7 +104,7 @@ int daemon_config_init(struct daemon_config *c)
       .help = "requests to the Kubernetes API allowed in a burst above --kube-api-qps (the "
               "bucket's depth; the last 2 are kept for the elector's lease renewals)");
     F(.name = "kube-api-read-idle-timeout", .type = CX_FLAG_DURATION,
-      .target = &c->kube_api_read_idle_ns, .def = "30s",
+      .target = &c->kube_api_read_idle_ns, .def = "25s",
       .env = "COXSWAIN_KUBE_API_READ_IDLE_TIMEOUT", .min = 0, .max = 600,
       .help = "an HTTP/2 connection to the Kubernetes API that received nothing this long "
               "while requests or watches wait on it gets a health check (client-go's "

@@ -68,10 +68,11 @@ struct kube_client_opts {
     int caller_reports;
     /* Dead-connection detection (kube_conn.c): a multiplexed (HTTP/2)
      * connection waiting for bytes that received nothing for
-     * |read_idle_ms| (default 30000; < 0: never checked), or whose request
+     * |read_idle_ms| (default 25000; < 0: never checked), or whose request
      * timed out unanswered, gets a health check; one unanswered within
      * |ping_timeout_ms| (default 15000) is closed and what ran on it moves
-     * to a new connection. client-go's ReadIdleTimeout and PingTimeout. */
+     * to a new connection. client-go's ReadIdleTimeout (30 s there: 25 s
+     * keeps a dead connection found within 45 s) and PingTimeout. */
     int64_t read_idle_ms;
     int64_t ping_timeout_ms;
 };

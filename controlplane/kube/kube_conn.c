@@ -44,7 +44,7 @@
 #define PROBE_BODY_MAX  ((size_t)4 << 10)
 #define TICK_MIN_MS     100
 #define TICK_MAX_MS     1000
-#define DEFAULT_IDLE_MS 30000
+#define DEFAULT_IDLE_MS 25000
 #define DEFAULT_PING_MS 15000
 
 struct kube_conn {
@@ -56,6 +56,7 @@ struct kube_conn {
     int unanswered;    /* a transfer on it ended without a byte received */
     int suspect;       /* a request on it timed out: probe now */
     int multiplexed;   /* an answer on it came over HTTP/2 */
+    int single;        /* an answer on it came over HTTP/1.x: never checked */
     int dead;          /* shut down by the health check */
     int64_t rx_ns;     /* last byte received, or when waiting began */
     int64_t missed_ns; /* a probe meant for it took another connection */
@@ -175,6 +176,18 @@ void kube_conn_setup_easy(struct kube_client *c, CURL *e)
         curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
 }
 
+/* Notes what |e|'s answer (if it has one yet) says of its connection. */
+static void note_version(struct kube_conn *k, CURL *e)
+{
+    long v = 0;
+    if (!e || curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &v) != CURLE_OK || v == 0)
+        return;
+    if (v >= CURL_HTTP_VERSION_2_0)
+        k->multiplexed = 1;
+    else
+        k->single = 1;
+}
+
 void kube_conn_attach(struct kube_client *c, struct kube_xfer *x, int port)
 {
     struct kube_conn *k = conn_by_port(c, port);
@@ -201,10 +214,7 @@ void kube_conn_detach(struct kube_client *c, struct kube_xfer *x, CURL *e, CURLc
         return;
     if (k->inflight > 0)
         k->inflight--;
-    long v = 0;
-    if (e && curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &v) == CURLE_OK &&
-        v >= CURL_HTTP_VERSION_2_0)
-        k->multiplexed = 1;
+    note_version(k, e);
     if (k->rx_ns <= x->attached_ns && code != CURLE_OK) {
         /* Nothing came back on it since this transfer went out, which
          * failed or was abandoned (a caller's own timeout cancels). */
@@ -231,20 +241,13 @@ void kube_conn_rx(struct kube_client *c, curl_socket_t fd)
  * headers. */
 static void learn_version(struct kube_client *c, struct kube_conn *k)
 {
-    for (struct kube_call *call = c->calls; call && !k->multiplexed; call = call->next) {
-        long v = 0;
-        if (call->easy && call->h.conn_id == k->id &&
-            curl_easy_getinfo(call->easy, CURLINFO_HTTP_VERSION, &v) == CURLE_OK &&
-            v >= CURL_HTTP_VERSION_2_0)
-            k->multiplexed = 1;
-    }
-    for (struct kube_watch *w = c->watches; w && !k->multiplexed; w = w->next) {
-        long v = 0;
-        if (w->easy && w->h.conn_id == k->id &&
-            curl_easy_getinfo(w->easy, CURLINFO_HTTP_VERSION, &v) == CURLE_OK &&
-            v >= CURL_HTTP_VERSION_2_0)
-            k->multiplexed = 1;
-    }
+    for (struct kube_call *call = c->calls; call && !k->multiplexed && !k->single;
+         call = call->next)
+        if (call->easy && call->h.conn_id == k->id)
+            note_version(k, call->easy);
+    for (struct kube_watch *w = c->watches; w && !k->multiplexed && !k->single; w = w->next)
+        if (w->easy && w->h.conn_id == k->id)
+            note_version(k, w->easy);
 }
 
 /* ---- the probe ---------------------------------------------------------- */
@@ -377,7 +380,7 @@ static void on_health(evutil_socket_t fd, short what, void *arg)
             continue;
         if (k->missed_ns && now - k->missed_ns < c->read_idle_ns)
             continue;
-        if (!k->multiplexed)
+        if (!k->multiplexed && !k->single)
             learn_version(c, k);
         if (!k->multiplexed)
             continue;
