@@ -142,9 +142,10 @@ static char *slice_json(size_t i, int variant)
 struct world {
     size_t n; /* VirtualServices */
     size_t nobj;
-    char **text; /* every object's JSON */
-    cJSON **obj;
-    struct xlate_object *in;
+    char **text;                   /* every object's JSON */
+    cJSON **obj;                   /* cJSON inputs (the form before records), or NULL */
+    struct xlate_object *in;       /* the inputs: records, or the cJSON trees */
+    size_t hint[XLATE_KIND_COUNT]; /* xlate_record_new's per-kind memory */
 };
 
 static int build_world(struct world *w, size_t n)
@@ -152,9 +153,8 @@ static int build_world(struct world *w, size_t n)
     w->n = n;
     w->nobj = 1 + 4 * n;
     w->text = calloc(w->nobj, sizeof(char *));
-    w->obj = calloc(w->nobj, sizeof(cJSON *));
     w->in = calloc(w->nobj, sizeof(*w->in));
-    if (!w->text || !w->obj || !w->in)
+    if (!w->text || !w->in)
         return -1;
     w->text[0] = strdup("{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"Gateway\",\"metadata\":"
                         "{\"name\":\"gw\",\"namespace\":\"edge\"},\"spec\":{\"bindPort\":8080,"
@@ -171,26 +171,6 @@ static int build_world(struct world *w, size_t n)
     return 0;
 }
 
-/* What the informers pay: parsing every object. Also fills w->obj. */
-static double parse_all(struct world *w)
-{
-    int64_t t0 = cx_mono_ns();
-    for (size_t i = 0; i < w->nobj; i++) {
-        cJSON_Delete(w->obj[i]);
-        w->obj[i] = cJSON_Parse(w->text[i]);
-    }
-    return (double)(cx_mono_ns() - t0) / 1e6;
-}
-
-static void make_input(struct world *w)
-{
-    /* the daemon's store hands over objects with the filters' digests; the
-     * digest is computed here, outside the timed region, like the store */
-    for (size_t i = 0; i < w->nobj; i++)
-        w->in[i] = (struct xlate_object){
-            .kind = xlate_kind_of(w->obj[i]), .obj = w->obj[i], .digest = xlate_digest(w->obj[i])};
-}
-
 /* CPU time of this thread: what "one core" means on a machine shared with
  * other jobs (wall time is reported too). */
 static int64_t cpu_ns(void)
@@ -198,6 +178,88 @@ static int64_t cpu_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* What a replica does when an object arrives, one object at a time as its
+ * informers do: cJSON_Parse (the baseline, timed alone: |parse_ms|), the
+ * decode into a record with its digest (|decode_ms|), the JSON freed. The
+ * record replaces input |i| (the translator keeps its own references).
+ * Returns the record, or NULL. */
+static const struct xlate_record *receive(struct world *w, size_t i, const char *text,
+                                          double *parse_ms, double *decode_ms)
+{
+    int64_t c0 = cpu_ns();
+    cJSON *obj = cJSON_Parse(text);
+    int64_t c1 = cpu_ns();
+    struct xlate_record *r = NULL;
+    if (obj) {
+        enum xlate_kind k = xlate_kind_of(obj);
+        r = xlate_record_new(k, obj, 0, NULL, k >= 0 ? &w->hint[k] : NULL);
+    }
+    int64_t c2 = cpu_ns();
+    cJSON_Delete(obj);
+    *parse_ms += (double)(c1 - c0) / 1e6;
+    *decode_ms += (double)(c2 - c1) / 1e6;
+    xlate_record_unref(w->in[i].rec);
+    w->in[i] = (struct xlate_object){.rec = r};
+    return r;
+}
+
+/* Every object received again, as receive() does, in batches of BATCH
+ * objects so the clock is read a few times per batch rather than per
+ * object (a thread CPU clock read is a system call: per object it would
+ * add ~10% to the parse), and at most BATCH trees live at once. Fills
+ * w->in with records. Returns 0 or -1. */
+#define BATCH 256
+static int receive_all(struct world *w, double *parse_ms, double *decode_ms)
+{
+    *parse_ms = *decode_ms = 0;
+    cJSON *batch[BATCH];
+    for (size_t i0 = 0; i0 < w->nobj; i0 += BATCH) {
+        size_t nb = w->nobj - i0 < BATCH ? w->nobj - i0 : BATCH;
+        int64_t c0 = cpu_ns();
+        for (size_t j = 0; j < nb; j++)
+            batch[j] = cJSON_Parse(w->text[i0 + j]);
+        int64_t c1 = cpu_ns();
+        int bad = 0;
+        for (size_t j = 0; j < nb; j++) {
+            struct xlate_record *r = NULL;
+            if (batch[j]) {
+                enum xlate_kind k = xlate_kind_of(batch[j]);
+                r = xlate_record_new(k, batch[j], 0, NULL, k >= 0 ? &w->hint[k] : NULL);
+            }
+            cJSON_Delete(batch[j]);
+            xlate_record_unref(w->in[i0 + j].rec);
+            w->in[i0 + j] = (struct xlate_object){.rec = r};
+            bad |= !r;
+        }
+        int64_t c2 = cpu_ns();
+        *parse_ms += (double)(c1 - c0) / 1e6;
+        *decode_ms += (double)(c2 - c1) / 1e6;
+        if (bad)
+            return -1;
+    }
+    return 0;
+}
+
+/* The form before records: every object parsed again and kept as its
+ * cJSON tree (timed: |parse_ms|, CPU), the digest computed outside the
+ * timed region like the daemon's store does. Returns 0 or -1. */
+static int parse_all_json(struct world *w, double *parse_ms)
+{
+    int64_t c0 = cpu_ns();
+    for (size_t i = 0; i < w->nobj; i++) {
+        cJSON_Delete(w->obj[i]);
+        w->obj[i] = cJSON_Parse(w->text[i]);
+    }
+    *parse_ms = (double)(cpu_ns() - c0) / 1e6;
+    for (size_t i = 0; i < w->nobj; i++) {
+        if (!w->obj[i])
+            return -1;
+        w->in[i] = (struct xlate_object){
+            .kind = xlate_kind_of(w->obj[i]), .obj = w->obj[i], .digest = xlate_digest(w->obj[i])};
+    }
+    return 0;
 }
 
 static long rss_kb(void)
@@ -240,15 +302,19 @@ static int reps_of(void)
     return v >= 2 && v <= 64 ? (int)v : 9;
 }
 
-/* One size, in its own process: writes "key value" lines to |fd|. */
-static int run_size(size_t n, int incremental, int fd)
+/* One size, in its own process: writes "key value" lines to |fd|. |json|:
+ * the inputs are cJSON trees (the form before records), else records. */
+static int run_size(size_t n, int incremental, int json, int fd)
 {
     struct world w = {0};
     if (build_world(&w, n) != 0)
         return 1;
+    if (json && !(w.obj = calloc(w.nobj, sizeof(cJSON *))))
+        return 1;
     enum { MAXREPS = 64 };
     double base[MAXREPS], full[MAXREPS], full_cpu[MAXREPS], base_cpu[MAXREPS], faults[MAXREPS];
-    double heap_mb = 0;
+    double decode[MAXREPS];
+    double heap_mb = 0, records_mb = 0;
     unsigned long long full_allocs = 0;
     long rss_inputs = 0;
     int reps = reps_of();
@@ -260,12 +326,20 @@ static int run_size(size_t n, int incremental, int fd)
         xlate_snapshot_unref(snap);
         snap = NULL;
         xlate_ctx_free(ctx);
-        int64_t c0 = cpu_ns();
-        base[r] = parse_all(&w);
-        base_cpu[r] = (double)(cpu_ns() - c0) / 1e6;
-        make_input(&w);
-        if (r == 0) /* peak so far: the inputs, before any translation */
+        decode[r] = 0;
+        int got =
+            json ? parse_all_json(&w, &base_cpu[r]) : receive_all(&w, &base_cpu[r], &decode[r]);
+        if (got != 0)
+            return 1;
+        base[r] = base_cpu[r]; /* CPU time only */
+        /* peak so far: the inputs, before any translation */
+        if (r == 0) {
             rss_inputs = rss_kb();
+            size_t bytes = 0;
+            for (size_t i = 0; i < w.nobj && !json; i++)
+                bytes += xlate_record_bytes(w.in[i].rec);
+            records_mb = (double)bytes / (1024.0 * 1024.0);
+        }
         ctx = xlate_ctx_new();
         size_t heap0 = mallinfo2().uordblks;
         unsigned long long a0 = allocs();
@@ -288,6 +362,7 @@ static int run_size(size_t n, int incremental, int fd)
     struct spread sw = spread_of(full + 1, reps - 1), sc = spread_of(full_cpu + 1, reps - 1);
     struct spread sf = spread_of(faults + 1, reps - 1);
     struct spread sb = spread_of(base, reps), sbc = spread_of(base_cpu, reps);
+    struct spread sd = spread_of(decode, reps);
     dprintf(fd,
             "full_ms %.3f\nbase_ms %.3f\nfull_cpu_ms %.3f\nfull_cpu_min %.3f\nfull_cpu_max "
             "%.3f\ncold_cpu_ms %.3f\ncold_faults %.0f\nbase_cpu_ms %.3f\nbase_cpu_min "
@@ -300,26 +375,24 @@ static int run_size(size_t n, int incremental, int fd)
         for (int t = 0; t < XDS_TYPE_COUNT; t++)
             resources += snap->groups[g].types[t].n;
     dprintf(fd,
-            "full_allocs %llu\nresources %zu\nreports %zu\nheap_mb %.1f\nrss_full_kb %ld\n",
-            full_allocs, resources, snap->nreports, heap_mb, rss_full);
+            "full_allocs %llu\nresources %zu\nreports %zu\nheap_mb %.1f\nrss_full_kb %ld\n"
+            "decode_cpu_ms %.3f\nrecords_mb %.1f\n",
+            full_allocs, resources, snap->nreports, heap_mb, rss_full, sd.med, records_mb);
     if (incremental) {
         /* one VirtualService changed: its route prefixes */
         enum { ROUNDS = 21 };
-        double inc[ROUNDS], eps[ROUNDS], none[ROUNDS], base1[ROUNDS];
+        double inc[ROUNDS], eps[ROUNDS], none[ROUNDS], base1[ROUNDS], dec1[ROUNDS];
         unsigned long long inc_allocs = 0;
         struct xlate_stats st = {0};
         for (int r = 0; r < ROUNDS; r++) {
             size_t victim = (size_t)r * 97 % n;
             size_t idx = 1 + 4 * victim;
             char *text = vs_json(victim, r + 1);
-            int64_t b0 = cx_mono_ns();
-            cJSON *obj = cJSON_Parse(text);
-            base1[r] = (double)(cx_mono_ns() - b0) / 1e6;
+            base1[r] = dec1[r] = 0;
+            const struct xlate_record *rec = receive(&w, idx, text, &base1[r], &dec1[r]);
             free(text);
-            cJSON_Delete(w.obj[idx]);
-            w.obj[idx] = obj;
-            w.in[idx] = (struct xlate_object){
-                .kind = XLATE_KIND_VIRTUAL_SERVICE, .obj = obj, .digest = xlate_digest(obj)};
+            if (!rec)
+                return 1;
             struct xlate_snapshot *next = NULL;
             unsigned long long a0 = allocs();
             int64_t t0 = cx_mono_ns();
@@ -343,14 +416,12 @@ static int run_size(size_t n, int incremental, int fd)
             size_t victim = ((size_t)r * 131 + 7) % n;
             size_t idx = 1 + 4 * victim;
             char *text = vs_json(victim, 100 + r);
-            cJSON *obj = cJSON_Parse(text);
+            double pm = 0, dm = 0;
+            const struct xlate_record *rec = receive(&w, idx, text, &pm, &dm);
             free(text);
-            cJSON_Delete(w.obj[idx]);
-            w.obj[idx] = obj;
-            w.in[idx] = (struct xlate_object){
-                .kind = XLATE_KIND_VIRTUAL_SERVICE, .obj = obj, .digest = xlate_digest(obj)};
-            struct xlate_change c = {
-                .kind = XLATE_KIND_VIRTUAL_SERVICE, .obj = obj, .digest = w.in[idx].digest};
+            if (!rec)
+                return 1;
+            struct xlate_change c = {.rec = rec};
             struct xlate_snapshot *next = NULL;
             unsigned long long a0 = allocs();
             int64_t t0 = cx_mono_ns(), c0 = cpu_ns();
@@ -371,14 +442,12 @@ static int run_size(size_t n, int incremental, int fd)
             size_t victim = ((size_t)r * 113 + 5) % n;
             size_t idx = 4 + 4 * victim;
             char *text = slice_json(victim, 100 + r);
-            cJSON *obj = cJSON_Parse(text);
+            double pm = 0, dm = 0;
+            const struct xlate_record *rec = receive(&w, idx, text, &pm, &dm);
             free(text);
-            cJSON_Delete(w.obj[idx]);
-            w.obj[idx] = obj;
-            w.in[idx] = (struct xlate_object){
-                .kind = XLATE_KIND_ENDPOINT_SLICE, .obj = obj, .digest = xlate_digest(obj)};
-            struct xlate_change c = {
-                .kind = XLATE_KIND_ENDPOINT_SLICE, .obj = obj, .digest = w.in[idx].digest};
+            if (!rec)
+                return 1;
+            struct xlate_change c = {.rec = rec};
             struct xlate_snapshot *next = NULL;
             int64_t t0 = cx_mono_ns();
             if (xlate_run_changes(ctx, &c, 1, &next, &st) != 0)
@@ -398,12 +467,11 @@ static int run_size(size_t n, int incremental, int fd)
             size_t victim = (size_t)r * 89 % n;
             size_t idx = 4 + 4 * victim;
             char *text = slice_json(victim, r + 1);
-            cJSON *obj = cJSON_Parse(text);
+            double pm = 0, dm = 0;
+            const struct xlate_record *rec = receive(&w, idx, text, &pm, &dm);
             free(text);
-            cJSON_Delete(w.obj[idx]);
-            w.obj[idx] = obj;
-            w.in[idx] = (struct xlate_object){
-                .kind = XLATE_KIND_ENDPOINT_SLICE, .obj = obj, .digest = xlate_digest(obj)};
+            if (!rec)
+                return 1;
             struct xlate_snapshot *next = NULL;
             int64_t t0 = cx_mono_ns();
             if (xlate_run(ctx, &(struct xlate_input){w.in, w.nobj, 0}, &next, &st) != 0)
@@ -422,9 +490,11 @@ static int run_size(size_t n, int incremental, int fd)
             xlate_snapshot_unref(snap);
             snap = next;
         }
-        dprintf(fd, "inc_ms %.3f\ninc_base_ms %.4f\ninc_allocs %llu\neps_ms %.3f\nnone_ms %.3f\n",
-                median(inc, ROUNDS), median(base1, ROUNDS), inc_allocs, median(eps, ROUNDS),
-                median(none, ROUNDS));
+        dprintf(fd,
+                "inc_ms %.3f\ninc_base_ms %.4f\ninc_decode_ms %.4f\ninc_allocs %llu\neps_ms "
+                "%.3f\nnone_ms %.3f\n",
+                median(inc, ROUNDS), median(base1, ROUNDS), median(dec1, ROUNDS), inc_allocs,
+                median(eps, ROUNDS), median(none, ROUNDS));
     }
     dprintf(fd, "rss_inputs_kb %ld\nrss_kb %ld\n", rss_inputs, rss_kb());
     xlate_snapshot_unref(snap);
@@ -448,7 +518,7 @@ static double get(const struct result *r, const char *key)
     return 0;
 }
 
-static int measure(size_t n, int incremental, struct result *res)
+static int measure(size_t n, int incremental, int json, struct result *res)
 {
     int p[2];
     if (pipe(p) != 0)
@@ -458,7 +528,7 @@ static int measure(size_t n, int incremental, struct result *res)
         return -1;
     if (pid == 0) {
         close(p[0]);
-        _exit(run_size(n, incremental, p[1]));
+        _exit(run_size(n, incremental, json, p[1]));
     }
     close(p[1]);
     char buf[8192];
@@ -496,8 +566,9 @@ int main(int argc, char **argv)
         if (build_world(&w, 10000) != 0)
             return 1;
         for (int r = 0; r < reps_of(); r++) {
-            parse_all(&w);
-            make_input(&w);
+            double pm, dm;
+            if (receive_all(&w, &pm, &dm) != 0)
+                return 1;
             struct xlate_ctx *ctx = xlate_ctx_new();
             struct xlate_snapshot *snap = NULL;
             struct rusage ru0, ru1;
@@ -513,75 +584,108 @@ int main(int argc, char **argv)
         }
         return 0;
     }
+    /* the same full translations with the inputs as cJSON trees, the form
+     * before records: the comparison the rows' ratios are about */
+    static const size_t jsizes[] = {10000, 50000};
+    static struct result jres[2];
+    size_t njsizes = nsizes == NSIZES ? 2 : 1;
     for (size_t i = 0; i < nsizes; i++) {
-        fprintf(stderr, "bench_translator: %zu VirtualServices...\n", sizes[i]);
-        if (measure(sizes[i], sizes[i] == 10000, &res[i]) != 0) {
+        fprintf(stderr, "bench_translator: %zu VirtualServices (records)...\n", sizes[i]);
+        if (measure(sizes[i], sizes[i] == 10000, 0, &res[i]) != 0) {
             fprintf(stderr, "bench_translator: run at %zu failed\n", sizes[i]);
+            return 1;
+        }
+    }
+    for (size_t i = 0; i < njsizes; i++) {
+        fprintf(stderr, "bench_translator: %zu VirtualServices (cJSON inputs)...\n", jsizes[i]);
+        if (measure(jsizes[i], 0, 1, &jres[i]) != 0) {
+            fprintf(stderr, "bench_translator: run at %zu (cJSON inputs) failed\n", jsizes[i]);
             return 1;
         }
     }
     printf("{\"benchmark\":\"translator\",\"title\":\"Translator: full and incremental "
            "translation\",\"notes\":\"N VirtualServices x %d routes, N Upstreams, Services and "
            "EndpointSlices x %d endpoints, 1 envoy Gateway; one core (CPU time of the thread); "
-           "each size in its own process. Full rows: %d repetitions, each with a fresh context "
-           "and the inputs parsed again; the first (cold_cpu_ms: every page the translator "
-           "touches is new to the process, ~%.0f page faults at 10k) apart, the others' "
-           "median (cpu_ms, ratio) and min-max. Baseline: cJSON_Parse of the same objects, "
+           "each size in its own process. Inputs: every object received as a replica will "
+           "(cJSON_Parse, decoded once into a record with xlate_record_new, the JSON freed at "
+           "once; decode_cpu_ms: the decodes' CPU, paid once per object received, "
+           "records_mb: the records' memory) and translated from the records. The "
+           "'cJSON inputs' rows: the same objects held and translated as cJSON trees, the "
+           "form before records, in the same run. Full rows: %d repetitions, each with a "
+           "fresh context and the inputs received again; the first (cold_cpu_ms: every page "
+           "the translator touches is new to the process) apart, the others' median (cpu_ms, "
+           "p50_ms wall, ratio) and min-max. Baseline: cJSON_Parse of the same objects (CPU), "
            "median of every repetition. peak_rss_mb: the process's peak with one set of "
-           "inputs (inputs_rss_mb, as the daemon holds them) and one translation; on the "
-           "incremental row, the peak after every incremental round at 10k. page_faults: "
-           "median minor page faults of a warm pass (the translator's first touches of memory "
-           "the allocator had given back; each costs ~10 us here, which is what made the "
-           "repetitions bimodal). Targets: 10k full <= 0.6x the baseline; 100k per 1k within "
-           "20%% of 10k; 50k peak RSS <= 600 MB; incremental <= 5 ms.\",\"rows\":[",
-           ROUTES, ENDPOINTS, (int)get(&res[1], "reps"), get(&res[1], "cold_faults"));
-    for (size_t i = 0; i < nsizes; i++) {
-        const struct result *r = &res[i];
-        double k = (double)sizes[i] / 1000, cpu = get(r, "full_cpu_ms");
+           "inputs (inputs_rss_mb) and one translation; on the incremental row, the peak "
+           "after every incremental round at 10k. page_faults: median minor page faults of "
+           "a warm pass. Targets: 10k full <= 0.6x the baseline; 100k per 1k within 20%% of "
+           "10k; 50k peak RSS <= 600 MB; incremental <= 5 ms.\",\"rows\":[",
+           ROUTES, ENDPOINTS, (int)get(&res[1], "reps"));
+    for (size_t i = 0; i < nsizes + njsizes; i++) {
+        int json = i >= nsizes;
+        size_t size = json ? jsizes[i - nsizes] : sizes[i];
+        const struct result *r = json ? &jres[i - nsizes] : &res[i];
+        double k = (double)size / 1000, cpu = get(r, "full_cpu_ms");
         double base = get(r, "base_cpu_ms");
-        printf("%s{\"case\":\"full, %zuk VirtualServices\",\"p50_ms\":%.2f,\"cpu_ms\":%.2f,"
+        printf("%s{\"case\":\"%sfull, %zuk VirtualServices\",\"p50_ms\":%.2f,\"cpu_ms\":%.2f,"
                "\"cpu_min_max_ms\":\"%.1f-%.1f\",\"cold_cpu_ms\":%.1f,"
-               "\"baseline_p50_ms\":%.2f,\"baseline_cpu_ms\":%.2f,"
-               "\"baseline_min_max_ms\":\"%.1f-%.1f\",\"ratio\":%.2f,"
-               "\"cpu_ms_per_1k\":%.2f,\"allocs\":%.0f,\"peak_rss_mb\":%.1f,"
-               "\"inputs_rss_mb\":%.1f,\"translator_heap_mb\":%.1f,\"page_faults\":%.0f,"
-               "\"resources\":%.0f}",
-               i ? "," : "", sizes[i] / 1000, get(r, "full_ms"), cpu, get(r, "full_cpu_min"),
-               get(r, "full_cpu_max"), get(r, "cold_cpu_ms"), get(r, "base_ms"), base,
+               "\"baseline_cpu_ms\":%.2f,\"baseline_min_max_ms\":\"%.1f-%.1f\","
+               "\"ratio\":%.2f,\"cpu_ms_per_1k\":%.2f,\"decode_cpu_ms\":%.1f,\"allocs\":%.0f,"
+               "\"peak_rss_mb\":%.1f,\"inputs_rss_mb\":%.1f,\"records_mb\":%.1f,"
+               "\"translator_heap_mb\":%.1f,\"page_faults\":%.0f,\"resources\":%.0f}",
+               i ? "," : "", json ? "cJSON inputs: " : "", size / 1000, get(r, "full_ms"), cpu,
+               get(r, "full_cpu_min"), get(r, "full_cpu_max"), get(r, "cold_cpu_ms"), base,
                get(r, "base_cpu_min"), get(r, "base_cpu_max"), cpu / base, cpu / k,
-               get(r, "full_allocs"), get(r, "rss_full_kb") / 1024.0,
-               get(r, "rss_inputs_kb") / 1024.0, get(r, "heap_mb"), get(r, "faults"),
-               get(r, "resources"));
+               get(r, "decode_cpu_ms"), get(r, "full_allocs"), get(r, "rss_full_kb") / 1024.0,
+               get(r, "rss_inputs_kb") / 1024.0, get(r, "records_mb"), get(r, "heap_mb"),
+               get(r, "faults"), get(r, "resources"));
         fprintf(stderr,
-                "full %4zuk: cpu %8.2f ms (min %.1f max %.1f; cold %.1f; %6.2f ms/1k)  baseline "
-                "parse cpu %8.2f ms (min %.1f max %.1f)  ratio %5.2f  peak RSS %7.1f MB (inputs "
-                "%7.1f MB, translator heap %6.1f MB, %.0f page faults warm, %.0f cold)\n",
-                sizes[i] / 1000, cpu, get(r, "full_cpu_min"), get(r, "full_cpu_max"),
-                get(r, "cold_cpu_ms"), cpu / k, base, get(r, "base_cpu_min"),
-                get(r, "base_cpu_max"), cpu / base, get(r, "rss_full_kb") / 1024.0,
-                get(r, "rss_inputs_kb") / 1024.0, get(r, "heap_mb"), get(r, "faults"),
-                get(r, "cold_faults"));
+                "%s full %4zuk: cpu %8.2f ms (min %.1f max %.1f; cold %.1f; %6.2f ms/1k)  "
+                "baseline parse cpu %8.2f ms (min %.1f max %.1f)  ratio %5.2f  decode %.1f ms  "
+                "peak RSS %7.1f MB (inputs %7.1f MB, records %.1f MB, translator heap %6.1f MB, "
+                "%.0f page faults warm, %.0f cold)\n",
+                json ? "cJSON  " : "records", size / 1000, cpu, get(r, "full_cpu_min"),
+                get(r, "full_cpu_max"), get(r, "cold_cpu_ms"), cpu / k, base,
+                get(r, "base_cpu_min"), get(r, "base_cpu_max"), cpu / base, get(r, "decode_cpu_ms"),
+                get(r, "rss_full_kb") / 1024.0, get(r, "rss_inputs_kb") / 1024.0,
+                get(r, "records_mb"), get(r, "heap_mb"), get(r, "faults"), get(r, "cold_faults"));
     }
     const struct result *m = &res[1];
     double inc_base = get(m, "inc_base_ms");
     printf(",{\"case\":\"incremental (xlate_run_changes), 1 VirtualService changed at 10k\","
            "\"p50_ms\":%.3f,\"min_max_ms\":\"%.3f-%.3f\",\"cpu_ms\":%.3f,"
            "\"baseline_p50_ms\":%.4f,\"ratio\":%.1f,\"allocs\":%.0f,\"peak_rss_mb\":%.1f}",
-           get(m, "chg_ms"), get(m, "chg_min"), get(m, "chg_max"), get(m, "chg_cpu_ms"),
-           inc_base, get(m, "chg_ms") / inc_base, get(m, "chg_allocs"),
-           get(m, "rss_kb") / 1024.0);
+           get(m, "chg_ms"), get(m, "chg_min"), get(m, "chg_max"), get(m, "chg_cpu_ms"), inc_base,
+           get(m, "chg_ms") / inc_base, get(m, "chg_allocs"), get(m, "rss_kb") / 1024.0);
     printf(",{\"case\":\"incremental (xlate_run_changes), 1 EndpointSlice changed at 10k\","
            "\"p50_ms\":%.3f,\"baseline_p50_ms\":%.4f,\"ratio\":%.1f}",
            get(m, "chg_eps_ms"), inc_base, get(m, "chg_eps_ms") / inc_base);
     printf(",{\"case\":\"incremental (full view, xlate_run), 1 VirtualService changed at 10k\","
-           "\"p50_ms\":%.3f,\"baseline_p50_ms\":%.4f,\"ratio\":%.1f,\"allocs\":%.0f}",
-           get(m, "inc_ms"), inc_base, get(m, "inc_ms") / inc_base, get(m, "inc_allocs"));
+           "\"p50_ms\":%.3f,\"baseline_p50_ms\":%.4f,\"ratio\":%.1f,\"decode_ms\":%.4f,"
+           "\"allocs\":%.0f}",
+           get(m, "inc_ms"), inc_base, get(m, "inc_ms") / inc_base, get(m, "inc_decode_ms"),
+           get(m, "inc_allocs"));
     printf(",{\"case\":\"incremental (full view, xlate_run), 1 EndpointSlice changed at 10k\","
            "\"p50_ms\":%.3f,\"baseline_p50_ms\":%.4f,\"ratio\":%.1f}",
            get(m, "eps_ms"), inc_base, get(m, "eps_ms") / inc_base);
     printf(",{\"case\":\"no change at 10k\",\"p50_ms\":%.3f,\"baseline_p50_ms\":%.2f,"
            "\"ratio\":%.3f}",
            get(m, "none_ms"), get(m, "base_ms"), get(m, "none_ms") / get(m, "base_ms"));
+    /* the headlines: 10k translation against parsing, 50k memory against
+     * the cJSON inputs */
+    printf("],\"glance\":[{\"metric\":\"full translation, 10k VirtualServices (records)\","
+           "\"value\":\"%.0f ms CPU (median; %.0f-%.0f)\",\"baseline\":\"%.2fx cJSON_Parse "
+           "of the same objects (%.0f ms); cJSON inputs: %.2fx\"}",
+           get(m, "full_cpu_ms"), get(m, "full_cpu_min"), get(m, "full_cpu_max"),
+           get(m, "full_cpu_ms") / get(m, "base_cpu_ms"), get(m, "base_cpu_ms"),
+           get(&jres[0], "full_cpu_ms") / get(&jres[0], "base_cpu_ms"));
+    if (nsizes >= 3 && njsizes >= 2)
+        printf(",{\"metric\":\"peak RSS, 50k VirtualServices world, inputs included\","
+               "\"value\":\"%.0f MB (records)\",\"baseline\":\"%.2fx the cJSON inputs' %.0f "
+               "MB\"}",
+               get(&res[2], "rss_full_kb") / 1024.0,
+               get(&res[2], "rss_full_kb") / get(&jres[1], "rss_full_kb"),
+               get(&jres[1], "rss_full_kb") / 1024.0);
     printf("]}\n");
     fprintf(stderr,
             "incremental at 10k via xlate_run_changes: 1 VirtualService %.3f ms (min %.3f max "

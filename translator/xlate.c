@@ -215,8 +215,8 @@ static int pass(struct xlate_ctx *ctx, struct xlate_snapshot **out)
         struct xl_gw_memo *m = cx_map_get(&ctx->gw_memo, gwe->key, gwe->keylen);
         struct xlate_group *grp = &snap->groups[snap->ngroups++];
         grp->name = strdup(gwe->key);
-        grp->mode = gwe->obj.u.gw.mode;
-        if (!grp->name || xlate_access_copy(&grp->access, &gwe->obj.u.gw.access) != 0)
+        grp->mode = gwe->obj->u.gw.mode;
+        if (!grp->name || xlate_access_copy(&grp->access, &gwe->obj->u.gw.access) != 0)
             goto fail;
         for (int t = 0; t < XDS_TYPE_COUNT; t++)
             if (copy_set(&grp->types[t], &m->sets[t]) != 0)
@@ -286,7 +286,7 @@ static int reserve(struct xlate_ctx *ctx, const struct xlate_input *in)
 {
     size_t n[XLATE_KIND_COUNT] = {0}, unknown = 0;
     for (size_t i = 0; i < in->n; i++) {
-        int k = in->objects[i].kind;
+        int k = in->objects[i].rec ? (int)in->objects[i].rec->kind : (int)in->objects[i].kind;
         if (k > XLATE_KIND_UNKNOWN && k < XLATE_KIND_COUNT)
             n[k]++;
         else
@@ -331,6 +331,10 @@ static void prefetch_top(const cJSON *obj, size_t step)
  * lookup is otherwise a miss of its own. */
 static void prefetch_key(const struct xlate_ctx *ctx, const struct xlate_object *o)
 {
+    if (o->rec) {
+        cx_map_prefetch(&ctx->by_key[o->rec->kind], o->rec->key, o->rec->keylen);
+        return;
+    }
     if (o->kind <= XLATE_KIND_UNKNOWN || o->kind >= XLATE_KIND_COUNT || !cJSON_IsObject(o->obj))
         return;
     char key[600];
@@ -351,12 +355,20 @@ int xlate_run(struct xlate_ctx *ctx, const struct xlate_input *in, struct xlate_
     for (size_t i = 0; i < in->n && rc == 0; i++) {
         /* not while the view repeats the last one: objects known by their
          * (digest, pointer) are not read, and the walks would stall */
-        for (size_t d = 1; d <= PREFETCH_AHEAD && i + d < in->n && !known; d++)
-            prefetch_top(in->objects[i + d].obj, PREFETCH_AHEAD - d);
-        if (i + 1 < in->n && !known)
-            prefetch_key(ctx, &in->objects[i + 1]);
-        int r = xlate_ingest_one(ctx, in->objects[i].kind, in->objects[i].obj,
-                                 in->objects[i].digest, 0);
+        const struct xlate_object *o = &in->objects[i];
+        if (o->rec) {
+            /* records: one header each, its key inside */
+            if (i + 2 < in->n && in->objects[i + 2].rec)
+                __builtin_prefetch(in->objects[i + 2].rec);
+            if (i + 1 < in->n && !known)
+                prefetch_key(ctx, &in->objects[i + 1]);
+        } else {
+            for (size_t d = 1; d <= PREFETCH_AHEAD && i + d < in->n && !known; d++)
+                prefetch_top(in->objects[i + d].obj, PREFETCH_AHEAD - d);
+            if (i + 1 < in->n && !known)
+                prefetch_key(ctx, &in->objects[i + 1]);
+        }
+        int r = xlate_ingest_one(ctx, o->kind, o->obj, o->rec, o->digest, 0);
         known = r > 0;
         rc = r < 0 ? -1 : 0;
     }
@@ -388,8 +400,8 @@ int xlate_run_changes_at(struct xlate_ctx *ctx, const struct xlate_change *chang
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         const struct xlate_change *c = &changes[i];
-        if (c->obj) {
-            rc = xlate_ingest_one(ctx, c->kind, c->obj, c->digest, 1) < 0 ? -1 : 0;
+        if (c->obj || c->rec) {
+            rc = xlate_ingest_one(ctx, c->kind, c->obj, c->rec, c->digest, 1) < 0 ? -1 : 0;
             continue;
         }
         if (c->kind < 0 || c->kind >= XLATE_KIND_COUNT || !c->name)

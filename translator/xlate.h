@@ -93,6 +93,33 @@ xlate_run_changes_at(struct xlate_ctx *ctx, const struct xlate_change *changes, 
  * Never 0. */
 uint64_t xlate_digest(const cJSON *obj);
 
+/* Decodes |obj| once into the form the translator reads (xlate_record.h):
+ * every field the translator, the reports and the status writer need,
+ * validated (problems become the object's report), in one arena; |obj| is
+ * not referenced afterwards and may be freed at once. |kind| may be
+ * XLATE_KIND_UNKNOWN (taken from apiVersion/kind); |digest| 0: computed
+ * (xlate_digest) during the decode. |lim|: the budgets of the contexts the
+ * record will be given to (NULL: the defaults); the decode reads the regex
+ * program-size limit, and a context whose limit differs refuses the record
+ * (its pass fails) rather than translate it under another budget. |hint|, optional, is the caller's
+ * per-kind memory: in, the bytes the kind's records needed so far; out,
+ * updated (objects of a kind are alike, so most records are then one
+ * allocation). Returns a record with one reference (the caller's), or NULL
+ * if |obj| is not an object of a kind the translator reads, its name
+ * cannot exist in Kubernetes, or memory ran out. Any thread. */
+struct xlate_record *xlate_record_new(enum xlate_kind kind, const cJSON *obj, uint64_t digest,
+                                      const struct xlate_limits *lim, size_t *hint);
+/* Another reference to |r| (returned; NULL gives NULL); atomic, any thread. */
+struct xlate_record *xlate_record_ref(const struct xlate_record *r);
+/* Drops a reference; the last frees the record. NULL is ignored. */
+void xlate_record_unref(const struct xlate_record *r);
+enum xlate_kind xlate_record_kind(const struct xlate_record *r);
+uint64_t xlate_record_digest(const struct xlate_record *r);
+/* "namespace/name" */
+const char *xlate_record_key(const struct xlate_record *r);
+/* Memory the record holds (its arena's chunks). */
+size_t xlate_record_bytes(const struct xlate_record *r);
+
 /* Kind helpers (also in xlate_api.h). */
 enum xlate_kind xlate_kind_of(const cJSON *obj);
 const char *xlate_kind_name(enum xlate_kind k);

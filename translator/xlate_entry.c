@@ -1,8 +1,9 @@
 /*
  * Entries and their lists (see xlate_internal.h): lookup by key, the
  * sorted arrays of entries (selections, index lists, per-kind lists),
- * report marks, selector matching, and the change digest of an input
- * object.
+ * report marks, selector matching, the change digest of an input
+ * object, and the records entries hold (xlate_record.h): an object decoded
+ * once into its typed form.
  */
 #include "xlate_internal.h"
 
@@ -64,7 +65,7 @@ void xlate_list_remove(struct xl_entry_list *l, struct xl_entry *e)
 
 static const char *label_get(void *user, const char *key)
 {
-    return xlate_meta_label(&((const struct xl_entry *)user)->obj.meta, key);
+    return xlate_meta_label(&((const struct xl_entry *)user)->obj->meta, key);
 }
 
 int xlate_selector_matches(const struct filter_selector *sel, const struct xl_entry *e)
@@ -302,4 +303,88 @@ uint64_t xlate_digest(const cJSON *obj)
         h = cx_fnv64(h, &obj, sizeof(obj));
     cx_buf_free(&b);
     return h ? h : 1;
+}
+
+/* ---- records (xlate_record.h) ---------------------------------------------- */
+
+struct xlate_record *xlate_record_new(enum xlate_kind kind, const cJSON *obj, uint64_t digest,
+                                      const struct xlate_limits *lim, size_t *hint)
+{
+    struct xlate_limits dflt;
+    if (!lim) {
+        xlate_limits_default(&dflt);
+        lim = &dflt;
+    }
+    if (kind == XLATE_KIND_UNKNOWN)
+        kind = xlate_kind_of(obj);
+    if (kind < 0 || kind >= XLATE_KIND_COUNT || !cJSON_IsObject(obj))
+        return NULL;
+    char key[600];
+    size_t keylen = xlate_object_key(obj, key, sizeof(key));
+    if (!keylen)
+        return NULL; /* names this long cannot exist in Kubernetes */
+    /* the header, the key and the decoded object share one arena: most
+     * records are one allocation, sized like the kind's largest so far */
+    struct xl_arena a = {.hint = hint ? *hint : 0};
+    struct xlate_record *r = xlate_alloc(&a, sizeof(*r) + keylen + 1);
+    if (!r) {
+        xlate_arena_free(&a);
+        return NULL;
+    }
+    memcpy(r->key, key, keylen + 1);
+    r->keylen = keylen;
+    r->kind = kind;
+    r->digest = digest ? digest : xlate_digest(obj);
+    r->regex_program_size = lim->regex_program_size;
+    if (xlate_api_parse(kind, obj, lim, &a, &r->obj) != 0) {
+        xlate_arena_free(&a);
+        return NULL;
+    }
+    r->parse_state = xlate_errors_state(&r->obj.errors);
+    if (hint) {
+        size_t want = (a.live + 15) & ~(size_t)15;
+        if (want > *hint)
+            *hint = want;
+    }
+    r->arena = a;
+    atomic_init(&r->refs, 1);
+    return r;
+}
+
+struct xlate_record *xlate_record_ref(const struct xlate_record *r)
+{
+    struct xlate_record *w = (struct xlate_record *)r;
+    if (w)
+        atomic_fetch_add_explicit(&w->refs, 1, memory_order_relaxed);
+    return w;
+}
+
+void xlate_record_unref(const struct xlate_record *r)
+{
+    struct xlate_record *w = (struct xlate_record *)r;
+    if (!w || atomic_fetch_sub_explicit(&w->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    xlate_object_release(&w->obj);
+    struct xl_arena a = w->arena; /* the record lives in it */
+    xlate_arena_free(&a);
+}
+
+enum xlate_kind xlate_record_kind(const struct xlate_record *r)
+{
+    return r->kind;
+}
+
+uint64_t xlate_record_digest(const struct xlate_record *r)
+{
+    return r->digest;
+}
+
+const char *xlate_record_key(const struct xlate_record *r)
+{
+    return r->key;
+}
+
+size_t xlate_record_bytes(const struct xlate_record *r)
+{
+    return r->arena.total;
 }

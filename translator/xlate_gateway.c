@@ -28,8 +28,8 @@ static int ns_allowed(const struct xl_gateway *g, const char *ns)
 
 static int selects(const struct xl_entry *gwe, const struct xl_entry *v)
 {
-    const struct xl_gateway *g = &gwe->obj.u.gw;
-    return !v->deleted && v->parse_state != XLATE_REJECTED && ns_allowed(g, v->obj.meta.ns) &&
+    const struct xl_gateway *g = &gwe->obj->u.gw;
+    return !v->deleted && v->parse_state != XLATE_REJECTED && ns_allowed(g, v->obj->meta.ns) &&
            xlate_selector_matches(g->vs_selector, v);
 }
 
@@ -392,8 +392,8 @@ static int budget_fits(struct budget *b, const struct xlate_limits *lim,
     for (size_t k = 0; k < r->nups; k++)
         fresh += !cx_map_get(&b->ups, &r->ups[k], sizeof(r->ups[k]));
     if (mode == XLATE_MODE_PROXYLESS)
-        for (size_t k = 0; k < v->obj.u.vs.ndomains; k++)
-            listeners += !strchr(v->obj.u.vs.domains[k], '*');
+        for (size_t k = 0; k < v->obj->u.vs.ndomains; k++)
+            listeners += !strchr(v->obj->u.vs.domains[k], '*');
     size_t more = listeners + 2 * fresh; /* a Cluster and a ClusterLoadAssignment each */
     if (b->routes + r->nroutes > (size_t)lim->routes_per_gateway) {
         snprintf(msg, msglen,
@@ -485,7 +485,7 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
     size_t naccepted = 0;
     for (size_t i = 0; i < n; i++) {
         struct xl_entry *v = order[i];
-        const struct xl_virtual_service *vs = &v->obj.u.vs;
+        const struct xl_virtual_service *vs = &v->obj->u.vs;
         char d[300];
         struct xl_entry *other = NULL;
         const char *dom = NULL;
@@ -631,7 +631,7 @@ static int build_rc(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_me
 static int build_lds(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
                      int gw_changed)
 {
-    const struct xl_gateway *g = &gwe->obj.u.gw;
+    const struct xl_gateway *g = &gwe->obj->u.gw;
     char sp[300];
     stat_prefix(sp, sizeof(sp), gwe->key);
     if (m->mode == XLATE_MODE_ENVOY) {
@@ -667,7 +667,7 @@ static int build_lds(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_m
     struct cx_map fresh = {0};
     int rc = 0;
     for (size_t i = 0; i < m->nacc && rc == 0; i++) {
-        const struct xl_virtual_service *vs = &m->acc[i].vs->obj.u.vs;
+        const struct xl_virtual_service *vs = &m->acc[i].vs->obj->u.vs;
         for (size_t k = 0; k < vs->ndomains && rc == 0; k++) {
             const char *d = vs->domains[k];
             size_t dl = strlen(d);
@@ -759,7 +759,7 @@ static struct xl_gw_memo *gw_select(struct xlate_ctx *ctx, struct xl_entry *gwe,
             free(m);
             return NULL;
         }
-        m->mode = gwe->obj.u.gw.mode;
+        m->mode = gwe->obj->u.gw.mode;
         m->gw_digest = gwe->digest;
         for (size_t i = 0; i < ctx->nlist[XLATE_KIND_VIRTUAL_SERVICE]; i++) {
             struct xl_entry *v = ctx->list[XLATE_KIND_VIRTUAL_SERVICE][i];

@@ -23,8 +23,8 @@ void xlate_entry_free(struct xl_entry *e)
 {
     if (!e)
         return;
-    xlate_object_release(&e->obj);
-    xlate_arena_free(&e->arena);
+    xlate_record_unref(e->rec);
+    e->rec = NULL;
     for (int m = 0; e->res && m < XL_MODES; m++)
         xlate_res_clear(&e->res[m]);
     free(e->res);
@@ -188,9 +188,9 @@ static void index_del(struct cx_map *m, const char *key, struct xl_entry *e)
 
 static int slice_key(const struct xl_entry *e, char *buf, size_t cap)
 {
-    if (!e->obj.u.eps.service)
+    if (!e->obj->u.eps.service)
         return -1;
-    return join_key(buf, cap, e->obj.meta.ns, e->obj.u.eps.service);
+    return join_key(buf, cap, e->obj->meta.ns, e->obj->u.eps.service);
 }
 
 /* Takes |e| (parsed as it is now) out of, or into, the indexes. */
@@ -208,10 +208,10 @@ static int index_entry(struct xlate_ctx *ctx, struct xl_entry *e, int add)
         return index_add(&ctx->slices_by_svc, key, e);
     case XLATE_KIND_ROUTE_TABLE:
         if (!add) {
-            index_del(&ctx->rt_by_ns, e->obj.meta.ns, e);
+            index_del(&ctx->rt_by_ns, e->obj->meta.ns, e);
             return 0;
         }
-        return index_add(&ctx->rt_by_ns, e->obj.meta.ns, e);
+        return index_add(&ctx->rt_by_ns, e->obj->meta.ns, e);
     case XLATE_KIND_UPSTREAM:
         if (!add) {
             if (e->up && e->up->svc_key) {
@@ -232,7 +232,7 @@ static int index_entry(struct xlate_ctx *ctx, struct xl_entry *e, int add)
         if (e->parse_state == XLATE_REJECTED)
             return 0;
         /* the Secret and ConfigMap of spec.tls: their changes refresh it */
-        const struct xl_upstream_tls *t = xlate_upstream_tls_of(&e->obj.u.up);
+        const struct xl_upstream_tls *t = xlate_upstream_tls_of(&e->obj->u.up);
         const struct xl_obj_ref *refs[2] = {t->has_ca ? &t->ca : NULL,
                                             t->has_client_cert ? &t->client_cert : NULL};
         for (int i = 0; i < 2; i++) {
@@ -242,9 +242,9 @@ static int index_entry(struct xlate_ctx *ctx, struct xl_entry *e, int add)
             if (!(e->up->ref_keys[i] = strdup(key)) || index_add(&ctx->ref_ups, key, e) != 0)
                 return -1;
         }
-        if (!e->obj.u.up.is_kube)
+        if (!e->obj->u.up.is_kube)
             return 0;
-        if (join_key(key, sizeof(key), e->obj.u.up.kube_ns, e->obj.u.up.kube_service) != 0)
+        if (join_key(key, sizeof(key), e->obj->u.up.kube_ns, e->obj->u.up.kube_service) != 0)
             return 0; /* longer than any Kubernetes name: matches no Service */
         if (!(e->up->svc_key = strdup(key)))
             return -1;
@@ -263,14 +263,14 @@ static int note_change(struct xlate_ctx *ctx, struct xl_entry *e)
     switch (e->kind) {
     case XLATE_KIND_ROUTE_TABLE:
         rc |= mark_dep(ctx, 'R', e->key);
-        rc |= mark_dep(ctx, 'N', e->obj.meta.ns ? e->obj.meta.ns : "");
+        rc |= mark_dep(ctx, 'N', e->obj->meta.ns ? e->obj->meta.ns : "");
         break;
     case XLATE_KIND_SERVICE:
-        rc |= mark_service(ctx, e->obj.meta.ns, e->obj.meta.name);
+        rc |= mark_service(ctx, e->obj->meta.ns, e->obj->meta.name);
         break;
     case XLATE_KIND_ENDPOINT_SLICE:
-        if (e->obj.u.eps.service)
-            rc |= mark_service(ctx, e->obj.meta.ns, e->obj.u.eps.service);
+        if (e->obj->u.eps.service)
+            rc |= mark_service(ctx, e->obj->meta.ns, e->obj->u.eps.service);
         break;
     case XLATE_KIND_SECRET:
         rc |= mark_ref(ctx, 'S', e->key);
@@ -292,56 +292,64 @@ static int list_add(struct xlate_ctx *ctx, struct xl_entry *e)
     return 0; /* the list itself is fixed up by fix_lists() */
 }
 
-static int reparse(struct xlate_ctx *ctx, struct xl_entry *e, const cJSON *obj, uint64_t digest)
+/* Empty objects of each kind: what an entry reads before its first decode. */
+static const struct xl_object empty_obj[XLATE_KIND_COUNT] = {
+    [XLATE_KIND_GATEWAY] = {.kind = XLATE_KIND_GATEWAY},
+    [XLATE_KIND_VIRTUAL_SERVICE] = {.kind = XLATE_KIND_VIRTUAL_SERVICE},
+    [XLATE_KIND_ROUTE_TABLE] = {.kind = XLATE_KIND_ROUTE_TABLE},
+    [XLATE_KIND_UPSTREAM] = {.kind = XLATE_KIND_UPSTREAM},
+    [XLATE_KIND_SERVICE] = {.kind = XLATE_KIND_SERVICE},
+    [XLATE_KIND_ENDPOINT_SLICE] = {.kind = XLATE_KIND_ENDPOINT_SLICE},
+    [XLATE_KIND_SECRET] = {.kind = XLATE_KIND_SECRET},
+    [XLATE_KIND_CONFIG_MAP] = {.kind = XLATE_KIND_CONFIG_MAP},
+};
+
+/* |e| takes |rec| (a reference of its own, or the one decoded from |obj|)
+ * as its object. The new record is in hand before the old one is let go:
+ * when memory runs out the entry stays as it was. */
+static int reparse(struct xlate_ctx *ctx, struct xl_entry *e, const void *obj,
+                   const struct xlate_record *given, uint64_t digest)
 {
+    struct xlate_record *rec =
+        given ? xlate_record_ref(given)
+              : xlate_record_new(e->kind, obj, digest, &ctx->limits, &ctx->arena_hint[e->kind]);
+    if (!rec)
+        return -1;
     int had = e->changed != 0;
     ptr_del(ctx, e);
     if (had) {
         /* what the old version fed (a slice's old Service) changes too */
-        if (note_change(ctx, e) != 0)
+        if (note_change(ctx, e) != 0) {
+            xlate_record_unref(rec);
             return -1;
+        }
         index_entry(ctx, e, 0);
         /* sorted lists hold the entry by its name, which does not change */
     }
-    xlate_object_release(&e->obj);
-    xlate_arena_free(&e->arena);
-    /* a first parse starts with a chunk sized like the kind's last object:
-     * objects of a kind are alike, so most fit in one chunk */
-    if (!e->arena.hint)
-        e->arena.hint = ctx->arena_hint[e->kind];
+    xlate_record_unref(e->rec);
+    e->rec = rec;
+    e->obj = &rec->obj;
     e->digest = digest;
     e->obj_ptr = obj;
-    if (xlate_api_parse(e->kind, obj, &ctx->limits, &e->arena, &e->obj) != 0) {
-        memset(&e->obj, 0, sizeof(e->obj));
-        e->obj.kind = e->kind;
-        e->digest = 0;
-        e->obj_ptr = NULL;
-        return -1;
-    }
-    e->parse_state = xlate_errors_state(&e->obj.errors);
-    /* the largest of the kind so far: objects of a kind are alike, and one
-     * that needs a little more gets a small second chunk */
-    size_t want = (e->arena.live + 15) & ~(size_t)15;
-    if (want > ctx->arena_hint[e->kind])
-        ctx->arena_hint[e->kind] = want;
-    e->label_hash = labels_hash(&e->obj.meta);
+    e->parse_state = rec->parse_state;
+    e->label_hash = labels_hash(&e->obj->meta);
     /* a full view holding a key twice may parse its entry twice: the entry
      * is on the changed list once */
     int listed = e->changed == ctx->pass;
     e->changed = ctx->pass;
     if (e->kind == XLATE_KIND_SECRET)
-        e->cert_phase = (int)xlate_tls_phase(&e->obj.u.secret.cert, ctx->now);
+        e->cert_phase = (int)xlate_tls_phase(&e->obj->u.secret.cert, ctx->now);
     ctx->stats.parsed++;
     if (e->kind == XLATE_KIND_VIRTUAL_SERVICE) {
         /* the claim order's creation time: none when absent or unreadable
          * (a manifest not yet applied) */
         int64_t ns = 0;
-        e->has_created = e->obj.meta.creation && *e->obj.meta.creation &&
-                         cx_time_parse_rfc3339(e->obj.meta.creation, &ns) == 0;
+        e->has_created = e->obj->meta.creation && *e->obj->meta.creation &&
+                         cx_time_parse_rfc3339(e->obj->meta.creation, &ns) == 0;
         e->created = e->has_created ? ns / CX_NS_PER_S : 0;
-        uint64_t h = xlate_fnv_str(CX_FNV64_INIT, e->obj.meta.creation);
-        for (size_t i = 0; i < e->obj.u.vs.ndomains; i++)
-            h = xlate_fnv_str(h, e->obj.u.vs.domains[i]);
+        uint64_t h = xlate_fnv_str(CX_FNV64_INIT, e->obj->meta.creation);
+        for (size_t i = 0; i < e->obj->u.vs.ndomains; i++)
+            h = xlate_fnv_str(h, e->obj->u.vs.domains[i]);
         e->claim_hash = h;
     }
     if (!had && list_add(ctx, e) != 0)
@@ -360,6 +368,7 @@ static struct xl_entry *entry_new(struct xlate_ctx *ctx, enum xlate_kind kind, c
     if (!e)
         return NULL;
     e->kind = kind;
+    e->obj = &empty_obj[kind];
     if (kind == XLATE_KIND_VIRTUAL_SERVICE) {
         e->res = calloc(XL_MODES, sizeof(*e->res));
         if (!e->res) {
@@ -414,7 +423,7 @@ static int commit_one(struct xlate_ctx *ctx, struct xl_entry *e)
         e->obj_ptr = e->cand_obj;
         return ptr_put(ctx, e);
     }
-    return reparse(ctx, e, e->cand_obj, e->cand_digest);
+    return reparse(ctx, e, e->cand_obj, e->cand_rec, e->cand_digest);
 }
 
 /* "<namespace>/<name>" of |obj| in |key|: its length, 0 if it does not
@@ -444,15 +453,26 @@ size_t xlate_object_key(const cJSON *obj, char *key, size_t cap)
  * entries whose candidate differs from what they hold afterwards
  * (commit_candidates). Returns 1 when |obj| is the very object of the last
  * pass (nothing of it read), 0 otherwise, -1 when memory ran out. */
-int xlate_ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *obj, uint64_t digest,
-                     int last_wins)
+int xlate_ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *json,
+                     const struct xlate_record *rec, uint64_t digest, int last_wins)
 {
-    if (kind == XLATE_KIND_UNKNOWN)
-        kind = xlate_kind_of(obj);
-    if (kind < 0 || kind >= XLATE_KIND_COUNT || !cJSON_IsObject(obj))
-        return 0; /* not ours: no entry, no report */
-    if (!digest)
-        digest = xlate_digest(obj);
+    const void *obj = json;
+    if (rec) {
+        /* decoded under another regex budget: translating it would apply
+         * that one (xlate_record_new) */
+        if (rec->regex_program_size != ctx->limits.regex_program_size)
+            return -1;
+        obj = rec;
+        kind = rec->kind;
+        digest = rec->digest;
+    } else {
+        if (kind == XLATE_KIND_UNKNOWN)
+            kind = xlate_kind_of(json);
+        if (kind < 0 || kind >= XLATE_KIND_COUNT || !cJSON_IsObject(json))
+            return 0; /* not ours: no entry, no report */
+        if (!digest)
+            digest = xlate_digest(json);
+    }
     struct ptrkey probe = {digest, obj};
     struct xl_entry *e = cx_map_get(&ctx->by_ptr, &probe, PTRKEY_LEN);
     if (e && e->kind == kind && e->seen != ctx->pass && e->digest == digest) {
@@ -461,13 +481,19 @@ int xlate_ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *o
         ctx->nseen[kind]++;
         e->duplicate = 0;
         e->cand_obj = obj;
+        e->cand_rec = rec;
         e->cand_digest = digest;
         return 1;
     }
-    char key[600];
-    size_t n = xlate_object_key(obj, key, sizeof(key));
-    if (!n)
+    char buf[600];
+    const char *key = buf;
+    size_t n;
+    if (rec) {
+        key = rec->key;
+        n = rec->keylen;
+    } else if (!(n = xlate_object_key(json, buf, sizeof(buf)))) {
         return 0; /* names this long cannot exist in Kubernetes */
+    }
     e = cx_map_get(&ctx->by_key[kind], key, n);
     if (!e) {
         e = entry_new(ctx, kind, key, n);
@@ -498,11 +524,13 @@ int xlate_ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *o
              * waits for the contest's winner; one that turns up twice only
              * now is parsed again at commit if a later copy wins. */
             e->cand_obj = obj;
+            e->cand_rec = rec;
             e->cand_digest = digest;
             return commit_one(ctx, e);
         }
     }
     e->cand_obj = obj;
+    e->cand_rec = rec;
     e->cand_digest = digest;
     if (!e->pending) {
         e->pending = 1;
@@ -702,7 +730,7 @@ static int time_scan(struct xlate_ctx *ctx)
     int64_t next = 0;
     for (size_t i = 0; i < ctx->nlist[XLATE_KIND_SECRET]; i++) {
         struct xl_entry *e = ctx->list[XLATE_KIND_SECRET][i];
-        const struct xl_secret *sec = &e->obj.u.secret;
+        const struct xl_secret *sec = &e->obj->u.secret;
         if (sec->state != XL_SECRET_OK)
             continue;
         int phase = (int)xlate_tls_phase(&sec->cert, ctx->now);

@@ -32,6 +32,7 @@
 #include "xlate.h"
 #include "xlate_api.h"
 #include "xlate_encode.h"
+#include "xlate_record.h"
 #include "xlate_util.h"
 
 #include "cx_hash.h"
@@ -108,7 +109,8 @@ struct xl_gw_tls {
 struct xl_entry {
     enum xlate_kind kind;
     uint64_t digest;
-    const void *obj_ptr;  /* the cJSON last seen (fast lookup); follows digest */
+    const void *obj_ptr;  /* the input last seen, cJSON or record (fast lookup); follows
+                           * digest */
     uint32_t seen;        /* pass number */
     uint32_t changed;     /* pass number of the last (re)parse */
     uint32_t mark;        /* scratch stamp */
@@ -118,10 +120,11 @@ struct xl_entry {
     int duplicate;        /* the input held it more than once this pass */
     int pending;          /* in ctx->pending */
     int deleted;          /* in the graveyard */
-    const void *cand_obj; /* this pass's object for the key (smallest digest) */
+    const void *cand_obj; /* this pass's input for the key (smallest digest) */
+    const struct xlate_record *cand_rec; /* cand_obj when it is a record, else NULL */
     uint64_t cand_digest;
-    struct xl_arena arena;
-    struct xl_object obj;
+    struct xlate_record *rec;    /* the decoded object (one reference), NULL before */
+    const struct xl_object *obj; /* &rec->obj, or an empty object of the kind before */
     enum xlate_state parse_state;
     uint64_t label_hash;   /* metadata.labels: Gateway selection depends on it */
     uint64_t claim_hash;   /* creation time + domains (VirtualService) */
@@ -340,13 +343,13 @@ uint64_t xlate_fnv(uint64_t h, const void *p, size_t n);
 uint64_t xlate_fnv_str(uint64_t h, const char *s);
 
 /* xlate_ingest.c: the first half of a pass. */
-/* Offers input object |obj| (kind, digest as in struct xlate_object) to its
- * entry, creating it; a full view (|last_wins| 0) parses it at once, a
- * change (|last_wins| 1) waits for xlate_settle. Returns 1 when |obj| is
- * the very object of the last pass (nothing of it read), 0 otherwise, -1
- * when memory ran out. */
-int xlate_ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *obj, uint64_t digest,
-                     int last_wins);
+/* Offers input object |obj| or record |rec| (kind, digest as in struct
+ * xlate_object) to its entry, creating it; a full view (|last_wins| 0)
+ * decodes it at once, a change (|last_wins| 1) waits for xlate_settle.
+ * Returns 1 when the input is the very one of the last pass (nothing of it
+ * read), 0 otherwise, -1 when memory ran out. */
+int xlate_ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *obj,
+                     const struct xlate_record *rec, uint64_t digest, int last_wins);
 /* Deletes |e|: it leaves every index now and is freed at the end of the
  * pass. Returns 0 or -1. */
 int xlate_delete_entry(struct xlate_ctx *ctx, struct xl_entry *e);

@@ -151,7 +151,7 @@ static int report_gateway(struct xlate_ctx *ctx, struct xl_entry *e)
     struct xl_gw_memo *m = cx_map_get(&ctx->gw_memo, e->key, e->keylen);
     struct plist l = {0};
     char dbuf[700], ok[400];
-    add_errors(&l, &e->obj.errors);
+    add_errors(&l, &e->obj->errors);
     dup_problem(&l, e, dbuf, sizeof(dbuf));
     if (e->gtls)
         add_errors(&l, &e->gtls->errors);
@@ -178,7 +178,7 @@ static int report_virtual_service(struct xlate_ctx *ctx, struct xl_entry *e)
 {
     struct plist l = {0};
     char dbuf[700], ok[1200], nbuf[300];
-    add_errors(&l, &e->obj.errors);
+    add_errors(&l, &e->obj->errors);
     dup_problem(&l, e, dbuf, sizeof(dbuf));
     ok[0] = '\0';
     if (e->parse_state != XLATE_REJECTED) {
@@ -238,7 +238,7 @@ static int report_route_table(struct xlate_ctx *ctx, struct xl_entry *e)
 {
     struct plist l = {0};
     char dbuf[700];
-    add_errors(&l, &e->obj.errors);
+    add_errors(&l, &e->obj->errors);
     dup_problem(&l, e, dbuf, sizeof(dbuf));
     if (e->parse_state != XLATE_REJECTED) {
         /* problems found by the resolutions of the VirtualServices that
@@ -275,7 +275,7 @@ static int report_route_table(struct xlate_ctx *ctx, struct xl_entry *e)
 
 static int report_upstream(struct xlate_ctx *ctx, struct xl_entry *e)
 {
-    const struct xl_upstream *u = &e->obj.u.up;
+    const struct xl_upstream *u = &e->obj->u.up;
     int modes = 0;
     for (size_t i = 0; i < ctx->nlist[XLATE_KIND_GATEWAY]; i++) {
         struct xl_entry *g = ctx->list[XLATE_KIND_GATEWAY][i];
@@ -285,7 +285,7 @@ static int report_upstream(struct xlate_ctx *ctx, struct xl_entry *e)
     }
     struct plist l = {0};
     char dbuf[700], ok[200], lbbuf[300];
-    add_errors(&l, &e->obj.errors);
+    add_errors(&l, &e->obj->errors);
     dup_problem(&l, e, dbuf, sizeof(dbuf));
     ok[0] = '\0';
     if (e->parse_state != XLATE_REJECTED && e->up)
@@ -381,12 +381,12 @@ static struct xlate_report_block *build_block(struct xlate_ctx *ctx)
             const struct xl_entry *e = ctx->list[kind][i];
             struct xlate_report *r = &b->reports[b->n++];
             r->kind = (char *)xlate_kind_name(kind); /* static: not copied */
-            r->generation = e->obj.meta.generation;
+            r->generation = e->obj->meta.generation;
             r->state = e->rep_state;
             r->reason = (char *)e->rep_reason; /* static: not copied */
-            rc |= put_str(&sb, e->obj.meta.ns, &r->namespace);
-            rc |= put_str(&sb, e->obj.meta.name, &r->name);
-            rc |= put_str(&sb, e->obj.meta.uid, &r->uid);
+            rc |= put_str(&sb, e->obj->meta.ns, &r->namespace);
+            rc |= put_str(&sb, e->obj->meta.name, &r->name);
+            rc |= put_str(&sb, e->obj->meta.uid, &r->uid);
             rc |= put_str(&sb, e->rep_msg, &r->message);
         }
     }
@@ -413,8 +413,8 @@ static int report_cmp(const struct xlate_report *r, const struct xl_entry *e)
     int c = strcmp(r->kind, xlate_kind_name(e->kind));
     if (c)
         return c;
-    c = strcmp(r->namespace, e->obj.meta.ns);
-    return c ? c : strcmp(r->name, e->obj.meta.name);
+    c = strcmp(r->namespace, e->obj->meta.ns);
+    return c ? c : strcmp(r->name, e->obj->meta.name);
 }
 
 /* A block patched from the previous one: the reports array is copied
@@ -433,8 +433,8 @@ static struct xlate_report_block *patch_block(struct xlate_ctx *ctx)
             continue;
         if (++nchanged > old->n / 8 + 16)
             return NULL; /* a full build is better */
-        bytes += strlen(xlate_kind_name(e->kind)) + strlen(e->obj.meta.ns) +
-                 strlen(e->obj.meta.name) + (e->obj.meta.uid ? strlen(e->obj.meta.uid) : 0) +
+        bytes += strlen(xlate_kind_name(e->kind)) + strlen(e->obj->meta.ns) +
+                 strlen(e->obj->meta.name) + (e->obj->meta.uid ? strlen(e->obj->meta.uid) : 0) +
                  strlen(e->rep_reason) + strlen(e->rep_msg) + 6;
     }
     struct xlate_report_block *b = calloc(1, sizeof(*b));
@@ -483,12 +483,12 @@ static struct xlate_report_block *patch_block(struct xlate_ctx *ctx)
             return NULL;
         }
         COPY(r->kind, xlate_kind_name(e->kind));
-        COPY(r->namespace, e->obj.meta.ns);
-        COPY(r->name, e->obj.meta.name);
+        COPY(r->namespace, e->obj->meta.ns);
+        COPY(r->name, e->obj->meta.name);
         r->uid = NULL;
-        if (e->obj.meta.uid)
-            COPY(r->uid, e->obj.meta.uid);
-        r->generation = e->obj.meta.generation;
+        if (e->obj->meta.uid)
+            COPY(r->uid, e->obj->meta.uid);
+        r->generation = e->obj->meta.generation;
         r->state = e->rep_state;
         COPY(r->reason, e->rep_reason);
         COPY(r->message, e->rep_msg);

@@ -260,8 +260,8 @@ static int expand_table(struct rctx *rc, struct xl_entry *owner, const char *pat
             snprintf(cyc + o, sizeof(cyc) - o, "%s", rt->key);
         for (size_t k = i; k < rc->depth; k++)
             msg(rc, rc->chain[k], XLATE_REJECTED, XL_R_DELEGATION_CYCLE,
-                "delegation cycle: RouteTable %s (reached from %s/%s)", cyc, rc->vs->obj.meta.ns,
-                rc->vs->obj.meta.name);
+                "delegation cycle: RouteTable %s (reached from %s/%s)", cyc, rc->vs->obj->meta.ns,
+                rc->vs->obj->meta.name);
         rc->cycle_at = rt;
         return -1;
     }
@@ -274,7 +274,7 @@ static int expand_table(struct rctx *rc, struct xl_entry *owner, const char *pat
         return -1;
     }
     /* every route must stay under the delegating prefix */
-    const struct xl_route_table *t = &rt->obj.u.rt;
+    const struct xl_route_table *t = &rt->obj->u.rt;
     int violation = 0;
     for (size_t i = 0; i < t->nroutes; i++) {
         const struct xl_match *m = &t->routes[i].match;
@@ -602,7 +602,7 @@ int xlate_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gatew
                       .res = res,
                       .routes = {ctx->rroutes, 0, ctx->caprroutes},
                       .scratch = ctx->rscratch};
-    const struct xl_virtual_service *vs = &e->obj.u.vs;
+    const struct xl_virtual_service *vs = &e->obj->u.vs;
     struct inherit top = {.case_sensitive = 1};
     expand_routes(&rc, e, vs->routes, vs->nroutes, &top);
     if (mode == XLATE_MODE_PROXYLESS)

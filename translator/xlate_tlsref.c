@@ -36,7 +36,7 @@ static enum xl_reason ref_entry(struct xlate_ctx *ctx, enum xlate_kind kind, con
         return kind == XLATE_KIND_SECRET ? XL_R_SECRET_NOT_FOUND : XL_R_CONFIG_MAP_NOT_FOUND;
     }
     const char *allow =
-        kind == XLATE_KIND_SECRET ? (*e)->obj.u.secret.allow_from : (*e)->obj.u.cm.allow_from;
+        kind == XLATE_KIND_SECRET ? (*e)->obj->u.secret.allow_from : (*e)->obj->u.cm.allow_from;
     if (!xlate_tls_ref_allowed(from, ref->ns, allow)) {
         snprintf(why, n,
                  "%s %s/%s is in another namespace and does not allow references from "
@@ -60,7 +60,7 @@ static enum xl_reason secret_usable(struct xlate_ctx *ctx, const char *from,
     enum xl_reason r = ref_entry(ctx, XLATE_KIND_SECRET, from, ref, &se, why, n);
     if (r != XL_R_NONE)
         return r;
-    const struct xl_secret *s = &se->obj.u.secret;
+    const struct xl_secret *s = &se->obj->u.secret;
     if (s->state != XL_SECRET_OK) {
         snprintf(why, n, "Secret %s/%s: %s", ref->ns, ref->name,
                  s->problem ? s->problem : "unusable");
@@ -84,7 +84,7 @@ static enum xl_reason ca_usable(struct xlate_ctx *ctx, const char *from,
     enum xl_reason r = ref_entry(ctx, XLATE_KIND_CONFIG_MAP, from, ref, &ce, why, n);
     if (r != XL_R_NONE)
         return r;
-    const struct xl_config_map *c = &ce->obj.u.cm;
+    const struct xl_config_map *c = &ce->obj->u.cm;
     const char *v = xlate_config_map_get(c, ref->key);
     if (!v) {
         snprintf(why, n, "ConfigMap %s/%s has no key %s", ref->ns, ref->name, ref->key);
@@ -122,7 +122,7 @@ static int validity(struct xl_errors *e, struct xl_arena *a, const char *path,
      * client certificate to backends */
     const char *used = client ? "presented" : "served";
     const char *peers = client ? "backends" : "clients";
-    const struct xl_cert_info *c = &se->obj.u.secret.cert;
+    const struct xl_cert_info *c = &se->obj->u.secret.cert;
     char t[40];
     switch (xlate_tls_phase(c, now)) {
     case XL_CERT_EXPIRED:
@@ -157,7 +157,7 @@ void xlate_gw_tls_free(struct xl_gw_tls *t)
 
 int xlate_gw_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *gwe)
 {
-    const struct xl_gateway *g = &gwe->obj.u.gw;
+    const struct xl_gateway *g = &gwe->obj->u.gw;
     const struct xl_gateway_tls *tls = xlate_gateway_tls_of(g);
     if (gwe->parse_state == XLATE_REJECTED || g->mode != XLATE_MODE_ENVOY || !tls->enabled) {
         xlate_gw_tls_free(gwe->gtls);
@@ -181,7 +181,7 @@ int xlate_gw_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *gwe)
     if (!t->certs || !t->cert_index || !why || !rs)
         return -1;
     uint64_t d = CX_FNV64_INIT;
-    const char *from = gwe->obj.meta.ns;
+    const char *from = gwe->obj->meta.ns;
     for (size_t i = 0; i < n; i++) {
         struct xl_entry *se;
         rs[i] = secret_usable(ctx, from, &tls->certs[i], &se, why[i], sizeof(why[i]));
@@ -293,7 +293,7 @@ static int dirty_keys(struct xlate_ctx *ctx, const struct cx_map *m)
 int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
                           const char *stat_prefix, uint8_t **out, size_t *len)
 {
-    const struct xl_gateway *g = &gwe->obj.u.gw;
+    const struct xl_gateway *g = &gwe->obj->u.gw;
     const struct xl_gateway_tls *gt = xlate_gateway_tls_of(g);
     const struct xl_gw_tls *t = gwe->gtls;
     struct xl_arena a = {0};
@@ -303,7 +303,7 @@ int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
     int rc = -1;
     size_t total = 0;
     for (size_t i = 0; i < m->nacc; i++)
-        total += m->acc[i].vs->obj.u.vs.ndomains;
+        total += m->acc[i].vs->obj->u.vs.ndomains;
     struct assign *as = xlate_alloc(&a, (total ? total : 1) * sizeof(*as));
     struct xl_tls_chain *chains = xlate_alloc(&a, (t->ncerts ? t->ncerts : 1) * sizeof(*chains));
     int *used = xlate_alloc(&a, (t->ncerts ? t->ncerts : 1) * sizeof(*used));
@@ -314,7 +314,7 @@ int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
     const char *dflt_key = t->certs[0]->key;
     for (size_t i = 0; i < m->nacc; i++) {
         const struct xl_entry *vs = m->acc[i].vs;
-        const struct xl_virtual_service *v = &vs->obj.u.vs;
+        const struct xl_virtual_service *v = &vs->obj->u.vs;
         msg.len = 0;
         for (size_t k = 0; k < v->ndomains; k++) {
             char host[300];
@@ -323,7 +323,7 @@ int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
             size_t best = 0;
             int score = 0;
             for (size_t j = 0; j < t->ncerts && score < 2; j++) {
-                int sc = xlate_tls_cert_covers(&t->certs[j]->obj.u.secret.cert, host);
+                int sc = xlate_tls_cert_covers(&t->certs[j]->obj->u.secret.cert, host);
                 if (sc > score) {
                     score = sc;
                     best = j;
@@ -363,7 +363,7 @@ int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
             goto out;
         for (size_t k = i; k < j; k++)
             names[k - i] = as[k].host;
-        const struct xl_secret *s = &t->certs[as[i].cert]->obj.u.secret;
+        const struct xl_secret *s = &t->certs[as[i].cert]->obj->u.secret;
         chains[nchains++] = (struct xl_tls_chain){
             .name = t->certs[as[i].cert]->key,
             .server_names = names,
@@ -376,7 +376,7 @@ int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
         if (used[j])
             continue;
         char names[300], buf[700];
-        xlate_tls_names_str(&t->certs[j]->obj.u.secret.cert, names, sizeof(names));
+        xlate_tls_names_str(&t->certs[j]->obj->u.secret.cert, names, sizeof(names));
         snprintf(buf, sizeof(buf),
                  "spec.tls.certificates[%zu]: Secret %s covers none of the served domains (it "
                  "names %s); not used",
@@ -384,7 +384,7 @@ int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
         if (!(notes[nnotes++] = strdup(buf)))
             goto out;
     }
-    const struct xl_secret *s0 = &t->certs[0]->obj.u.secret;
+    const struct xl_secret *s0 = &t->certs[0]->obj->u.secret;
     struct xl_tls_chain dflt = {
         .name = "default",
         .cert = {s0->crt, s0->crtlen, s0->key, s0->keylen},
@@ -437,7 +437,7 @@ out:
 int xlate_up_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *e)
 {
     struct xl_up_memo *m = e->up;
-    const struct xl_upstream_tls *tls = xlate_upstream_tls_of(&e->obj.u.up);
+    const struct xl_upstream_tls *tls = xlate_upstream_tls_of(&e->obj->u.up);
     xlate_arena_free(&m->tls_arena);
     memset(&m->tls_errors, 0, sizeof(m->tls_errors));
     m->tls_bad = 0;
@@ -447,7 +447,7 @@ int xlate_up_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *e)
     m->tls_key = k;
     if (!tls->enabled || e->parse_state == XLATE_REJECTED)
         return 0;
-    const char *from = e->obj.meta.ns;
+    const char *from = e->obj->meta.ns;
     char why[600];
     int rc = 0;
     if (tls->has_ca) {

@@ -24,11 +24,20 @@ enum xlate_kind {
     XLATE_KIND_COUNT = 8,
 };
 
-/* One object of the daemon's store. Borrowed for the duration of one
- * xlate_run() call only: the translator copies what it keeps. */
+/* An object decoded once into the form the translator reads
+ * (xlate_record_new in xlate.h): immutable, refcounted, any thread. */
+struct xlate_record;
+
+/* One object of the daemon's store: a record (what the daemon holds), or
+ * the object's JSON, which the translator then decodes into a record
+ * itself. Borrowed for the duration of one xlate_run() call: the
+ * translator takes its own reference to the records it keeps. */
 struct xlate_object {
     enum xlate_kind kind; /* or XLATE_KIND_UNKNOWN */
     const cJSON *obj;     /* the whole object (apiVersion, kind, metadata, spec) */
+    /* when set, |obj| is not read (may be NULL) and kind and digest are
+     * the record's */
+    const struct xlate_record *rec;
     /* Change-significance digest of |obj| (the filters compute one for
      * every stored object; it must cover metadata.namespace/name/labels and
      * spec). Equal digests mean "unchanged": the translator reuses its
@@ -48,14 +57,15 @@ struct xlate_input {
 };
 
 /* One change since the previous pass (xlate_run_changes): an object added
- * or updated (|obj| set), or deleted (|obj| NULL: kind, namespace and name
- * say which). */
+ * or updated (|obj| or |rec| set), or deleted (both NULL: kind, namespace
+ * and name say which). */
 struct xlate_change {
-    enum xlate_kind kind;  /* required for deletions */
-    const cJSON *obj;      /* borrowed for the call, like xlate_object.obj */
-    uint64_t digest;       /* as in struct xlate_object */
-    const char *namespace; /* deletions only */
-    const char *name;      /* deletions only */
+    enum xlate_kind kind;           /* required for deletions */
+    const cJSON *obj;               /* borrowed for the call, like xlate_object.obj */
+    const struct xlate_record *rec; /* or the record, as in struct xlate_object */
+    uint64_t digest;                /* as in struct xlate_object */
+    const char *namespace;          /* deletions only */
+    const char *name;               /* deletions only */
 };
 
 /* Budgets: how much one object may make the translator produce. An object

@@ -101,7 +101,7 @@ static const char *port_list(struct xl_arena *a, const struct xl_service *svc)
 static int collect(struct xl_entry *e, struct xl_up_memo *m, const struct xl_entry *svc,
                    const struct xl_entry_list *sl, struct xl_lb_endpoint **out, size_t *nout)
 {
-    const struct xl_upstream *u = &e->obj.u.up;
+    const struct xl_upstream *u = &e->obj->u.up;
     struct xl_lb_endpoint *eps = NULL;
     size_t n = 0, cap = 0;
     *out = NULL;
@@ -123,7 +123,7 @@ static int collect(struct xl_entry *e, struct xl_up_memo *m, const struct xl_ent
             return -1;
         return 0;
     }
-    const struct xl_service *s = &svc->obj.u.svc;
+    const struct xl_service *s = &svc->obj->u.svc;
     const char *pname = NULL;
     for (size_t i = 0; i < s->nports && !pname; i++)
         if ((u->kube_port_name && strcmp(s->ports[i].name, u->kube_port_name) == 0) ||
@@ -142,7 +142,7 @@ static int collect(struct xl_entry *e, struct xl_up_memo *m, const struct xl_ent
         return 0;
     }
     for (size_t i = 0; sl && i < sl->n; i++) {
-        const struct xl_endpoint_slice *es = &sl->items[i]->obj.u.eps;
+        const struct xl_endpoint_slice *es = &sl->items[i]->obj->u.eps;
         if (es->ip_family == 0)
             continue; /* FQDN slices: EDS needs IP literals */
         uint32_t port = 0;
@@ -200,7 +200,7 @@ done:
 static int encode_cluster(struct xlate_ctx *ctx, struct xl_entry *e, int mode)
 {
     struct xl_up_memo *m = e->up;
-    const struct xl_upstream *u = &e->obj.u.up;
+    const struct xl_upstream *u = &e->obj->u.up;
     enum xl_lb_policy lb = u->lb;
     /* gRPC 1.51 supports ROUND_ROBIN and RING_HASH only (the report warns) */
     if (mode == XLATE_MODE_PROXYLESS && (lb == XL_LB_LEAST_REQUEST || lb == XL_LB_RANDOM))
@@ -221,7 +221,7 @@ static int encode_cluster(struct xlate_ctx *ctx, struct xl_entry *e, int mode)
         tls.min_version = t->min_version;
         tls.max_version = t->max_version;
         if (m->tls_cert) {
-            const struct xl_secret *sec = &m->tls_cert->obj.u.secret;
+            const struct xl_secret *sec = &m->tls_cert->obj->u.secret;
             client = (struct xl_tls_cert){sec->crt, sec->crtlen, sec->key, sec->keylen};
             tls.client = &client;
         }
@@ -240,7 +240,7 @@ int xlate_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e)
 {
     struct xl_up_memo *m = e->up;
     int changed = 0;
-    const struct xl_upstream *u = &e->obj.u.up;
+    const struct xl_upstream *u = &e->obj->u.up;
     if (xlate_up_tls_resolve(ctx, e) != 0)
         return -1;
     if (!xlate_upstream_usable(e)) {

@@ -1,0 +1,35 @@
+/*
+ * xlate_record: an object in the form the translator reads — decoded once,
+ * when it arrives, from its JSON into the typed per-kind record of
+ * xlate_api_types.h (struct xl_object), with its change digest and its
+ * "namespace/name" key. Every string and array of the record lives in one
+ * arena owned by the record (the record's header too), so the JSON can be
+ * freed right after the decode: about 0.8 KB per object of the benchmark
+ * world (bench/bench_translator.c) where its cJSON tree takes about 5 KB.
+ *
+ * Immutable once built and refcounted (atomic): a store and the
+ * translator's context can hold references to the same record, on
+ * different threads, without copies or locks. The functions are declared in
+ * xlate.h and defined in xlate_entry.c.
+ */
+#ifndef XLATE_RECORD_H
+#define XLATE_RECORD_H
+
+#include "xlate_api_types.h"
+#include "xlate_util.h"
+
+#include <stdatomic.h>
+
+struct xlate_record {
+    atomic_int refs;
+    enum xlate_kind kind;
+    enum xlate_state parse_state; /* from obj.errors */
+    uint64_t digest;              /* never 0 */
+    long regex_program_size;      /* the budget it was decoded under (xlate_limits) */
+    struct xl_arena arena;        /* owns this record and everything obj points at */
+    struct xl_object obj;
+    size_t keylen;
+    char key[]; /* "namespace/name" ("default" when the namespace is empty) */
+};
+
+#endif
