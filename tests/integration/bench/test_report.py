@@ -173,7 +173,23 @@ def derived_plots():
                               [2, "warm standby, kill -9, 10k objects"]])
     check_eq(tk[0]["series"][0]["points"], [[0, 3.05, 1], [0, 2.71, 2]])
     check_eq(tk[0]["series"][1]["points"], [[3.05, 3.35, 1], [2.71, 2.95, 2]])
-    for p in el + tk:
+    # the translator's: CPU time when every full row has it, the rows with
+    # cJSON inputs as a series of their own; wall time otherwise
+    tr = rep.derived_plots({"benchmark": "translator", "rows": [
+        {"case": "full, 1k VirtualServices", "p50_ms": 90.0, "cpu_ms": 9.0,
+         "baseline_cpu_ms": 5.0},
+        {"case": "full, 10k VirtualServices", "p50_ms": 900.0, "cpu_ms": 90.0,
+         "baseline_cpu_ms": 50.0},
+        {"case": "cJSON inputs: full, 10k VirtualServices", "p50_ms": 1900.0,
+         "cpu_ms": 190.0, "baseline_cpu_ms": 50.0}]})
+    trs = {s["label"]: s["points"] for s in tr[0]["series"]}
+    check_eq(trs, {"full translation (CPU, median)": [[1000, 9.0], [10000, 90.0]],
+                   "full translation from cJSON inputs (CPU, median)": [[10000, 190.0]],
+                   "baseline: cJSON_Parse of the inputs": [[1000, 5.0], [10000, 50.0]]})
+    wall = rep.derived_plots(GOOD)
+    check_eq([s["label"] for s in wall[0]["series"]],
+             ["full translation (wall, p50)", "baseline: cJSON_Parse of the inputs"])
+    for p in el + tk + tr:
         rep.validate_plot("x", p)
     tmp = tempfile.mkdtemp(prefix="bench-report-")
     try:
