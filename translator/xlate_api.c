@@ -48,6 +48,7 @@ static const char *const reason_names[XL_R_COUNT] = {
     [XL_R_DOMAIN_NOT_COVERED] = "DomainNotCovered",
     [XL_R_CERT_UNUSED] = "CertificateUnused",
     [XL_R_BUDGET] = "BudgetExceeded",
+    [XL_R_HASH_IGNORED] = "HashPolicyIgnored",
 };
 
 const char *xlate_reason_name(enum xl_reason r)
@@ -358,11 +359,35 @@ static void parse_virtual_service(struct pctx *p, const cJSON *spec)
     xlate_parse_routes(p, f[1], &vs->routes, &vs->nroutes);
 }
 
+/* spec.ringHash: Envoy's RingHashLbConfig sizes, each 1-8M, minimum at
+ * most maximum; only with lbPolicy RingHash (Envoy refuses a ring_hash
+ * config on another policy). Called after lbPolicy is parsed. */
+static void parse_ring_hash(struct pctx *p, const cJSON *ring, struct xl_upstream *u)
+{
+    static const char *const allowed[] = {"minimumRingSize", "maximumRingSize", NULL};
+    size_t o = push_lit(p, ".ringHash");
+    xlate_check_fields(p, ring, allowed);
+    uint64_t lo = 0, hi = 0;
+    int hlo = get_uint(p, ring, "minimumRingSize", 0, 1, XLATE_MAX_RING_SIZE, XL_R_INVALID_SPEC,
+                       &lo) == 1;
+    int hhi = get_uint(p, ring, "maximumRingSize", 0, 1, XLATE_MAX_RING_SIZE, XL_R_INVALID_SPEC,
+                       &hi) == 1;
+    if (hlo && hhi && lo > hi)
+        REJECT(p, XL_R_INVALID_SPEC,
+               "minimumRingSize (%llu) must not be greater than maximumRingSize (%llu)",
+               (unsigned long long)lo, (unsigned long long)hi);
+    if (u->lb != XL_LB_RING_HASH)
+        REJECT(p, XL_R_INVALID_SPEC, "needs lbPolicy: RingHash");
+    u->ring_min = (uint32_t)lo;
+    u->ring_max = (uint32_t)hi;
+    pop(p, o);
+}
+
 static void parse_upstream(struct pctx *p, const cJSON *spec)
 {
     struct xl_upstream *u = &p->o->u.up;
-    static const char *const allowed[] = {"kube",           "static", "lbPolicy",
-                                          "connectTimeout", "tls",    NULL};
+    static const char *const allowed[] = {"kube", "static",   "lbPolicy", "connectTimeout",
+                                          "tls",  "ringHash", NULL};
     xlate_check_fields(p, spec, allowed);
     const cJSON *kube = get(spec, "kube"), *st = get(spec, "static");
     if (kube && st) {
@@ -458,20 +483,25 @@ static void parse_upstream(struct pctx *p, const cJSON *spec)
     }
     char *lb = NULL;
     if (get_str(p, spec, "lbPolicy", 0, &lb) == 1) {
-        static const char *const names[] = {"RoundRobin", "LeastRequest", "RingHash", "Random"};
+        static const char *const names[] = {"RoundRobin", "LeastRequest", "RingHash", "Random",
+                                            "Maglev"};
         int found = -1;
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < 5; i++)
             if (strcmp(lb, names[i]) == 0)
                 found = i;
         if (found < 0) {
             size_t o = push_lit(p, ".lbPolicy");
             REJECT(p, XL_R_INVALID_SPEC,
-                   "must be one of RoundRobin, LeastRequest, RingHash, Random; got \"%s\"", lb);
+                   "must be one of RoundRobin, LeastRequest, RingHash, Random, Maglev; got \"%s\"",
+                   lb);
             pop(p, o);
         } else {
             u->lb = (enum xl_lb_policy)found;
         }
     }
+    const cJSON *ring = get_obj(p, spec, "ringHash", 0);
+    if (ring)
+        parse_ring_hash(p, ring, u);
     if (get_duration(p, spec, "connectTimeout", &u->connect_timeout_ns) == 1) {
         u->has_connect_timeout = 1;
         if (u->connect_timeout_ns <= 0) {

@@ -203,16 +203,114 @@ static void parse_retries(struct pctx *p, const cJSON *v, struct xl_route *r)
     pop(p, o);
 }
 
-static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
+/* One hashPolicy entry: exactly one of header, cookie, sourceIP (true) or
+ * queryParameter, and terminal. Names are HTTP tokens (a header may be a
+ * pseudo header such as :authority); a cookie's ttl is >= 0 (0: a session
+ * cookie) and its path starts with "/". */
+static void parse_hash(struct pctx *p, const cJSON *v, struct xl_hash_policy *h)
 {
-    static const char *const allowed[] = {"match",   "upstream", "weighted",      "delegate",
-                                          "timeout", "retries",  "prefixRewrite", NULL};
+    static const char *const allowed[] = {"header", "cookie",   "sourceIP",
+                                          "queryParameter", "terminal", NULL};
     if (!cJSON_IsObject(v)) {
         REJECT(p, XL_R_INVALID_SPEC, "must be an object, got %s", jtype(v));
         return;
     }
-    enum { F_MATCH, F_UPSTREAM, F_WEIGHTED, F_DELEGATE, F_TIMEOUT, F_RETRIES, F_REWRITE };
-    const cJSON *f[7];
+    const cJSON *f[5];
+    xlate_fields(p, v, allowed, f);
+    bool_v(p, f[4], "terminal", &h->terminal);
+    int n = !!f[0] + !!f[1] + !!f[2] + !!f[3];
+    if (n != 1) {
+        REJECT(p, XL_R_INVALID_SPEC,
+               n ? "header, cookie, sourceIP and queryParameter are mutually exclusive"
+                 : "one of header, cookie, sourceIP or queryParameter is required");
+        return;
+    }
+    if (f[0]) {
+        h->kind = XL_HASH_HEADER;
+        if (str_v(p, f[0], "header", 1, &h->name) == 1) {
+            if (!xlate_header_name_ok(h->name))
+                REJECT_AT(p, "header", XL_R_INVALID_SPEC, "\"%s\" is not a valid header name",
+                          h->name);
+            /* header names are case-insensitive; gRPC metadata keys are
+             * lower case and compared as they are */
+            for (char *c = h->name; c && *c; c++)
+                if (*c >= 'A' && *c <= 'Z')
+                    *c = (char)(*c - 'A' + 'a');
+        }
+    } else if (f[2]) {
+        h->kind = XL_HASH_SOURCE_IP;
+        int on = 0;
+        if (bool_v(p, f[2], "sourceIP", &on) == 1 && !on)
+            REJECT_AT(p, "sourceIP", XL_R_INVALID_SPEC,
+                      "false hashes nothing; leave the entry out");
+    } else if (f[3]) {
+        h->kind = XL_HASH_QUERY;
+        if (str_v(p, f[3], "queryParameter", 1, &h->name) == 1 && xlate_has_ctl(h->name))
+            REJECT_AT(p, "queryParameter", XL_R_INVALID_SPEC,
+                      "must not contain control characters");
+    } else {
+        h->kind = XL_HASH_COOKIE;
+        const cJSON *c = obj_v(p, f[1], "cookie", 1);
+        if (!c)
+            return;
+        size_t o = push_lit(p, ".cookie");
+        static const char *const callowed[] = {"name", "ttl", "path", NULL};
+        xlate_check_fields(p, c, callowed);
+        if (get_str(p, c, "name", 1, &h->name) == 1 &&
+            (h->name[0] == ':' || !xlate_header_name_ok(h->name)))
+            REJECT_AT(p, "name", XL_R_INVALID_SPEC, "\"%s\" is not a valid cookie name",
+                      h->name);
+        if (get_duration(p, c, "ttl", &h->cookie_ttl_ns) == 1) {
+            h->has_ttl = 1;
+            if (h->cookie_ttl_ns < 0)
+                REJECT_AT(p, "ttl", XL_R_INVALID_SPEC, "must not be negative");
+        }
+        if (get_str(p, c, "path", 0, &h->cookie_path) == 1 &&
+            (h->cookie_path[0] != '/' || xlate_has_ctl(h->cookie_path) ||
+             strchr(h->cookie_path, ';')))
+            REJECT_AT(p, "path", XL_R_INVALID_SPEC,
+                      "must start with \"/\" and hold no control character nor \";\"");
+        pop(p, o);
+    }
+}
+
+static void parse_hashes(struct pctx *p, const cJSON *v, struct xl_route *r)
+{
+    const cJSON *arr = arr_v(p, v, "hashPolicy", 0, XLATE_MAX_HASH);
+    if (!arr)
+        return;
+    r->nhash = cx_json_count(arr);
+    if (!r->nhash) {
+        REJECT_AT(p, "hashPolicy", XL_R_INVALID_SPEC, "must not be empty");
+        return;
+    }
+    r->hash = palloc(p, r->nhash * sizeof(*r->hash));
+    if (!r->hash) {
+        r->nhash = 0;
+        return;
+    }
+    memset(r->hash, 0, r->nhash * sizeof(*r->hash));
+    size_t i = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr)
+    {
+        size_t o = xlate_path_push(p, ".hashPolicy[%zu]", i);
+        parse_hash(p, e, &r->hash[i++]);
+        pop(p, o);
+    }
+}
+
+static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
+{
+    static const char *const allowed[] = {"match",   "upstream", "weighted",      "delegate",
+                                          "timeout", "retries",  "prefixRewrite", "hashPolicy",
+                                          NULL};
+    if (!cJSON_IsObject(v)) {
+        REJECT(p, XL_R_INVALID_SPEC, "must be an object, got %s", jtype(v));
+        return;
+    }
+    enum { F_MATCH, F_UPSTREAM, F_WEIGHTED, F_DELEGATE, F_TIMEOUT, F_RETRIES, F_REWRITE, F_HASH };
+    const cJSON *f[8];
     xlate_fields(p, v, allowed, f);
     const cJSON *m = obj_v(p, f[F_MATCH], "match", 0);
     size_t o = push_lit(p, ".match");
@@ -325,6 +423,7 @@ static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
         parse_retries(p, rt, r);
         pop(p, o);
     }
+    parse_hashes(p, f[F_HASH], r);
     if (str_v(p, f[F_REWRITE], "prefixRewrite", 0, &r->prefix_rewrite) == 1) {
         o = push_lit(p, ".prefixRewrite");
         if (r->match.kind == XL_PATH_REGEX)

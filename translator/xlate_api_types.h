@@ -35,6 +35,8 @@ struct filter_selector;
 #define XLATE_MAX_DELEGATION   8  /* RouteTable nesting depth */
 #define XLATE_MAX_CERTIFICATES 64 /* Gateway spec.tls.certificates */
 #define XLATE_MAX_SANS         64 /* Upstream spec.tls.subjectAltNames */
+#define XLATE_MAX_HASH         8  /* route hashPolicy entries */
+#define XLATE_MAX_RING_SIZE    8388608 /* Envoy's RingHashLbConfig bound (8M) */
 /* RE2 program sizes of one object's regexes, added up: past it the rest
  * are not compiled and the object is Rejected (RegexProgramSize). Bounds
  * the RE2 work one object costs: ~1,000 regexes at Envoy's default limit. */
@@ -80,6 +82,7 @@ enum xl_reason {
     XL_R_DOMAIN_NOT_COVERED,    /* DomainNotCovered: no certificate names the domain */
     XL_R_CERT_UNUSED,           /* CertificateUnused: covers no served domain */
     XL_R_BUDGET,                /* BudgetExceeded: over a struct xlate_limits budget */
+    XL_R_HASH_IGNORED,          /* HashPolicyIgnored: the Upstream does not balance by hash */
     XL_R_COUNT,
 };
 
@@ -163,8 +166,28 @@ struct xl_delegate {
     struct filter_selector *selector; /* by labels, or NULL (freed with the object) */
 };
 
+/* What a hash policy hashes; the numbers are the fields of Envoy's
+ * RouteAction.HashPolicy. */
+enum xl_hash_kind {
+    XL_HASH_HEADER = 1,
+    XL_HASH_COOKIE = 2,
+    XL_HASH_SOURCE_IP = 3, /* connection_properties.source_ip */
+    XL_HASH_QUERY = 5,
+};
+
+struct xl_hash_policy {
+    enum xl_hash_kind kind;
+    char *name;        /* header, cookie or query parameter name; NULL for source IP */
+    char *cookie_path; /* or NULL */
+    int64_t cookie_ttl_ns;
+    int has_ttl; /* a cookie is generated when absent */
+    int terminal;
+};
+
 struct xl_route {
     struct xl_match match;
+    struct xl_hash_policy *hash; /* spec order; inherited by delegated routes without one */
+    size_t nhash;
     enum xl_action_kind action;
     int has_retries;
     struct xl_ref upstream;
@@ -260,6 +283,7 @@ enum xl_lb_policy {
     XL_LB_LEAST_REQUEST = 1,
     XL_LB_RING_HASH = 2,
     XL_LB_RANDOM = 3,
+    XL_LB_MAGLEV = 4,
 };
 
 struct xl_static_host {
@@ -276,6 +300,7 @@ struct xl_upstream {
     struct xl_static_host *hosts;
     size_t nhosts;
     enum xl_lb_policy lb;
+    uint32_t ring_min, ring_max; /* ringHash sizes; 0: not set (Envoy's defaults) */
     int64_t connect_timeout_ns;
     int has_connect_timeout;
     struct xl_upstream_tls *tls; /* like xl_gateway.tls: xlate_upstream_tls_of */

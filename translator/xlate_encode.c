@@ -171,6 +171,45 @@ static void enc_route_match(struct cx_wire *w, const struct xl_rroute *r)
     cx_wire_close(w, 1, mark);      /* Route.match */
 }
 
+/* RouteAction.hash_policy: one HashPolicy, its fields in number order
+ * (header 1, cookie 2, connection_properties 3, terminal 4,
+ * query_parameter 5), so back to front from 5. */
+static void enc_hash_policy(struct cx_wire *w, const struct xl_hash_policy *h)
+{
+    size_t mark = cx_wire_mark(w), m2;
+    if (h->kind == XL_HASH_QUERY) {
+        m2 = cx_wire_mark(w);
+        cx_wire_str3(w, 1, h->name);
+        cx_wire_close(w, 5, m2); /* query_parameter {name} */
+    }
+    if (h->terminal)
+        cx_wire_uint(w, 4, 1); /* terminal */
+    switch (h->kind) {
+    case XL_HASH_SOURCE_IP:
+        m2 = cx_wire_mark(w);
+        cx_wire_uint(w, 1, 1);   /* source_ip: true */
+        cx_wire_close(w, 3, m2); /* connection_properties */
+        break;
+    case XL_HASH_COOKIE:
+        m2 = cx_wire_mark(w);
+        if (h->cookie_path)
+            cx_wire_str3(w, 3, h->cookie_path); /* path */
+        if (h->has_ttl)
+            cx_wire_duration(w, 2, h->cookie_ttl_ns); /* ttl: 0 makes a session cookie */
+        cx_wire_str3(w, 1, h->name);
+        cx_wire_close(w, 2, m2); /* cookie */
+        break;
+    case XL_HASH_HEADER:
+        m2 = cx_wire_mark(w);
+        cx_wire_str3(w, 1, h->name); /* header_name */
+        cx_wire_close(w, 1, m2);     /* header */
+        break;
+    case XL_HASH_QUERY:
+        break;
+    }
+    cx_wire_close(w, 15, mark); /* RouteAction.hash_policy */
+}
+
 static void enc_route_action(struct cx_wire *w, const struct xl_rroute *r,
                              enum xlate_gateway_mode mode)
 {
@@ -181,6 +220,8 @@ static void enc_route_action(struct cx_wire *w, const struct xl_rroute *r,
         cx_wire_duration(w, 1, r->timeout_ns);
         cx_wire_close(w, 36, m2); /* max_stream_duration */
     }
+    for (size_t i = r->nhash; i-- > 0;)
+        enc_hash_policy(w, r->hash[i]);
     if (r->has_retries) {
         size_t m2 = cx_wire_mark(w);
         cx_wire_wrapped(w, 2, r->retry_attempts); /* num_retries */
@@ -597,6 +638,17 @@ int xlate_encode_cluster_tls(const char *name, enum xl_lb_policy lb, int64_t con
                              int has_connect_timeout, const struct xl_upstream_tls_enc *tls,
                              uint8_t **out, size_t *len)
 {
+    const struct xl_cluster_enc c = {.lb = lb,
+                                     .connect_timeout_ns = connect_timeout_ns,
+                                     .has_connect_timeout = has_connect_timeout,
+                                     .tls = tls};
+    return xlate_encode_cluster_ex(name, &c, out, len);
+}
+
+int xlate_encode_cluster_ex(const char *name, const struct xl_cluster_enc *c, uint8_t **out,
+                            size_t *len)
+{
+    const struct xl_upstream_tls_enc *tls = c->tls;
     /* one per Upstream and mode: written back to front like virtual hosts;
      * the transport socket (TLS, rare) is packed by protobuf-c and put in
      * as it is */
@@ -618,8 +670,16 @@ int xlate_encode_cluster_tls(const char *name, enum xl_lb_policy lb, int64_t con
         }
         cx_wire_close(&w, 24, mark); /* transport_socket */
     }
+    if (c->lb == XL_LB_RING_HASH && (c->ring_min || c->ring_max)) {
+        size_t mark = cx_wire_mark(&w); /* ring_hash_lb_config: UInt64Value sizes */
+        if (c->ring_max)
+            cx_wire_wrapped(&w, 4, c->ring_max); /* maximum_ring_size */
+        if (c->ring_min)
+            cx_wire_wrapped(&w, 1, c->ring_min); /* minimum_ring_size */
+        cx_wire_close(&w, 23, mark);
+    }
     uint64_t policy = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__ROUND_ROBIN;
-    switch (lb) {
+    switch (c->lb) {
     case XL_LB_ROUND_ROBIN:
         break;
     case XL_LB_LEAST_REQUEST:
@@ -631,11 +691,14 @@ int xlate_encode_cluster_tls(const char *name, enum xl_lb_policy lb, int64_t con
     case XL_LB_RANDOM:
         policy = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RANDOM;
         break;
+    case XL_LB_MAGLEV:
+        policy = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__MAGLEV;
+        break;
     }
     if (policy)
         cx_wire_uint(&w, 6, policy); /* lb_policy */
-    if (has_connect_timeout)
-        cx_wire_duration(&w, 4, connect_timeout_ns); /* connect_timeout */
+    if (c->has_connect_timeout)
+        cx_wire_duration(&w, 4, c->connect_timeout_ns); /* connect_timeout */
     size_t eds = cx_wire_mark(&w), src = eds;
     /* eds_cluster_config.eds_config: ADS, resources of API v3 */
     cx_wire_uint(&w, 6, ENVOY__CONFIG__CORE__V3__API_VERSION__V3); /* resource_api_version */

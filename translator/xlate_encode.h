@@ -60,6 +60,8 @@ struct xl_rroute {
     const char *retry_on;
     int has_retries;
     const char *prefix_rewrite;
+    const struct xl_hash_policy *const *hash; /* RouteAction.hash_policy, in order */
+    size_t nhash;
 };
 
 /* One VirtualHost, at most |max_bytes| long (0: no cap). Returns 0, -1
@@ -156,6 +158,20 @@ __attribute__((warn_unused_result)) int
 xlate_encode_cluster_tls(const char *name, enum xl_lb_policy lb, int64_t connect_timeout_ns,
                          int has_connect_timeout, const struct xl_upstream_tls_enc *tls,
                          uint8_t **out, size_t *len);
+
+/* Everything an EDS Cluster carries besides its name. */
+struct xl_cluster_enc {
+    enum xl_lb_policy lb;
+    uint32_t ring_min, ring_max; /* ring_hash_lb_config sizes (RING_HASH); 0: not written */
+    int64_t connect_timeout_ns;
+    int has_connect_timeout;
+    const struct xl_upstream_tls_enc *tls; /* or NULL */
+};
+
+/* The EDS Cluster |name| as |c| says (the two above are this). */
+__attribute__((warn_unused_result)) int xlate_encode_cluster_ex(const char *name,
+                                                                const struct xl_cluster_enc *c,
+                                                                uint8_t **out, size_t *len);
 
 struct xl_lb_endpoint {
     const char *address; /* IP literal */

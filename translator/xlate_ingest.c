@@ -685,12 +685,15 @@ static int refresh_upstream(struct xlate_ctx *ctx, struct xl_entry *e)
     if (rc < 0)
         return -1;
     int exists = !e->deleted, valid = exists && xlate_upstream_usable(e);
-    if (exists != e->up_exists || valid != e->up_valid) {
-        /* what routes read: whether it is there and usable */
+    int hashing = valid && xlate_upstream_hashing(&e->obj.u.up);
+    if (exists != e->up_exists || valid != e->up_valid || hashing != e->up_hashing) {
+        /* what routes read: whether it is there and usable, and whether
+         * their hash policies apply */
         if (mark_dep(ctx, 'U', e->key) != 0)
             return -1;
         e->up_exists = exists;
         e->up_valid = valid;
+        e->up_hashing = hashing;
         rc = 1;
     }
     if (rc && touch(ctx, &ctx->up_touched, e) != 0)

@@ -138,6 +138,7 @@ struct xl_entry {
     struct xl_up_memo *up;
     struct xl_entry_list contrib; /* RouteTable: VirtualServices with problems about it */
     int up_exists, up_valid;      /* Upstream: what dependants saw last */
+    int up_hashing;               /* ... and whether it balances by hash (routes' hashPolicy) */
     struct xl_gw_tls *gtls;       /* Gateway with spec.tls (envoy mode), else NULL */
     int cert_phase;               /* Secret: enum xl_cert_phase at the last pass's time */
     /* report memo */
@@ -284,6 +285,14 @@ void xlate_up_memo_free(struct xl_up_memo *m);
 static inline int xlate_upstream_usable(const struct xl_entry *up)
 {
     return up->parse_state != XLATE_REJECTED && !(up->up && up->up->tls_bad);
+}
+
+/* 1 if Upstream |u| balances by hash, so that routes' hash policies
+ * choose its endpoints (Envoy's RING_HASH and MAGLEV; proxyless Gateways
+ * get RING_HASH for both). */
+static inline int xlate_upstream_hashing(const struct xl_upstream *u)
+{
+    return u->lb == XL_LB_RING_HASH || u->lb == XL_LB_MAGLEV;
 }
 
 /* xlate_tlsref.c: resolves |gwe|'s spec.tls (envoy mode) into gwe->gtls for

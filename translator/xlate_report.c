@@ -304,6 +304,10 @@ static int report_upstream(struct xlate_ctx *ctx, struct xl_entry *e)
                      u->lb == XL_LB_RANDOM ? "Random" : "LeastRequest");
             add(&l, XLATE_WARNING, XL_R_UNSUPPORTED, lbbuf);
         }
+        if ((modes & (1 << XLATE_MODE_PROXYLESS)) && u->lb == XL_LB_MAGLEV)
+            add(&l, XLATE_WARNING, XL_R_UNSUPPORTED,
+                "spec.lbPolicy: Maglev is not supported by proxyless gRPC clients; their "
+                "Gateways get RingHash (also a consistent hash: hash policies keep working)");
         xlate_cat(xlate_cat_u(ok, ok + sizeof(ok), e->up->nendpoints), ok + sizeof(ok),
                   e->up->nendpoints == 1 ? " endpoint" : " endpoints");
     }

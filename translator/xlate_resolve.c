@@ -187,6 +187,7 @@ struct inherit {
     struct hdrs headers;
     const struct xl_route *timeout_from; /* nearest delegating route with a timeout */
     const struct xl_route *retries_from; /* ... with retries */
+    const struct xl_route *hash_from;    /* ... with a hashPolicy */
 };
 
 /* Upstream |ref| as seen from |owner|: the entry, or NULL (a message says
@@ -315,6 +316,7 @@ static int expand_table(struct rctx *rc, struct xl_entry *owner, const char *pat
         .headers = {h, nh},
         .timeout_from = parent->has_timeout ? parent : in->timeout_from,
         .retries_from = parent->has_retries ? parent : in->retries_from,
+        .hash_from = parent->nhash ? parent : in->hash_from,
     };
     size_t mark = rc->routes.n;
     rc->chain[rc->depth++] = rt;
@@ -377,6 +379,77 @@ static int grpc_condition(const char *s, size_t n)
     return 0;
 }
 
+static const char *const hash_kind_name[] = {
+    [XL_HASH_HEADER] = "header",
+    [XL_HASH_COOKIE] = "cookie",
+    [XL_HASH_SOURCE_IP] = "sourceIP",
+    [XL_HASH_QUERY] = "queryParameter",
+};
+
+/* gRPC clients hash on request headers only (gRFC A42: other policy types
+ * are skipped) and never on binary (-bin) headers. */
+static int grpc_hashes(const struct xl_hash_policy *h)
+{
+    if (h->kind != XL_HASH_HEADER)
+        return 0;
+    size_t n = strlen(h->name);
+    return n < 4 || strcasecmp(h->name + n - 4, "-bin") != 0;
+}
+
+/* Proxyless: warns about |owner|'s route |path| hash policies that gRPC
+ * clients skip (they are left out of what those Gateways get). */
+static void hash_warnings(struct rctx *rc, struct xl_entry *owner, const char *path,
+                          const struct xl_route *r)
+{
+    if (rc->mode != XLATE_MODE_PROXYLESS)
+        return;
+    for (size_t i = 0; i < r->nhash; i++) {
+        const struct xl_hash_policy *h = &r->hash[i];
+        if (grpc_hashes(h))
+            continue;
+        if (h->kind == XL_HASH_HEADER)
+            msg(rc, owner, XLATE_WARNING, XL_R_UNSUPPORTED,
+                "%s.hashPolicy[%zu].header: proxyless gRPC clients do not hash on binary (-bin) "
+                "headers; left out",
+                path, i);
+        else
+            msg(rc, owner, XLATE_WARNING, XL_R_UNSUPPORTED,
+                "%s.hashPolicy[%zu].%s: proxyless gRPC clients hash on headers only; left out",
+                path, i, hash_kind_name[h->kind]);
+    }
+}
+
+/* The hash policies route |out| is written with (|from|'s, filtered for
+ * proxyless clients), and a Warning on |owner| when one of the Upstreams
+ * it sends to (|ups|, |nups|) does not balance by hash. */
+static void set_hashes(struct rctx *rc, struct xl_entry *owner, const char *path,
+                       const struct xl_route *from, struct xl_entry *const *ups, size_t nups,
+                       struct xl_rroute *out)
+{
+    const struct xl_hash_policy **h = xlate_alloc(&rc->scratch, from->nhash * sizeof(*h));
+    if (!h) {
+        rc->oom = 1;
+        return;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < from->nhash; i++)
+        if (rc->mode != XLATE_MODE_PROXYLESS || grpc_hashes(&from->hash[i]))
+            h[n++] = &from->hash[i];
+    out->hash = h;
+    out->nhash = n;
+    static const char *const lb_name[] = {[XL_LB_ROUND_ROBIN] = "RoundRobin",
+                                          [XL_LB_LEAST_REQUEST] = "LeastRequest",
+                                          [XL_LB_RANDOM] = "Random"};
+    for (size_t i = 0; i < nups; i++) {
+        const struct xl_upstream *u = &ups[i]->obj.u.up;
+        if (!xlate_upstream_hashing(u))
+            msg(rc, owner, XLATE_WARNING, XL_R_HASH_IGNORED,
+                "%s: Upstream %s balances with %s, so the hashPolicy has no effect on it "
+                "(hashing needs lbPolicy RingHash or Maglev)",
+                path, ups[i]->key, lb_name[u->lb]);
+    }
+}
+
 static void expand_routes(struct rctx *rc, struct xl_entry *owner, const struct xl_route *routes,
                           size_t n, const struct inherit *in)
 {
@@ -386,11 +459,13 @@ static void expand_routes(struct rctx *rc, struct xl_entry *owner, const struct 
         xlate_cat(xlate_cat_u(xlate_cat(path, path + sizeof(path), "spec.routes["),
                               path + sizeof(path), i),
                   path + sizeof(path), "]");
+        hash_warnings(rc, owner, path, r);
         if (r->action == XL_ACT_DELEGATE) {
             delegate(rc, owner, path, r, in);
             continue;
         }
         const char *cluster = NULL;
+        struct xl_entry *single = NULL;
         struct xl_cluster_weight *wc = NULL;
         size_t nwc = 0;
         uint64_t total = 0;
@@ -400,6 +475,7 @@ static void expand_routes(struct rctx *rc, struct xl_entry *owner, const struct 
                 continue;
             use_upstream(rc, up);
             cluster = up->key;
+            single = up;
         } else {
             wc = xlate_alloc(&rc->scratch, r->nweighted * sizeof(*wc));
             if (!wc) {
@@ -497,6 +573,24 @@ static void expand_routes(struct rctx *rc, struct xl_entry *owner, const struct 
             out->retry_on = rfrom->retry_on;
         }
         out->prefix_rewrite = r->prefix_rewrite;
+        const struct xl_route *hfrom = r->nhash ? r : in->hash_from;
+        if (hfrom) {
+            struct xl_entry **ups = single ? &single : NULL;
+            size_t nups = single ? 1 : 0;
+            if (!single && nwc) {
+                ups = xlate_alloc(&rc->scratch, r->nweighted * sizeof(*ups));
+                if (!ups) {
+                    rc->oom = 1;
+                    return;
+                }
+                for (size_t k = 0; k < r->nweighted; k++)
+                    if (r->weighted[k].weight)
+                        ups[nups++] = xlate_find(rc->ctx, XLATE_KIND_UPSTREAM,
+                                                 r->weighted[k].upstream.ns,
+                                                 r->weighted[k].upstream.name);
+            }
+            set_hashes(rc, owner, path, hfrom, ups, nups, out);
+        }
     }
 }
 

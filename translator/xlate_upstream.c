@@ -202,9 +202,13 @@ static int encode_cluster(struct xlate_ctx *ctx, struct xl_entry *e, int mode)
     struct xl_up_memo *m = e->up;
     const struct xl_upstream *u = &e->obj->u.up;
     enum xl_lb_policy lb = u->lb;
-    /* gRPC 1.51 supports ROUND_ROBIN and RING_HASH only (the report warns) */
+    /* gRPC 1.51 supports ROUND_ROBIN and RING_HASH only (the report warns):
+     * Maglev, a consistent hash too, becomes RING_HASH so that routes'
+     * hash policies keep their meaning */
     if (mode == XLATE_MODE_PROXYLESS && (lb == XL_LB_LEAST_REQUEST || lb == XL_LB_RANDOM))
         lb = XL_LB_ROUND_ROBIN;
+    if (mode == XLATE_MODE_PROXYLESS && lb == XL_LB_MAGLEV)
+        lb = XL_LB_RING_HASH;
     uint8_t *bytes = NULL;
     size_t len = 0;
     /* TLS to the endpoints: envoy mode only (gRPC clients take theirs from
@@ -226,9 +230,13 @@ static int encode_cluster(struct xlate_ctx *ctx, struct xl_entry *e, int mode)
             tls.client = &client;
         }
     }
-    if (xlate_encode_cluster_tls(e->key, lb, u->connect_timeout_ns, u->has_connect_timeout,
-                                 t->enabled && mode == XLATE_MODE_ENVOY ? &tls : NULL, &bytes,
-                                 &len) != 0)
+    const struct xl_cluster_enc c = {.lb = lb,
+                                     .ring_min = u->ring_min,
+                                     .ring_max = u->ring_max,
+                                     .connect_timeout_ns = u->connect_timeout_ns,
+                                     .has_connect_timeout = u->has_connect_timeout,
+                                     .tls = t->enabled && mode == XLATE_MODE_ENVOY ? &tls : NULL};
+    if (xlate_encode_cluster_ex(e->key, &c, &bytes, &len) != 0)
         return -1;
     int rc = swap_resource(ctx, &m->cluster[mode], XDS_CLUSTER, e->key, bytes, len);
     if (rc >= 0)

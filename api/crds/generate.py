@@ -171,6 +171,28 @@ MATCH = {
                                  {"required": ["regex"]}]}}],
 }
 
+HASH_POLICY = {
+    "type": "object",
+    "properties": {
+        "header": {"type": "string", "minLength": 1, "maxLength": 256,
+                   "pattern": r"^:?[-!#$%&'*+.^_`|~0-9A-Za-z]+$"},
+        "cookie": {
+            "type": "object", "required": ["name"],
+            "properties": {
+                "name": {"type": "string", "minLength": 1, "maxLength": 256,
+                         "pattern": r"^[-!#$%&'*+.^_`|~0-9A-Za-z]+$"},
+                "ttl": {"type": "string", "pattern": DURATION["pattern"]},
+                "path": {"type": "string", "pattern": "^/[^;]*$", "maxLength": 1024},
+            },
+        },
+        "sourceIP": {"type": "boolean", "enum": [True]},
+        "queryParameter": {"type": "string", "minLength": 1, "maxLength": 256},
+        "terminal": {"type": "boolean", "default": False},
+    },
+    "oneOf": [{"required": ["header"]}, {"required": ["cookie"]}, {"required": ["sourceIP"]},
+              {"required": ["queryParameter"]}],
+}
+
 ROUTE = {
     "_block": "route",
     "type": "object",
@@ -198,6 +220,7 @@ ROUTE = {
             },
         },
         "prefixRewrite": {"type": "string"},
+        "hashPolicy": {"type": "array", "minItems": 1, "maxItems": 8, "items": HASH_POLICY},
     },
     "oneOf": [{"required": ["upstream"]}, {"required": ["weighted"]}, {"required": ["delegate"]}],
 }
@@ -299,7 +322,17 @@ SPECS = {
                     },
                 },
                 "lbPolicy": {"type": "string", "default": "RoundRobin",
-                             "enum": ["RoundRobin", "LeastRequest", "RingHash", "Random"]},
+                             "enum": ["RoundRobin", "LeastRequest", "RingHash", "Random",
+                                      "Maglev"]},
+                "ringHash": {
+                    "type": "object",
+                    "properties": {
+                        "minimumRingSize": {"type": "integer", "minimum": 1,
+                                            "maximum": 8388608},
+                        "maximumRingSize": {"type": "integer", "minimum": 1,
+                                            "maximum": 8388608},
+                    },
+                },
                 "connectTimeout": DURATION,
                 "tls": UPSTREAM_TLS,
             },

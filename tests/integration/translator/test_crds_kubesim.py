@@ -100,6 +100,25 @@ def case_schema_refuses():
           "spec": {"static": {"hosts": [{"port": 80}]}}}
     p = kubectl("apply", "-f", "-", stdin=json.dumps(up), check_rc=False)
     check(p.returncode != 0 and "address" in p.stderr, p.stderr)
+    # hash policies: sourceIP only true, a cookie needs its name, the
+    # list a list; the ring sizes are integers; Maglev is a policy
+    route = {"upstream": {"name": "x"}}
+    for hp, word in (([{"sourceIP": False}], "sourceIP"), ([{"cookie": {"ttl": "1h"}}], "name"),
+                     ({"header": "x-user"}, "hashPolicy")):
+        p = kubectl("apply", "-f", "-", check_rc=False,
+                    stdin=bad("bad-hash", {"domains": ["h.example.com"],
+                                           "routes": [dict(route, hashPolicy=hp)]}))
+        check(p.returncode != 0 and word in p.stderr, "%s: %s" % (hp, p.stderr))
+    up["metadata"]["name"] = "ring"
+    up["spec"] = {"static": {"hosts": [{"address": "10.0.0.1", "port": 80}]},
+                  "lbPolicy": "RingHash", "ringHash": {"minimumRingSize": "big"}}
+    p = kubectl("apply", "-f", "-", stdin=json.dumps(up), check_rc=False)
+    check(p.returncode != 0 and "minimumRingSize" in p.stderr, p.stderr)
+    up["spec"]["ringHash"] = {"minimumRingSize": 1024}
+    up["spec"]["lbPolicy"] = "Maglev"
+    p = kubectl("apply", "-f", "-", stdin=json.dumps(up), check_rc=False)
+    check_eq(p.returncode, 0, p.stderr)  # stored; the translator rejects it (needs RingHash)
+    kubectl("delete", "upstream", "ring", "-n", "default")
     # (ranges such as port <= 65535 are enforced by a real API server; kubesim
     # checks types, required fields and enums)
 

@@ -167,6 +167,56 @@ static void test_cluster(void)
     }
 }
 
+/* Ring sizes (ring_hash_lb_config, UInt64Value) with RING_HASH only;
+ * MAGLEV's number is 5 (4 is reserved). */
+static void test_cluster_hashing(void)
+{
+    static const struct {
+        struct xl_cluster_enc c;
+        int policy, has_ring;
+        uint64_t min, max;
+    } cases[] = {
+        {{.lb = XL_LB_RING_HASH, .ring_min = 1024, .ring_max = 8388608},
+         ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RING_HASH, 1, 1024, 8388608},
+        {{.lb = XL_LB_RING_HASH, .ring_max = 4096},
+         ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RING_HASH, 1, 0, 4096},
+        {{.lb = XL_LB_RING_HASH, .ring_min = 1},
+         ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RING_HASH, 1, 1, 0},
+        {{.lb = XL_LB_RING_HASH}, ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RING_HASH, 0, 0,
+         0},
+        {{.lb = XL_LB_MAGLEV, .has_connect_timeout = 1, .connect_timeout_ns = 1},
+         ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__MAGLEV, 0, 0, 0},
+    };
+    CHECK_INT_EQ(ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__MAGLEV, 5);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        uint8_t *b = NULL;
+        size_t len = 0;
+        REQUIRE_INT_EQ(xlate_encode_cluster_ex("ns/h", &cases[i].c, &b, &len), 0);
+        Envoy__Config__Cluster__V3__Cluster *c =
+            envoy__config__cluster__v3__cluster__unpack(NULL, len, b);
+        REQUIRE(c);
+        CHECK_INT_EQ(c->lb_policy, cases[i].policy);
+        if (cases[i].has_ring) {
+            CHECK_INT_EQ(c->lb_config_case,
+                         ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_CONFIG_RING_HASH_LB_CONFIG);
+            REQUIRE(c->ring_hash_lb_config);
+            CHECK(!cases[i].min == !c->ring_hash_lb_config->minimum_ring_size);
+            CHECK(!cases[i].max == !c->ring_hash_lb_config->maximum_ring_size);
+            if (cases[i].min && c->ring_hash_lb_config->minimum_ring_size)
+                CHECK_INT_EQ(c->ring_hash_lb_config->minimum_ring_size->value, cases[i].min);
+            if (cases[i].max && c->ring_hash_lb_config->maximum_ring_size)
+                CHECK_INT_EQ(c->ring_hash_lb_config->maximum_ring_size->value, cases[i].max);
+            /* gRPC refuses any hash function but XX_HASH (the default, 0) */
+            CHECK_INT_EQ(c->ring_hash_lb_config->hash_function, 0);
+        } else {
+            CHECK(c->ring_hash_lb_config == NULL);
+        }
+        CHECK(repacks_the_same(&c->base, b, len));
+        protobuf_c_message_free_unpacked(&c->base, NULL);
+        free(b);
+    }
+}
+
 static void test_cla(void)
 {
     const struct xl_lb_endpoint eps[] = {
@@ -395,6 +445,71 @@ static HeaderMatcher *ref_header(struct xl_arena *a, const struct xl_header *h)
     return m;
 }
 
+typedef Envoy__Config__Route__V3__RouteAction__HashPolicy HashPolicy;
+
+static HashPolicy *ref_hash(struct xl_arena *a, const struct xl_hash_policy *h)
+{
+    HashPolicy *p = NEW(a, HashPolicy, ENVOY__CONFIG__ROUTE__V3__ROUTE_ACTION__HASH_POLICY__INIT);
+    if (!p)
+        return NULL;
+    p->terminal = h->terminal;
+    switch (h->kind) {
+    case XL_HASH_HEADER: {
+        Envoy__Config__Route__V3__RouteAction__HashPolicy__Header *x =
+            NEW(a, Envoy__Config__Route__V3__RouteAction__HashPolicy__Header,
+                ENVOY__CONFIG__ROUTE__V3__ROUTE_ACTION__HASH_POLICY__HEADER__INIT);
+        if (!x)
+            return NULL;
+        x->header_name = h->name;
+        p->policy_specifier_case =
+            ENVOY__CONFIG__ROUTE__V3__ROUTE_ACTION__HASH_POLICY__POLICY_SPECIFIER_HEADER;
+        p->header = x;
+        break;
+    }
+    case XL_HASH_COOKIE: {
+        Envoy__Config__Route__V3__RouteAction__HashPolicy__Cookie *x =
+            NEW(a, Envoy__Config__Route__V3__RouteAction__HashPolicy__Cookie,
+                ENVOY__CONFIG__ROUTE__V3__ROUTE_ACTION__HASH_POLICY__COOKIE__INIT);
+        if (!x)
+            return NULL;
+        x->name = h->name;
+        if (h->cookie_path)
+            x->path = h->cookie_path;
+        if (h->has_ttl && !(x->ttl = ref_duration(a, h->cookie_ttl_ns)))
+            return NULL;
+        p->policy_specifier_case =
+            ENVOY__CONFIG__ROUTE__V3__ROUTE_ACTION__HASH_POLICY__POLICY_SPECIFIER_COOKIE;
+        p->cookie = x;
+        break;
+    }
+    case XL_HASH_SOURCE_IP: {
+        Envoy__Config__Route__V3__RouteAction__HashPolicy__ConnectionProperties *x =
+            NEW(a, Envoy__Config__Route__V3__RouteAction__HashPolicy__ConnectionProperties,
+                ENVOY__CONFIG__ROUTE__V3__ROUTE_ACTION__HASH_POLICY__CONNECTION_PROPERTIES__INIT);
+        if (!x)
+            return NULL;
+        x->source_ip = 1;
+        p->policy_specifier_case =
+            ENVOY__CONFIG__ROUTE__V3__ROUTE_ACTION__HASH_POLICY__POLICY_SPECIFIER_CONNECTION_PROPERTIES;
+        p->connection_properties = x;
+        break;
+    }
+    case XL_HASH_QUERY: {
+        Envoy__Config__Route__V3__RouteAction__HashPolicy__QueryParameter *x =
+            NEW(a, Envoy__Config__Route__V3__RouteAction__HashPolicy__QueryParameter,
+                ENVOY__CONFIG__ROUTE__V3__ROUTE_ACTION__HASH_POLICY__QUERY_PARAMETER__INIT);
+        if (!x)
+            return NULL;
+        x->name = h->name;
+        p->policy_specifier_case =
+            ENVOY__CONFIG__ROUTE__V3__ROUTE_ACTION__HASH_POLICY__POLICY_SPECIFIER_QUERY_PARAMETER;
+        p->query_parameter = x;
+        break;
+    }
+    }
+    return p;
+}
+
 static Route *ref_route(struct xl_arena *a, const struct xl_rroute *r, enum xlate_gateway_mode mode)
 {
     Route *rt = NEW(a, Route, ENVOY__CONFIG__ROUTE__V3__ROUTE__INIT);
@@ -498,6 +613,15 @@ static Route *ref_route(struct xl_arena *a, const struct xl_rroute *r, enum xlat
         rp->num_retries = n;
         act->retry_policy = rp;
     }
+    if (r->nhash) {
+        act->hash_policy = xlate_alloc(a, r->nhash * sizeof(*act->hash_policy));
+        if (!act->hash_policy)
+            return NULL;
+        for (size_t i = 0; i < r->nhash; i++)
+            if (!(act->hash_policy[i] = ref_hash(a, r->hash[i])))
+                return NULL;
+        act->n_hash_policy = r->nhash;
+    }
     return rt;
 }
 
@@ -539,8 +663,25 @@ static void test_vhost_bytes(void)
     };
     const struct xl_header *hp[] = {&h[0], &h[1], &h[2], &h[3], &h[4], &h[5], &h[6]};
     const struct xl_cluster_weight wc[] = {{"ns/a", 1}, {"ns/b", 3}, {long_str, 300000}};
+    const struct xl_hash_policy hash[] = {
+        {.kind = XL_HASH_HEADER, .name = "x-user", .terminal = 1},
+        {.kind = XL_HASH_COOKIE, .name = "s", .cookie_path = "/api", .has_ttl = 1,
+         .cookie_ttl_ns = 3600000000001},
+        {.kind = XL_HASH_COOKIE, .name = "session", .has_ttl = 1, .cookie_ttl_ns = 0},
+        {.kind = XL_HASH_COOKIE, .name = long_str},
+        {.kind = XL_HASH_SOURCE_IP, .terminal = 1},
+        {.kind = XL_HASH_QUERY, .name = "q", .terminal = 1},
+        {.kind = XL_HASH_HEADER, .name = ""},
+    };
+    const struct xl_hash_policy *hashp[] = {&hash[0], &hash[1], &hash[2], &hash[3],
+                                            &hash[4], &hash[5], &hash[6]};
     const struct xl_rroute routes[] = {
-        {.kind = XL_PATH_PREFIX, .path = "/", .case_sensitive = 1, .cluster = "ns/up"},
+        {.kind = XL_PATH_PREFIX,
+         .path = "/",
+         .case_sensitive = 1,
+         .cluster = "ns/up",
+         .hash = hashp,
+         .nhash = 7},
         {.kind = XL_PATH_EXACT,
          .path = "/exact",
          .case_sensitive = 0,
@@ -565,7 +706,9 @@ static void test_vhost_bytes(void)
          .timeout_ns = 1500000001,
          .has_retries = 1,
          .retry_attempts = 0,
-         .retry_on = ""},
+         .retry_on = "",
+         .hash = hashp + 4,
+         .nhash = 2},
         {.kind = XL_PATH_PREFIX,
          .path = "",
          .case_sensitive = 1,
@@ -731,6 +874,7 @@ static void test_vhost_modes_and_rc_assembly(void)
 static const struct cxt_case cases[] = {
     CXT(test_listeners),
     CXT(test_cluster),
+    CXT(test_cluster_hashing),
     CXT(test_cluster_tls_bytes),
     CXT(test_cla),
     CXT(test_cla_bytes),
