@@ -174,8 +174,8 @@ static char *dup_node_str(const char *src)
     return strndup(src ? src : "", XDS_NODE_STR_MAX - 1);
 }
 
-static int take_node(struct xds_ads_stream *s, const Envoy__Config__Core__V3__Node *node,
-                     const char *default_group)
+int xds_ads_node_fields(const Envoy__Config__Core__V3__Node *node, const char *default_group,
+                        char **id, char **cluster, char **group_out, char **user_agent)
 {
     const char *group = NULL;
     char ua[128] = "";
@@ -192,14 +192,23 @@ static int take_node(struct xds_ads_stream *s, const Envoy__Config__Core__V3__No
     }
     if (!group)
         group = default_group ? default_group : "";
-    s->node_id = dup_node_str(node ? node->id : "");
-    s->node_cluster = dup_node_str(node ? node->cluster : "");
-    s->group = dup_node_str(group);
-    s->user_agent = dup_node_str(ua);
-    if (!s->node_id || !s->node_cluster || !s->group || !s->user_agent)
+    *id = dup_node_str(node ? node->id : "");
+    *cluster = dup_node_str(node ? node->cluster : "");
+    *group_out = dup_node_str(group);
+    *user_agent = dup_node_str(ua);
+    if (!*id || !*cluster || !*group_out || !*user_agent)
         return XDS_ADS_ENOMEM;
-    s->have_node = 1;
     return 0;
+}
+
+static int take_node(struct xds_ads_stream *s, const Envoy__Config__Core__V3__Node *node,
+                     const char *default_group)
+{
+    int rc = xds_ads_node_fields(node, default_group, &s->node_id, &s->node_cluster, &s->group,
+                                 &s->user_agent);
+    if (rc == 0)
+        s->have_node = 1;
+    return rc;
 }
 
 /* ---- subscription ---------------------------------------------------------- */
@@ -694,7 +703,7 @@ size_t xds_ads_response_size(const struct xds_ads_response *r, const char *ident
 }
 
 /* Emits the key and length of field |field| (+ the string when |s| is given). */
-static int emit_ld(xds_ads_emit_fn emit, void *user, uint32_t field, size_t len, const char *s)
+int xds_ads_emit_ld(xds_ads_emit_fn emit, void *user, uint32_t field, size_t len, const char *s)
 {
     uint8_t hdr[CX_WIRE_HDR_MAX];
     size_t h = cx_wire_put_len_header(hdr, field, len);
@@ -706,7 +715,7 @@ static int emit_ld(xds_ads_emit_fn emit, void *user, uint32_t field, size_t len,
 
 int xds_ads_emit_head(const struct xds_ads_response *r, xds_ads_emit_fn emit, void *user)
 {
-    return r->version[0] ? emit_ld(emit, user, DR_VERSION_INFO, strlen(r->version), r->version) : 0;
+    return r->version[0] ? xds_ads_emit_ld(emit, user, DR_VERSION_INFO, strlen(r->version), r->version) : 0;
 }
 
 int xds_ads_emit_resources(enum xds_type type, struct xds_resource *const *items, size_t n,
@@ -717,11 +726,11 @@ int xds_ads_emit_resources(enum xds_type type, struct xds_resource *const *items
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         struct xds_resource *res = items[i];
-        rc = emit_ld(emit, user, DR_RESOURCES, any_size(url, res), NULL);
+        rc = xds_ads_emit_ld(emit, user, DR_RESOURCES, any_size(url, res), NULL);
         if (rc == 0)
-            rc = emit_ld(emit, user, ANY_TYPE_URL, urllen, url);
+            rc = xds_ads_emit_ld(emit, user, ANY_TYPE_URL, urllen, url);
         if (rc == 0)
-            rc = emit_ld(emit, user, ANY_VALUE, res->len, NULL);
+            rc = xds_ads_emit_ld(emit, user, ANY_VALUE, res->len, NULL);
         if (rc == 0 && res->len)
             rc = emit(user, res->bytes, res->len, res);
     }
@@ -732,15 +741,15 @@ int xds_ads_emit_tail(const struct xds_ads_response *r, const char *identifier,
                       xds_ads_emit_fn emit, void *user)
 {
     const char *url = xlate_type_url(r->type);
-    int rc = emit_ld(emit, user, DR_TYPE_URL, strlen(url), url);
+    int rc = xds_ads_emit_ld(emit, user, DR_TYPE_URL, strlen(url), url);
     if (rc == 0 && r->nonce[0])
-        rc = emit_ld(emit, user, DR_NONCE, strlen(r->nonce), r->nonce);
+        rc = xds_ads_emit_ld(emit, user, DR_NONCE, strlen(r->nonce), r->nonce);
     if (rc == 0 && identifier && identifier[0]) {
         size_t il = strlen(identifier);
-        rc = emit_ld(emit, user, DR_CONTROL_PLANE, cx_wire_len_size(CONTROL_PLANE_IDENTIFIER, il),
+        rc = xds_ads_emit_ld(emit, user, DR_CONTROL_PLANE, cx_wire_len_size(CONTROL_PLANE_IDENTIFIER, il),
                      NULL);
         if (rc == 0)
-            rc = emit_ld(emit, user, CONTROL_PLANE_IDENTIFIER, il, identifier);
+            rc = xds_ads_emit_ld(emit, user, CONTROL_PLANE_IDENTIFIER, il, identifier);
     }
     return rc;
 }

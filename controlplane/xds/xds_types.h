@@ -272,6 +272,7 @@ struct xds_server_stats {
     uint64_t accept_backoffs_total;
     size_t budget_used; /* bytes charged to the memory budget now */
     uint64_t auth_refused_total; /* streams refused by authentication or authorization */
+    uint64_t delta_removed_total; /* names sent in removed_resources (delta) */
 };
 
 #endif

@@ -337,6 +337,13 @@ void xdsc_free(struct xdsc *c)
 struct xdsc_call *xdsc_call_open(struct xdsc *c, const char *path, const char *content_type,
                                  const struct xdsc_call_cbs *cbs, void *user)
 {
+    return xdsc_call_open_auth(c, path, content_type, NULL, cbs, user);
+}
+
+struct xdsc_call *xdsc_call_open_auth(struct xdsc *c, const char *path, const char *content_type,
+                                      const char *authorization, const struct xdsc_call_cbs *cbs,
+                                      void *user)
+{
     if (!c->alive)
         return NULL;
     struct xdsc_call *call = calloc(1, sizeof(*call));
@@ -355,9 +362,11 @@ struct xdsc_call *xdsc_call_open(struct xdsc *c, const char *path, const char *c
         {(uint8_t *)":path", (uint8_t *)path, 5, strlen(path), 0},
         {(uint8_t *)"content-type", (uint8_t *)content_type, 12, strlen(content_type), 0},
         {(uint8_t *)"te", (uint8_t *)"trailers", 2, 8, 0},
+        {(uint8_t *)"authorization", (uint8_t *)(authorization ? authorization : ""), 13,
+         authorization ? strlen(authorization) : 0, 0},
     };
     nghttp2_data_provider dp = {.source.ptr = call, .read_callback = data_read};
-    call->id = nghttp2_submit_request(c->session, NULL, nv, 6, &dp, call);
+    call->id = nghttp2_submit_request(c->session, NULL, nv, authorization ? 7 : 6, &dp, call);
     if (call->id < 0) {
         free(call);
         return NULL;
@@ -455,6 +464,12 @@ void xdsc_run_for(struct event_base *base, int ms)
     xdsc_run_until(base, NULL, NULL, ms);
 }
 
+void xdsc_call_detach(struct xdsc_call *call)
+{
+    if (call)
+        call->user = NULL, call->cbs = NULL;
+}
+
 /* ---- ADS ------------------------------------------------------------------- */
 
 struct resp_node {
@@ -541,7 +556,8 @@ struct xdsc_ads *xdsc_ads_open(struct xdsc *c, const struct xdsc_ads_config *cfg
     a->node_id = strdup(cfg->node_id ? cfg->node_id : "");
     a->cluster = cfg->cluster ? strdup(cfg->cluster) : NULL;
     a->gateway = cfg->gateway ? strdup(cfg->gateway) : NULL;
-    a->call = xdsc_call_open(c, ADS_PATH, "application/grpc", &ads_cbs, a);
+    a->call = xdsc_call_open_auth(c, ADS_PATH, "application/grpc", cfg->authorization, &ads_cbs,
+                                  a);
     if (!a->call) {
         xdsc_ads_free(a);
         return NULL;

@@ -55,11 +55,17 @@ void xdsc_free(struct xdsc *c);
 
 struct xdsc_call *xdsc_call_open(struct xdsc *c, const char *path, const char *content_type,
                                  const struct xdsc_call_cbs *cbs, void *user);
+/* The same with an `authorization` header (NULL: none). */
+struct xdsc_call *xdsc_call_open_auth(struct xdsc *c, const char *path, const char *content_type,
+                                      const char *authorization, const struct xdsc_call_cbs *cbs,
+                                      void *user);
 /* Sends one message (adds the 5-byte prefix). Returns 0/-1. */
 int xdsc_call_send(struct xdsc_call *call, const void *msg, size_t len);
 /* Sends raw DATA bytes (no prefix). */
 int xdsc_call_send_raw(struct xdsc_call *call, const void *bytes, size_t len);
 void xdsc_call_close_send(struct xdsc_call *call);
+/* No more callbacks for |call| (its owner goes; the connection frees it). */
+void xdsc_call_detach(struct xdsc_call *call);
 /* 1 once the call ended (on_close ran). */
 int xdsc_call_done(const struct xdsc_call *call);
 
@@ -83,6 +89,7 @@ struct xdsc_ads_config {
     const char *gateway; /* node.metadata coxswain.dev/gateway; may be NULL */
     int auto_ack;        /* ACK every response with the same names */
     int keep;            /* queue responses for xdsc_ads_pop() */
+    const char *authorization; /* "Bearer <token>" header; NULL: none */
     xdsc_ads_cb on_response;
     void *user;
 };

@@ -1,0 +1,766 @@
+#include "xds_delta.h"
+
+#include "cx_hash.h"
+#include "cx_wire.h"
+#include "xds_pbcheck.h"
+#include "xlate_snapshot.h"
+
+#include "envoy/service/discovery/v3/discovery.pb-c.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- held sets ----------------------------------------------------------------
+ * What a wildcard client holds once answered: the group's whole set at one
+ * version. Interned by type and version (a version hashes every name and
+ * resource version), so the streams of a group share one copy; each holds
+ * its resources by reference, not the snapshot they came from. */
+
+struct xds_delta_set {
+    int refs;
+    enum xds_type type;
+    char version[XDS_VERSION_LEN + 1];
+    struct xds_delta_set *next; /* pool bucket chain */
+    size_t n;
+    struct xds_resource *items[]; /* sorted by name, a reference each */
+};
+
+#define POOL_BUCKETS 256
+
+struct xds_delta_pool {
+    struct xds_delta_set *buckets[POOL_BUCKETS];
+    size_t count;
+};
+
+struct xds_delta_pool *xds_delta_pool_new(void)
+{
+    return calloc(1, sizeof(struct xds_delta_pool));
+}
+
+void xds_delta_pool_free(struct xds_delta_pool *p)
+{
+    free(p);
+}
+
+size_t xds_delta_pool_count(const struct xds_delta_pool *p)
+{
+    return p ? p->count : 0;
+}
+
+static size_t pool_bucket(enum xds_type type, const char *version)
+{
+    uint64_t h = cx_fnv64(CX_FNV64_INIT, &type, sizeof(type));
+    h = cx_fnv64(h, version, strlen(version));
+    return (size_t)(h % POOL_BUCKETS);
+}
+
+static struct xds_delta_set *set_get(struct xds_delta_pool *p, enum xds_type type,
+                                     const struct xds_resource_set *set)
+{
+    size_t b = pool_bucket(type, set->version);
+    for (struct xds_delta_set *h = p->buckets[b]; h; h = h->next) {
+        if (h->type == type && strcmp(h->version, set->version) == 0) {
+            h->refs++;
+            return h;
+        }
+    }
+    struct xds_delta_set *h = malloc(sizeof(*h) + set->n * sizeof(h->items[0]));
+    if (!h)
+        return NULL;
+    h->refs = 1;
+    h->type = type;
+    snprintf(h->version, sizeof(h->version), "%s", set->version);
+    h->n = set->n;
+    for (size_t i = 0; i < set->n; i++)
+        h->items[i] = xlate_resource_ref(set->items[i]);
+    h->next = p->buckets[b];
+    p->buckets[b] = h;
+    p->count++;
+    return h;
+}
+
+static void set_put(struct xds_delta_pool *p, struct xds_delta_set *h)
+{
+    if (!h || --h->refs > 0)
+        return;
+    size_t b = pool_bucket(h->type, h->version);
+    for (struct xds_delta_set **pp = &p->buckets[b]; *pp; pp = &(*pp)->next) {
+        if (*pp == h) {
+            *pp = h->next;
+            break;
+        }
+    }
+    p->count--;
+    for (size_t i = 0; i < h->n; i++)
+        xlate_resource_unref(h->items[i]);
+    free(h);
+}
+
+/* ---- the stream ------------------------------------------------------------------ */
+
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+    snprintf(dst, cap, "%s", src ? src : "");
+}
+
+static int full_state(enum xds_type t)
+{
+    return t == XDS_LISTENER || t == XDS_CLUSTER;
+}
+
+/* The budget is charged with the bytes of names a client makes us keep. */
+static int charge(struct xds_delta_stream *s, size_t n)
+{
+    if (!s->budget)
+        return 0;
+    s->budget->used += n;
+    s->charged += n;
+    return 0;
+}
+
+static void uncharge(struct xds_delta_stream *s, size_t n)
+{
+    if (!s->budget)
+        return;
+    if (n > s->charged)
+        n = s->charged;
+    s->budget->used -= n;
+    s->charged -= n;
+}
+
+#define NAME_COST(len) ((len) + 1 + sizeof(char *) + XDS_VERSION_LEN + 1)
+
+void xds_delta_stream_init(struct xds_delta_stream *s, struct xds_delta_pool *pool,
+                           struct xds_budget *budget)
+{
+    memset(s, 0, sizeof(*s));
+    s->pool = pool;
+    s->budget = budget;
+}
+
+static void held_clear(struct xds_delta_stream *s, struct xds_delta_type *t)
+{
+    for (size_t i = 0; i < t->nheld; i++) {
+        uncharge(s, NAME_COST(strlen(t->held[i].name)));
+        free(t->held[i].name);
+    }
+    free(t->held);
+    t->held = NULL;
+    t->nheld = 0;
+}
+
+static void type_free(struct xds_delta_stream *s, struct xds_delta_type *t)
+{
+    for (size_t i = 0; i < t->nsubs; i++) {
+        uncharge(s, NAME_COST(strlen(t->subs[i])));
+        free(t->subs[i]);
+    }
+    free(t->subs);
+    free(t->subver);
+    held_clear(s, t);
+    if (t->shared)
+        set_put(s->pool, t->shared);
+    memset(t, 0, sizeof(*t));
+}
+
+void xds_delta_stream_free(struct xds_delta_stream *s)
+{
+    for (int i = 0; i < XDS_TYPE_COUNT; i++)
+        type_free(s, &s->types[i]);
+    free(s->node_id);
+    free(s->node_cluster);
+    free(s->group);
+    free(s->user_agent);
+    uncharge(s, s->charged);
+}
+
+/* Index of |name| in the sorted |v| (n strings), or where it would go. */
+static size_t find_str(char *const *v, size_t n, const char *name, int *found)
+{
+    size_t lo = 0, hi = n;
+    *found = 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(v[mid], name);
+        if (c == 0) {
+            *found = 1;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static size_t find_held(const struct xds_delta_held *v, size_t n, const char *name, int *found)
+{
+    size_t lo = 0, hi = n;
+    *found = 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(v[mid].name, name);
+        if (c == 0) {
+            *found = 1;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static const struct xds_resource *set_find(const struct xds_resource *const *items, size_t n,
+                                           const char *name)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(items[mid]->name, name);
+        if (c == 0)
+            return items[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* A subscription: name and, in parallel, the version the client holds
+ * ("": told it does not exist; XDS_DELTA_UNKNOWN: never told). */
+#define XDS_DELTA_UNKNOWN "\x01"
+
+static int sub_add(struct xds_delta_stream *s, struct xds_delta_type *t, const char *name)
+{
+    int found;
+    size_t i = find_str(t->subs, t->nsubs, name, &found);
+    if (found)
+        return 0;
+    if (t->nsubs >= XDS_ADS_MAX_NAMES)
+        return XDS_ADS_ELIMIT;
+    char **v = realloc(t->subs, (t->nsubs + 1) * sizeof(*v));
+    if (!v)
+        return XDS_ADS_ENOMEM;
+    t->subs = v;
+    char(*sv)[XDS_VERSION_LEN + 1] = realloc(t->subver, (t->nsubs + 1) * sizeof(*sv));
+    if (!sv)
+        return XDS_ADS_ENOMEM;
+    t->subver = sv;
+    char *copy = strdup(name);
+    if (!copy)
+        return XDS_ADS_ENOMEM;
+    memmove(v + i + 1, v + i, (t->nsubs - i) * sizeof(*v));
+    memmove(sv + i + 1, sv + i, (t->nsubs - i) * sizeof(*sv));
+    v[i] = copy;
+    copy_str(sv[i], sizeof(sv[i]), XDS_DELTA_UNKNOWN);
+    /* a wildcard client may hold it already */
+    if (t->shared) {
+        const struct xds_resource *r =
+            set_find((const struct xds_resource *const *)t->shared->items, t->shared->n, name);
+        if (r)
+            copy_str(sv[i], sizeof(sv[i]), r->version);
+    }
+    t->nsubs++;
+    return charge(s, NAME_COST(strlen(name)));
+}
+
+static void sub_del(struct xds_delta_stream *s, struct xds_delta_type *t, const char *name)
+{
+    int found;
+    size_t i = find_str(t->subs, t->nsubs, name, &found);
+    if (!found)
+        return;
+    uncharge(s, NAME_COST(strlen(name)));
+    free(t->subs[i]);
+    memmove(t->subs + i, t->subs + i + 1, (t->nsubs - i - 1) * sizeof(*t->subs));
+    memmove(t->subver + i, t->subver + i + 1, (t->nsubs - i - 1) * sizeof(*t->subver));
+    t->nsubs--;
+}
+
+/* Puts |name| at |version| in the held table (initial_resource_versions). */
+static int held_put(struct xds_delta_stream *s, struct xds_delta_type *t, const char *name,
+                    const char *version)
+{
+    int found;
+    size_t i = find_held(t->held, t->nheld, name, &found);
+    if (!found) {
+        if (t->nheld >= XDS_ADS_MAX_NAMES)
+            return XDS_ADS_ELIMIT;
+        struct xds_delta_held *v = realloc(t->held, (t->nheld + 1) * sizeof(*v));
+        if (!v)
+            return XDS_ADS_ENOMEM;
+        t->held = v;
+        char *copy = strdup(name);
+        if (!copy)
+            return XDS_ADS_ENOMEM;
+        memmove(v + i + 1, v + i, (t->nheld - i) * sizeof(*v));
+        v[i].name = copy;
+        t->nheld++;
+        charge(s, NAME_COST(strlen(name)));
+    }
+    /* Our versions are XDS_VERSION_LEN hex digits; anything else matches
+     * none of them and is sent again. */
+    if (strlen(version) == XDS_VERSION_LEN)
+        copy_str(t->held[i].version, sizeof(t->held[i].version), version);
+    else
+        copy_str(t->held[i].version, sizeof(t->held[i].version), "-");
+    return 0;
+}
+
+/* The wildcard goes (unsubscribe "*"): the client keeps what it holds of
+ * its explicit subscriptions. */
+static void wildcard_off(struct xds_delta_stream *s, struct xds_delta_type *t)
+{
+    for (size_t i = 0; i < t->nsubs; i++) {
+        const struct xds_resource *r = NULL;
+        int found = 0;
+        size_t k = 0;
+        if (t->shared)
+            r = set_find((const struct xds_resource *const *)t->shared->items, t->shared->n,
+                         t->subs[i]);
+        else if (t->nheld)
+            k = find_held(t->held, t->nheld, t->subs[i], &found);
+        copy_str(t->subver[i], sizeof(t->subver[i]),
+                 r ? r->version : found ? t->held[k].version : XDS_DELTA_UNKNOWN);
+    }
+    if (t->shared) {
+        set_put(s->pool, t->shared);
+        t->shared = NULL;
+    }
+    held_clear(s, t);
+    t->wildcard = 0;
+}
+
+/* A wildcard comes (subscribe "*"): what the client holds of its explicit
+ * subscriptions moves to the held table, diffed at the next evaluation. */
+static int wildcard_on(struct xds_delta_stream *s, struct xds_delta_type *t)
+{
+    if (t->wildcard)
+        return 0;
+    for (size_t i = 0; i < t->nsubs; i++) {
+        if (strcmp(t->subver[i], XDS_DELTA_UNKNOWN) == 0 || !t->subver[i][0])
+            continue;
+        int rc = held_put(s, t, t->subs[i], t->subver[i]);
+        if (rc != 0)
+            return rc;
+    }
+    t->wildcard = 1;
+    return 0;
+}
+
+int xds_delta_on_request(struct xds_delta_stream *s, const uint8_t *msg, size_t len,
+                         const char *default_group, struct xds_ads_event *ev)
+{
+    memset(ev, 0, sizeof(*ev));
+    ev->type = -1;
+    int pc =
+        xds_pbcheck(&envoy__service__discovery__v3__delta_discovery_request__descriptor, msg, len);
+    if (pc == XDS_PB_TOO_DEEP || pc == XDS_PB_TOO_MANY) {
+        ev->pb_error = pc;
+        return XDS_ADS_EBOUND;
+    }
+    if (pc != XDS_PB_OK)
+        return XDS_ADS_EINVAL;
+    Envoy__Service__Discovery__V3__DeltaDiscoveryRequest *req =
+        envoy__service__discovery__v3__delta_discovery_request__unpack(NULL, len, msg);
+    if (!req)
+        return XDS_ADS_EINVAL;
+    int rc = 0;
+    if (!s->have_node) {
+        rc = xds_ads_node_fields(req->node, default_group, &s->node_id, &s->node_cluster,
+                                 &s->group, &s->user_agent);
+        if (rc != 0)
+            goto out;
+        s->have_node = 1;
+        ev->first_node = 1;
+    }
+    if (!req->type_url || !req->type_url[0]) {
+        rc = XDS_ADS_EINVAL;
+        goto out;
+    }
+    int type = xlate_type_from_url(req->type_url);
+    if (type < 0) {
+        ev->verdict = XDS_ADS_UNKNOWN_TYPE;
+        goto out;
+    }
+    ev->type = type;
+    struct xds_delta_type *t = &s->types[type];
+    const char *nonce = req->response_nonce ? req->response_nonce : "";
+    ev->verdict = XDS_ADS_SUBSCRIBE;
+    if (nonce[0]) {
+        if (!t->nonce_sent[0] || strcmp(nonce, t->nonce_sent) != 0) {
+            ev->verdict = XDS_ADS_STALE;
+        } else if (t->awaiting) {
+            t->awaiting = 0;
+            ev->origin_ns = t->origin_ns;
+            copy_str(ev->version, sizeof(ev->version), t->version_sent);
+            if (req->error_detail) {
+                ev->verdict = XDS_ADS_NACK;
+                ev->nack_code = req->error_detail->code;
+                copy_str(ev->nack_message, sizeof(ev->nack_message),
+                         req->error_detail->message);
+                t->nacks++;
+                t->nacked = 1;
+            } else {
+                ev->verdict = XDS_ADS_ACK;
+                t->nacked = 0;
+            }
+        }
+        /* a repeat of an answered nonce: subscription changes only */
+    }
+    /* Subscription changes apply whatever the nonce: a client never
+     * repeats them. */
+    if (req->n_resource_names_subscribe + t->nsubs > XDS_ADS_MAX_NAMES ||
+        req->n_initial_resource_versions > XDS_ADS_MAX_NAMES) {
+        rc = XDS_ADS_ELIMIT;
+        goto out;
+    }
+    int first = !t->requested;
+    for (size_t i = 0; i < req->n_resource_names_subscribe; i++) {
+        const char *n = req->resource_names_subscribe[i];
+        if (!n)
+            continue;
+        rc = full_state((enum xds_type)type) && strcmp(n, "*") == 0 ? wildcard_on(s, t)
+                                                                    : sub_add(s, t, n);
+        if (rc != 0)
+            goto out;
+        ev->names_changed = 1;
+    }
+    for (size_t i = 0; i < req->n_resource_names_unsubscribe; i++) {
+        const char *n = req->resource_names_unsubscribe[i];
+        if (!n)
+            continue;
+        if (full_state((enum xds_type)type) && strcmp(n, "*") == 0) {
+            if (t->wildcard)
+                wildcard_off(s, t);
+        } else {
+            sub_del(s, t, n);
+        }
+        ev->names_changed = 1;
+    }
+    if (first) {
+        t->requested = 1;
+        /* legacy wildcard: a first LDS/CDS request that names nothing */
+        if (full_state((enum xds_type)type) && req->n_resource_names_subscribe == 0 &&
+            (rc = wildcard_on(s, t)) != 0)
+            goto out;
+        for (size_t i = 0; i < req->n_initial_resource_versions; i++) {
+            const Envoy__Service__Discovery__V3__DeltaDiscoveryRequest__InitialResourceVersionsEntry
+                *e = req->initial_resource_versions[i];
+            if (!e || !e->key)
+                continue;
+            if (t->wildcard) {
+                rc = held_put(s, t, e->key, e->value ? e->value : "");
+            } else {
+                int found;
+                size_t k = find_str(t->subs, t->nsubs, e->key, &found);
+                if (found) {
+                    const char *v = e->value ? e->value : "";
+                    copy_str(t->subver[k], sizeof(t->subver[k]),
+                             strlen(v) == XDS_VERSION_LEN ? v : "-");
+                }
+            }
+            if (rc != 0)
+                goto out;
+        }
+    }
+    t->dirty = 1;
+out:
+    envoy__service__discovery__v3__delta_discovery_request__free_unpacked(req, NULL);
+    return rc;
+}
+
+/* ---- responses --------------------------------------------------------------------- */
+
+void xds_delta_response_clear(struct xds_delta_response *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        xlate_resource_unref(r->items[i]);
+    free(r->items);
+    for (size_t i = 0; i < r->nremoved; i++)
+        free(r->removed[i]);
+    free(r->removed);
+    memset(r, 0, sizeof(*r));
+}
+
+struct diff {
+    struct xds_resource **items;
+    size_t n, cap;
+    char **removed;
+    size_t nremoved, rcap;
+};
+
+static int diff_send(struct diff *d, struct xds_resource *r)
+{
+    if (d->n == d->cap) {
+        size_t nc = d->cap ? d->cap * 2 : 8;
+        struct xds_resource **v = realloc(d->items, nc * sizeof(*v));
+        if (!v)
+            return XDS_ADS_ENOMEM;
+        d->items = v;
+        d->cap = nc;
+    }
+    d->items[d->n++] = xlate_resource_ref(r);
+    return 0;
+}
+
+static int diff_remove(struct diff *d, const char *name)
+{
+    if (d->nremoved == d->rcap) {
+        size_t nc = d->rcap ? d->rcap * 2 : 8;
+        char **v = realloc(d->removed, nc * sizeof(*v));
+        if (!v)
+            return XDS_ADS_ENOMEM;
+        d->removed = v;
+        d->rcap = nc;
+    }
+    if (!(d->removed[d->nremoved] = strdup(name)))
+        return XDS_ADS_ENOMEM;
+    d->nremoved++;
+    return 0;
+}
+
+static void diff_free(struct diff *d)
+{
+    for (size_t i = 0; i < d->n; i++)
+        xlate_resource_unref(d->items[i]);
+    free(d->items);
+    for (size_t i = 0; i < d->nremoved; i++)
+        free(d->removed[i]);
+    free(d->removed);
+}
+
+static int same(const struct xds_resource *a, const struct xds_resource *b)
+{
+    return a == b || strcmp(a->version, b->version) == 0;
+}
+
+/* Wildcard: the whole set against what the client holds (a shared set, or
+ * the held table of initial_resource_versions). */
+static int diff_wildcard(struct xds_delta_type *t, const struct xds_resource_set *set,
+                         struct diff *d)
+{
+    size_t i = 0, j = 0;
+    int rc = 0;
+    if (t->shared) {
+        struct xds_resource *const *h = t->shared->items;
+        size_t hn = t->shared->n;
+        while (rc == 0 && (i < hn || j < set->n)) {
+            int c = i == hn ? 1 : j == set->n ? -1 : strcmp(h[i]->name, set->items[j]->name);
+            if (c == 0) {
+                if (!same(h[i], set->items[j]))
+                    rc = diff_send(d, set->items[j]);
+                i++;
+                j++;
+            } else if (c < 0) {
+                rc = diff_remove(d, h[i++]->name);
+            } else {
+                rc = diff_send(d, set->items[j++]);
+            }
+        }
+        return rc;
+    }
+    while (rc == 0 && (i < t->nheld || j < set->n)) {
+        int c = i == t->nheld ? 1
+                : j == set->n ? -1
+                              : strcmp(t->held[i].name, set->items[j]->name);
+        if (c == 0) {
+            if (strcmp(t->held[i].version, set->items[j]->version) != 0)
+                rc = diff_send(d, set->items[j]);
+            i++;
+            j++;
+        } else if (c < 0) {
+            if (t->held[i].version[0])
+                rc = diff_remove(d, t->held[i].name);
+            i++;
+        } else {
+            rc = diff_send(d, set->items[j++]);
+        }
+    }
+    return rc;
+}
+
+/* Named: each subscription against the set; absent names are said once. */
+static int diff_named(struct xds_delta_type *t, const struct xds_resource_set *set,
+                      struct diff *d)
+{
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < t->nsubs; i++) {
+        const struct xds_resource *r =
+            set_find((const struct xds_resource *const *)set->items, set->n, t->subs[i]);
+        if (r) {
+            if (strcmp(t->subver[i], r->version) != 0) {
+                rc = diff_send(d, (struct xds_resource *)r);
+                if (rc == 0)
+                    copy_str(t->subver[i], sizeof(t->subver[i]), r->version);
+            }
+        } else if (t->subver[i][0]) {
+            rc = diff_remove(d, t->subs[i]);
+            if (rc == 0)
+                t->subver[i][0] = '\0';
+        }
+    }
+    return rc;
+}
+
+static int eval_type(struct xds_delta_stream *s, enum xds_type type,
+                     const struct xds_resource_set *set, int64_t origin_ns,
+                     struct xds_delta_response *out)
+{
+    struct xds_delta_type *t = &s->types[type];
+    if (!t->requested || t->awaiting || !set)
+        return 0;
+    if (!t->dirty && t->eval_set == set && strcmp(t->eval_version, set->version) == 0)
+        return 0;
+    struct diff d = {0};
+    int rc = t->wildcard ? diff_wildcard(t, set, &d) : diff_named(t, set, &d);
+    if (rc != 0) {
+        diff_free(&d);
+        return rc;
+    }
+    if (t->wildcard) {
+        /* the client now holds exactly |set| */
+        struct xds_delta_set *h = set_get(s->pool, type, set);
+        if (!h) {
+            diff_free(&d);
+            return XDS_ADS_ENOMEM;
+        }
+        if (t->shared)
+            set_put(s->pool, t->shared);
+        t->shared = h;
+        held_clear(s, t);
+        for (size_t i = 0; i < t->nsubs; i++) {
+            const struct xds_resource *r =
+                set_find((const struct xds_resource *const *)set->items, set->n, t->subs[i]);
+            copy_str(t->subver[i], sizeof(t->subver[i]), r ? r->version : XDS_DELTA_UNKNOWN);
+        }
+    }
+    t->eval_set = set;
+    copy_str(t->eval_version, sizeof(t->eval_version), set->version);
+    t->dirty = 0;
+    if (d.n == 0 && d.nremoved == 0) {
+        diff_free(&d);
+        return 0;
+    }
+    memset(out, 0, sizeof(*out));
+    out->type = type;
+    out->items = d.items;
+    out->n = d.n;
+    out->removed = d.removed;
+    out->nremoved = d.nremoved;
+    copy_str(out->version, sizeof(out->version), set->version);
+    snprintf(out->nonce, sizeof(out->nonce), "%llu", (unsigned long long)++s->nonce_counter);
+    copy_str(t->version_sent, sizeof(t->version_sent), set->version);
+    copy_str(t->nonce_sent, sizeof(t->nonce_sent), out->nonce);
+    t->awaiting = 1;
+    t->origin_ns = origin_ns;
+    return 1;
+}
+
+int xds_delta_next(struct xds_delta_stream *s, const struct xds_ads_sets *sets, int64_t origin_ns,
+                   struct xds_delta_response *out)
+{
+    if (!sets || !s->have_node)
+        return 0;
+    for (int i = 0; i < XDS_TYPE_COUNT; i++) {
+        enum xds_type type = xds_ads_order(i);
+        int rc = eval_type(s, type, sets->t[type], origin_ns, out);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- wire encoding -----------------------------------------------------------------
+ * DeltaDiscoveryResponse by hand, each resource's bytes wrapped in Any
+ * without being re-encoded. */
+
+enum {
+    DD_SYSTEM_VERSION_INFO = 1,
+    DD_RESOURCES = 2, /* Resource */
+    DD_TYPE_URL = 4,
+    DD_NONCE = 5,
+    DD_REMOVED_RESOURCES = 6,
+    DD_CONTROL_PLANE = 7,
+    RES_VERSION = 1,
+    RES_RESOURCE = 2, /* Any */
+    RES_NAME = 3,
+    ANY_TYPE_URL = 1,
+    ANY_VALUE = 2,
+    CONTROL_PLANE_IDENTIFIER = 1,
+};
+
+static size_t any_size(const char *url, const struct xds_resource *r)
+{
+    return cx_wire_len_size(ANY_TYPE_URL, strlen(url)) + cx_wire_len_size(ANY_VALUE, r->len);
+}
+
+static size_t resource_size(const char *url, const struct xds_resource *r)
+{
+    return cx_wire_len_size(RES_NAME, strlen(r->name)) +
+           cx_wire_len_size(RES_VERSION, strlen(r->version)) +
+           cx_wire_len_size(RES_RESOURCE, any_size(url, r));
+}
+
+size_t xds_delta_response_size(const struct xds_delta_response *r, const char *identifier)
+{
+    const char *url = xlate_type_url(r->type);
+    size_t n = 0;
+    if (r->version[0])
+        n += cx_wire_len_size(DD_SYSTEM_VERSION_INFO, strlen(r->version));
+    for (size_t i = 0; i < r->n; i++)
+        n += cx_wire_len_size(DD_RESOURCES, resource_size(url, r->items[i]));
+    n += cx_wire_len_size(DD_TYPE_URL, strlen(url));
+    if (r->nonce[0])
+        n += cx_wire_len_size(DD_NONCE, strlen(r->nonce));
+    for (size_t i = 0; i < r->nremoved; i++)
+        n += cx_wire_len_size(DD_REMOVED_RESOURCES, strlen(r->removed[i]));
+    if (identifier && identifier[0])
+        n += cx_wire_len_size(DD_CONTROL_PLANE,
+                              cx_wire_len_size(CONTROL_PLANE_IDENTIFIER, strlen(identifier)));
+    return n;
+}
+
+int xds_delta_response_emit(const struct xds_delta_response *r, const char *identifier,
+                            xds_ads_emit_fn emit, void *user)
+{
+    const char *url = xlate_type_url(r->type);
+    size_t urllen = strlen(url);
+    int rc = r->version[0] ? xds_ads_emit_ld(emit, user, DD_SYSTEM_VERSION_INFO, strlen(r->version), r->version) : 0;
+    for (size_t i = 0; rc == 0 && i < r->n; i++) {
+        struct xds_resource *res = r->items[i];
+        rc = xds_ads_emit_ld(emit, user, DD_RESOURCES, resource_size(url, res), NULL);
+        if (rc == 0)
+            rc = xds_ads_emit_ld(emit, user, RES_NAME, strlen(res->name), res->name);
+        if (rc == 0)
+            rc = xds_ads_emit_ld(emit, user, RES_VERSION, strlen(res->version), res->version);
+        if (rc == 0)
+            rc = xds_ads_emit_ld(emit, user, RES_RESOURCE, any_size(url, res), NULL);
+        if (rc == 0)
+            rc = xds_ads_emit_ld(emit, user, ANY_TYPE_URL, urllen, url);
+        if (rc == 0)
+            rc = xds_ads_emit_ld(emit, user, ANY_VALUE, res->len, NULL);
+        if (rc == 0 && res->len)
+            rc = emit(user, res->bytes, res->len, res);
+    }
+    if (rc == 0)
+        rc = xds_ads_emit_ld(emit, user, DD_TYPE_URL, urllen, url);
+    if (rc == 0 && r->nonce[0])
+        rc = xds_ads_emit_ld(emit, user, DD_NONCE, strlen(r->nonce), r->nonce);
+    for (size_t i = 0; rc == 0 && i < r->nremoved; i++)
+        rc = xds_ads_emit_ld(emit, user, DD_REMOVED_RESOURCES, strlen(r->removed[i]),
+                             r->removed[i]);
+    if (rc == 0 && identifier && identifier[0]) {
+        size_t il = strlen(identifier);
+        rc = xds_ads_emit_ld(emit, user, DD_CONTROL_PLANE,
+                             cx_wire_len_size(CONTROL_PLANE_IDENTIFIER, il), NULL);
+        if (rc == 0)
+            rc = xds_ads_emit_ld(emit, user, CONTROL_PLANE_IDENTIFIER, il, identifier);
+    }
+    return rc;
+}
