@@ -372,6 +372,41 @@ def case_ha_xds_tls():
     check("--xds-tls-cert-file" not in D.args(), "TLS is off by default")
 
 
+def case_xds_tls_cert_manager():
+    """xds.tls.certManager: a Certificate for the xDS Service's names, issued
+    into the Secret the Deployment mounts (default <fullname>-xds-tls)."""
+    check_eq(D.all("Certificate"), [])
+    r = h.render(sets={"xds.tls.enabled": True, "xds.tls.certManager.enabled": True,
+                       "xds.tls.certManager.issuerRef.name": "cluster-ca",
+                       "xds.tls.certManager.issuerRef.kind": "ClusterIssuer",
+                       "xds.tls.clientAuth.enabled": True})
+    check(r.ok, r.err)
+    certs = r.all("Certificate")
+    check_eq(len(certs), 1)
+    c = certs[0]
+    check_eq(c["apiVersion"], "cert-manager.io/v1")
+    check_eq(c["metadata"].get("namespace", NS), NS)
+    check_eq(c["spec"]["secretName"], "coxswain-xds-tls")
+    check_eq(c["spec"]["dnsNames"], ["coxswain-xds", "coxswain-xds.%s" % NS,
+                                     "coxswain-xds.%s.svc" % NS])
+    check_eq(c["spec"]["issuerRef"], {"name": "cluster-ca", "kind": "ClusterIssuer",
+                                      "group": "cert-manager.io"})
+    check_eq(c["spec"]["usages"], ["server auth"])
+    # the Service the proxies dial carries one of those names
+    check("coxswain-xds" in [svc["metadata"]["name"] for svc in r.all("Service")])
+    vols = {v["name"]: v for v in r.deployment()["spec"]["template"]["spec"]["volumes"]}
+    check_eq(vols["xds-tls"]["secret"]["secretName"], "coxswain-xds-tls")
+    check_eq(vols["xds-client-ca"]["secret"]["secretName"], "coxswain-xds-tls")
+    # a named Secret wins
+    r = h.render(sets={"xds.tls.enabled": True, "xds.tls.secretName": "mine",
+                       "xds.tls.certManager.enabled": True,
+                       "xds.tls.certManager.issuerRef.name": "ca"})
+    check(r.ok, r.err)
+    check_eq(r.all("Certificate")[0]["spec"]["secretName"], "mine")
+    vols = {v["name"]: v for v in r.deployment()["spec"]["template"]["spec"]["volumes"]}
+    check_eq(vols["xds-tls"]["secret"]["secretName"], "mine")
+
+
 def case_ha_monitoring():
     sm = HA.all("ServiceMonitor")
     check_eq(len(sm), 1)
@@ -464,6 +499,7 @@ CASES = [
     ("translatorLimits reach the --max-* flags", case_translator_limits),
     ("HA values: 5 replicas, tuned lease, hard spread, PDB 3", case_ha_values),
     ("HA values: xDS TLS with client CA mounted read-only", case_ha_xds_tls),
+    ("xds.tls.certManager: a Certificate into the mounted Secret", case_xds_tls_cert_manager),
     ("HA values: ServiceMonitor scrapes admin only; PrometheusRule", case_ha_monitoring),
     ("Grafana dashboard ConfigMap: sidecar label, release selector, uid", case_grafana_dashboard),
     ("extraArgs, extraEnv, pod annotations/labels, scheduling", case_extra_args_env_annotations),

@@ -179,6 +179,11 @@ RULE_FAILS = [
      "xds.tls.enabled=true needs xds.tls.secretName"),
     ("client auth without TLS", {"xds.tls.clientAuth.enabled": True},
      "xds.tls.clientAuth.enabled=true needs xds.tls.enabled=true"),
+    ("cert-manager without an issuer",
+     {"xds.tls.enabled": True, "xds.tls.certManager.enabled": True},
+     "xds.tls.certManager.enabled=true needs xds.tls.certManager.issuerRef.name"),
+    ("cert-manager without TLS", {"xds.tls.certManager.enabled": True},
+     "xds.tls.certManager.enabled=true needs xds.tls.enabled=true"),
     ("scrape timeout longer than interval",
      {"metrics.serviceMonitor.enabled": True, "metrics.serviceMonitor.scrapeTimeout": "1m"},
      "metrics.serviceMonitor.scrapeTimeout (1m) must not exceed "

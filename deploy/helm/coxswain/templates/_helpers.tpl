@@ -80,3 +80,15 @@ as milliseconds (a float, printed). Units ms, s, m and h. */}}
 {{- end -}}
 {{- $total -}}
 {{- end -}}
+
+{{/*
+The Secret holding the xDS server's certificate: xds.tls.secretName, else
+(cert-manager) <fullname>-xds-tls.
+*/}}
+{{- define "coxswain.xdsTlsSecret" -}}
+{{- if .Values.xds.tls.secretName -}}
+{{- .Values.xds.tls.secretName -}}
+{{- else -}}
+{{- printf "%s-xds-tls" (include "coxswain.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}

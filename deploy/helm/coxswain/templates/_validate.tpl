@@ -59,9 +59,15 @@ deployment.yaml, so any violation fails the whole render.
 {{- end -}}
 
 {{- if $v.xds.tls.enabled -}}
-{{- $_ := required "xds.tls.enabled=true needs xds.tls.secretName: a Secret of type kubernetes.io/tls in the release namespace" $v.xds.tls.secretName -}}
+{{- if $v.xds.tls.certManager.enabled -}}
+{{- $_ := required "xds.tls.certManager.enabled=true needs xds.tls.certManager.issuerRef.name" $v.xds.tls.certManager.issuerRef.name -}}
+{{- else -}}
+{{- $_ := required "xds.tls.enabled=true needs xds.tls.secretName: a Secret of type kubernetes.io/tls in the release namespace (or xds.tls.certManager.enabled=true)" $v.xds.tls.secretName -}}
+{{- end -}}
 {{- else if $v.xds.tls.clientAuth.enabled -}}
 {{- fail "xds.tls.clientAuth.enabled=true needs xds.tls.enabled=true: client certificates are only checked over TLS" -}}
+{{- else if $v.xds.tls.certManager.enabled -}}
+{{- fail "xds.tls.certManager.enabled=true needs xds.tls.enabled=true" -}}
 {{- end -}}
 
 {{- $sm := $v.metrics.serviceMonitor -}}
