@@ -1,10 +1,10 @@
 #include "election.h"
 
 #include "cx_json.h"
-#include "cx_list.h"
 #include "cx_log.h"
 #include "cx_metrics.h"
 #include "cx_time.h"
+#include "election_impl.h"
 #include "election_lock.h"
 #include "election_record.h"
 #include "election_report.h"
@@ -23,105 +23,6 @@
 #define WATCH_STALL_MS     INT64_C(150000) /* real servers bookmark about once a minute */
 #define WATCH_RETRY_MIN_NS (INT64_C(100) * 1000000)
 #define WATCH_RETRY_CAP    4 /* x retryPeriod; the core polls meanwhile */
-#define HEALTHZ_GRACE_NS   (INT64_C(20) * 1000000000)
-
-/* A leadership change on its way to the main loop. */
-struct notice {
-    enum election_action_kind kind;
-    uint64_t term;
-    enum election_stop_reason reason;
-    bool released;
-    char leader[ELECTION_IDENTITY_MAX];
-    struct cx_list link;
-};
-
-struct election_metrics {
-    struct cx_series *master;
-    struct cx_series *started;
-    struct cx_series *stopped;
-    struct cx_series *lease_transitions;
-    struct cx_series *renew_seconds;
-    struct cx_series *renew_failures;
-    struct cx_series *last_renew;
-    struct cx_metric *requests;                   /* {name,purpose,outcome} */
-    struct cx_metric *stepdowns;                  /* {name,reason} */
-    struct cx_series *errors[ELECTION_ERR_COUNT]; /* {name,class} */
-};
-
-struct election {
-    struct election_config cfg;
-    struct election_kube kube;
-    struct election_guard guard;
-    struct election_callbacks cb;
-    bool post_events;
-    char component[64];
-
-    /* Main side. */
-    struct event_base *main_base;
-    int note_rd, note_wr;
-    struct event *note_ev;
-    pthread_mutex_t mu;     /* notices, status */
-    struct cx_list notices; /* FIFO of struct notice */
-
-    /* Elector thread. */
-    pthread_t th;
-    bool thread_started;
-    bool joined;
-    int ctl_rd, ctl_wr;
-    struct event_base *base;
-    struct election_kube_conn *conn;
-    struct election_core *core;
-    struct election_lock lock;
-    struct event *timer;
-    struct event *ctl_ev;
-    struct event *watch_retry;
-    struct event *fail_ev;
-    struct election_kube_call *call;
-    uint64_t call_id;
-    enum election_purpose call_purpose;
-    enum election_req_kind call_kind;
-    struct election_kube_call *list_call;
-    struct election_kube_watch *watch;
-    char watch_rv[ELECTION_RV_MAX];
-    bool watch_up;
-    int watch_failures;    /* since the watch last proved itself */
-    bool watch_proven;     /* this watch delivered an event */
-    int64_t watch_started; /* election_clock_ns() */
-    uint64_t rng;          /* jitter of the watch's backoff */
-    /* What failed, said once (election_report.h): the lock requests, the
-     * list + watch, and the Events apart, so that one working does not
-     * make the others' failures news again. */
-    struct election_report rep_req, rep_watch, rep_event;
-    bool pumping;
-    bool stop_seen;
-    _Atomic bool stop_requested;
-    _Atomic bool finished;
-
-    /* Status snapshot (under mu), for other threads. */
-    struct {
-        enum election_role role;
-        uint64_t term;
-        char holder[ELECTION_IDENTITY_MAX];
-        bool watch_up;
-        int32_t transitions;
-        struct election_core_stats stats;
-        char last_error[ELECTION_REPORT_TEXT_MAX];
-        uint64_t errors;
-    } st;
-
-    struct election_metrics m;
-};
-
-static const char *lock_desc_kind(const struct election *e)
-{
-    return election_lock_kind_name(e->cfg.lock);
-}
-
-static struct election_now now_pair(void)
-{
-    struct election_now n = {election_clock_ns(), cx_wall_ns()};
-    return n;
-}
 
 /* ---- notices to the main loop ------------------------------------------- */
 
@@ -197,83 +98,6 @@ static void on_notices(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* ---- metrics ------------------------------------------------------------- */
-
-static const double renew_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                                       0.1,    0.25,  0.5,    1,     2.5,  5,     10};
-
-static void metrics_init(struct election *e)
-{
-    const char *name = e->cfg.name;
-    struct cx_metric *m;
-    m = cx_gauge("leader_election_master_status",
-                 "1 if this replica leads the election named by the lock, else 0 (client-go's "
-                 "name and meaning)",
-                 "name");
-    e->m.master = m ? cx_metric_with(m, name) : NULL;
-    m = cx_counter("coxswain_leader_election_transitions_total",
-                   "Times this replica started or stopped leading", "name,direction");
-    e->m.started = m ? cx_metric_with(m, name, "started") : NULL;
-    e->m.stopped = m ? cx_metric_with(m, name, "stopped") : NULL;
-    m = cx_gauge("coxswain_leader_election_lease_transitions",
-                 "leaseTransitions (leaderTransitions) of the lock record last observed", "name");
-    e->m.lease_transitions = m ? cx_metric_with(m, name) : NULL;
-    m = cx_histogram("coxswain_leader_election_renew_duration_seconds",
-                     "Round trip of successful lease renewals", "name", renew_buckets,
-                     sizeof(renew_buckets) / sizeof(renew_buckets[0]));
-    e->m.renew_seconds = m ? cx_metric_with(m, name) : NULL;
-    m = cx_counter("coxswain_leader_election_renew_failures_total",
-                   "Renewals that failed, conflicted, timed out or changed nothing", "name");
-    e->m.renew_failures = m ? cx_metric_with(m, name) : NULL;
-    m = cx_gauge("coxswain_leader_election_last_renew_timestamp_seconds",
-                 "Wall-clock time (Unix seconds) at which the last successful renewal was sent",
-                 "name");
-    e->m.last_renew = m ? cx_metric_with(m, name) : NULL;
-    e->m.requests = cx_counter("coxswain_leader_election_requests_total",
-                               "Requests the elector made, by purpose and outcome (the watch "
-                               "and its list not included)",
-                               "name,purpose,outcome");
-    e->m.stepdowns = cx_counter("coxswain_leader_election_stepdowns_total",
-                                "Times this replica stopped leading, by reason", "name,reason");
-    /* Every series exists from the start (at 0), so alerts and dashboards
-     * see the metric before the first step-down or error. */
-    for (int r = ELECTION_STOP_DEADLINE; r <= ELECTION_STOP_SHUTDOWN && e->m.stepdowns; r++)
-        cx_metric_with(e->m.stepdowns, name, election_stop_reason_name(r));
-    m = cx_counter("coxswain_leader_election_errors_total",
-                   "Failed elector requests (lock requests, its list and watch, Events) by error "
-                   "class",
-                   "name,class");
-    for (int c = 1; c < ELECTION_ERR_COUNT && m; c++)
-        if (c != ELECTION_ERR_CANCELLED)
-            e->m.errors[c] = cx_metric_with(m, name, election_err_class_name(c));
-    if (e->m.master)
-        cx_series_set(e->m.master, 0);
-}
-
-static void inc(struct cx_series *s)
-{
-    if (s)
-        cx_series_inc(s);
-}
-
-/* ---- status -------------------------------------------------------------- */
-
-static void status_update(struct election *e)
-{
-    const struct election_observation *o = election_core_observed(e->core);
-    pthread_mutex_lock(&e->mu);
-    e->st.role = election_core_role(e->core);
-    e->st.term = election_core_term(e->core);
-    snprintf(e->st.holder, sizeof(e->st.holder), "%s", election_core_holder(e->core));
-    e->st.watch_up = e->watch_up;
-    e->st.transitions = o && o->found ? o->rec.transitions : 0;
-    e->st.stats = *election_core_stats(e->core);
-    snprintf(e->st.last_error, sizeof(e->st.last_error), "%s", election_report_last(&e->rep_req));
-    pthread_mutex_unlock(&e->mu);
-    if (e->m.lease_transitions)
-        cx_series_set(e->m.lease_transitions, e->st.transitions);
-}
-
 /* ---- failures -------------------------------------------------------------- */
 
 /* Counts and reports one failed request or watch through |rep| (one line
@@ -284,7 +108,7 @@ static void failure(struct election *e, struct election_report *rep, const char 
                     enum election_err_class cls, const char *message)
 {
     if ((unsigned)cls < ELECTION_ERR_COUNT)
-        inc(e->m.errors[cls]);
+        election_inc(e->m.errors[cls]);
     pthread_mutex_lock(&e->mu);
     e->st.errors++;
     pthread_mutex_unlock(&e->mu);
@@ -404,11 +228,11 @@ static void do_action(struct election *e, const struct election_action *a)
         }
         break;
     case ELECTION_ACT_STARTED_LEADING:
-        cx_info(LOG, "%s started leading %s %s/%s (term %llu)", e->cfg.identity, lock_desc_kind(e),
-                e->cfg.ns, e->cfg.name, (unsigned long long)a->term);
+        cx_info(LOG, "%s started leading %s %s/%s (term %llu)", e->cfg.identity,
+                election_lock_desc(e), e->cfg.ns, e->cfg.name, (unsigned long long)a->term);
         if (e->m.master)
             cx_series_set(e->m.master, 1);
-        inc(e->m.started);
+        election_inc(e->m.started);
         snprintf(msg, sizeof(msg), "%s became leader", e->cfg.identity);
         post_k8s_event(e, msg);
         post_notice(e, a);
@@ -422,12 +246,12 @@ static void do_action(struct election *e, const struct election_action *a)
                    ? CX_LOG_INFO
                    : CX_LOG_WARN,
                LOG, "%s stopped leading %s %s/%s (term %llu): %s%s%s", e->cfg.identity,
-               lock_desc_kind(e), e->cfg.ns, e->cfg.name, (unsigned long long)a->term,
+               election_lock_desc(e), e->cfg.ns, e->cfg.name, (unsigned long long)a->term,
                election_stop_reason_name(a->reason), why ? "; last renewal failure: " : "",
                why ? last : "");
         if (e->m.master)
             cx_series_set(e->m.master, 0);
-        inc(e->m.stopped);
+        election_inc(e->m.stopped);
         if (e->m.stepdowns)
             cx_metric_inc(e->m.stepdowns, e->cfg.name, election_stop_reason_name(a->reason));
         snprintf(msg, sizeof(msg), "%s stopped leading: %s%s%.200s", e->cfg.identity,
@@ -438,7 +262,7 @@ static void do_action(struct election *e, const struct election_action *a)
         break;
     }
     case ELECTION_ACT_NEW_LEADER:
-        cx_info(LOG, "leader of %s %s/%s: %s", lock_desc_kind(e), e->cfg.ns, e->cfg.name,
+        cx_info(LOG, "leader of %s %s/%s: %s", election_lock_desc(e), e->cfg.ns, e->cfg.name,
                 a->leader[0] ? a->leader : "(none)");
         post_notice(e, a);
         break;
@@ -465,7 +289,7 @@ static void pump(struct election *e)
     while (election_core_next_action(e->core, &a))
         do_action(e, &a);
     e->pumping = false;
-    status_update(e);
+    election_status_update(e);
     if (atomic_load(&e->finished))
         return;
     int64_t w = election_core_next_wakeup(e->core);
@@ -490,7 +314,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     struct election *e = arg;
     (void)fd;
     (void)what;
-    election_core_tick(e->core, now_pair());
+    election_core_tick(e->core, election_now_pair());
     pump(e);
 }
 
@@ -508,7 +332,7 @@ static void send_failed_later(evutil_socket_t fd, short what, void *arg)
     failure(e, &e->rep_req, election_req_verb(e->call_kind), e->lock.res,
             election_purpose_name(e->call_purpose), 0, ELECTION_ERR_OTHER,
             "the request could not be built");
-    election_core_result(e->core, now_pair(), id, ELECTION_FAILED, NULL);
+    election_core_result(e->core, election_now_pair(), id, ELECTION_FAILED, NULL);
     pump(e);
 }
 
@@ -545,12 +369,15 @@ static void on_result(struct election_kube_result *r, void *arg)
                 election_purpose_name(purpose), r->http_status, r->cls, r->message);
     uint64_t ok_before = election_core_stats(e->core)->renew_ok;
     uint64_t failed_before = election_core_stats(e->core)->renew_failed;
-    election_core_result(e->core, now_pair(), id, out, have ? &obs : NULL);
+    uint64_t slow_before = election_core_stats(e->core)->slowpath;
+    election_core_result(e->core, election_now_pair(), id, out, have ? &obs : NULL);
     const struct election_core_stats *st = election_core_stats(e->core);
     if (st->renew_ok > ok_before && e->m.renew_seconds)
         cx_series_observe(e->m.renew_seconds, (double)(r->done_mono_ns - r->sent_mono_ns) / 1e9);
     if (st->renew_failed > failed_before)
-        inc(e->m.renew_failures);
+        election_inc(e->m.renew_failures);
+    if (st->slowpath > slow_before)
+        election_inc(e->m.slowpath);
     if ((purpose == ELECTION_FOR_RENEW || purpose == ELECTION_FOR_ACQUIRE) &&
         election_core_role(e->core) == ELECTION_LEADER && e->m.last_renew)
         cx_series_set(e->m.last_renew, (double)atomic_load(&e->guard.last_renew_wall) / 1e9);
@@ -567,7 +394,7 @@ static void watch_state(struct election *e, bool up)
         return;
     e->watch_up = up;
     cx_debug(LOG, "watch of %s/%s is %s", e->cfg.ns, e->cfg.name, up ? "up" : "broken");
-    election_core_watch_state(e->core, now_pair(), up);
+    election_core_watch_state(e->core, election_now_pair(), up);
     pump(e);
 }
 
@@ -629,7 +456,7 @@ static void on_watch_event(void *arg, enum election_watch_ev type, cJSON *obj)
     case ELECTION_WATCH_ADDED:
     case ELECTION_WATCH_MODIFIED:
         election_lock_take(&e->lock, obj, &o);
-        election_core_observe(e->core, now_pair(), &o);
+        election_core_observe(e->core, election_now_pair(), &o);
         pump(e);
         return;
     case ELECTION_WATCH_DELETED:
@@ -638,7 +465,7 @@ static void on_watch_event(void *arg, enum election_watch_ev type, cJSON *obj)
         snprintf(o.rv, sizeof(o.rv), "%s", e->watch_rv);
         election_lock_forget(&e->lock);
         cJSON_Delete(obj);
-        election_core_observe(e->core, now_pair(), &o);
+        election_core_observe(e->core, election_now_pair(), &o);
         pump(e);
         return;
     default:
@@ -707,7 +534,7 @@ static void on_list(struct election_kube_result *r, void *arg)
     e->watch_proven = false;
     e->watch_started = election_clock_ns();
     e->watch = election_lock_watch(&e->lock, e->watch_rv, WATCH_STALL_MS, &h, e);
-    election_core_observe(e->core, now_pair(), &o);
+    election_core_observe(e->core, election_now_pair(), &o);
     pump(e);
     if (!e->watch) {
         watch_failed(e, "watch", 0, ELECTION_ERR_OTHER, "cannot start the watch");
@@ -738,7 +565,7 @@ static void on_ctl(evutil_socket_t fd, short what, void *arg)
         e->stop_seen = true;
         cx_info(LOG, "%s: stopping%s", e->cfg.identity,
                 election_core_role(e->core) == ELECTION_LEADER ? ", releasing the lock" : "");
-        election_core_shutdown(e->core, now_pair());
+        election_core_shutdown(e->core, election_now_pair());
         pump(e);
     }
 }
@@ -747,10 +574,10 @@ static void *thread_main(void *arg)
 {
     struct election *e = arg;
     cx_info(LOG, "%s: electing on %s %s/%s (lease %lldms, renew %lldms, retry %lldms)",
-            e->cfg.identity, lock_desc_kind(e), e->cfg.ns, e->cfg.name,
+            e->cfg.identity, election_lock_desc(e), e->cfg.ns, e->cfg.name,
             (long long)(e->cfg.lease_ns / 1000000), (long long)(e->cfg.renew_ns / 1000000),
             (long long)(e->cfg.retry_ns / 1000000));
-    election_core_start(e->core, now_pair());
+    election_core_start(e->core, election_now_pair());
     pump(e);
     watch_begin(e);
     /* A stop asked before the thread ran. */
@@ -844,7 +671,7 @@ struct election *election_new(const struct election_opts *o, char *err, size_t e
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    metrics_init(e);
+    election_metrics_init(e);
     return e;
 fail:
     election_free(e);
@@ -927,60 +754,4 @@ void election_free(struct election *e)
     if (e->m.master)
         cx_series_set(e->m.master, 0);
     free(e);
-}
-
-int election_healthz(void *arg, struct cx_buf *why)
-{
-    struct election *e = arg;
-    if (election_guard_healthy(&e->guard, election_clock_ns(), e->cfg.lease_ns, HEALTHZ_GRACE_NS))
-        return 0;
-    int64_t age = election_clock_ns() - atomic_load(&e->guard.last_renew_mono);
-    if (why &&
-        cx_buf_printf(why,
-                      "leader election: we believe we lead but last renewed %lld ms ago "
-                      "(limit: lease %lld ms + 20 s)",
-                      (long long)(age / 1000000), (long long)(e->cfg.lease_ns / 1000000)) != 0)
-        return -1;
-    return -1;
-}
-
-int election_status_json(struct election *e, struct cx_buf *out)
-{
-    pthread_mutex_lock(&e->mu);
-    __typeof__(e->st) st = e->st;
-    pthread_mutex_unlock(&e->mu);
-    int64_t left = 0;
-    bool may_write = election_guard_check(&e->guard, election_clock_ns(), &left, NULL);
-    /* The check counted as a write attempt; do not let the page skew it. */
-    if (may_write)
-        atomic_fetch_sub(&e->guard.allowed, 1);
-    else
-        atomic_fetch_sub(&e->guard.refused, 1);
-    int rc = cx_buf_puts(out, "{\"identity\":");
-    rc |= cx_json_escape(out, e->cfg.identity);
-    rc |= cx_buf_printf(out, ",\"lock\":\"%s\",\"namespace\":", lock_desc_kind(e));
-    rc |= cx_json_escape(out, e->cfg.ns);
-    rc |= cx_buf_puts(out, ",\"name\":");
-    rc |= cx_json_escape(out, e->cfg.name);
-    rc |= cx_buf_printf(out, ",\"role\":\"%s\",\"term\":%llu,\"holder\":",
-                        st.role == ELECTION_LEADER    ? "leader"
-                        : st.role == ELECTION_STOPPED ? "stopped"
-                                                      : "standby",
-                        (unsigned long long)st.term);
-    rc |= cx_json_escape(out, st.holder);
-    rc |= cx_buf_printf(
-        out,
-        ",\"mayWrite\":%s,\"safeMillisecondsLeft\":%lld,\"watch\":\"%s\","
-        "\"leaseTransitions\":%d,\"requests\":%llu,\"renewals\":%llu,"
-        "\"renewFailures\":%llu,\"conflicts\":%llu,\"clockJumps\":%llu,"
-        "\"writesAllowed\":%llu,\"writesRefused\":%llu,\"errors\":%llu,\"lastError\":",
-        may_write ? "true" : "false", (long long)(may_write ? left / 1000000 : 0),
-        st.watch_up ? "up" : "broken", (int)st.transitions, (unsigned long long)st.stats.requests,
-        (unsigned long long)st.stats.renew_ok, (unsigned long long)st.stats.renew_failed,
-        (unsigned long long)st.stats.conflicts, (unsigned long long)st.stats.clock_jumps,
-        (unsigned long long)atomic_load(&e->guard.allowed),
-        (unsigned long long)atomic_load(&e->guard.refused), (unsigned long long)st.errors);
-    rc |= cx_json_escape(out, st.last_error);
-    rc |= cx_buf_puts(out, "}");
-    return rc ? -1 : 0;
 }

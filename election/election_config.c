@@ -221,6 +221,11 @@ int election_config_validate(const struct election_config *cfg, char *err, size_
                  cfg->ns);
         return -1;
     }
+    if (strcmp(cfg->identity, ELECTION_PREFERRED_ANY) == 0) {
+        snprintf(err, errlen, "identity \"%s\" is reserved (preferredHolder: any standby)",
+                 ELECTION_PREFERRED_ANY);
+        return -1;
+    }
     if (cfg->identity[0] == '\0') {
         snprintf(err, errlen, "the elector needs a non-empty identity");
         return -1;

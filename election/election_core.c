@@ -1,100 +1,14 @@
 #include "election_core.h"
 
+#include "election_core_impl.h"
+
 #include "election_config.h"
 #include "election_guard.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* Each input pushes at most ~6 actions; the caller drains after every
- * input. */
-#define CORE_QUEUE_CAP      16
-#define CORE_MIN_TIMEOUT_NS INT64_C(1000000)
-/* Backoff after failures in a row: a standby waits retryPeriod, doubling,
- * at most BACKOFF_CAP x retryPeriod; the leader retryPeriod/4, doubling, at
- * most one retryPeriod (its renewals must keep their cadence to meet the
- * renew deadline); both stretched by jitter. */
-#define BACKOFF_CAP 4
-
-enum release_phase {
-    REL_GET = 0,
-    REL_UPDATE = 1,
-};
-
-struct inflight {
-    uint64_t id; /* 0: nothing in flight */
-    enum election_req_kind kind;
-    enum election_purpose purpose;
-    int64_t sent;      /* monotonic */
-    int64_t sent_wall; /* wall clock, for the guard's metrics */
-    int64_t timeout;
-    uint64_t epoch; /* clock epoch at send time */
-    char rv[ELECTION_RV_MAX];
-};
-
-struct election_core {
-    struct election_config cfg;
-    struct election_guard *guard;
-    int64_t margin;
-    int64_t jump;
-    enum election_role role;
-    bool started;
-    bool done;
-
-    /* Observing. */
-    bool have_obs;
-    struct election_observation obs;
-    int64_t obs_time;                        /* monotonic time the record or its RV last changed */
-    char gone_holder[ELECTION_IDENTITY_MAX]; /* holder before a deletion */
-    int64_t gone_expiry;
-
-    /* Requests. */
-    struct inflight fl;
-    uint64_t next_id;
-    bool need_get;
-    int64_t not_before; /* after a failure, no request before this */
-    uint32_t streak;    /* failed requests in a row (backoff) */
-    int64_t next_poll;
-    bool watch_up;
-
-    /* Leading. */
-    uint64_t term;
-    int64_t last_renew_send;
-    int64_t safe_deadline;
-    int64_t renew_at;
-    char ignore_preferred[ELECTION_IDENTITY_MAX];
-
-    /* Shutting down. */
-    bool stopping;
-    bool want_release;
-    enum release_phase rel_phase;
-    int64_t release_deadline;
-
-    /* Clock. */
-    int64_t last_now;
-    uint64_t epoch;
-    bool quarantine;
-
-    bool reported;
-    char reported_leader[ELECTION_IDENTITY_MAX];
-
-    struct election_action q[CORE_QUEUE_CAP];
-    unsigned qhead;
-    unsigned qlen;
-    uint64_t rng;
-    struct election_core_stats stats;
-};
-
 /* ---- small helpers ------------------------------------------------------ */
-
-static void copy_str(char *dst, size_t cap, const char *src)
-{
-    size_t n = strlen(src);
-    if (n >= cap)
-        n = cap - 1;
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-}
 
 static uint64_t next_rand(struct election_core *c)
 {
@@ -152,23 +66,6 @@ static void failed(struct election_core *c, int64_t t)
     failed_lag(c, t, 0);
 }
 
-static bool is_self(const struct election_core *c, const struct election_record *r)
-{
-    return !r->holder_overflow && strcmp(r->holder, c->cfg.identity) == 0;
-}
-
-static bool holder_empty(const struct election_record *r)
-{
-    return !r->holder_overflow && r->holder[0] == '\0';
-}
-
-static int64_t lease_of(const struct election_core *c, const struct election_record *r)
-{
-    if (r->lease_duration_s > 0)
-        return (int64_t)r->lease_duration_s * 1000000000;
-    return c->cfg.lease_ns;
-}
-
 /* Parses a resourceVersion as a decimal number; false if it is not one
  * (RVs are opaque in the API, but every server we know uses integers). */
 static bool rv_number(const char *s, uint64_t *out)
@@ -200,15 +97,6 @@ static void push(struct election_core *c, const struct election_action *a)
     }
     c->q[(c->qhead + c->qlen) % CORE_QUEUE_CAP] = *a;
     c->qlen++;
-}
-
-static void push_kind(struct election_core *c, enum election_action_kind kind)
-{
-    struct election_action a;
-    memset(&a, 0, sizeof(a));
-    a.kind = kind;
-    a.term = c->term;
-    push(c, &a);
 }
 
 static void cancel_inflight(struct election_core *c)
@@ -260,29 +148,26 @@ static void step_down(struct election_core *c, enum election_stop_reason reason)
     push(c, &a);
 }
 
-static bool preferred_other(const struct election_core *c)
-{
-    if (!c->have_obs || !c->obs.found)
-        return false;
-    const char *p = c->obs.rec.preferred_holder;
-    return p[0] != '\0' && strcmp(p, c->cfg.identity) != 0 && strcmp(p, c->ignore_preferred) != 0;
-}
-
 static void become_leader(struct election_core *c, const struct inflight *f)
 {
     c->role = ELECTION_LEADER;
     c->term++;
     c->stats.acquisitions++;
     c->last_renew_send = f->sent;
+    c->handed_over = false;
     c->safe_deadline = f->sent + c->cfg.renew_ns;
     c->renew_at = f->sent + c->cfg.retry_ns;
     /* If we took a lock whose preferredHolder names someone else, that one
      * did not come for it: do not hand over to it again and again. */
     const char *p = c->obs.found ? c->obs.rec.preferred_holder : "";
     copy_str(c->ignore_preferred, sizeof(c->ignore_preferred),
-             strcmp(p, c->cfg.identity) != 0 ? p : "");
+             strcmp(p, c->cfg.identity) != 0 && strcmp(p, ELECTION_PREFERRED_ANY) != 0 ? p : "");
     election_guard_publish(c->guard, c->term, c->safe_deadline, f->sent, f->sent_wall);
-    push_kind(c, ELECTION_ACT_STARTED_LEADING);
+    struct election_action a;
+    memset(&a, 0, sizeof(a));
+    a.kind = ELECTION_ACT_STARTED_LEADING;
+    a.term = c->term;
+    push(c, &a);
 }
 
 static void extend(struct election_core *c, const struct inflight *f)
@@ -323,6 +208,8 @@ static void observe(struct election_core *c, int64_t t, const struct election_ob
         c->have_obs = true;
     }
     report_leader(c, c->obs.found ? c->obs.rec.holder : "");
+    if (c->obs.found && !holder_empty(&c->obs.rec) && !is_self(c, &c->obs.rec))
+        c->handed_over = false; /* someone else took it: "any" includes us again */
     if (c->role == ELECTION_LEADER) {
         if (!c->obs.found)
             step_down(c, ELECTION_STOP_DELETED);
@@ -359,6 +246,9 @@ static void make_record(const struct election_core *c, int64_t wall, bool releas
         return;
     }
     copy_str(r->holder, sizeof(r->holder), c->cfg.identity);
+    /* "any" asked for one handover: whoever takes the lock answered it. */
+    if (strcmp(r->preferred_holder, ELECTION_PREFERRED_ANY) == 0)
+        r->preferred_holder[0] = '\0';
     int64_t secs = (c->cfg.lease_ns + 999999999) / 1000000000;
     r->lease_duration_s = (int32_t)(secs < 1 ? 1 : secs > INT32_MAX ? INT32_MAX : secs);
     if (o && is_self(c, o)) {
@@ -417,7 +307,7 @@ static bool may_acquire(const struct election_core *c, int64_t t)
     if (holder_empty(r)) {
         /* Released for a planned handover: let the preferred one take it
          * first, for as long as the released record says. */
-        if (preferred_other(c))
+        if (yield_to_preferred(c))
             return t >= c->obs_time + lease_of(c, r);
         return true;
     }
@@ -505,6 +395,7 @@ static void decide(struct election_core *c, struct election_now now)
         }
         /* Planned handover: stop first, then release below as a standby. */
         step_down(c, ELECTION_STOP_HANDOVER);
+        c->handed_over = true;
     }
     if (c->obs.found && is_self(c, &c->obs.rec) && preferred_other(c)) {
         send_req(c, now, ELECTION_REQ_UPDATE, ELECTION_FOR_RELEASE, c->cfg.renew_ns);
@@ -595,7 +486,8 @@ static void on_write(struct election_core *c, struct election_now now, const str
         failed_lag(c, t, 1);
         if (renew) {
             c->stats.renew_failed++;
-            c->renew_at = t; /* renew again as soon as the GET has answered */
+            c->stats.slowpath++; /* the next renewal needs a GET first */
+            c->renew_at = t;     /* renew again as soon as the GET has answered */
         }
         if (c->stopping)
             c->rel_phase = REL_GET;
@@ -813,153 +705,4 @@ int election_core_next_action(struct election_core *c, struct election_action *o
     c->qhead = (c->qhead + 1) % CORE_QUEUE_CAP;
     c->qlen--;
     return 1;
-}
-
-int64_t election_core_next_wakeup(const struct election_core *c)
-{
-    if (c->done || !c->started)
-        return INT64_MAX;
-    int64_t w = c->last_now + c->cfg.retry_ns; /* heartbeat */
-#define WAKE_AT(x)        \
-    do {                  \
-        int64_t x_ = (x); \
-        if (x_ < w)       \
-            w = x_;       \
-    } while (0)
-    /* Deadlines that hold whatever else is going on. */
-    if (c->role == ELECTION_LEADER)
-        WAKE_AT(c->safe_deadline);
-    if (c->stopping)
-        WAKE_AT(c->release_deadline);
-    if (c->fl.id) {
-        WAKE_AT(c->fl.sent + c->fl.timeout + c->cfg.retry_ns);
-        return w < c->last_now ? c->last_now : w;
-    }
-    /* Everything else waits for not_before, as decide() does. */
-    int64_t gate = c->not_before > c->last_now ? c->not_before : c->last_now;
-#define ACT_AT(x)                       \
-    do {                                \
-        int64_t y_ = (x);               \
-        WAKE_AT(y_ > gate ? y_ : gate); \
-    } while (0)
-    if (c->stopping || c->need_get) {
-        ACT_AT(gate);
-    } else if (!c->have_obs || c->quarantine) {
-        /* waiting for an answer that is not in flight: heartbeat only */
-    } else if (c->role == ELECTION_LEADER) {
-        ACT_AT(c->renew_at);
-    } else {
-        if (!c->obs.found) {
-            /* Missing: created at once unless another's lease may still
-             * run (as may_acquire() says). */
-            bool now_ok = c->gone_holder[0] == '\0' || strcmp(c->gone_holder, c->cfg.identity) == 0;
-            ACT_AT(now_ok ? gate : c->gone_expiry);
-        } else if (is_self(c, &c->obs.rec) || holder_empty(&c->obs.rec)) {
-            ACT_AT(preferred_other(c) && !is_self(c, &c->obs.rec)
-                       ? c->obs_time + lease_of(c, &c->obs.rec)
-                       : gate);
-        } else {
-            ACT_AT(c->obs_time + lease_of(c, &c->obs.rec));
-        }
-        if (!c->watch_up)
-            ACT_AT(c->next_poll);
-    }
-#undef ACT_AT
-#undef WAKE_AT
-    return w < c->last_now ? c->last_now : w;
-}
-
-enum election_role election_core_role(const struct election_core *c)
-{
-    return c->role;
-}
-
-uint64_t election_core_term(const struct election_core *c)
-{
-    return c->term;
-}
-
-bool election_core_done(const struct election_core *c)
-{
-    return c->done;
-}
-
-const char *election_core_holder(const struct election_core *c)
-{
-    return c->have_obs && c->obs.found ? c->obs.rec.holder : "";
-}
-
-const struct election_observation *election_core_observed(const struct election_core *c)
-{
-    return c->have_obs ? &c->obs : NULL;
-}
-
-int64_t election_core_observed_time(const struct election_core *c)
-{
-    return c->obs_time;
-}
-
-int64_t election_core_safe_deadline(const struct election_core *c)
-{
-    return c->role == ELECTION_LEADER ? c->safe_deadline : 0;
-}
-
-const struct election_core_stats *election_core_stats(const struct election_core *c)
-{
-    return &c->stats;
-}
-
-const char *election_stop_reason_name(enum election_stop_reason r)
-{
-    switch (r) {
-    case ELECTION_STOP_NONE:
-        return "none";
-    case ELECTION_STOP_DEADLINE:
-        return "renew deadline passed";
-    case ELECTION_STOP_LOST:
-        return "another holder took the lock";
-    case ELECTION_STOP_DELETED:
-        return "lock deleted";
-    case ELECTION_STOP_CLOCK_JUMP:
-        return "clock jump";
-    case ELECTION_STOP_HANDOVER:
-        return "planned handover";
-    case ELECTION_STOP_SHUTDOWN:
-        return "shutdown";
-    }
-    return "?";
-}
-
-const char *election_purpose_name(enum election_purpose p)
-{
-    switch (p) {
-    case ELECTION_FOR_OBSERVE:
-        return "observe";
-    case ELECTION_FOR_POLL:
-        return "poll";
-    case ELECTION_FOR_ACQUIRE:
-        return "acquire";
-    case ELECTION_FOR_RENEW:
-        return "renew";
-    case ELECTION_FOR_RELEASE:
-        return "release";
-    }
-    return "?";
-}
-
-const char *election_outcome_name(enum election_outcome o)
-{
-    switch (o) {
-    case ELECTION_OK:
-        return "ok";
-    case ELECTION_NOT_FOUND:
-        return "not found";
-    case ELECTION_CONFLICT:
-        return "conflict";
-    case ELECTION_FAILED:
-        return "failed";
-    case ELECTION_TIMEOUT:
-        return "timeout";
-    }
-    return "?";
 }

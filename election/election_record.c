@@ -194,7 +194,19 @@ int election_record_format_annotation(const struct election_record *r, struct cx
     } else {
         rc |= cx_buf_puts(b, "null");
     }
-    rc |= cx_buf_printf(b, ",\"leaderTransitions\":%d}", (int)r->transitions);
+    rc |= cx_buf_printf(b, ",\"leaderTransitions\":%d", (int)r->transitions);
+    /* client-go's record carries these two (coordinated leader election);
+     * written only when set, so the annotation stays byte for byte what
+     * client-go and the Python client write otherwise. */
+    if (r->strategy[0]) {
+        rc |= cx_buf_puts(b, ",\"strategy\":");
+        rc |= cx_json_escape(b, r->strategy);
+    }
+    if (r->preferred_holder[0]) {
+        rc |= cx_buf_puts(b, ",\"preferredHolder\":");
+        rc |= cx_json_escape(b, r->preferred_holder);
+    }
+    rc |= cx_buf_puts(b, "}");
     return rc ? -1 : 0;
 }
 

@@ -31,6 +31,11 @@
 #define ELECTION_DEFAULT_RENEW_NS (INT64_C(10) * 1000000000)
 #define ELECTION_DEFAULT_RETRY_NS (INT64_C(2) * 1000000000)
 
+/* preferredHolder meaning "any standby" (`coxswain handover --any`): the
+ * leader hands over; any replica but the one that released may take the
+ * released lock at once. Never a valid identity. */
+#define ELECTION_PREFERRED_ANY "*"
+
 /* The ConfigMap lock keeps the record in this annotation. */
 #define ELECTION_CONFIGMAP_ANNOTATION "control-plane.alpha.kubernetes.io/leader"
 
@@ -178,6 +183,7 @@ struct election_core_stats {
     uint64_t conflicts;    /* 409 answers */
     uint64_t clock_jumps;
     uint64_t stale_results; /* results of cancelled or unknown requests */
+    uint64_t slowpath;      /* renewals that needed a GET first (client-go's slow path) */
 };
 
 /* The write guard, shared with writer threads. deadline_ns is the time

@@ -20,6 +20,10 @@ int cmd_translate(int argc, char **argv);
 /* `coxswain elect` (cmd_elect.c): only the leader election. */
 int cmd_elect(int argc, char **argv);
 
+/* `coxswain handover` (cmd_handover.c): asks the leader to hand the lock
+ * over (--to IDENTITY or --any) and waits for the new leader. */
+int cmd_handover(int argc, char **argv);
+
 /* `coxswain run` (cmd_run.c): one replica of the control plane. */
 int cmd_run(int argc, char **argv);
 

@@ -32,6 +32,8 @@ static const struct subcommand subcommands[] = {
     {"help", "list the subcommands", cmd_help},
     {"translate", "translate manifests to xDS offline and report on every object", cmd_translate},
     {"elect", "run only the leader election and log its transitions", cmd_elect},
+    {"handover", "ask the leader to hand over (--to IDENTITY or --any) and wait for the next",
+     cmd_handover},
     {"run", "run one replica of the control plane (the daemon)", cmd_run},
 };
 

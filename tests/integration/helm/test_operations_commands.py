@@ -81,7 +81,8 @@ COMMANDS = [
                                              "(tests/integration/helm/test_dockerfile.py checks "
                                              "the Dockerfile without one)"),
     # names of commands in running text, whose full form is in a code block
-    (r"^(podman load|docker load|kind load image-archive|skopeo copy|coxswain run)$",
+    (r"^(podman load|docker load|kind load image-archive|skopeo copy|coxswain run|"
+     r"coxswain handover)$",
      "a name in the text, not a command line"),
     # upgrade, lock change, rollback
     (r"^helm upgrade coxswain deploy/helm/coxswain -n coxswain-system -f my-values\.yaml$",
@@ -122,6 +123,9 @@ COMMANDS = [
      "here"),
     (r"^curl -s localhost:18080/metrics \| grep coxswain_snapshot_version_info$", "here"),
     (r"^coxswain translate -f manifests/ --now ", "here"),
+    (r"^kubectl exec -n coxswain-system deploy/coxswain -- coxswain handover --(to <identity>|any)$",
+     "not run: kubectl exec needs a kubelet; tests/integration/election/test_handover.py runs "
+     "coxswain handover --to and --any on both lock kinds"),
     (r"^kubectl -n coxswain-system get endpoints coxswain-xds$",
      "not run: its answer depends on ready pods behind the Service, and kubesim runs no pods"),
 ]

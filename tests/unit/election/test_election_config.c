@@ -183,6 +183,7 @@ static void test_validation_names(void)
         {"gw.lock", "kube.system", "me", "--leader-elect-resource-namespace \"kube.system\""},
         {"gw", "", "me", "--leader-elect-resource-namespace"},
         {"gw", "default", "", "non-empty identity"},
+        {"gw", "default", "*", "identity \"*\" is reserved"},
         {"gw.lock-1", "kube-system", "me", NULL},
     };
     for (size_t k = 0; k < sizeof(rows) / sizeof(rows[0]); k++) {

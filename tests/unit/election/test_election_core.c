@@ -390,6 +390,8 @@ static void test_renew_conflict_refetches_and_renews(void)
     CHECK_INT_EQ(election_core_term(h.c), 1);
     CHECK_INT_EQ(h_count(&h, from, ELECTION_ACT_STOPPED_LEADING), 0);
     CHECK_INT_EQ(election_core_stats(h.c)->conflicts, 1);
+    /* client-go's slow path: a renewal that needed a GET first */
+    CHECK_INT_EQ(election_core_stats(h.c)->slowpath, 1);
     h_free(&h);
 }
 
@@ -1007,6 +1009,68 @@ static void test_preferred_standby_takes_released_lock_at_once(void)
     h_free(&c);
 }
 
+/* preferredHolder "*" (`coxswain handover --any`): the leader hands over;
+ * a standby takes the released lock at once, the replica that released it
+ * only after the released record's second; the taker's record drops the
+ * request, so a second "any" is seen again. */
+static void test_handover_to_any(void)
+{
+    struct h h;
+    h_setup(&h, "me");
+    h_make_leader(&h);
+    h_run(&h, h.now.mono_ns + MS(100));
+    snprintf(h.lock.rec.preferred_holder, sizeof(h.lock.rec.preferred_holder), "%s",
+             ELECTION_PREFERRED_ANY);
+    h.lock.rv++;
+    h_event(&h);
+    h.mode = H_MANUAL;
+    int from = h.n;
+    h_run(&h, h.now.mono_ns + MS(400));
+    int sd = h_first(&h, from, ELECTION_ACT_STOPPED_LEADING);
+    REQUIRE(sd >= 0);
+    CHECK_INT_EQ(h.log[sd].reason, ELECTION_STOP_HANDOVER);
+    REQUIRE(h.pending);
+    CHECK_INT_EQ(h.req.purpose, ELECTION_FOR_RELEASE);
+    CHECK_STR_EQ(h.req.rec.preferred_holder, ELECTION_PREFERRED_ANY);
+    h_serve(&h);
+    int64_t released = h.now.mono_ns;
+    /* we released it: "any" is the others, for the released record's 1 s */
+    h_run(&h, released + MS(999));
+    CHECK(!h.pending);
+    h_run(&h, released + MS(1000));
+    REQUIRE(h.pending);
+    CHECK_INT_EQ(h.req.purpose, ELECTION_FOR_ACQUIRE);
+    CHECK_STR_EQ(h.req.rec.preferred_holder, ""); /* the request is consumed */
+    h.mode = H_SERVE;
+    h_run(&h, h.now.mono_ns + MS(1000));
+    CHECK_INT_EQ(election_core_role(h.c), ELECTION_LEADER);
+    CHECK_STR_EQ(h.lock.rec.preferred_holder, "");
+    /* a second "any" is not ignored */
+    snprintf(h.lock.rec.preferred_holder, sizeof(h.lock.rec.preferred_holder), "%s",
+             ELECTION_PREFERRED_ANY);
+    h.lock.rv++;
+    h_event(&h);
+    from = h.n;
+    h.mode = H_MANUAL;
+    h_run(&h, h.now.mono_ns + MS(600));
+    CHECK_INT_EQ(h_count(&h, from, ELECTION_ACT_STOPPED_LEADING), 1);
+    h_free(&h);
+
+    /* a standby that did not release takes it at once */
+    struct h s;
+    h_setup(&s, "s");
+    fake_put(&s.lock, "", 1, 4);
+    snprintf(s.lock.rec.preferred_holder, ELECTION_IDENTITY_MAX, "%s", ELECTION_PREFERRED_ANY);
+    h_start(&s);
+    h_watch(&s, true);
+    s.mode = H_MANUAL;
+    h_serve(&s);
+    REQUIRE(s.pending);
+    CHECK_INT_EQ(s.req.purpose, ELECTION_FOR_ACQUIRE);
+    CHECK_STR_EQ(s.req.rec.preferred_holder, "");
+    h_free(&s);
+}
+
 static void test_lease_seconds_rounded_up(void)
 {
     struct h h;
@@ -1074,6 +1138,7 @@ static const struct cxt_case cases[] = {
     CXT(test_heartbeat_bounds_wakeups),
     CXT(test_planned_handover_releases_at_next_renewal),
     CXT(test_preferred_standby_takes_released_lock_at_once),
+    CXT(test_handover_to_any),
     CXT(test_lease_seconds_rounded_up),
     CXT(test_long_foreign_identity_never_matches_ours),
 };

@@ -239,6 +239,47 @@ static void test_configmap_create_and_missing_annotations(void)
     }
 }
 
+/* preferredHolder and strategy survive a ConfigMap round trip (a planned
+ * handover must hold on either lock kind); without them the annotation is
+ * exactly what client-go writes. */
+static void test_configmap_keeps_preferred_holder(void)
+{
+    struct election_record r;
+    memset(&r, 0, sizeof(r));
+    snprintf(r.holder, sizeof(r.holder), "a_1");
+    snprintf(r.preferred_holder, sizeof(r.preferred_holder), "b_\"2");
+    snprintf(r.strategy, sizeof(r.strategy), "OldestEmulationVersion");
+    r.lease_duration_s = 3;
+    r.transitions = 4;
+    cJSON *o = election_record_new_object(ELECTION_LOCK_CONFIGMAPS, "ns", "lk", &r);
+    REQUIRE(o != NULL);
+    const char *ann =
+        cx_json_path_str(o, "metadata", "annotations", ELECTION_CONFIGMAP_ANNOTATION, (char *)NULL);
+    CHECK_STR_EQ(ann, "{\"holderIdentity\":\"a_1\",\"leaseDurationSeconds\":3,\"acquireTime\":"
+                      "null,\"renewTime\":null,\"leaderTransitions\":4,\"strategy\":"
+                      "\"OldestEmulationVersion\",\"preferredHolder\":\"b_\\\"2\"}");
+    struct election_observation ob;
+    cJSON_AddItemToObject(cJSON_GetObjectItem(o, "metadata"), "resourceVersion",
+                          cJSON_CreateString("7"));
+    election_record_decode(ELECTION_LOCK_CONFIGMAPS, o, &ob);
+    CHECK_STR_EQ(ob.rec.holder, "a_1");
+    CHECK_STR_EQ(ob.rec.preferred_holder, "b_\"2");
+    CHECK_STR_EQ(ob.rec.strategy, "OldestEmulationVersion");
+    CHECK_INT_EQ(ob.rec.transitions, 4);
+    /* a record without them writes neither key */
+    r.preferred_holder[0] = '\0';
+    r.strategy[0] = '\0';
+    cJSON *put = election_record_update_object(ELECTION_LOCK_CONFIGMAPS, o, "ns", "lk", "7", &r);
+    REQUIRE(put != NULL);
+    ann = cx_json_path_str(put, "metadata", "annotations", ELECTION_CONFIGMAP_ANNOTATION,
+                           (char *)NULL);
+    REQUIRE(ann != NULL);
+    CHECK(strstr(ann, "preferredHolder") == NULL);
+    CHECK(strstr(ann, "strategy") == NULL);
+    cJSON_Delete(put);
+    cJSON_Delete(o);
+}
+
 /* Garbage in our annotation is somebody's: never taken at once. */
 static void test_garbled_annotation_is_someone_elses(void)
 {
@@ -359,6 +400,7 @@ static const struct cxt_case cases[] = {
     CXT(test_decode_clientgo_configmap),
     CXT(test_configmap_update_golden),
     CXT(test_configmap_create_and_missing_annotations),
+    CXT(test_configmap_keeps_preferred_holder),
     CXT(test_garbled_annotation_is_someone_elses),
     CXT(test_lenient_numbers),
     CXT(test_times_lenient),
