@@ -58,6 +58,7 @@ struct ho {
     int conflicts;
     int64_t t0, deadline;
     char old[ELECTION_IDENTITY_MAX];
+    bool released; /* the old leader let go (holder "" seen) */
     int rc;
 };
 
@@ -201,7 +202,11 @@ static void on_got(struct kube_result *r, void *arg)
         ask(h, r->object, &ob);
         return;
     }
-    if (!holder[0] || strcmp(holder, h->old) == 0) {
+    if (!holder[0])
+        h->released = true;
+    /* After a release the old leader may take the lock back (a no-show
+     * named, the released record's second over): that is an answer too. */
+    if (!holder[0] || (strcmp(holder, h->old) == 0 && !h->released)) {
         poll_later(h);
         return;
     }

@@ -128,7 +128,9 @@ def run_kind(t, ks, lock):
             check("nobody_00000000 did not come for the lock: not a live candidate" in r.stderr,
                   r.stderr)
             new = leader_of(electors, timeout=5)
-            check(new is not old, "the old leader kept the lock")
+            # after the released record's second any replica may take it,
+            # the old leader too
+            note("%s: after the no-show %s leads (was %s)", lock, new.name, old.name)
             time.sleep(1.5)
             check_eq(sum(1 for e in electors if e.leading()), 1, "leaders")
             check(new.leading(), "the new leader handed over again (to the absent one?)")
