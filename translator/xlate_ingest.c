@@ -685,7 +685,7 @@ static int refresh_upstream(struct xlate_ctx *ctx, struct xl_entry *e)
     if (rc < 0)
         return -1;
     int exists = !e->deleted, valid = exists && xlate_upstream_usable(e);
-    int hashing = valid && xlate_upstream_hashing(&e->obj.u.up);
+    int hashing = valid && xlate_upstream_hashing(&e->obj->u.up);
     if (exists != e->up_exists || valid != e->up_valid || hashing != e->up_hashing) {
         /* what routes read: whether it is there and usable, and whether
          * their hash policies apply */

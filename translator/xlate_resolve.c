@@ -441,7 +441,7 @@ static void set_hashes(struct rctx *rc, struct xl_entry *owner, const char *path
                                           [XL_LB_LEAST_REQUEST] = "LeastRequest",
                                           [XL_LB_RANDOM] = "Random"};
     for (size_t i = 0; i < nups; i++) {
-        const struct xl_upstream *u = &ups[i]->obj.u.up;
+        const struct xl_upstream *u = &ups[i]->obj->u.up;
         if (!xlate_upstream_hashing(u))
             msg(rc, owner, XLATE_WARNING, XL_R_HASH_IGNORED,
                 "%s: Upstream %s balances with %s, so the hashPolicy has no effect on it "
