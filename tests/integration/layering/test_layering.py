@@ -12,6 +12,7 @@
 - No product source file passes 1,000 lines; no folder holds more than 20
   C files.
 """
+import functools
 import glob
 import os
 import shlex
@@ -37,20 +38,29 @@ DAEMON_DIRS = ("controlplane/",)
 
 
 def cflags(src):
-    out = subprocess.run(["make", "-s", "--no-print-directory", "print-cflags", "F=" + src,
+    # The flags are the module's (its folder's) and the language's: one
+    # make run per pair, not per file.
+    return _cflags(os.path.dirname(src), os.path.splitext(src)[1])
+
+
+@functools.lru_cache(maxsize=None)
+def _cflags(folder, ext):
+    probe = os.path.join(folder, "probe" + ext)
+    out = subprocess.run(["make", "-s", "--no-print-directory", "print-cflags", "F=" + probe,
                           "BUILD=" + os.path.relpath(BUILD, TOP)],
                          cwd=TOP, check=True, capture_output=True, text=True).stdout
-    return [f for f in shlex.split(out) if f not in ("-MMD", "-MP")]
+    return tuple(f for f in shlex.split(out) if f not in ("-MMD", "-MP"))
 
 
+@functools.lru_cache(maxsize=None)
 def headers(src):
     cc = "c++" if src.endswith(".cc") else "cc"  # C++ shims over C++ libraries
-    p = subprocess.run([cc, "-M"] + cflags(src) + [src], cwd=TOP, capture_output=True,
+    p = subprocess.run([cc, "-M"] + list(cflags(src)) + [src], cwd=TOP, capture_output=True,
                        text=True)
     check(p.returncode == 0, "%s does not compile with its module's includes: %s"
           % (src, p.stderr[-400:]))
     deps = p.stdout.replace("\\\n", " ").split(":", 1)[1].split()
-    return [os.path.normpath(os.path.join(TOP, d)) for d in deps]
+    return tuple(os.path.normpath(os.path.join(TOP, d)) for d in deps)
 
 
 def case_io_free_cores():
