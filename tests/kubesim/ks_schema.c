@@ -141,12 +141,21 @@ static bool digits(const char *s, int n)
     return true;
 }
 
+/* The value of |n| digits already checked by digits(). */
+static int num(const char *s, int n)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++)
+        v = v * 10 + (s[i] - '0');
+    return v;
+}
+
 static bool is_date(const char *s)
 {
     if (strlen(s) < 10 || !digits(s, 4) || s[4] != '-' || !digits(s + 5, 2) || s[7] != '-' ||
         !digits(s + 8, 2))
         return false;
-    int mon = atoi(s + 5), day = atoi(s + 8);
+    int mon = num(s + 5, 2), day = num(s + 8, 2);
     return mon >= 1 && mon <= 12 && day >= 1 && day <= 31;
 }
 
@@ -159,7 +168,7 @@ static bool is_date_time(const char *s)
     const char *t = s + 11;
     if (!digits(t, 2) || t[2] != ':' || !digits(t + 3, 2) || t[5] != ':' || !digits(t + 6, 2))
         return false;
-    if (atoi(t) > 23 || atoi(t + 3) > 59 || atoi(t + 6) > 60)
+    if (num(t, 2) > 23 || num(t + 3, 2) > 59 || num(t + 6, 2) > 60)
         return false;
     t += 8;
     if (*t == '.') {
