@@ -678,10 +678,10 @@ static int sotw_vs_delta(int clusters, int nstreams, int pushes, int delta, stru
         snprintf(id, sizeof(id), "proxy-%d", i);
         struct cx_buf b;
         cx_buf_init(&b, 0);
-        int rc = delta ? xdsc_encode_delta_request(&b, XDS_CLUSTER, star, 1, NULL, 0, NULL, NULL,
-                                                   0, "", id, GROUP, NULL)
-                       : xdsc_encode_request(&b, XDS_CLUSTER, NULL, 0, "", "", id, NULL, GROUP,
-                                             0, NULL);
+        int rc =
+            delta ? xdsc_encode_delta_request(&b, XDS_CLUSTER, star, 1, NULL, 0, NULL, NULL, 0, "",
+                                              id, GROUP, NULL)
+                  : xdsc_encode_request(&b, XDS_CLUSTER, NULL, 0, "", "", id, NULL, GROUP, 0, NULL);
         if (rc != 0 || xdsc_call_send(v->call, b.data, b.len) != 0)
             return -1;
         cx_buf_free(&b);

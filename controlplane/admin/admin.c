@@ -197,8 +197,7 @@ static void authz_done(void *ticket, int allowed, const char *why, int unavailab
             n = (int)sizeof(body) - 1;
         if (a->refused[unavailable ? AUTHZ_UNAVAILABLE : AUTHZ_DENIED])
             cx_series_add(a->refused[unavailable ? AUTHZ_UNAVAILABLE : AUTHZ_DENIED], 1);
-        admin_reply(t->req, unavailable ? 503 : 403, "text/plain; charset=utf-8", body,
-                    (size_t)n);
+        admin_reply(t->req, unavailable ? 503 : 403, "text/plain; charset=utf-8", body, (size_t)n);
     }
     free(t);
 }

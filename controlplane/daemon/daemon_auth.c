@@ -67,8 +67,8 @@ static void call_error(const struct kube_result *res, const char *what, char *ou
                  "system:auth-delegator)",
                  what);
     else if (res->err.http_status)
-        snprintf(out, cap, "the API server answered %s with %d: %.200s", what,
-                 res->err.http_status, res->err.message);
+        snprintf(out, cap, "the API server answered %s with %d: %.200s", what, res->err.http_status,
+                 res->err.message);
     else
         snprintf(out, cap, "%s: %.200s", what, res->err.message);
 }
@@ -206,8 +206,8 @@ static void review_cancel(void *user, void *handle)
 
 void daemon_auth_xds_reviewer(struct kube_client *kc, struct xds_token_reviewer *out)
 {
-    *out = (struct xds_token_reviewer){
-        .start = xds_review_start, .cancel = review_cancel, .user = kc};
+    *out =
+        (struct xds_token_reviewer){.start = xds_review_start, .cancel = review_cancel, .user = kc};
 }
 
 /* ---- the admin server ---------------------------------------------------------- */
@@ -267,8 +267,7 @@ static int admin_authz(void *arg, const char *token, const char *path, admin_aut
     if (rc == 0)
         return 0; /* admin_checked answers */
     free(aw);
-    done(ticket, v.status == 0, v.status == 0 ? NULL : v.message,
-         v.status == XDS_GRPC_UNAVAILABLE);
+    done(ticket, v.status == 0, v.status == 0 ? NULL : v.message, v.status == XDS_GRPC_UNAVAILABLE);
     return 0;
 }
 

@@ -221,7 +221,8 @@ int daemon_config_parse(struct daemon_config *c, int argc, char **argv, char *er
         snprintf(err, errlen, "--standby: \"%s\" is neither warm nor cold", c->standby);
         return -1;
     }
-    if (!c->xds_auth || (strcmp(c->xds_auth, "required") != 0 && strcmp(c->xds_auth, "none") != 0)) {
+    if (!c->xds_auth ||
+        (strcmp(c->xds_auth, "required") != 0 && strcmp(c->xds_auth, "none") != 0)) {
         snprintf(err, errlen, "--xds-auth: \"%s\" is not \"required\" or \"none\"",
                  c->xds_auth ? c->xds_auth : "");
         return -1;

@@ -53,7 +53,7 @@ struct daemon {
     struct kube_config kcfg;
     int have_kcfg;
     struct kube_client *kc;
-    struct xds_token_reviewer reviewer;    /* TokenReview of proxies' tokens */
+    struct xds_token_reviewer reviewer;   /* TokenReview of proxies' tokens */
     struct daemon_admin_auth *admin_auth; /* protects the debug and REST paths */
     struct filter *filter;
     int ns_selector; /* some kind uses a namespace selector */

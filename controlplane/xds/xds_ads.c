@@ -715,7 +715,9 @@ int xds_ads_emit_ld(xds_ads_emit_fn emit, void *user, uint32_t field, size_t len
 
 int xds_ads_emit_head(const struct xds_ads_response *r, xds_ads_emit_fn emit, void *user)
 {
-    return r->version[0] ? xds_ads_emit_ld(emit, user, DR_VERSION_INFO, strlen(r->version), r->version) : 0;
+    return r->version[0]
+               ? xds_ads_emit_ld(emit, user, DR_VERSION_INFO, strlen(r->version), r->version)
+               : 0;
 }
 
 int xds_ads_emit_resources(enum xds_type type, struct xds_resource *const *items, size_t n,
@@ -746,8 +748,8 @@ int xds_ads_emit_tail(const struct xds_ads_response *r, const char *identifier,
         rc = xds_ads_emit_ld(emit, user, DR_NONCE, strlen(r->nonce), r->nonce);
     if (rc == 0 && identifier && identifier[0]) {
         size_t il = strlen(identifier);
-        rc = xds_ads_emit_ld(emit, user, DR_CONTROL_PLANE, cx_wire_len_size(CONTROL_PLANE_IDENTIFIER, il),
-                     NULL);
+        rc = xds_ads_emit_ld(emit, user, DR_CONTROL_PLANE,
+                             cx_wire_len_size(CONTROL_PLANE_IDENTIFIER, il), NULL);
         if (rc == 0)
             rc = xds_ads_emit_ld(emit, user, CONTROL_PLANE_IDENTIFIER, il, identifier);
     }

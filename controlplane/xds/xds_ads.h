@@ -73,9 +73,8 @@ void xds_ads_response_clear(struct xds_ads_response *r);
  * else cluster, else |default_group|) and "user_agent_name/version".
  * |node| may be NULL. Returns 0 or XDS_ADS_ENOMEM. */
 struct Envoy__Config__Core__V3__Node;
-int xds_ads_node_fields(const struct Envoy__Config__Core__V3__Node *node,
-                        const char *default_group, char **id, char **cluster, char **group,
-                        char **user_agent);
+int xds_ads_node_fields(const struct Envoy__Config__Core__V3__Node *node, const char *default_group,
+                        char **id, char **cluster, char **group, char **user_agent);
 
 /* Serialised size of the DiscoveryResponse for |r| (|identifier|, may be
  * NULL, fills control_plane.identifier). */

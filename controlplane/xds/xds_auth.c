@@ -83,8 +83,8 @@ int xds_spiffe_parse(const char *uri, size_t len, const char *trust_domain,
     return set_identity(out, XDS_ID_MTLS, ns, (size_t)(sa - ns), name, (size_t)(end - name));
 }
 
-int xds_spiffe_from_cert(X509 *cert, const char *trust_domain, struct xds_identity *out,
-                         char *why, size_t whycap)
+int xds_spiffe_from_cert(X509 *cert, const char *trust_domain, struct xds_identity *out, char *why,
+                         size_t whycap)
 {
     GENERAL_NAMES *sans = X509_get_ext_d2i(cert, NID_subject_alt_name, NULL, NULL);
     int rc = -1, uris = 0;
@@ -109,8 +109,9 @@ int xds_spiffe_from_cert(X509 *cert, const char *trust_domain, struct xds_identi
     GENERAL_NAMES_free(sans);
     if (rc != 0) {
         if (uris == 0)
-            snprintf(why, whycap, "the client certificate has no URI SAN (a SPIFFE ID "
-                                  "spiffe://%s/ns/<namespace>/sa/<name>)",
+            snprintf(why, whycap,
+                     "the client certificate has no URI SAN (a SPIFFE ID "
+                     "spiffe://%s/ns/<namespace>/sa/<name>)",
                      trust_domain);
         else
             snprintf(why, whycap,
@@ -130,8 +131,7 @@ int xds_identity_from_username(const char *user, struct xds_identity *out)
     const char *colon = strchr(ns, ':');
     if (!colon)
         return -1;
-    return set_identity(out, XDS_ID_TOKEN, ns, (size_t)(colon - ns), colon + 1,
-                        strlen(colon + 1));
+    return set_identity(out, XDS_ID_TOKEN, ns, (size_t)(colon - ns), colon + 1, strlen(colon + 1));
 }
 
 int64_t xds_jwt_exp(const char *token)
@@ -428,8 +428,8 @@ static void refuse(struct xds_auth_verdict *out, int status, const char *msg)
 }
 
 int xds_tokens_check(struct xds_tokens *t, const char *token, struct xds_auth_verdict *out,
-                     struct xds_auth_waiter *w, void (*cb)(void *arg, const struct xds_auth_verdict *v),
-                     void *arg)
+                     struct xds_auth_waiter *w,
+                     void (*cb)(void *arg, const struct xds_auth_verdict *v), void *arg)
 {
     size_t tl = strlen(token);
     if (tl == 0 || tl > XDS_AUTH_TOKEN_MAX) {
@@ -488,8 +488,8 @@ int xds_tokens_check(struct xds_tokens *t, const char *token, struct xds_auth_ve
         list_push(t, e);
         t->st.entries++;
         t->st.inflight++;
-        e->handle = t->rv.start ? t->rv.start(t->rv.user, token, t->audience, review_done, e)
-                                : NULL;
+        e->handle =
+            t->rv.start ? t->rv.start(t->rv.user, token, t->audience, review_done, e) : NULL;
         if (!e->handle) {
             t->st.inflight--;
             e->pending = 0;

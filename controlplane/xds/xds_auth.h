@@ -36,13 +36,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define XDS_AUTH_CACHE_MAX    10000 /* tokens remembered */
-#define XDS_AUTH_INFLIGHT_MAX 64    /* TokenReviews under way at once */
-#define XDS_AUTH_TTL_MAX_NS   (INT64_C(600) * 1000000000)  /* a positive review, at most */
-#define XDS_AUTH_TTL_OPAQUE_NS (INT64_C(120) * 1000000000) /* a token without a JWT exp */
-#define XDS_AUTH_TTL_DENIED_NS (INT64_C(10) * 1000000000)  /* a refused token */
-#define XDS_AUTH_EXPIRY_MARGIN_NS (INT64_C(30) * 1000000000) /* forgotten this long before exp */
-#define XDS_AUTH_TOKEN_MAX    8192 /* bytes of a bearer token */
+#define XDS_AUTH_CACHE_MAX        10000                       /* tokens remembered */
+#define XDS_AUTH_INFLIGHT_MAX     64                          /* TokenReviews under way at once */
+#define XDS_AUTH_TTL_MAX_NS       (INT64_C(600) * 1000000000) /* a positive review, at most */
+#define XDS_AUTH_TTL_OPAQUE_NS    (INT64_C(120) * 1000000000) /* a token without a JWT exp */
+#define XDS_AUTH_TTL_DENIED_NS    (INT64_C(10) * 1000000000)  /* a refused token */
+#define XDS_AUTH_EXPIRY_MARGIN_NS (INT64_C(30) * 1000000000)  /* forgotten this long before exp */
+#define XDS_AUTH_TOKEN_MAX        8192                        /* bytes of a bearer token */
 
 #define XDS_SPIFFE_TRUST_DOMAIN_DEFAULT "cluster.local"
 #define XDS_AUTH_AUDIENCE_DEFAULT       "coxswain"
@@ -71,8 +71,8 @@ int xds_spiffe_parse(const char *uri, size_t len, const char *trust_domain,
 /* The SPIFFE identity of a (verified) client certificate: the first URI
  * SAN of |trust_domain| that parses. Returns 0, or -1 with a reason in
  * |why| (no URI SAN, another trust domain, not a ServiceAccount path). */
-int xds_spiffe_from_cert(X509 *cert, const char *trust_domain, struct xds_identity *out,
-                         char *why, size_t whycap);
+int xds_spiffe_from_cert(X509 *cert, const char *trust_domain, struct xds_identity *out, char *why,
+                         size_t whycap);
 
 /* Parses a TokenReview username "system:serviceaccount:<ns>:<name>".
  * Returns 0 (method XDS_ID_TOKEN) or -1 (not a ServiceAccount). */
@@ -167,16 +167,15 @@ void xds_tokens_any_user(struct xds_tokens *t);
 
 /* Sets the clock (CLOCK_MONOTONIC ns, and the wall clock in Unix seconds)
  * used for expiry; tests move it. NULL: the real ones. */
-void xds_tokens_set_clock(struct xds_tokens *t, int64_t (*mono_ns)(void),
-                          int64_t (*wall_s)(void));
+void xds_tokens_set_clock(struct xds_tokens *t, int64_t (*mono_ns)(void), int64_t (*wall_s)(void));
 
 /* Checks |token|. Returns 1 with |out| filled when the answer is known now
  * (cached, or refused at once: too long, too many reviews), or 0 when a
  * review runs: |w| is then linked and |cb| runs with the verdict later
  * (unless xds_tokens_cancel(w) first). */
 int xds_tokens_check(struct xds_tokens *t, const char *token, struct xds_auth_verdict *out,
-                     struct xds_auth_waiter *w, void (*cb)(void *arg, const struct xds_auth_verdict *v),
-                     void *arg);
+                     struct xds_auth_waiter *w,
+                     void (*cb)(void *arg, const struct xds_auth_verdict *v), void *arg);
 
 /* Unlinks a waiting stream (no-op if not waiting). */
 void xds_tokens_cancel(struct xds_auth_waiter *w);

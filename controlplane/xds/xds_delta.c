@@ -326,7 +326,9 @@ static void wildcard_off(struct xds_delta_stream *s, struct xds_delta_type *t)
         else if (t->nheld)
             k = find_held(t->held, t->nheld, t->subs[i], &found);
         copy_str(t->subver[i], sizeof(t->subver[i]),
-                 r ? r->version : found ? t->held[k].version : XDS_DELTA_UNKNOWN);
+                 r       ? r->version
+                 : found ? t->held[k].version
+                         : XDS_DELTA_UNKNOWN);
     }
     if (t->shared) {
         set_put(s->pool, t->shared);
@@ -372,8 +374,8 @@ int xds_delta_on_request(struct xds_delta_stream *s, const uint8_t *msg, size_t 
         return XDS_ADS_EINVAL;
     int rc = 0;
     if (!s->have_node) {
-        rc = xds_ads_node_fields(req->node, default_group, &s->node_id, &s->node_cluster,
-                                 &s->group, &s->user_agent);
+        rc = xds_ads_node_fields(req->node, default_group, &s->node_id, &s->node_cluster, &s->group,
+                                 &s->user_agent);
         if (rc != 0)
             goto out;
         s->have_node = 1;
@@ -402,8 +404,7 @@ int xds_delta_on_request(struct xds_delta_stream *s, const uint8_t *msg, size_t 
             if (req->error_detail) {
                 ev->verdict = XDS_ADS_NACK;
                 ev->nack_code = req->error_detail->code;
-                copy_str(ev->nack_message, sizeof(ev->nack_message),
-                         req->error_detail->message);
+                copy_str(ev->nack_message, sizeof(ev->nack_message), req->error_detail->message);
                 t->nacks++;
                 t->nacked = 1;
             } else {
@@ -566,9 +567,7 @@ static int diff_wildcard(struct xds_delta_type *t, const struct xds_resource_set
         return rc;
     }
     while (rc == 0 && (i < t->nheld || j < set->n)) {
-        int c = i == t->nheld ? 1
-                : j == set->n ? -1
-                              : strcmp(t->held[i].name, set->items[j]->name);
+        int c = i == t->nheld ? 1 : j == set->n ? -1 : strcmp(t->held[i].name, set->items[j]->name);
         if (c == 0) {
             if (strcmp(t->held[i].version, set->items[j]->version) != 0)
                 rc = diff_send(d, set->items[j]);
@@ -586,8 +585,7 @@ static int diff_wildcard(struct xds_delta_type *t, const struct xds_resource_set
 }
 
 /* Named: each subscription against the set; absent names are said once. */
-static int diff_named(struct xds_delta_type *t, const struct xds_resource_set *set,
-                      struct diff *d)
+static int diff_named(struct xds_delta_type *t, const struct xds_resource_set *set, struct diff *d)
 {
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < t->nsubs; i++) {
@@ -731,7 +729,9 @@ int xds_delta_response_emit(const struct xds_delta_response *r, const char *iden
 {
     const char *url = xlate_type_url(r->type);
     size_t urllen = strlen(url);
-    int rc = r->version[0] ? xds_ads_emit_ld(emit, user, DD_SYSTEM_VERSION_INFO, strlen(r->version), r->version) : 0;
+    int rc = r->version[0] ? xds_ads_emit_ld(emit, user, DD_SYSTEM_VERSION_INFO, strlen(r->version),
+                                             r->version)
+                           : 0;
     for (size_t i = 0; rc == 0 && i < r->n; i++) {
         struct xds_resource *res = r->items[i];
         rc = xds_ads_emit_ld(emit, user, DD_RESOURCES, resource_size(url, res), NULL);
@@ -753,8 +753,8 @@ int xds_delta_response_emit(const struct xds_delta_response *r, const char *iden
     if (rc == 0 && r->nonce[0])
         rc = xds_ads_emit_ld(emit, user, DD_NONCE, strlen(r->nonce), r->nonce);
     for (size_t i = 0; rc == 0 && i < r->nremoved; i++)
-        rc = xds_ads_emit_ld(emit, user, DD_REMOVED_RESOURCES, strlen(r->removed[i]),
-                             r->removed[i]);
+        rc =
+            xds_ads_emit_ld(emit, user, DD_REMOVED_RESOURCES, strlen(r->removed[i]), r->removed[i]);
     if (rc == 0 && identifier && identifier[0]) {
         size_t il = strlen(identifier);
         rc = xds_ads_emit_ld(emit, user, DD_CONTROL_PLANE,

@@ -57,10 +57,10 @@ struct xds_delta_pool; /* the interned sets, shared by a server's streams */
 struct xds_delta_type {
     uint8_t requested; /* a request of this type arrived */
     uint8_t wildcard;
-    uint8_t awaiting; /* a response is out, no ACK/NACK for it yet */
-    uint8_t nacked;   /* the last response was NACKed */
-    uint8_t dirty;    /* the subscription or the held table changed: evaluate */
-    char **subs;      /* explicit subscriptions, sorted, owned */
+    uint8_t awaiting;                    /* a response is out, no ACK/NACK for it yet */
+    uint8_t nacked;                      /* the last response was NACKed */
+    uint8_t dirty;                       /* the subscription or the held table changed: evaluate */
+    char **subs;                         /* explicit subscriptions, sorted, owned */
     char (*subver)[XDS_VERSION_LEN + 1]; /* the version the client holds of each
                                           * ("": told absent, "\x01": nothing told) */
     size_t nsubs;

@@ -284,8 +284,7 @@ static int cb_header(nghttp2_session *session, const nghttp2_frame *frame, const
         copy_hdr(st->hdr->hmethod, sizeof(st->hdr->hmethod), value, valuelen);
     } else if (namelen == 12 && memcmp(name, "content-type", 12) == 0) {
         copy_hdr(st->hdr->ctype, sizeof(st->hdr->ctype), value, valuelen);
-    } else if (namelen == 13 && memcmp(name, "authorization", 13) == 0 &&
-               !st->hdr->authorization) {
+    } else if (namelen == 13 && memcmp(name, "authorization", 13) == 0 && !st->hdr->authorization) {
         st->hdr->authorization = strndup((const char *)value, valuelen);
         if (!st->hdr->authorization)
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
