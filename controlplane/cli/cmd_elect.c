@@ -186,17 +186,27 @@ static void write_now(struct elect *el)
         return;
     }
     el->seq++;
-    char patch[512];
-    snprintf(patch, sizeof(patch),
-             "{\"metadata\":{\"labels\":{\"coxswain.dev/test-writer\":\"elect\"}},"
-             "\"data\":{\"writer\":\"%s\",\"term\":\"%" PRIu64 "\",\"seq\":\"%" PRIu64
-             "\",\"mono\":\"%" PRId64 "\"}}",
-             el->identity, term, el->seq, cx_mono_ns());
+    /* The identity is the operator's string (--identity): JSON-escaped. */
+    struct cx_buf patch;
+    cx_buf_init(&patch, 4096);
+    if (cx_buf_puts(&patch, "{\"metadata\":{\"labels\":{\"coxswain.dev/test-writer\":"
+                            "\"elect\"}},\"data\":{\"writer\":") != 0 ||
+        cx_json_escape(&patch, el->identity) != 0 ||
+        cx_buf_printf(&patch,
+                      ",\"term\":\"%" PRIu64 "\",\"seq\":\"%" PRIu64 "\",\"mono\":\"%" PRId64
+                      "\"}}",
+                      term, el->seq, cx_mono_ns()) != 0) {
+        cx_buf_free(&patch);
+        el->writes_failed++;
+        schedule_write(el);
+        return;
+    }
     int64_t ms = timeout_ns / 1000000;
     struct kube_req_opts o = write_opts(el, term, timeout_ns);
     int64_t checked = cx_mono_ns();
     el->write_call = kube_patch(el->kc, &res_configmaps, el->ns, el->write_cm, KUBE_PATCH_MERGE,
-                                patch, 0, &o, on_write_done, el);
+                                patch.data, 0, &o, on_write_done, el);
+    cx_buf_free(&patch);
     if (el->write_call && !election_guard_recheck(election_guard_of(el->e), term)) {
         /* Paused (or stepped down) while queueing it: not sent yet, drop it. */
         kube_call_cancel(el->write_call);

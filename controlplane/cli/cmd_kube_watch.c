@@ -167,12 +167,17 @@ static void dump(struct watch_cmd *w)
         b.len--;
     IGN(cx_buf_printf(
         &b,
-        "},\"synced\":%s,\"rv\":\"%s\",\"stats\":{\"lists\":%llu,\"relists\":%llu,"
+        "},\"synced\":%s,\"rv\":",
+        kube_informer_synced(w->inf) ? "true" : "false"));
+    /* The resourceVersion is the server's string: escaped like any other. */
+    IGN(cx_json_escape(&b, kube_informer_resource_version(w->inf)));
+    IGN(cx_buf_printf(
+        &b,
+        ",\"stats\":{\"lists\":%llu,\"relists\":%llu,"
         "\"watch_restarts\":%llu,\"watch_errors\":%llu,\"duplicates\":%llu,\"adds\":%llu,"
         "\"updates\":%llu,\"deletes\":%llu,\"bookmarks\":%llu,\"streaming\":%s,"
         "\"requests\":%llu,\"retries\":%llu,\"token_reads\":%llu,\"unauthorized\":%llu,"
         "\"probes\":%llu,\"conns_abandoned\":%llu}}",
-        kube_informer_synced(w->inf) ? "true" : "false", kube_informer_resource_version(w->inf),
         (unsigned long long)st.lists, (unsigned long long)st.relists,
         (unsigned long long)st.watch_restarts, (unsigned long long)st.watch_errors,
         (unsigned long long)st.duplicates, (unsigned long long)st.adds,

@@ -416,6 +416,29 @@ def run(t, ks):
         py3.stop(signal.SIGKILL)
     t.case("interop with the Python client's elector on a ConfigMap lock", interop)
 
+    # ---- an identity with JSON's special characters ------------------------
+    def quoted_identity():
+        ident = 'q"uote\\back'
+        e = Elector(ks, ident, name="quoted", extra=("--test-write-configmap", "quoted-writes"))
+        try:
+            deadline = time.monotonic() + 10 * SLACK
+            data = {}
+            while time.monotonic() < deadline:
+                st, cm = ks.get("configmaps", "quoted-writes", namespace="default")
+                data = cm.get("data", {}) if st == 200 else {}
+                if data.get("seq"):
+                    break
+                time.sleep(0.1)
+            # The patch carried the identity as a JSON string: the API server
+            # accepted it and stored it byte for byte.
+            check_eq(data.get("writer"), ident, "writer in %r" % data)
+            holder, _ = lease_holder(ks, name="quoted")
+            check_eq(holder, ident, "Lease holder")
+        finally:
+            e.stop(signal.SIGKILL)
+    t.case("an identity with quotes and backslashes: guarded writes are valid JSON",
+           quoted_identity)
+
 
 if __name__ == "__main__":
     main()
