@@ -179,7 +179,10 @@ $(GEN_STAMP): $(addprefix $(PROTO_DIR)/,$(PROTOS))
 	$(Q)protoc-c --c_out=$(BUILD)/gen -I$(PROTO_DIR) -I/usr/include $(PROTOS) $(WKT)
 	$(Q)touch $@
 
-$(GEN_SRC): $(GEN_STAMP)
+# The headers too: objects depend on them through their .d files, and make
+# must know a .proto change remakes them, or it compares the old mtimes and
+# keeps stale objects until the next run.
+$(GEN_SRC) $(GEN_SRC:.c=.h): $(GEN_STAMP)
 	@true
 
 # ---- compilation ----------------------------------------------------------
