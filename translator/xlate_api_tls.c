@@ -2,6 +2,7 @@
  * TLS settings of Gateways and Upstreams (spec.tls), and the Secrets and
  * ConfigMaps they reference.
  */
+#include "cx_base64.h"
 #include "xlate_api_parse.h"
 
 #include "xlate_tls.h"
@@ -317,10 +318,10 @@ static int secret_value(struct pctx *p, const cJSON *obj, const char *key, uint8
         snprintf(why, whylen, "data.%s is larger than %u bytes", key, XL_TLS_MAX_PEM);
         return -1;
     }
-    *out = palloc(p, n / 4 * 3 + 1);
+    *out = palloc(p, CX_B64_DECODED_MAX(n) + 1);
     if (!*out)
         return -1;
-    long d = xlate_b64_decode(dv->valuestring, n, *out);
+    long d = cx_b64_decode(dv->valuestring, n, *out, CX_B64_STD);
     if (d < 0) {
         snprintf(why, whylen, "data.%s is not valid base64", key);
         return -1;

@@ -12,55 +12,6 @@
 #include <strings.h>
 #include <time.h>
 
-/* ---- base64 ----------------------------------------------------------------- */
-
-static int b64_val(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-long xlate_b64_decode(const char *in, size_t len, uint8_t *out)
-{
-    if (len % 4 != 0)
-        return -1;
-    size_t o = 0;
-    for (size_t i = 0; i < len; i += 4) {
-        int v[4];
-        int pad = 0;
-        for (int k = 0; k < 4; k++) {
-            unsigned char c = (unsigned char)in[i + k];
-            if (c == '=' && i + 4 == len && k >= 2) {
-                v[k] = 0;
-                pad++;
-                continue;
-            }
-            if (pad) /* data after padding */
-                return -1;
-            v[k] = b64_val(c);
-            if (v[k] < 0)
-                return -1;
-        }
-        uint32_t w =
-            (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
-        out[o++] = (uint8_t)(w >> 16);
-        if (pad < 2)
-            out[o++] = (uint8_t)(w >> 8);
-        if (pad < 1)
-            out[o++] = (uint8_t)w;
-    }
-    return (long)o;
-}
-
 /* ---- OpenSSL helpers ------------------------------------------------------------ */
 
 /* The reason of the first (root) OpenSSL error, and an empty queue after. */

@@ -22,11 +22,6 @@
  * Secret at 1 MiB anyway). */
 #define XL_TLS_MAX_PEM (1u << 20)
 
-/* Strict standard base64 (RFC 4648, padding required, no whitespace), as
- * Kubernetes writes Secret data. Returns the decoded length, or -1. |out|
- * must hold 3 * (len / 4) bytes. */
-long xlate_b64_decode(const char *in, size_t len, uint8_t *out);
-
 /* Fills s->state, s->problem and s->cert from s->crt / s->key (already
  * decoded): the chain must hold at least one PEM certificate, the key must
  * be a readable PEM private key (not encrypted) matching the first

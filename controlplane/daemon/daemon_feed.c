@@ -12,6 +12,7 @@
  * "unreferenced") and into the store. The first translation waits for the
  * reads the first references started.
  */
+#include "cx_base64.h"
 #include "cx_json.h"
 #include "cx_log.h"
 #include "cx_metrics.h"
@@ -140,8 +141,8 @@ static void note_certificate(struct daemon *d, struct kube_obj *obj, int stored)
     struct cx_series *s = cx_metric_with(d->m.cert_expiry, obj->key);
     const char *crt = stored ? cx_json_path_str(obj->json, "data", "tls.crt", NULL) : NULL;
     size_t n = crt ? strlen(crt) : 0;
-    uint8_t *pem = n ? malloc(n / 4 * 3 + 1) : NULL;
-    long len = pem ? xlate_b64_decode(crt, n, pem) : -1;
+    uint8_t *pem = n ? malloc(CX_B64_DECODED_MAX(n) + 1) : NULL;
+    long len = pem ? cx_b64_decode(crt, n, pem, CX_B64_STD) : -1;
     int64_t not_after = 0;
     if (len > 0 && xlate_tls_pem_not_after(pem, (size_t)len, &not_after) == 0)
         cx_series_set(s, (double)not_after);

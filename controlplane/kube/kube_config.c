@@ -1,5 +1,6 @@
 #include "kube_config.h"
 
+#include "cx_base64.h"
 #include "cx_json.h"
 
 #include <cjson/cJSON.h>
@@ -157,55 +158,20 @@ static cJSON *yaml_to_json(const char *text, size_t len, char *err, size_t errle
 
 /* ---- helpers -------------------------------------------------------------- */
 
-static int b64_val(unsigned char ch)
-{
-    if (ch >= 'A' && ch <= 'Z')
-        return ch - 'A';
-    if (ch >= 'a' && ch <= 'z')
-        return ch - 'a' + 26;
-    if (ch >= '0' && ch <= '9')
-        return ch - '0' + 52;
-    if (ch == '+' || ch == '-')
-        return 62;
-    if (ch == '/' || ch == '_')
-        return 63;
-    return -1;
-}
-
-/* Decodes standard base64 (whitespace ignored, padding optional). Returns
- * a NUL-terminated buffer the caller frees, or NULL if |s| is not base64. */
+/* Decodes a kubeconfig *-data field (whitespace and missing padding
+ * allowed, as kubectl accepts). Returns a NUL-terminated buffer the caller
+ * frees, or NULL if |s| is not base64. */
 static char *b64_decode(const char *s, size_t *out_len)
 {
     size_t n = strlen(s);
-    char *out = malloc(n / 4 * 3 + 4);
-    if (!out)
+    char *out = malloc(CX_B64_DECODED_MAX(n) + 1);
+    long d = out ? cx_b64_decode(s, n, (uint8_t *)out, CX_B64_LENIENT) : -1;
+    if (d < 0) {
+        free(out);
         return NULL;
-    uint32_t acc = 0;
-    int bits = 0;
-    size_t o = 0;
-    int pad = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t')
-            continue;
-        if (ch == '=') {
-            pad++;
-            continue;
-        }
-        int v = b64_val(ch);
-        if (v < 0 || pad) {
-            free(out);
-            return NULL;
-        }
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (char)((acc >> bits) & 0xff);
-        }
     }
-    out[o] = '\0';
-    *out_len = o;
+    out[d] = '\0';
+    *out_len = (size_t)d;
     return out;
 }
 

@@ -1,5 +1,6 @@
 #include "xds_auth.h"
 
+#include "cx_base64.h"
 #include "cx_map.h"
 #include "cx_time.h"
 #include "xds_types.h"
@@ -143,33 +144,17 @@ int64_t xds_jwt_exp(const char *token)
     size_t n = (size_t)(d2 - d1 - 1);
     if (n == 0 || n > XDS_AUTH_TOKEN_MAX)
         return 0;
-    /* base64url without padding -> base64 with padding */
-    char *b64 = malloc(n + 4);
-    unsigned char *raw = malloc(n + 4);
+    unsigned char *raw = malloc(CX_B64_DECODED_MAX(n));
     int64_t exp = 0;
-    if (!b64 || !raw)
-        goto out;
-    for (size_t i = 0; i < n; i++) {
-        char c = d1[1 + i];
-        b64[i] = c == '-' ? '+' : c == '_' ? '/' : c;
-    }
-    size_t m = n;
-    while (m % 4)
-        b64[m++] = '=';
-    int len = EVP_DecodeBlock(raw, (const unsigned char *)b64, (int)m);
+    long len = raw ? cx_b64_decode(d1 + 1, n, raw, CX_B64_URL) : -1;
     if (len <= 0)
         goto out;
-    while (len > 0 && m > n) { /* EVP_DecodeBlock counts padding as zero bytes */
-        len--;
-        m--;
-    }
     cJSON *j = cJSON_ParseWithLength((const char *)raw, (size_t)len);
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "exp");
     if (cJSON_IsNumber(e) && e->valuedouble > 0 && e->valuedouble < 1e15)
         exp = (int64_t)e->valuedouble;
     cJSON_Delete(j);
 out:
-    free(b64);
     free(raw);
     return exp;
 }

@@ -4,6 +4,7 @@
  * matching). The first byte splits the rest into tls.crt and tls.key.
  * Checks: a usable pair has at least one certificate; never crashes, never
  * leaks, never leaves an OpenSSL error behind. */
+#include "cx_base64.h"
 #include "xlate_tls.h"
 
 #include <openssl/err.h>
@@ -42,10 +43,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     char msg[300];
     (void)xlate_tls_check_ca((const char *)rest, n, msg, sizeof(msg));
-    uint8_t *out = malloc(n / 4 * 3 + 1);
-    long d = xlate_b64_decode((const char *)rest, n - n % 4, out);
-    if (d > (long)(n / 4 * 3))
-        abort();
+    uint8_t *out = malloc(CX_B64_DECODED_MAX(n) + 1);
+    for (int mode = CX_B64_STD; mode <= CX_B64_URL; mode++) {
+        long d = cx_b64_decode((const char *)rest, n, out, (enum cx_b64_mode)mode);
+        if (d < -1 || d > (long)CX_B64_DECODED_MAX(n))
+            abort();
+    }
     free(out);
     /* names: the two halves as a certificate name and a host */
     char *x = strndup((const char *)s.crt, s.crtlen), *y = strndup((const char *)s.key, s.keylen);

@@ -29,20 +29,6 @@ static char *file(const char *name, size_t *len)
     return d;
 }
 
-static void test_base64(void)
-{
-    uint8_t out[16];
-    CHECK_INT_EQ(xlate_b64_decode("aGVsbG8=", 8, out), 5);
-    CHECK(memcmp(out, "hello", 5) == 0);
-    CHECK_INT_EQ(xlate_b64_decode("aGk=", 4, out), 2);
-    CHECK_INT_EQ(xlate_b64_decode("YWJj", 4, out), 3);
-    CHECK_INT_EQ(xlate_b64_decode("", 0, out), 0);
-    CHECK_INT_EQ(xlate_b64_decode("aGVsbG8", 7, out), -1);  /* not a multiple of 4 */
-    CHECK_INT_EQ(xlate_b64_decode("aG=sbG8=", 8, out), -1); /* padding inside */
-    CHECK_INT_EQ(xlate_b64_decode("aGVs\nG8=", 8, out), -1);
-    CHECK_INT_EQ(xlate_b64_decode("!!!!", 4, out), -1);
-}
-
 static void test_names(void)
 {
     CHECK_INT_EQ(xlate_tls_name_covers("www.example.com", "www.example.com"), 2);
@@ -422,7 +408,6 @@ static void test_time_never_changes_bytes(void)
 }
 
 static const struct cxt_case cases[] = {
-    CXT(test_base64),
     CXT(test_names),
     CXT(test_pairs),
     CXT(test_validity),
