@@ -94,6 +94,8 @@ ITEST_SRC := $(wildcard tests/integration/*/test_*.c tests/e2e/*/test_*.c tests/
 BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCHLIB_SRC := $(filter-out $(BENCH_SRC),$(wildcard bench/*.c))
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+# the fuzz targets built with a plain main that replays their corpora
+FUZZ_REPLAY_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz-replay/%,$(FUZZ_SRC))
 
 PROTO_DIR := api/proto
 PROTOS := $(patsubst $(PROTO_DIR)/%,%,$(shell find $(PROTO_DIR) -name '*.proto' | sort))
@@ -151,7 +153,7 @@ chaos: deps
 	$(Q)BUILD=$(BUILD) tests/chaos/run.sh
 
 binaries: $(BINARIES)
-tests: $(UNIT_BIN) $(ITEST_BIN) $(BENCH_BIN)
+tests: $(UNIT_BIN) $(ITEST_BIN) $(BENCH_BIN) $(FUZZ_REPLAY_BIN)
 
 # deploy/manifests from the Helm chart (deploy/gen-manifests.sh --check in tests)
 manifests: deps
@@ -244,6 +246,11 @@ $(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(LIB)
 	@mkdir -p $(@D)
 	@echo "  LD       $@"
 	$(Q)$(CC) -fsanitize=address,undefined,fuzzer -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/fuzz-replay/%: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/replay_main.o $(LIB)
+	@mkdir -p $(@D)
+	@echo "  LD       $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # ---- style ----------------------------------------------------------------
 FMT_SRC = $(shell find $(MODULES) tests bench \( -name '*.[ch]' -o -name '*.cc' \) -not -path '*/node_modules/*' 2>/dev/null)

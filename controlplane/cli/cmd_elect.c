@@ -192,10 +192,9 @@ static void write_now(struct elect *el)
     if (cx_buf_puts(&patch, "{\"metadata\":{\"labels\":{\"coxswain.dev/test-writer\":"
                             "\"elect\"}},\"data\":{\"writer\":") != 0 ||
         cx_json_escape(&patch, el->identity) != 0 ||
-        cx_buf_printf(&patch,
-                      ",\"term\":\"%" PRIu64 "\",\"seq\":\"%" PRIu64 "\",\"mono\":\"%" PRId64
-                      "\"}}",
-                      term, el->seq, cx_mono_ns()) != 0) {
+        cx_buf_printf(
+            &patch, ",\"term\":\"%" PRIu64 "\",\"seq\":\"%" PRIu64 "\",\"mono\":\"%" PRId64 "\"}}",
+            term, el->seq, cx_mono_ns()) != 0) {
         cx_buf_free(&patch);
         el->writes_failed++;
         schedule_write(el);

@@ -165,10 +165,8 @@ static void dump(struct watch_cmd *w)
     kube_cache_foreach(kube_informer_cache(w->inf), dump_one, &b);
     if (b.data[b.len - 1] == ',')
         b.len--;
-    IGN(cx_buf_printf(
-        &b,
-        "},\"synced\":%s,\"rv\":",
-        kube_informer_synced(w->inf) ? "true" : "false"));
+    IGN(cx_buf_printf(&b,
+                      "},\"synced\":%s,\"rv\":", kube_informer_synced(w->inf) ? "true" : "false"));
     /* The resourceVersion is the server's string: escaped like any other. */
     IGN(cx_json_escape(&b, kube_informer_resource_version(w->inf)));
     IGN(cx_buf_printf(

@@ -127,10 +127,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     event_base_loop(base, EVLOOP_NONBLOCK);
     drain(sv[1]);
     close(sv[1]);
-    for (int i = 0; i < 8 && srv->conns; i++)
+    for (int i = 0; i < 8 && !cx_list_empty(&srv->conns); i++)
         event_base_loop(base, EVLOOP_NONBLOCK);
-    while (srv->conns)
-        xds_h2_conn_free(srv->conns);
+    while (!cx_list_empty(&srv->conns))
+        xds_h2_conn_free(cx_list_entry(srv->conns.next, struct h2_conn, link));
     if (budget.used != 0)
         abort();
     return 0;
