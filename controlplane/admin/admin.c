@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/keyvalq_struct.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define ADMIN_MAX_CHECKS   32
@@ -55,6 +57,17 @@ struct admin_ticket {
 
 enum { AUTHZ_NO_TOKEN = 0, AUTHZ_DENIED = 1, AUTHZ_UNAVAILABLE = 2, AUTHZ_REASONS = 3 };
 
+/* A connection, seen from the bufferevent we make for it (evhttp_set_bevcb):
+ * evhttp tells nobody when it frees one, so we hold a reference to it and
+ * learn that evhttp let go when its error callback is gone (evhttp always
+ * sets one on a live connection; bufferevent_free clears them). */
+struct admin_conn {
+    struct admin_conn *prev, *next; /* oldest first */
+    struct bufferevent *bev;
+    int64_t since_ns; /* accepted, or its latest request began to be answered */
+};
+
+enum { CONN_EVICTED = 0, CONN_DEADLINE = 1, CONN_REASONS = 2 };
 struct admin_server {
     struct evhttp *http;
     int port;
@@ -69,6 +82,13 @@ struct admin_server {
     int trust_loopback;
     struct admin_ticket *tickets;
     struct cx_series *refused[AUTHZ_REASONS];
+    /* connections (admin_set_limits) */
+    struct event_base *base;
+    struct admin_conn *oldest, *newest;
+    unsigned nconns, max_conns;
+    int64_t deadline_ns;
+    struct event *sweep_ev;
+    struct cx_series *conns_gauge, *closed[CONN_REASONS];
 };
 
 void admin_reply(struct evhttp_request *req, int code, const char *content_type, const char *body,
@@ -81,9 +101,11 @@ void admin_reply(struct evhttp_request *req, int code, const char *content_type,
     evhttp_send_reply(req, code, reason, NULL);
 }
 
+static void conn_note_request(struct admin_server *a, struct evhttp_request *req);
+
 static void handle_metrics(struct evhttp_request *req, void *arg)
 {
-    (void)arg;
+    conn_note_request(arg, req);
     struct cx_buf b;
     cx_buf_init(&b, 0);
     if (cx_metrics_render(&b) != 0) {
@@ -138,13 +160,138 @@ static void run_checks(struct evhttp_request *req, const struct admin_check *che
 static void handle_healthz(struct evhttp_request *req, void *arg)
 {
     struct admin_server *a = arg;
+    conn_note_request(a, req);
     run_checks(req, a->health, a->nhealth, "healthz");
 }
 
 static void handle_readyz(struct evhttp_request *req, void *arg)
 {
     struct admin_server *a = arg;
+    conn_note_request(a, req);
     run_checks(req, a->ready, a->nready, "readyz");
+}
+
+/* ---- connections ------------------------------------------------------------ */
+
+static void conn_unlink(struct admin_server *a, struct admin_conn *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        a->oldest = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        a->newest = c->prev;
+    a->nconns--;
+}
+
+static int conn_dead(struct admin_conn *c)
+{
+    bufferevent_event_cb ecb = NULL;
+    bufferevent_getcb(c->bev, NULL, NULL, &ecb, NULL);
+    return ecb == NULL;
+}
+
+/* Ends a live connection: evhttp sees the socket shut and frees it. */
+static void conn_cut(struct admin_server *a, struct admin_conn *c, int reason)
+{
+    evutil_socket_t fd = bufferevent_getfd(c->bev);
+    if (fd >= 0)
+        shutdown(fd, SHUT_RDWR);
+    c->since_ns = INT64_MAX; /* cut once */
+    if (a->closed[reason])
+        cx_series_add(a->closed[reason], 1);
+}
+
+/* Forgets connections evhttp freed; cuts those whose request (and its
+ * answer) took longer than the deadline. */
+static void conn_sweep(struct admin_server *a)
+{
+    int64_t now = cx_mono_ns();
+    for (struct admin_conn *c = a->oldest, *next; c; c = next) {
+        next = c->next;
+        if (conn_dead(c)) {
+            conn_unlink(a, c);
+            bufferevent_decref(c->bev); /* the last reference: closes the socket */
+            free(c);
+        } else if (c->since_ns != INT64_MAX && now - c->since_ns > a->deadline_ns) {
+            conn_cut(a, c, CONN_DEADLINE);
+        }
+    }
+    if (a->conns_gauge)
+        cx_series_set(a->conns_gauge, (double)a->nconns);
+}
+
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    conn_sweep(arg);
+}
+
+static struct bufferevent *on_new_conn(struct event_base *base, void *arg)
+{
+    struct admin_server *a = arg;
+    struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    struct admin_conn *c = calloc(1, sizeof(*c));
+    if (!bev || !c) {
+        free(c);
+        return bev; /* untracked: evhttp still owns and frees it */
+    }
+    conn_sweep(a);
+    /* At the cap, the connection waiting longest for its answer goes: a
+     * crowd of slow clients cannot keep a probe out, it only pushes its
+     * own oldest members out. */
+    if (a->nconns >= a->max_conns) {
+        for (struct admin_conn *o = a->oldest; o; o = o->next) {
+            if (o->since_ns != INT64_MAX) {
+                conn_cut(a, o, CONN_EVICTED);
+                break;
+            }
+        }
+    }
+    bufferevent_incref(bev);
+    c->bev = bev;
+    c->since_ns = cx_mono_ns();
+    c->prev = a->newest;
+    if (a->newest)
+        a->newest->next = c;
+    else
+        a->oldest = c;
+    a->newest = c;
+    a->nconns++;
+    if (a->conns_gauge)
+        cx_series_set(a->conns_gauge, (double)a->nconns);
+    return bev;
+}
+
+/* A request is about to be answered: its connection's clock restarts
+ * (keep-alive connections serve many). */
+static void conn_note_request(struct admin_server *a, struct evhttp_request *req)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    for (struct admin_conn *c = a->newest; bev && c; c = c->prev) {
+        if (c->bev == bev) {
+            if (c->since_ns != INT64_MAX)
+                c->since_ns = cx_mono_ns();
+            return;
+        }
+    }
+}
+
+void admin_set_limits(struct admin_server *a, unsigned max_connections, int request_deadline_s)
+{
+    if (max_connections)
+        a->max_conns = max_connections;
+    if (request_deadline_s > 0)
+        a->deadline_ns = (int64_t)request_deadline_s * 1000000000;
+}
+
+unsigned admin_connections(const struct admin_server *a)
+{
+    return a->nconns;
 }
 
 /* ---- protected paths ------------------------------------------------------- */
@@ -252,12 +399,14 @@ void admin_protect(struct admin_server *a, admin_authz_fn fn, void *arg, int tru
 static void handle_route(struct evhttp_request *req, void *arg)
 {
     struct admin_route *r = arg;
+    conn_note_request(r->a, req);
     dispatch(r->a, req, r->path, r->cb, r->arg);
 }
 
 static void handle_generic(struct evhttp_request *req, void *arg)
 {
     struct admin_server *a = arg;
+    conn_note_request(a, req);
     const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
     for (size_t i = 0; path && i < a->nprefixes; i++) {
         if (strncmp(path, a->prefixes[i].prefix, strlen(a->prefixes[i].prefix)) == 0) {
@@ -366,6 +515,30 @@ struct admin_server *admin_new(struct event_base *base, const char *listen, char
         else if (ss.ss_family == AF_INET6)
             a->port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
     }
+    a->base = base;
+    a->max_conns = ADMIN_MAX_CONNECTIONS_DEFAULT;
+    a->deadline_ns = (int64_t)ADMIN_REQUEST_DEADLINE_S_DEFAULT * 1000000000;
+    a->sweep_ev = event_new(base, -1, EV_PERSIST, on_sweep, a);
+    struct timeval sweep_tv = {1, 0};
+    if (!a->sweep_ev || event_add(a->sweep_ev, &sweep_tv) != 0) {
+        snprintf(err, errlen, "cannot arm the admin connection sweep");
+        if (a->sweep_ev)
+            event_free(a->sweep_ev);
+        evhttp_free(a->http);
+        free(a);
+        return NULL;
+    }
+    evhttp_set_bevcb(a->http, on_new_conn, a);
+    a->conns_gauge = cx_metric_with(
+        cx_gauge("coxswain_admin_connections", "Open admin HTTP connections.", NULL));
+    struct cx_metric *closed =
+        cx_counter("coxswain_admin_connections_closed_total",
+                   "Admin connections closed by the server: evicted (the oldest unanswered "
+                   "one, at the connection cap) or past the request deadline.",
+                   "reason");
+    static const char *const creasons[CONN_REASONS] = {"evicted", "deadline"};
+    for (int i = 0; i < CONN_REASONS; i++)
+        a->closed[i] = closed ? cx_metric_with(closed, creasons[i]) : NULL;
     evhttp_set_cb(a->http, "/metrics", handle_metrics, a);
     evhttp_set_cb(a->http, "/healthz", handle_healthz, a);
     evhttp_set_cb(a->http, "/readyz", handle_readyz, a);
@@ -446,7 +619,15 @@ void admin_free(struct admin_server *a)
 {
     if (!a)
         return;
-    evhttp_free(a->http);
+    if (a->sweep_ev)
+        event_free(a->sweep_ev);
+    evhttp_free(a->http); /* frees its connections: our references are the last */
+    while (a->oldest) {
+        struct admin_conn *c = a->oldest;
+        conn_unlink(a, c);
+        bufferevent_decref(c->bev);
+        free(c);
+    }
     while (a->tickets) { /* the authorizer must not answer them any more */
         struct admin_ticket *t = a->tickets;
         a->tickets = t->next;

@@ -19,6 +19,9 @@
 #define ADMIN_MAX_HEADERS       8192      /* request line + headers, bytes */
 #define ADMIN_MAX_BODY          (1 << 20) /* request body, bytes */
 #define ADMIN_TIMEOUT_S_DEFAULT 10        /* silence allowed while sending / reading */
+#define ADMIN_MAX_CONNECTIONS_DEFAULT 256 /* open connections */
+#define ADMIN_REQUEST_DEADLINE_S_DEFAULT 30 /* a request, from its connection's start (or
+                                             * the previous request) to its answer's end */
 
 struct admin_server;
 
@@ -36,6 +39,16 @@ struct admin_server *admin_new(struct event_base *base, const char *listen, char
  * the answer (--admin-timeout); the connection is closed past it. evhttp
  * times each read, so a client that trickles bytes keeps its connection. */
 void admin_set_timeout(struct admin_server *a, int timeout_s);
+
+/* At most |max_connections| open connections (0: keep): a new one past it
+ * closes the oldest connection still waiting for an answer. A request must
+ * arrive and its answer leave within |request_deadline_s| of the
+ * connection's start or its previous request (<= 0: keep), however slowly
+ * the bytes trickle; the connection is closed past it. */
+void admin_set_limits(struct admin_server *a, unsigned max_connections, int request_deadline_s);
+
+/* Open connections now (swept once a second). */
+unsigned admin_connections(const struct admin_server *a);
 
 /* The port actually bound. */
 int admin_port(const struct admin_server *a);

@@ -344,6 +344,8 @@ int daemon_admin_setup(struct daemon *d, char *err, size_t errlen)
     }
     admin_register_process_metrics();
     admin_set_timeout(d->admin, (int)(d->cfg->admin_timeout_ns / 1000000000));
+    admin_set_limits(d->admin, (unsigned)d->cfg->admin_max_connections,
+                     (int)(d->cfg->admin_request_deadline_ns / 1000000000));
     if (render_setup(d) != 0) {
         snprintf(err, errlen, "cannot set up /debug/snapshot rendering");
         return -1;

@@ -76,6 +76,15 @@ int daemon_config_init(struct daemon_config *c)
       .help = "serve /debug/* and /v3/discovery:* to loopback clients without a token; "
               "others need a bearer token whose user may `get` the path "
               "(SubjectAccessReview)");
+    F(.name = "admin-max-connections", .type = CX_FLAG_INT, .target = &c->admin_max_connections,
+      .def = "256", .min = 4, .max = 65536,
+      .help = "open admin connections; a new one past it closes the oldest connection still "
+              "waiting for its answer (so slow clients cannot keep probes out)");
+    F(.name = "admin-request-deadline", .type = CX_FLAG_DURATION,
+      .target = &c->admin_request_deadline_ns, .def = "30s", .min = 1, .max = 3600,
+      .help = "time from an admin connection's start (or its previous request) until a "
+              "request has arrived and its answer has left, however slowly the bytes "
+              "trickle; the connection is closed past it");
     F(.name = "admin-timeout", .type = CX_FLAG_DURATION, .target = &c->admin_timeout_ns,
       .def = "10s", .min = 1, .max = 600,
       .help = "time an admin client has to send its request and to read the answer; the "

@@ -19,6 +19,8 @@ from hostilelib import check, check_eq  # noqa: E402
 t = H.Tap()
 w = None
 TIMEOUT_S = 2  # --admin-timeout in this world
+DEADLINE_S = 4  # --admin-request-deadline
+MAX_CONNS = 64  # --admin-max-connections
 
 
 def raw(data, read=True, timeout=5):
@@ -80,9 +82,8 @@ def case_huge_body():
 
 def case_slowloris():
     """200 connections that send half a request line and headers, then
-    nothing: each is closed after --admin-timeout of silence.
-    (A client that trickles one byte per timeout keeps its connection:
-    evhttp's timeout is per read; see docs/security.md.)"""
+    nothing: each is closed after --admin-timeout of silence (or pushed out
+    by newer ones past --admin-max-connections)."""
     socks = []
     with w.attack("admin-slowloris", rss_mb=80):
         try:
@@ -104,6 +105,88 @@ def case_slowloris():
                 except OSError:
                     closed += 1
             check_eq(closed, 200, "silent connections closed after %d s" % TIMEOUT_S)
+        finally:
+            for s in socks:
+                s.close()
+
+
+def closed_by_server(s):
+    s.settimeout(0.05)
+    try:
+        return s.recv(1024) == b""
+    except socket.timeout:
+        return False
+    except OSError:
+        return True
+
+
+def case_trickler():
+    """20 clients each send one byte of their request headers every 0.5 s,
+    inside --admin-timeout: evhttp's read timeout never fires, the request
+    deadline closes them all; probes are answered meanwhile."""
+    socks, stop = [], threading.Event()
+
+    def trickle(s):
+        try:
+            s.sendall(b"GET /metrics HTTP/1.1\r\n")
+            while not stop.is_set():
+                s.sendall(b"X")
+                stop.wait(0.5)
+        except OSError:
+            pass
+
+    with w.attack("admin-trickler", rss_mb=80):
+        before = w.metric("coxswain_admin_connections_closed_total", reason="deadline")
+        ths = []
+        try:
+            for _ in range(20):
+                s = socket.create_connection(("127.0.0.1", w.replica.admin), timeout=5)
+                socks.append(s)
+                th = threading.Thread(target=trickle, args=(s,), daemon=True)
+                th.start()
+                ths.append(th)
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < DEADLINE_S + 3:
+                st, _ = w.replica.http("/healthz")
+                check_eq(st, 200, "healthz meanwhile")
+                time.sleep(0.5)
+            closed = sum(1 for s in socks if closed_by_server(s))
+            check_eq(closed, 20, "tricklers closed past the %d s deadline" % DEADLINE_S)
+            check(w.metric("coxswain_admin_connections_closed_total", reason="deadline")
+                  >= before + 20, "counted")
+        finally:
+            stop.set()
+            for s in socks:
+                s.close()
+            for th in ths:
+                th.join(2)
+
+
+def case_connection_cap():
+    """300 half-sent requests against a cap of 64 connections: the replica
+    never holds more than the cap (plus what a sweep has not counted yet),
+    the oldest unanswered ones are pushed out, and every probe is served."""
+    socks = []
+    with w.attack("admin-connection-cap", rss_mb=80):
+        before = w.metric("coxswain_admin_connections_closed_total", reason="evicted")
+        fds_before = len(os.listdir("/proc/%d/fd" % w.pid))
+        try:
+            for i in range(300):
+                s = socket.create_connection(("127.0.0.1", w.replica.admin), timeout=5)
+                s.sendall(b"GET /metrics HTTP/1.1\r\nX-a: a")
+                socks.append(s)
+                if i % 50 == 49:
+                    st, _ = w.replica.http("/healthz")
+                    check_eq(st, 200, "healthz at %d connections" % (i + 1))
+            time.sleep(0.3)  # before evhttp's read timeout could close any
+            fds = len(os.listdir("/proc/%d/fd" % w.pid))
+            check(fds - fds_before <= MAX_CONNS + 8,
+                  "descriptors held: %d more than before (cap %d)" % (fds - fds_before, MAX_CONNS))
+            check(w.metric("coxswain_admin_connections") <= MAX_CONNS + 1, "gauge under the cap")
+            check(w.metric("coxswain_admin_connections_closed_total", reason="evicted")
+                  >= before + 300 - MAX_CONNS - 2, "evictions counted")
+            closed = sum(1 for s in socks[:200] if closed_by_server(s))
+            check_eq(closed, 200, "the oldest were pushed out")
         finally:
             for s in socks:
                 s.close()
@@ -191,7 +274,9 @@ def case_snapshot_crowd():
 
 def setup():
     global w
-    w = H.World(extra=["--admin-timeout", "%ds" % TIMEOUT_S])
+    w = H.World(extra=["--admin-timeout", "%ds" % TIMEOUT_S,
+                       "--admin-request-deadline", "%ds" % DEADLINE_S,
+                       "--admin-max-connections", str(MAX_CONNS)])
 
 
 t.case("setup", setup)
@@ -199,6 +284,8 @@ for name, fn in (("100 KB header and 5,000 headers", case_huge_headers),
                  ("20 MB body", case_huge_body),
                  ("slowloris: 200 half-sent requests", case_slowloris),
                  ("500 idle connections", case_idle_connection_flood),
+                 ("tricklers: a byte per 0.5 s", case_trickler),
+                 ("300 half-sent requests over a cap of 64", case_connection_cap),
                  ("REST discovery with 100,000 names", case_rest_many_names),
                  ("REST discovery with deep JSON", case_rest_deep_json),
                  ("/debug/snapshot crowd", case_snapshot_crowd)):
