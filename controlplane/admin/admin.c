@@ -88,6 +88,7 @@ struct admin_server {
     unsigned nconns, max_conns;
     int64_t deadline_ns;
     struct event *sweep_ev;
+    struct event *soon_ev; /* a sweep shortly after a cut (conn_cut) */
     struct cx_series *conns_gauge, *closed[CONN_REASONS];
 };
 
@@ -202,25 +203,37 @@ static void conn_cut(struct admin_server *a, struct admin_conn *c, int reason)
     c->since_ns = INT64_MAX; /* cut once */
     if (a->closed[reason])
         cx_series_add(a->closed[reason], 1);
+    /* evhttp frees the connection as soon as it reads the shut socket's
+     * end; the sweep that drops our reference (and the descriptor) follows
+     * within milliseconds, not at the next second's sweep: a flood of
+     * connections past the cap holds no more descriptors than the cap. */
+    struct timeval soon = {0, 5000};
+    if (a->soon_ev && !evtimer_pending(a->soon_ev, NULL))
+        evtimer_add(a->soon_ev, &soon);
 }
 
 /* Forgets connections evhttp freed; cuts those whose request (and its
  * answer) took longer than the deadline. */
-static void conn_sweep(struct admin_server *a)
+static unsigned conn_sweep(struct admin_server *a)
 {
     int64_t now = cx_mono_ns();
+    unsigned cut_alive = 0;
     for (struct admin_conn *c = a->oldest, *next; c; c = next) {
         next = c->next;
         if (conn_dead(c)) {
             conn_unlink(a, c);
             bufferevent_decref(c->bev); /* the last reference: closes the socket */
             free(c);
-        } else if (c->since_ns != INT64_MAX && now - c->since_ns > a->deadline_ns) {
+        } else if (c->since_ns == INT64_MAX) {
+            cut_alive++;
+        } else if (now - c->since_ns > a->deadline_ns) {
             conn_cut(a, c, CONN_DEADLINE);
+            cut_alive++;
         }
     }
     if (a->conns_gauge)
         cx_series_set(a->conns_gauge, (double)a->nconns);
+    return cut_alive;
 }
 
 static void on_sweep(evutil_socket_t fd, short what, void *arg)
@@ -228,6 +241,18 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     conn_sweep(arg);
+}
+
+/* After a cut: sweeps until evhttp has let go of every cut connection,
+ * every 5 ms then every 50 ms (the 1 s sweep remains the backstop). */
+static void on_soon(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct admin_server *a = arg;
+    struct timeval later = {0, 50000};
+    if (conn_sweep(a) > 0 && !evtimer_pending(a->soon_ev, NULL))
+        evtimer_add(a->soon_ev, &later);
 }
 
 static struct bufferevent *on_new_conn(struct event_base *base, void *arg)
@@ -519,11 +544,14 @@ struct admin_server *admin_new(struct event_base *base, const char *listen, char
     a->max_conns = ADMIN_MAX_CONNECTIONS_DEFAULT;
     a->deadline_ns = (int64_t)ADMIN_REQUEST_DEADLINE_S_DEFAULT * 1000000000;
     a->sweep_ev = event_new(base, -1, EV_PERSIST, on_sweep, a);
+    a->soon_ev = evtimer_new(base, on_soon, a);
     struct timeval sweep_tv = {1, 0};
-    if (!a->sweep_ev || event_add(a->sweep_ev, &sweep_tv) != 0) {
+    if (!a->sweep_ev || !a->soon_ev || event_add(a->sweep_ev, &sweep_tv) != 0) {
         snprintf(err, errlen, "cannot arm the admin connection sweep");
         if (a->sweep_ev)
             event_free(a->sweep_ev);
+        if (a->soon_ev)
+            event_free(a->soon_ev);
         evhttp_free(a->http);
         free(a);
         return NULL;
@@ -621,6 +649,8 @@ void admin_free(struct admin_server *a)
         return;
     if (a->sweep_ev)
         event_free(a->sweep_ev);
+    if (a->soon_ev)
+        event_free(a->soon_ev);
     evhttp_free(a->http); /* frees its connections: our references are the last */
     while (a->oldest) {
         struct admin_conn *c = a->oldest;
