@@ -16,7 +16,8 @@
 #
 # Environment: BUILD (default build), T (only programs whose path contains
 # T), JOBS (parallel unit programs, default 2), TEST_TIMEOUT (seconds per
-# program, default 600), VALGRIND=1 (run C unit programs under valgrind).
+# program, default 600), VALGRIND=1 (run C unit programs under valgrind),
+# TEST_LANES (integration/e2e/hostile folders run at once, default 1).
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -125,16 +126,65 @@ report_one() {
     grep -E '^ok [0-9]+.*# SKIP' "$log" | sed 's/^/    skipped: /'
 }
 
-# Unit programs in parallel, then integration, e2e and hostile one at a time (they
-# start servers and measure time).
+# Unit programs in parallel. Then integration, e2e and hostile programs,
+# which start servers and wait on clocks more than they compute: those
+# whose first lines say "cx-test: exclusive" (they measure latencies that a
+# neighbour would disturb) one at a time, the others in TEST_LANES lanes
+# (default 1). A lane takes a whole folder at a time, so programs sharing a
+# folder's helpers and fixtures never overlap.
+TEST_LANES=${TEST_LANES:-1}
 awk -F'\t' '$1=="unit"{print $2}' "$logdir/programs" |
     xargs -r -P "$JOBS" -I{} bash -c 'run_one unit "$1"' _ {}
 awk -F'\t' '$1=="unit"{print $2}' "$logdir/programs" | while read -r p; do report_one "$p"; done
+
+# source_of PATH: the file that carries a program's marker (a C program's
+# source for a binary under $BUILD).
+source_of() {
+    case "$1" in
+    "$BUILD"/*) echo "$top/${1#"$BUILD"/}.c" ;;
+    *) echo "$1" ;;
+    esac
+}
+exclusive() {
+    head -n 40 "$(source_of "$1")" 2>/dev/null | grep -q 'cx-test: exclusive'
+}
+
+: >"$logdir/exclusive"
+: >"$logdir/shared"
 while IFS=$'\t' read -r kind prog; do
     [ "$kind" = unit ] && continue
-    run_one "$kind" "$prog"
-    report_one "$prog"
+    if [ "$TEST_LANES" -gt 1 ] && exclusive "$prog"; then
+        printf '%s\t%s\n' "$kind" "$prog" >>"$logdir/exclusive"
+    else
+        printf '%s\t%s\n' "$kind" "$prog" >>"$logdir/shared"
+    fi
 done <"$logdir/programs"
+
+# run_folder FILE DIR: runs FILE's programs under DIR one at a time,
+# reporting each under a lock (lanes print whole blocks).
+run_folder() {
+    local list=$1 dir=$2 kind prog
+    while IFS=$'\t' read -r kind prog; do
+        [ "$(dirname "$prog")" = "$dir" ] || continue
+        run_one "$kind" "$prog"
+        flock "$logdir/.report.lock" bash -c 'report_one "$1"' _ "$prog"
+    done <"$list"
+}
+export -f run_folder report_one
+
+if [ "$TEST_LANES" -gt 1 ]; then
+    awk -F'\t' '{print $2}' "$logdir/shared" | xargs -r -n1 dirname | awk '!seen[$0]++' |
+        xargs -r -P "$TEST_LANES" -I{} bash -c 'run_folder "$1" "$2"' _ "$logdir/shared" {}
+    while IFS=$'\t' read -r kind prog; do
+        run_one "$kind" "$prog"
+        report_one "$prog"
+    done <"$logdir/exclusive"
+else
+    while IFS=$'\t' read -r kind prog; do
+        run_one "$kind" "$prog"
+        report_one "$prog"
+    done <"$logdir/shared"
+fi
 
 total_pass=0 total_fail=0 total_skip=0 programs=0
 for t in "$logdir"/*.tally; do

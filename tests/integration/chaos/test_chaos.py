@@ -1,3 +1,4 @@
+# cx-test: exclusive (measures latencies a neighbouring test would disturb)
 """A short `make chaos` inside `make test`: three replicas on kubesim under
 the randomised fault schedule for 60 s (15 s under sanitizers), through the
 same driver (tests/chaos/chaos.py). Each invariant is one TAP case, read

@@ -1,3 +1,4 @@
+# cx-test: exclusive (measures latencies a neighbouring test would disturb)
 """A chaos finding made into a test: the leader's status writes get 429
 (Retry-After: 1), the leader is SIGSTOPped while its retries wait, a
 standby takes the lock, the old leader is continued. Its retries must not

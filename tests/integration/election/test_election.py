@@ -1,3 +1,4 @@
+# cx-test: exclusive (measures latencies a neighbouring test would disturb)
 """Leader election against kubesim with real processes (`coxswain elect`),
 short durations (3s / 2s / 500ms), kill -9, SIGTERM, SIGSTOP, a partitioned
 leader, an API outage, and the official Python client's elector on the

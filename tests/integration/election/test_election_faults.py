@@ -1,3 +1,4 @@
+# cx-test: exclusive (measures latencies a neighbouring test would disturb)
 """The elector never loops without backoff and never fails silently.
 
 Real `coxswain elect` processes on kubesim (3s / 2s / 500ms):

@@ -1,3 +1,4 @@
+# cx-test: exclusive (measures latencies a neighbouring test would disturb)
 """`coxswain handover` against real `coxswain elect` processes on kubesim,
 for both lock kinds (3s / 2s / 500ms): --to a standby moves the lock to it
 within about a retry period with no guarded write of the old leader after

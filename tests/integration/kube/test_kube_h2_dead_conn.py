@@ -1,3 +1,4 @@
+# cx-test: exclusive (measures latencies a neighbouring test would disturb)
 """HTTP/2 to the API server survives a connection that goes silent.
 
 kube-apiserver speaks HTTP/2 and libcurl multiplexes every request and watch
