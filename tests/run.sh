@@ -17,7 +17,7 @@
 # Environment: BUILD (default build), T (only programs whose path contains
 # T), JOBS (parallel unit programs, default 2), TEST_TIMEOUT (seconds per
 # program, default 600), VALGRIND=1 (run C unit programs under valgrind),
-# TEST_LANES (integration/e2e/hostile folders run at once, default 1).
+# TEST_LANES (integration/e2e/hostile folders run at once, default 2).
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -130,9 +130,9 @@ report_one() {
 # which start servers and wait on clocks more than they compute: those
 # whose first lines say "cx-test: exclusive" (they measure latencies that a
 # neighbour would disturb) one at a time, the others in TEST_LANES lanes
-# (default 1). A lane takes a whole folder at a time, so programs sharing a
+# (default 2). A lane takes a whole folder at a time, so programs sharing a
 # folder's helpers and fixtures never overlap.
-TEST_LANES=${TEST_LANES:-1}
+TEST_LANES=${TEST_LANES:-2}
 awk -F'\t' '$1=="unit"{print $2}' "$logdir/programs" |
     xargs -r -P "$JOBS" -I{} bash -c 'run_one unit "$1"' _ {}
 awk -F'\t' '$1=="unit"{print $2}' "$logdir/programs" | while read -r p; do report_one "$p"; done
