@@ -25,9 +25,9 @@ PKGS=(
     # npm, below)
     python3-jsonschema
     jq  # docs/operations.md commands, run by tests/integration/helm
-    # an HTTP/2 front (ALPN h2, as kube-apiserver) for kubesim:
-    # tests/integration/kube/test_kube_h2_dead_conn.py
-    nghttp2-proxy
+    # an HTTP/2 client state machine (frames, PING, GOAWAY, RST_STREAM):
+    # tests/integration/kubesim/test_kubesim_h2.py
+    python3-h2
     # fuzzing and lint
     clang libclang-rt-14-dev cppcheck clang-format
 )

@@ -211,6 +211,7 @@ struct ks_config {
     int64_t progress_notify_ms; /* etcd progress notifications (0: off) */
     int64_t window_time_ms;     /* the event window's time bound (0: count only) */
     bool tls;
+    bool no_http2; /* --no-http2: ALPN offers http/1.1 only */
     size_t event_window;
     int64_t bookmark_interval_ms;
     int64_t too_new_wait_ms;

@@ -2,6 +2,7 @@
  * ks_admin: identity, audit, counters, parked requests and the /_sim/ API.
  */
 #include "ks_admin.h"
+#include "ks_h2.h"
 
 #include <arpa/inet.h>
 #include <event2/buffer.h>
@@ -92,8 +93,7 @@ void ks_admin_free(struct ks_server *s)
 
 int ks_admin_identify(struct ks_server *s, struct ks_req *r)
 {
-    struct evkeyvalq *h = evhttp_request_get_input_headers(r->req);
-    const char *auth = evhttp_find_header(h, "Authorization");
+    const char *auth = ks_req_header(r, "Authorization");
     if (auth && strncasecmp(auth, "Bearer ", 7) == 0) {
         const char *tok = auth + 7;
         while (*tok == ' ')
@@ -122,7 +122,7 @@ int ks_admin_identify(struct ks_server *s, struct ks_req *r)
     /* --allow-all without a known token: --anonymous-user if given, else
      * the User-Agent (so replicas can be told apart), else
      * system:anonymous. */
-    const char *ua = evhttp_find_header(h, "User-Agent");
+    const char *ua = ks_req_header(r, "User-Agent");
     if (s->cfg.anonymous_user)
         snprintf(r->user, sizeof(r->user), "%s", s->cfg.anonymous_user);
     else if (ua && *ua)
@@ -184,7 +184,8 @@ static void audit_line(struct ks_server *s, struct ks_req *r)
     rc |= cx_buf_printf(&b, ",\"code\":%d,\"resourceVersion\":\"", r->code);
     if (r->result_rv)
         rc |= cx_buf_printf(&b, "%llu", (unsigned long long)r->result_rv);
-    rc |= cx_buf_printf(&b, "\",\"dryRun\":%s}", r->dry_run ? "true" : "false");
+    rc |= cx_buf_printf(&b, "\",\"dryRun\":%s,\"protocol\":\"%s\"}", r->dry_run ? "true" : "false",
+                        r->was_h2 ? "HTTP/2.0" : "HTTP/1.1");
     if (rc) {
         cx_buf_free(&b);
         return;
@@ -235,9 +236,7 @@ static void unpark(struct ks_req *r)
         event_free(r->park_ev);
         r->park_ev = NULL;
     }
-    struct evhttp_connection *c = r->req ? evhttp_request_get_connection(r->req) : NULL;
-    if (c)
-        evhttp_connection_set_closecb(c, NULL, NULL);
+    ks_req_on_close(r, NULL, NULL);
     r->parked = false;
 }
 
@@ -254,14 +253,11 @@ static void resume(struct ks_req *r, void (*cont)(struct ks_req *))
     ks_req_done(r);
 }
 
-static void on_park_close(struct evhttp_connection *conn, void *arg)
+static void on_park_close(struct ks_req *r, void *arg)
 {
-    struct ks_req *r = arg;
-    (void)conn;
+    (void)arg;
     unpark(r);
-    if (r->req && evhttp_request_get_connection(r->req) == NULL)
-        evhttp_send_reply(r->req, 499, "Client Closed Request", NULL); /* frees it */
-    r->req = NULL;
+    ks_req_gone(r);
     r->replied = true;
     r->code = 499;
     ks_req_done(r);
@@ -308,14 +304,13 @@ int ks_park(struct ks_server *s, struct ks_req *r, int64_t ms, void (*cont)(stru
             void *data)
 {
     r->park_ev = evtimer_new(s->base, on_park_timer, r);
-    struct evhttp_connection *c = evhttp_request_get_connection(r->req);
-    if (!r->park_ev || !c)
+    if (!r->park_ev || (!r->h2 && !(r->req && evhttp_request_get_connection(r->req))))
         return -1;
     r->park_free = (void (*)(struct ks_req *))cont;
     r->park_data = data;
     r->parked = true;
     TAILQ_INSERT_TAIL(&s->parked, r, park_link);
-    evhttp_connection_set_closecb(c, on_park_close, r);
+    ks_req_on_close(r, on_park_close, NULL);
     if (ms >= 0) {
         struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
         event_add(r->park_ev, &tv);
@@ -402,12 +397,7 @@ int ks_admin_intercept(struct ks_server *s, struct ks_req *r)
 
 static bool loopback_peer(struct ks_req *r)
 {
-    struct evhttp_connection *c = evhttp_request_get_connection(r->req);
-    char *addr = NULL;
-    ev_uint16_t port = 0;
-    if (!c)
-        return false;
-    evhttp_connection_get_peer(c, &addr, &port);
+    const char *addr = ks_req_peer(r);
     if (!addr)
         return false;
     struct in_addr a4;
@@ -516,7 +506,7 @@ void ks_admin_dispatch(struct ks_req *r)
         int n = snprintf(buf, sizeof(buf), "{\"resourceVersion\":\"%llu\",\"watches\":%zu}",
                          (unsigned long long)s->rv, ks_watch_count(s));
         ks_reply_json(r, 200, buf, (size_t)n);
-    } else if (ks_fault_admin(r, p) == 0 || ks_auth_admin(r, p) == 0) {
+    } else if (ks_fault_admin(r, p) == 0 || ks_auth_admin(r, p) == 0 || ks_h2_admin(r, p) == 0) {
         /* answered by the fault or auth module */
     } else {
         ks_err_generic_not_found(r);

@@ -672,7 +672,9 @@ static void forbid_impersonation(struct ks_req *r, const struct imp *im)
 
 int ks_auth_impersonate(struct ks_server *s, struct ks_req *r)
 {
-    struct evkeyvalq *h = evhttp_request_get_input_headers(r->req);
+    struct evkeyvalq *h = ks_req_in_headers(r);
+    if (!h)
+        return 0;
     struct imp ims[IMP_MAX];
     size_t n = 0;
     bool has_user = false, has_groups = false;

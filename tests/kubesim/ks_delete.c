@@ -117,7 +117,7 @@ static cJSON *delete_options(struct ks_req *r)
 {
     if (!r->body_len)
         return NULL;
-    const char *ct = evhttp_find_header(evhttp_request_get_input_headers(r->req), "Content-Type");
+    const char *ct = ks_req_header(r, "Content-Type");
     cJSON *opts;
     if (ct && strncasecmp(ct, "application/vnd.kubernetes.protobuf", 35) == 0) {
         char perr[512];

@@ -33,6 +33,10 @@ enum fault_action {
     FA_DEEP_JSON,
     FA_MUTATE,
     FA_RESPOND,
+    FA_BLACKHOLE,
+    FA_GOAWAY,
+    FA_RESET,
+    FA_STALL,
 };
 
 struct rule {
@@ -188,16 +192,27 @@ void ks_fault_park_data_free(struct ks_req *r)
 
 static void close_connection(struct ks_req *r)
 {
-    struct evhttp_connection *c = evhttp_request_get_connection(r->req);
-    struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
-    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
-    /* Park first so that our close callback frees the request when libevent
-     * notices the dead socket; then cut it. */
-    if (fd < 0 || ks_park(r->s, r, -1, hang_cont, NULL) != 0) {
+    /* Park first so that our close callback frees the request when the
+     * transport notices the dead socket; then cut it. */
+    if (ks_park(r->s, r, -1, hang_cont, NULL) != 0) {
         ks_reply_status(r, 500, "InternalError", "injected close failed", NULL, NULL);
         return;
     }
-    shutdown(fd, SHUT_RDWR);
+    if (ks_req_close_conn(r) != 0)
+        ks_unpark_now(r); /* hang_cont answers nothing: the dispatcher's 500 */
+}
+
+/* The request's connection goes silent: nothing is read or written any
+ * more and it is not closed (after |ms| it is, if > 0). The request hangs
+ * on it. */
+static void blackhole(struct ks_req *r, int64_t ms)
+{
+    if (ks_park(r->s, r, -1, hang_cont, NULL) != 0) {
+        ks_reply_status(r, 500, "InternalError", "injected blackhole failed", NULL, NULL);
+        return;
+    }
+    if (ks_req_blackhole(r, ms) != 0)
+        ks_unpark_now(r);
 }
 
 static void fail(struct ks_req *r, const struct rule *ru)
@@ -206,14 +221,14 @@ static void fail(struct ks_req *r, const struct rule *ru)
     int code = ru->code ? ru->code : 500;
     if (ru->retry_after > 0) {
         snprintf(ra, sizeof(ra), "%d", ru->retry_after);
-        evhttp_add_header(evhttp_request_get_output_headers(r->req), "Retry-After", ra);
+        ks_req_add_header(r, "Retry-After", ra);
     }
     struct ks_details d = {.retry_after = 0};
     switch (code) {
     case 429:
         /* The max-in-flight filter's answer: plain text. */
         if (ru->retry_after <= 0)
-            evhttp_add_header(evhttp_request_get_output_headers(r->req), "Retry-After", "1");
+            ks_req_add_header(r, "Retry-After", "1");
         ks_reply_text(r, 429, "text/plain; charset=utf-8",
                       "Too many requests, please try again later.\n");
         break;
@@ -298,6 +313,36 @@ int ks_fault_intercept(struct ks_server *s, struct ks_req *r)
         case FA_RESPOND:
             ks_hostile_respond(r, ru->code ? ru->code : 200, ru->ctype, ru->body, ru->end);
             return -1;
+        case FA_BLACKHOLE:
+            blackhole(r, ru->delay_ms);
+            return -1;
+        case FA_GOAWAY:
+            /* Served; then the connection goes away (what kube-apiserver's
+             * --goaway-chance filter does). */
+            ks_req_goaway(r);
+            return 0;
+        case FA_RESET:
+            if (r->verb == KS_V_WATCH && ru->delay_ms > 0) {
+                /* The watch runs, then its stream is reset. */
+                r->reset_code = (uint32_t)ru->code;
+                r->reset_after_ms = ru->delay_ms;
+                return 0;
+            }
+            r->replied = true; /* nothing is answered: the stream is reset */
+            r->code = 0;
+            if (ks_req_reset(r, (uint32_t)ru->code) != 0)
+                ks_err_internal(r, "cannot reset");
+            return -1;
+        case FA_STALL:
+            if (r->verb == KS_V_WATCH) {
+                /* The stream starts (200) and then sends nothing, while the
+                 * connection's other streams flow. */
+                r->stalled = true;
+                return 0;
+            }
+            if (ks_park(s, r, -1, hang_cont, NULL) != 0)
+                ks_err_internal(r, "cannot stall");
+            return -1;
         }
     }
     return 0;
@@ -314,7 +359,8 @@ static char *jdup(const cJSON *o, const char *k)
 static int rule_json(struct cx_buf *b, const struct rule *ru)
 {
     static const char *names[] = {"",          "delay",     "fail",      "hang",   "close",
-                                  "end-watch", "huge-body", "deep-json", "mutate", "respond"};
+                                  "end-watch", "huge-body", "deep-json", "mutate", "respond",
+                                  "blackhole", "goaway",    "reset",     "stall"};
     int rc = cx_buf_printf(b, "{\"id\":%llu,\"action\":\"%s\"", (unsigned long long)ru->id,
                            names[ru->action]);
     const char *keys[] = {"user", "verb", "resource", "namespace", "name"};
@@ -371,10 +417,18 @@ static void add_rule(struct ks_req *r, struct ks_fault_state *f)
         a = FA_MUTATE;
     else if (act && strcmp(act, "respond") == 0)
         a = FA_RESPOND;
+    else if (act && strcmp(act, "blackhole") == 0)
+        a = FA_BLACKHOLE;
+    else if (act && strcmp(act, "goaway") == 0)
+        a = FA_GOAWAY;
+    else if (act && strcmp(act, "reset") == 0)
+        a = FA_RESET;
+    else if (act && strcmp(act, "stall") == 0)
+        a = FA_STALL;
     if (!a) {
         cJSON_Delete(j);
         ks_err_bad_request(r, "action must be delay, fail, hang, close, end-watch, huge-body, "
-                              "deep-json, mutate or respond");
+                              "deep-json, mutate, respond, blackhole, goaway, reset or stall");
         return;
     }
     const char *mpath = cx_json_str(j, "path");
@@ -430,6 +484,8 @@ static void add_rule(struct ks_req *r, struct ks_fault_state *f)
                 cJSON_AddTrueToObject(ru->mutation, "delete");
         }
     }
+    if (a == FA_RESET && !cJSON_GetObjectItemCaseSensitive(j, "code"))
+        ru->code = 2; /* INTERNAL_ERROR, what Go's server resets a failed handler's stream with */
     if (a == FA_RESPOND) {
         ru->body = jdup(j, "body");
         ru->ctype = jdup(j, "content_type");

@@ -22,7 +22,7 @@ int ks_form_negotiate(struct ks_req *r)
     r->as = KS_AS_NONE;
     snprintf(r->as_version, sizeof(r->as_version), "v1");
     const char *accept =
-        r->req ? evhttp_find_header(evhttp_request_get_input_headers(r->req), "Accept") : NULL;
+        ks_req_header(r, "Accept");
     if (!accept || !*accept || !r->rt)
         return 0;
     bool v1beta1;

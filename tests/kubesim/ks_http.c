@@ -2,6 +2,7 @@
  * ks_http: request entry point, path routing, replies and Status objects.
  */
 #include "ks_http.h"
+#include "ks_h2.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -110,11 +111,10 @@ static const char *phrase(int code)
 
 static void common_headers(struct ks_req *r, const char *ctype)
 {
-    struct evkeyvalq *h = evhttp_request_get_output_headers(r->req);
     if (ctype)
-        evhttp_add_header(h, "Content-Type", ctype);
-    evhttp_add_header(h, "Cache-Control", "no-cache, private");
-    evhttp_add_header(h, "Audit-Id", r->audit_id);
+        ks_req_add_header(r, "Content-Type", ctype);
+    ks_req_add_header(r, "Cache-Control", "no-cache, private");
+    ks_req_add_header(r, "Audit-Id", r->audit_id);
 }
 
 void ks_reply_evbuf(struct ks_req *r, int code, struct evbuffer *buf, const char *ctype)
@@ -124,7 +124,7 @@ void ks_reply_evbuf(struct ks_req *r, int code, struct evbuffer *buf, const char
     r->replied = true;
     r->code = code;
     common_headers(r, ctype);
-    evhttp_send_reply(r->req, code, phrase(code), buf);
+    ks_req_send(r, code, phrase(code), buf);
 }
 
 void ks_reply_json(struct ks_req *r, int code, const char *json, size_t len)
@@ -217,7 +217,7 @@ void ks_reply_status(struct ks_req *r, int code, const char *reason, const char 
     if (d && d->retry_after) {
         char ra[16];
         snprintf(ra, sizeof(ra), "%d", d->retry_after);
-        evhttp_add_header(evhttp_request_get_output_headers(r->req), "Retry-After", ra);
+        ks_req_add_header(r, "Retry-After", ra);
     }
     ks_reply_json(r, code, b.data, b.len);
     cx_buf_free(&b);
@@ -424,6 +424,8 @@ void ks_req_free(struct ks_req *r)
         return;
     if (r->park_ev)
         event_free(r->park_ev);
+    if (r->h2)
+        ks_h2_detach(r->h2);
     free(r->path);
     for (size_t i = 0; i < r->nq; i++) {
         free(r->qp[i].k);
@@ -562,9 +564,8 @@ static int route_resource(struct ks_req *r, const char *group, const char *versi
     return 0;
 }
 
-static void read_body(struct ks_req *r)
+static void read_body(struct ks_req *r, struct evbuffer *in)
 {
-    struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
     size_t n = in ? evbuffer_get_length(in) : 0;
     r->body = malloc(n + 1);
     if (!r->body)
@@ -600,6 +601,7 @@ void ks_http_handle(struct evhttp_request *req, void *arg)
     r->s = s;
     r->req = req;
     r->method = evhttp_request_get_command(req);
+    r->start_mono_ns = cx_mono_ns();
     /* No Nagle, as Go's net/http: a reply written in two pieces must not
      * wait for the client's delayed ACK (40 ms). */
     struct evhttp_connection *conn = evhttp_request_get_connection(req);
@@ -608,16 +610,21 @@ void ks_http_handle(struct evhttp_request *req, void *arg)
         int one = 1;
         (void)setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     }
-    r->start_mono_ns = cx_mono_ns();
-    new_audit_id(r->audit_id);
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
-    const char *rawpath = uri ? evhttp_uri_get_path(uri) : NULL;
+    ks_http_serve(r, uri ? evhttp_uri_get_path(uri) : NULL, uri ? evhttp_uri_get_query(uri) : NULL,
+                  evhttp_request_get_input_buffer(req));
+}
+
+void ks_http_serve(struct ks_req *r, const char *rawpath, const char *query, struct evbuffer *in)
+{
+    struct ks_server *s = r->s;
+    new_audit_id(r->audit_id);
     r->path = evhttp_uridecode(rawpath && *rawpath ? rawpath : "/", 0, NULL);
-    if (!r->path || parse_query(r, uri ? evhttp_uri_get_query(uri) : NULL) != 0) {
+    if (!r->path || parse_query(r, query) != 0) {
         ks_err_internal(r, "out of memory");
         goto done;
     }
-    read_body(r);
+    read_body(r, in);
     if (!r->body) {
         ks_err_internal(r, "out of memory");
         goto done;
@@ -632,6 +639,8 @@ void ks_http_handle(struct evhttp_request *req, void *arg)
     /* Authentication first: a bad token is 401 whatever the path. */
     if (ks_admin_identify(s, r) != 0 || ks_auth_impersonate(s, r) != 0)
         goto done;
+    if (r->h2)
+        ks_h2_note_user(r->h2, r->user);
 
     char *copy = strdup(r->path);
     char *segs[16];

@@ -9,6 +9,8 @@
 #include "ks.h"
 #include "ks_accept.h"
 
+struct ks_h2_stream;
+
 struct ks_qparam {
     char *k;
     char *v;
@@ -70,7 +72,51 @@ struct ks_req {
     TAILQ_ENTRY(ks_req) park_link;
     void (*park_free)(struct ks_req *r); /* cleanup hook of the parker */
     void *park_data;
+    struct ks_h2_stream *h2; /* HTTP/2: the stream (NULL: HTTP/1.1, |req|) */
+    bool was_h2;             /* came on HTTP/2 (kept after the stream went) */
+    bool stalled;            /* fault: a started stream sends nothing more */
+    uint32_t reset_code;     /* fault: a watch's stream is reset after reset_after_ms */
+    int64_t reset_after_ms;
+    void (*close_cb)(struct ks_req *r, void *arg); /* the client went (ks_req_on_close) */
+    void *close_arg;
 };
+
+/* ---- transport (ks_io.c): HTTP/1.1 through evhttp or an HTTP/2 stream -- */
+
+/* Request headers, or NULL once the client went. */
+struct evkeyvalq *ks_req_in_headers(struct ks_req *r);
+const char *ks_req_header(struct ks_req *r, const char *name);
+/* Adds a response header (before the reply). */
+void ks_req_add_header(struct ks_req *r, const char *k, const char *v);
+/* A whole reply (|body| may be NULL; its bytes are taken, the buffer stays
+ * the caller's). */
+void ks_req_send(struct ks_req *r, int code, const char *phrase, struct evbuffer *body);
+/* A streamed reply (watches): headers, chunks (bytes taken), end. */
+void ks_req_start(struct ks_req *r, int code, const char *phrase);
+void ks_req_chunk(struct ks_req *r, struct evbuffer *buf);
+void ks_req_end(struct ks_req *r);
+/* Bytes queued for the client and not yet written to the socket. */
+size_t ks_req_queued(struct ks_req *r);
+/* |cb| runs once if the client goes away (connection closed, stream reset)
+ * while |r| is parked or streaming; it must end |r| (ks_req_gone() first).
+ * NULL clears. */
+void ks_req_on_close(struct ks_req *r, void (*cb)(struct ks_req *r, void *arg), void *arg);
+/* From a close callback: lets go of the transport (frees libevent's request). */
+void ks_req_gone(struct ks_req *r);
+/* The peer's address ("127.0.0.1"), or NULL. */
+const char *ks_req_peer(struct ks_req *r);
+/* Faults on the request's connection or stream. Each returns 0, or -1 when
+ * the transport cannot (the caller answers then). */
+int ks_req_close_conn(struct ks_req *r);
+int ks_req_blackhole(struct ks_req *r, int64_t ms);
+int ks_req_reset(struct ks_req *r, uint32_t code);
+/* The connection goes away once this request is answered (GOAWAY on
+ * HTTP/2, Connection: close on HTTP/1.1). */
+void ks_req_goaway(struct ks_req *r);
+
+/* Serves a request whose transport fields (s, req or h2, method) are set:
+ * |rawpath| and |query| are still percent-encoded, |in| the body. */
+void ks_http_serve(struct ks_req *r, const char *rawpath, const char *query, struct evbuffer *in);
 
 /* Ends a request that was replied to: records audit and counters, frees. */
 void ks_req_done(struct ks_req *r);

@@ -25,6 +25,7 @@
 #include "ks_profile.h"
 #include "ks_state.h"
 #include "ks_auth.h"
+#include "ks_h2.h"
 #include "ks_tls.h"
 
 static void usage(FILE *f)
@@ -41,7 +42,9 @@ static void usage(FILE *f)
                "                            (https://kubernetes.default.svc.cluster.local)\n"
                "  --anonymous-user NAME     user of requests without a token (--allow-all);\n"
                "                            default: the User-Agent, else system:anonymous\n"
-               "  --tls                     serve HTTPS with a generated test CA\n"
+               "  --tls                     serve HTTPS with a generated test CA (ALPN h2 and\n"
+               "                            http/1.1, as kube-apiserver)\n"
+               "  --no-http2                with --tls: offer http/1.1 only\n"
                "  --state-dir DIR           where TLS material is written (default: cwd)\n"
                "  --state FILE              load the store at start, save it on SIGTERM\n"
                "  --audit-file FILE         append the audit log (JSON lines) there\n"
@@ -247,6 +250,7 @@ static void server_free(struct ks_server *s)
 {
     ks_watch_end_all(s, NULL, NULL);
     ks_admin_release_all(s);
+    ks_h2_free_all(s);
     if (s->http)
         evhttp_free(s->http);
     s->http = NULL;
@@ -295,6 +299,7 @@ int main(int argc, char **argv)
         O_TOKENS,
         O_ANON,
         O_TLS,
+        O_NOH2,
         O_STATEDIR,
         O_STATE,
         O_AUDIT,
@@ -321,6 +326,7 @@ int main(int argc, char **argv)
         {"tokens", required_argument, NULL, O_TOKENS},
         {"anonymous-user", required_argument, NULL, O_ANON},
         {"tls", no_argument, NULL, O_TLS},
+        {"no-http2", no_argument, NULL, O_NOH2},
         {"state-dir", required_argument, NULL, O_STATEDIR},
         {"state", required_argument, NULL, O_STATE},
         {"audit-file", required_argument, NULL, O_AUDIT},
@@ -367,6 +373,9 @@ int main(int argc, char **argv)
             break;
         case O_TLS:
             s->cfg.tls = true;
+            break;
+        case O_NOH2:
+            s->cfg.no_http2 = true;
             break;
         case O_STATEDIR:
             s->cfg.state_dir = optarg;

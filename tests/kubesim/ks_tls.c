@@ -2,8 +2,9 @@
  * ks_tls: HTTPS with a test CA generated at start.
  *
  * A P-256 CA and a server certificate for 127.0.0.1, ::1 and localhost are
- * written to --state-dir (ca.crt, server.crt, server.key); the kubeconfig
- * carries the CA as certificate-authority-data. Plain HTTP stays the default.
+ * written to --state-dir (ca.crt, server.crt, server.key), or the ones a
+ * previous start left there are served again; the kubeconfig carries the
+ * CA as certificate-authority-data. Plain HTTP stays the default.
  */
 #include "ks_tls.h"
 
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "cx_log.h"
+#include "ks_h2.h"
 
 struct ks_tls {
     SSL_CTX *ctx;
@@ -101,32 +103,74 @@ static int write_pem(const char *dir, const char *file, X509 *cert, EVP_PKEY *ke
 
 static struct bufferevent *bevcb(struct event_base *base, void *arg)
 {
-    (void)arg;
+    struct ks_server *s = arg;
+    (void)base;
     SSL *ssl = SSL_new(g_tls.ctx);
     if (!ssl)
         return NULL;
-    return bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
-                                          BEV_OPT_CLOSE_ON_FREE);
+    struct bufferevent *bev = ks_h2_new_bev(s, ssl);
+    if (!bev)
+        SSL_free(ssl);
+    return bev;
+}
+
+/* The material a previous start left in |dir| (a restarted API server
+ * keeps its serving certificate: clients' kubeconfigs stay valid). Returns
+ * 0 with all three loaded, or -1 (nothing to reuse). */
+static int load_existing(const char *dir, X509 **ca, X509 **cert, EVP_PKEY **key)
+{
+    char path[4096];
+    FILE *f;
+    snprintf(path, sizeof(path), "%s/ca.crt", dir);
+    if ((f = fopen(path, "r")) != NULL) {
+        *ca = PEM_read_X509(f, NULL, NULL, NULL);
+        fclose(f);
+    }
+    snprintf(path, sizeof(path), "%s/server.crt", dir);
+    if ((f = fopen(path, "r")) != NULL) {
+        *cert = PEM_read_X509(f, NULL, NULL, NULL);
+        fclose(f);
+    }
+    snprintf(path, sizeof(path), "%s/server.key", dir);
+    if ((f = fopen(path, "r")) != NULL) {
+        *key = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+        fclose(f);
+    }
+    if (*ca && *cert && *key && X509_check_private_key(*cert, *key) == 1)
+        return 0;
+    X509_free(*ca);
+    X509_free(*cert);
+    EVP_PKEY_free(*key);
+    *ca = *cert = NULL;
+    *key = NULL;
+    ERR_clear_error();
+    return -1;
 }
 
 int ks_tls_setup(struct ks_server *s)
 {
     const char *dir = s->cfg.state_dir ? s->cfg.state_dir : ".";
     int rc = -1;
-    EVP_PKEY *cakey = EVP_EC_gen("P-256");
-    EVP_PKEY *key = EVP_EC_gen("P-256");
+    EVP_PKEY *cakey = NULL;
+    EVP_PKEY *key = NULL;
     X509 *ca = NULL, *cert = NULL;
     BIO *mem = NULL;
-    if (!cakey || !key)
-        goto out;
-    ca = make_cert(cakey, "kubesim-ca", NULL, NULL, true);
-    cert = ca ? make_cert(key, "kubesim", ca, cakey, false) : NULL;
-    if (!cert)
-        goto out;
-    if (write_pem(dir, "ca.crt", ca, NULL) || write_pem(dir, "server.crt", cert, NULL) ||
-        write_pem(dir, "server.key", NULL, key)) {
-        cx_error(KS_LOG, "cannot write TLS files into %s", dir);
-        goto out;
+    if (load_existing(dir, &ca, &cert, &key) == 0) {
+        cx_info(KS_LOG, "TLS: serving the certificate already in %s", dir);
+    } else {
+        cakey = EVP_EC_gen("P-256");
+        key = EVP_EC_gen("P-256");
+        if (!cakey || !key)
+            goto out;
+        ca = make_cert(cakey, "kubesim-ca", NULL, NULL, true);
+        cert = ca ? make_cert(key, "kubesim", ca, cakey, false) : NULL;
+        if (!cert)
+            goto out;
+        if (write_pem(dir, "ca.crt", ca, NULL) || write_pem(dir, "server.crt", cert, NULL) ||
+            write_pem(dir, "server.key", NULL, key)) {
+            cx_error(KS_LOG, "cannot write TLS files into %s", dir);
+            goto out;
+        }
     }
     /* certificate-authority-data: base64 of the CA PEM. */
     mem = BIO_new(BIO_s_mem());
@@ -143,6 +187,8 @@ int ks_tls_setup(struct ks_server *s)
         SSL_CTX_use_certificate(g_tls.ctx, cert) != 1 ||
         SSL_CTX_use_PrivateKey(g_tls.ctx, key) != 1 ||
         SSL_CTX_add_extra_chain_cert(g_tls.ctx, X509_dup(ca)) != 1)
+        goto out;
+    if (ks_h2_setup(s, g_tls.ctx) != 0)
         goto out;
     evhttp_set_bevcb(s->http, bevcb, s);
     rc = 0;

@@ -23,7 +23,6 @@ struct ks_watch {
     struct ks_server *s;
     struct ks_rtype *rt;
     struct ks_req *r;
-    struct evhttp_connection *conn;
     char prefix[320]; /* "ns/" or "" */
     char *name;       /* watch of one object, or NULL */
     struct ks_listopts o;
@@ -69,8 +68,8 @@ static void watch_end(struct ks_watch *w)
     struct ks_req *r = w->r;
     bool starting = w->starting;
     unlink_watch(w);
-    evhttp_connection_set_closecb(w->conn, NULL, NULL);
-    evhttp_send_reply_end(r->req);
+    ks_req_on_close(r, NULL, NULL);
+    ks_req_end(r);
     r->req = NULL;
     watch_free(w);
     if (starting)
@@ -79,25 +78,20 @@ static void watch_end(struct ks_watch *w)
         ks_req_done(r);
 }
 
-/* The client went away: libevent detached (or is about to free) the
- * request; we only let go of ours. */
-static void on_close(struct evhttp_connection *conn, void *arg)
+/* The client went away (connection closed, stream reset): we only let go
+ * of the request. */
+static void on_close(struct ks_req *r, void *arg)
 {
     struct ks_watch *w = arg;
-    struct ks_req *r = w->r;
     unlink_watch(w);
-    evhttp_connection_set_closecb(conn, NULL, NULL);
-    if (r->req && evhttp_request_get_connection(r->req) == NULL)
-        evhttp_send_reply_end(r->req); /* frees the detached request */
-    r->req = NULL;
+    ks_req_gone(r);
     watch_free(w);
     ks_req_done(r);
 }
 
 static size_t out_len(struct ks_watch *w)
 {
-    struct bufferevent *bev = evhttp_connection_get_bufferevent(w->conn);
-    return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
+    return ks_req_queued(w->r);
 }
 
 /* Sends one frame. Returns 0, or -1 if the watcher was ended (slow
@@ -106,7 +100,7 @@ static int send_blob(struct ks_watch *w, struct ks_blob *b)
 {
     if (!b || ks_blob_add_ref(w->scratch, b) != 0)
         return 0;
-    evhttp_send_reply_chunk(w->r->req, w->scratch);
+    ks_req_chunk(w->r, w->scratch);
     evbuffer_drain(w->scratch, evbuffer_get_length(w->scratch));
     size_t cap = w->s->cfg.max_watch_buffer ? w->s->cfg.max_watch_buffer : ((size_t)256 << 20);
     if (out_len(w) > cap) {
@@ -240,11 +234,27 @@ static void schedule_bookmark(struct ks_watch *w)
     event_add(w->bookmark_ev, &tv);
 }
 
+/* A reset fault: the stream is reset (HTTP/2 RST_STREAM; HTTP/1.1 loses
+ * its connection) instead of ending cleanly. */
+static void watch_reset(struct ks_watch *w)
+{
+    struct ks_req *r = w->r;
+    unlink_watch(w);
+    ks_req_on_close(r, NULL, NULL);
+    ks_req_reset(r, r->reset_code);
+    watch_free(w);
+    ks_req_done(r);
+}
+
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    watch_end(arg);
+    struct ks_watch *w = arg;
+    if (w->r->reset_code)
+        watch_reset(w);
+    else
+        watch_end(w);
 }
 
 static void send_error_and_end(struct ks_watch *w, int code, const char *reason, const char *msg)
@@ -329,8 +339,8 @@ void ks_watch_start(struct ks_req *r)
     w->scratch = evbuffer_new();
     w->deadline_ev = evtimer_new(s->base, on_deadline, w);
     w->bookmark_ev = evtimer_new(s->base, on_bookmark, w);
-    w->conn = evhttp_request_get_connection(r->req);
-    if (!w->scratch || !w->deadline_ev || !w->bookmark_ev || !w->conn) {
+    if (!w->scratch || !w->deadline_ev || !w->bookmark_ev ||
+        (!r->h2 && !(r->req && evhttp_request_get_connection(r->req)))) {
         watch_free(w);
         ks_err_internal(r, "out of memory");
         return;
@@ -339,19 +349,18 @@ void ks_watch_start(struct ks_req *r)
     r->replied = true;
     r->parked = true;
     r->code = 200;
-    struct evkeyvalq *h = evhttp_request_get_output_headers(r->req);
-    evhttp_add_header(h, "Content-Type", "application/json");
-    evhttp_add_header(h, "Cache-Control", "no-cache, private");
-    evhttp_add_header(h, "Audit-Id", r->audit_id);
-    evhttp_send_reply_start(r->req, 200, "OK");
+    ks_req_add_header(r, "Content-Type", "application/json");
+    ks_req_add_header(r, "Cache-Control", "no-cache, private");
+    ks_req_add_header(r, "Audit-Id", r->audit_id);
+    ks_req_start(r, 200, "OK");
     TAILQ_INSERT_TAIL(&rt->watchers, w, rt_link);
     rt->nwatchers++;
     TAILQ_INSERT_TAIL(&s->all_watches, w, all_link);
-    evhttp_connection_set_closecb(w->conn, on_close, w);
+    ks_req_on_close(r, on_close, w);
     w->starting = true;
     if (r->inject) {
         /* A hostile-response fault: its bytes open the stream, uncapped. */
-        evhttp_send_reply_chunk(r->req, r->inject);
+        ks_req_chunk(r, r->inject);
         evbuffer_free(r->inject);
         r->inject = NULL;
         if (r->inject_end) {
@@ -371,6 +380,10 @@ void ks_watch_start(struct ks_req *r)
     }
     w->deadline_ms = cx_mono_ms() + (int64_t)timeout * 1000;
     struct timeval tv = {.tv_sec = timeout, .tv_usec = 0};
+    if (r->reset_code && r->reset_after_ms < (int64_t)timeout * 1000) {
+        tv.tv_sec = r->reset_after_ms / 1000;
+        tv.tv_usec = (r->reset_after_ms % 1000) * 1000;
+    }
     event_add(w->deadline_ev, &tv);
 
     if (too_old) {

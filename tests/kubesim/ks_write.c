@@ -33,7 +33,7 @@ static void decode_error(struct ks_req *r, const struct ks_rtype *rt, const char
  * error. */
 cJSON *ks_parse_body(struct ks_req *r, const struct ks_rtype *rt)
 {
-    const char *ct = evhttp_find_header(evhttp_request_get_input_headers(r->req), "Content-Type");
+    const char *ct = ks_req_header(r, "Content-Type");
     cJSON *obj;
     if (ct && strncasecmp(ct, "application/vnd.kubernetes.protobuf", 35) == 0) {
         char perr[512];
@@ -515,7 +515,7 @@ static void unsupported_patch(struct ks_req *r, const struct ks_rtype *rt)
 void ks_api_patch(struct ks_req *r)
 {
     struct ks_rtype *rt = r->rt;
-    const char *ct = evhttp_find_header(evhttp_request_get_input_headers(r->req), "Content-Type");
+    const char *ct = ks_req_header(r, "Content-Type");
     char ctype[128] = "";
     if (ct) {
         snprintf(ctype, sizeof(ctype), "%s", ct);
