@@ -29,7 +29,7 @@ static void watch_unlink(struct kube_watch *w)
 
 void kube_watch_free(struct kube_watch *w)
 {
-    kube_conn_detach(w->c, &w->h, NULL, CURLE_ABORTED_BY_CALLBACK);
+    kube_conn_detach(w->c, &w->h, w->easy, CURLE_ABORTED_BY_CALLBACK);
     if (w->easy) {
         curl_multi_remove_handle(w->c->multi, w->easy);
         curl_easy_cleanup(w->easy);
@@ -156,6 +156,19 @@ static void on_stall(evutil_socket_t fd, short what, void *arg)
     (void)what;
     if (watch_deliver(w))
         return;
+    /* Over HTTP/2 with the connection check on, silence is not a stall: a
+     * real API server sends a quiet resource's watchers nothing (no
+     * bookmark until the resource moves) until timeoutSeconds ends the
+     * watch. A dead connection is found by the check (kube_conn.c), which
+     * ends every watch on it, and a stream stalled on a live connection by
+     * the transfer's timeout (timeoutSeconds + WATCH_GRACE_MS). */
+    long v = 0;
+    if (w->c->read_idle_ns > 0 && w->easy &&
+        curl_easy_getinfo(w->easy, CURLINFO_HTTP_VERSION, &v) == CURLE_OK &&
+        v >= CURL_HTTP_VERSION_2_0) {
+        arm_stall(w);
+        return;
+    }
     struct kube_error e;
     kube_error_set(&e, KUBE_E_TIMEOUT, "watch stalled: no data for %lld ms",
                    (long long)w->stall_ms);

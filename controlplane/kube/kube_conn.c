@@ -215,6 +215,20 @@ void kube_conn_detach(struct kube_client *c, struct kube_xfer *x, CURL *e, CURLc
     if (k->inflight > 0)
         k->inflight--;
     note_version(k, e);
+    if (code == CURLE_ABORTED_BY_CALLBACK && k->multiplexed && !k->dead && k->inflight == 0) {
+        /* We cancelled the last stream of an HTTP/2 connection (a watch
+         * stopped: leadership lost, an informer torn down). libcurl queues
+         * its RST_STREAM until the connection carries something again,
+         * which an idle one never does: the server would keep serving the
+         * stream (a watch until its timeoutSeconds). Closing the idle
+         * connection ends every stream on it at once. */
+        cx_debug("kube", "closing idle HTTP/2 connection (local port %d): its last stream was "
+                         "cancelled (client %s)", k->port, c->report.client);
+        k->dead = 1;
+        if (shutdown(k->fd, SHUT_RDWR) != 0)
+            cx_debug("kube", "shutdown of an idle connection: %s", strerror(errno));
+        return;
+    }
     if (k->rx_ns <= x->attached_ns && code != CURLE_OK) {
         /* Nothing came back on it since this transfer went out, which
          * failed or was abandoned (a caller's own timeout cancels). */

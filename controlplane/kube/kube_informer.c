@@ -537,6 +537,15 @@ static int is_initial_end(const cJSON *obj)
     return v && strcmp(v, "true") == 0;
 }
 
+/* The streaming list a server refused (every 1.28-1.31 cluster, WatchList
+ * off) was the informer's first watch request: the list + watch replacing it
+ * is not a restart. */
+static void not_a_restart(struct kube_informer *inf)
+{
+    if (inf->watches_started == 1)
+        inf->watches_started = 0;
+}
+
 static void on_watch_event(void *ud, enum kube_event_type type, cJSON *obj)
 {
     struct kube_informer *inf = ud;
@@ -566,6 +575,7 @@ static void on_watch_event(void *ud, enum kube_event_type type, cJSON *obj)
                  * server does not do streaming lists. */
                 cJSON_Delete(obj);
                 inf->streaming_refused = 1;
+                not_a_restart(inf);
                 kube_watch_stop(inf->watch);
                 inf->watch = NULL;
                 schedule(inf, NEXT_INITIAL, 0);
@@ -664,6 +674,7 @@ static void on_watch_end(void *ud, const struct kube_error *err)
              * bookmark: fall back to list + watch (once: the refusal
              * sticks). */
             inf->streaming_refused = 1;
+            not_a_restart(inf);
             schedule(inf, NEXT_INITIAL, 0);
             return;
         }

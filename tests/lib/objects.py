@@ -49,9 +49,15 @@ def apply_crds(request, ok=(201,), timeout=5):
              what="CRDs served")
 
 
-def start_kubesim(args=(), state=False):
+# How a 1.28 cluster serves the daemon: WatchList off (streaming lists are
+# 422, informers list then watch), bookmarks only when a resource moved,
+# HTTP/2 over TLS. The daemon suites run so: start_kubesim(**AS_1_28).
+AS_1_28 = {"profile": "1.28", "tls": True}
+
+
+def start_kubesim(args=(), state=False, profile=None, tls=False):
     """A KubeSim (tests/lib/kubesim.py) with the CRDs served."""
-    ks = KubeSim(args=list(args), state=state)
+    ks = KubeSim(args=list(args), state=state, profile=profile, tls=tls)
     apply_crds(ks.request)
     return ks
 
@@ -83,7 +89,8 @@ def obj_path(kind, ns, name=None, sub=None):
 
 
 class Api:
-    """A keep-alive HTTP/1.1 client to kubesim (fast bursts of writes)."""
+    """A keep-alive HTTP/1.1 client to kubesim (fast bursts of writes), over
+    TLS when kubesim serves it."""
 
     def __init__(self, ks):
         self.ks = ks
@@ -91,7 +98,7 @@ class Api:
 
     def _conn(self):
         if self.conn is None:
-            self.conn = http.client.HTTPConnection("127.0.0.1", self.ks.port, timeout=30)
+            self.conn = self.ks.connection(30)
         return self.conn
 
     def request(self, method, path, body=None, ctype="application/json"):

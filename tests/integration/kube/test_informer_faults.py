@@ -7,8 +7,11 @@ kept, no change reported twice).
 Cases: a watch dropped mid-stream; compaction (410) during churn; 500s and
 429 Retry-After bursts; a partition then heal (30 s, ~5 s under
 COXSWAIN_SANITIZE); kubesim restarted with --state; 10,000 changes in a
-burst; token rotation. A kubesim without a needed admin feature makes that
-case SKIP with the reason (never a silent pass)."""
+burst; token rotation. kubesim serves them as a 1.28 cluster does (WatchList
+off: the informer lists then watches; bookmarks only once a resource moved;
+HTTP/2 over TLS); the TLS case runs the streaming-list path (WatchList on,
+over HTTP/1.1). A kubesim without a needed admin feature makes that case
+SKIP with the reason (never a silent pass)."""
 import http.client
 import json
 import os
@@ -46,12 +49,14 @@ def free_port():
     return port
 
 
-def write_kubeconfig(path, port, token_file):
+def write_kubeconfig(path, port, token_file, ca_file):
     with open(path, "w") as f:
         f.write("apiVersion: v1\nkind: Config\ncurrent-context: t\n"
-                "clusters:\n- name: t\n  cluster:\n    server: http://127.0.0.1:%d\n"
+                "clusters:\n- name: t\n  cluster:\n    server: https://127.0.0.1:%d\n"
+                "    certificate-authority: %s\n"
                 "contexts:\n- name: t\n  context: {cluster: t, user: u, namespace: %s}\n"
-                "users:\n- name: u\n  user:\n    tokenFile: %s\n" % (port, NS, token_file))
+                "users:\n- name: u\n  user:\n    tokenFile: %s\n"
+                % (port, ca_file, NS, token_file))
 
 
 def write_file(path, text):
@@ -70,11 +75,11 @@ class Sim:
         self.port = free_port()
         self.ks = KubeSim(args=["--listen", "127.0.0.1:%d" % self.port,
                                 "--bookmark-interval", "1s"] + list(extra),
-                          tokens={TOKEN: USER}, state=state)
+                          tokens={TOKEN: USER}, state=state, profile="1.28", tls=True)
         self.token_file = os.path.join(self.ks.dir, "token")
         write_file(self.token_file, TOKEN + "\n")
         self.kubeconfig = os.path.join(self.ks.dir, "informer.kubeconfig")
-        write_kubeconfig(self.kubeconfig, self.ks.port, self.token_file)
+        write_kubeconfig(self.kubeconfig, self.ks.port, self.token_file, self.ks.ca_file)
         self.conn = None
         st, _ = self.ks.create("namespaces", {"metadata": {"name": NS}})
         check(st in (200, 201, 409), "create namespace: %s" % st)
@@ -90,7 +95,7 @@ class Sim:
         for attempt in range(3):
             try:
                 if self.conn is None:
-                    self.conn = http.client.HTTPConnection("127.0.0.1", self.ks.port, timeout=30)
+                    self.conn = self.ks.connection(30)
                 hdrs = {}
                 data = None
                 if body is not None:
@@ -438,8 +443,10 @@ def case_token_rotation(sim, inf):
 
 def case_tls():
     """HTTPS with the kubeconfig's CA: verified and synced; the same server
-    with a CA that did not sign it: refused (verification is on)."""
-    with KubeSim(tls=True) as ks:
+    with a CA that did not sign it: refused (verification is on). The one
+    case with the WatchList gate on: the informer's streaming list, over
+    HTTP/1.1."""
+    with KubeSim(tls=True, args=["--no-http2"]) as ks:
         ks.create("namespaces", {"metadata": {"name": NS}})
         for i in range(5):
             st, _ = ks.create("configmaps", {"metadata": {"name": "t%d" % i}}, namespace=NS)
@@ -451,7 +458,9 @@ def case_tls():
         inf = Informer(sim)
         try:
             inf.wait_synced()
-            check_eq(len(inf.dump()["objects"]), 5, "objects over TLS")
+            d = inf.dump()
+            check_eq(len(d["objects"]), 5, "objects over TLS")
+            check_eq(d["stats"]["streaming"], True, "a streaming list (WatchList on)")
         finally:
             inf.close()
         # A CA of our own making: the server's certificate does not verify.
