@@ -240,17 +240,24 @@ fuzz: deps
 		SANFLAGS="-fsanitize=address,undefined,fuzzer-no-link" OPT="-O1 -g"
 	$(Q)FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh
 
+# C++ links: the shims over libre2 need UBSan's C++ runtime
 fuzz-build: $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 
 $(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(LIB)
 	@mkdir -p $(@D)
 	@echo "  LD       $@"
-	$(Q)$(CC) -fsanitize=address,undefined,fuzzer -o $@ $^ $(PKG_LIBS)
+	$(Q)$(CXX) -fsanitize=address,undefined,fuzzer -o $@ $(filter-out $(LIB),$^) $(LIB) $(PKG_LIBS)
+
+# targets that link kubesim's objects (all but its main) instead of
+# including its sources
+KUBESIM_NOMAIN_OBJ = $(call obj,$(filter-out tests/kubesim/ks_main.c,$(KUBESIM_SRC))) \
+	$(patsubst %.cc,$(BUILD)/obj/%.cc.o,$(KUBESIM_CXX_SRC))
+$(BUILD)/fuzz/fuzz_kubesim_schema $(BUILD)/fuzz-replay/fuzz_kubesim_schema: $(KUBESIM_NOMAIN_OBJ)
 
 $(BUILD)/fuzz-replay/%: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/replay_main.o $(LIB)
 	@mkdir -p $(@D)
 	@echo "  LD       $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter-out $(LIB),$^) $(LIB) $(PKG_LIBS)
 
 # ---- style ----------------------------------------------------------------
 FMT_SRC = $(shell find $(MODULES) tests bench \( -name '*.[ch]' -o -name '*.cc' \) -not -path '*/node_modules/*' 2>/dev/null)
