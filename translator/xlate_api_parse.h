@@ -307,6 +307,9 @@ int xlate_has_ctl(const char *s); /* 1 if |s| holds a control character */
  * are not compiled). Returns the literal text every match of a valid one
  * starts with (in the arena), or NULL. */
 const char *xlate_check_regex(struct pctx *p, const char *re);
+/* xlate_check_regex, and the regex's capturing groups in |groups| (-1 when
+ * it was refused or not compiled). */
+const char *xlate_check_regex_groups(struct pctx *p, const char *re, int *groups);
 int xlate_label_cmp(const void *a, const void *b); /* struct xl_label by key */
 struct filter_selector *xlate_parse_selector(struct pctx *p, const cJSON *v);
 

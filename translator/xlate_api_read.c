@@ -278,6 +278,13 @@ int xlate_has_ctl(const char *s)
 
 const char *xlate_check_regex(struct pctx *p, const char *re)
 {
+    return xlate_check_regex_groups(p, re, NULL);
+}
+
+const char *xlate_check_regex_groups(struct pctx *p, const char *re, int *groups)
+{
+    if (groups)
+        *groups = -1;
     if (p->regex_total > XLATE_MAX_REGEX_PROGRAM)
         return NULL; /* over the object's budget: said once, not compiled */
     char err[300];
@@ -317,6 +324,8 @@ const char *xlate_check_regex(struct pctx *p, const char *re)
         p->depth = depth;
         return NULL;
     }
+    if (rc == XLATE_RE2_OK && groups)
+        *groups = info.groups;
     return rc == XLATE_RE2_OK ? pstrdup(p, info.prefix) : NULL;
 }
 

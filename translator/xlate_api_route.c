@@ -5,6 +5,7 @@
 #include "xlate_api_parse.h"
 
 #include "filter_selector.h"
+#include "xlate_route.h"
 
 #include <string.h>
 
@@ -29,17 +30,19 @@ static void parse_ref(struct pctx *p, const cJSON *v, struct xl_ref *ref)
         ref->ns = p->o->meta.ns;
 }
 
-static void parse_match(struct pctx *p, const cJSON *v, struct xl_match *m)
+static void parse_match(struct pctx *p, const cJSON *v, struct xl_route *r)
 {
-    static const char *const allowed[] = {"prefix",  "path",          "regex",
-                                          "headers", "caseSensitive", NULL};
+    static const char *const allowed[] = {"prefix",        "path",        "regex",   "headers",
+                                          "caseSensitive", "queryParams", "methods", NULL};
+    struct xl_match *m = &r->match;
     m->kind = XL_PATH_PREFIX;
     m->value = "/";
     m->case_sensitive = 1;
     if (!v)
         return;
-    const cJSON *f[5];
+    const cJSON *f[7];
     xlate_fields(p, v, allowed, f);
+    xlate_parse_route_match_ext(p, f[5], f[6], r);
     char *prefix = NULL, *path = NULL, *regex = NULL;
     int np = str_v(p, f[0], "prefix", 0, &prefix) == 1;
     int nx = str_v(p, f[1], "path", 0, &path) == 1;
@@ -302,27 +305,46 @@ static void parse_hashes(struct pctx *p, const cJSON *v, struct xl_route *r)
 
 static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
 {
-    static const char *const allowed[] = {"match",   "upstream", "weighted",      "delegate",
-                                          "timeout", "retries",  "prefixRewrite", "hashPolicy",
-                                          NULL};
+    static const char *const allowed[] = {
+        "match",           "upstream",    "weighted",        "delegate",     "timeout",
+        "retries",         "prefixRewrite", "hashPolicy",    "redirect",     "requestHeaders",
+        "responseHeaders", "hostRewrite", "autoHostRewrite", "regexRewrite", NULL};
     if (!cJSON_IsObject(v)) {
         REJECT(p, XL_R_INVALID_SPEC, "must be an object, got %s", jtype(v));
         return;
     }
-    enum { F_MATCH, F_UPSTREAM, F_WEIGHTED, F_DELEGATE, F_TIMEOUT, F_RETRIES, F_REWRITE, F_HASH };
-    const cJSON *f[8];
+    enum {
+        F_MATCH,
+        F_UPSTREAM,
+        F_WEIGHTED,
+        F_DELEGATE,
+        F_TIMEOUT,
+        F_RETRIES,
+        F_REWRITE,
+        F_HASH,
+        F_REDIRECT,
+        F_REQ,
+        F_RESP,
+        F_HOST,
+        F_AUTO_HOST,
+        F_REGEX_REWRITE,
+    };
+    const cJSON *f[14];
     xlate_fields(p, v, allowed, f);
     const cJSON *m = obj_v(p, f[F_MATCH], "match", 0);
     size_t o = push_lit(p, ".match");
-    parse_match(p, m, &r->match);
+    parse_match(p, m, r);
     pop(p, o);
 
     const cJSON *up = f[F_UPSTREAM], *w = f[F_WEIGHTED], *d = f[F_DELEGATE];
-    int nact = !!up + !!w + !!d;
+    int nact = !!up + !!w + !!d + !!f[F_REDIRECT];
     if (nact == 0) {
-        REJECT(p, XL_R_INVALID_SPEC, "one of upstream, weighted or delegate is required");
+        REJECT(p, XL_R_INVALID_SPEC, "one of upstream, weighted, delegate or redirect is required");
     } else if (nact > 1) {
-        REJECT(p, XL_R_INVALID_SPEC, "upstream, weighted and delegate are mutually exclusive");
+        REJECT(p, XL_R_INVALID_SPEC,
+               "upstream, weighted, delegate and redirect are mutually exclusive");
+    } else if (f[F_REDIRECT]) {
+        r->action = XL_ACT_REDIRECT; /* parsed with the other extensions, below */
     } else if (up) {
         r->action = XL_ACT_UPSTREAM;
         const cJSON *uo = obj_v(p, up, "upstream", 1);
@@ -434,6 +456,19 @@ static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
             REJECT(p, XL_R_INVALID_SPEC, "must not contain control characters");
         pop(p, o);
     }
+    const struct xl_route_members ext = {
+        .redirect = f[F_REDIRECT],
+        .req = f[F_REQ],
+        .resp = f[F_RESP],
+        .host_rewrite = f[F_HOST],
+        .auto_host = f[F_AUTO_HOST],
+        .regex_rewrite = f[F_REGEX_REWRITE],
+    };
+    xlate_parse_route_ext(p, &ext, r);
+    if (r->action == XL_ACT_DELEGATE && r->ext &&
+        (r->ext->host_rewrite || r->ext->auto_host || r->ext->regex_pattern))
+        REJECT(p, XL_R_INVALID_SPEC,
+               "hostRewrite, autoHostRewrite and regexRewrite cannot be used on a delegating route");
 }
 
 /* spec.routes, |v| as xlate_fields() or get() found it. */

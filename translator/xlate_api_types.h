@@ -153,6 +153,7 @@ enum xl_action_kind {
     XL_ACT_UPSTREAM = 0,
     XL_ACT_WEIGHTED = 1,
     XL_ACT_DELEGATE = 2,
+    XL_ACT_REDIRECT = 3, /* ext->redirect (translator/route) */
 };
 
 struct xl_weighted {
@@ -200,6 +201,10 @@ struct xl_route {
     uint32_t retry_attempts;
     char *retry_on; /* Envoy retry_on list, comma-separated, or NULL */
     char *prefix_rewrite;
+    /* redirects, header changes, rewrites, query and method matching
+     * (translator/route/xlate_route.h), in the arena; NULL when the route
+     * uses none of them, as most do */
+    struct xl_route_ext *ext;
 };
 
 /* A TLS protocol version; the numbers are Envoy's TlsParameters.TlsProtocol. */

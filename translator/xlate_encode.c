@@ -1,6 +1,7 @@
 #include "xlate_encode.h"
 
 #include "cx_wire.h"
+#include "xlate_route.h"
 #include "xlate_util.h"
 
 #include "envoy/config/cluster/v3/cluster.pb-c.h"
@@ -124,7 +125,7 @@ static ConfigSource *ads_source(struct xl_arena *a)
  * protobuf-c's; test_xlate_encode compares the two. */
 
 /* envoy.type.matcher.v3.RegexMatcher {google_re2: {}, regex} */
-static void enc_regex(struct cx_wire *w, uint32_t field, const char *re)
+void xlate_enc_regex(struct cx_wire *w, uint32_t field, const char *re)
 {
     size_t mark = cx_wire_mark(w);
     cx_wire_str3(w, 2, re);
@@ -137,7 +138,7 @@ static void enc_header(struct cx_wire *w, const struct xl_header *h)
     size_t mark = cx_wire_mark(w);
     switch (h->kind) {
     case XL_HDR_REGEX:
-        enc_regex(w, 11, h->value); /* safe_regex_match */
+        xlate_enc_regex(w, 11, h->value); /* safe_regex_match */
         break;
     case XL_HDR_PREFIX:
         cx_wire_str(w, 9, h->value); /* prefix_match */
@@ -159,7 +160,8 @@ static void enc_route_match(struct cx_wire *w, const struct xl_rroute *r)
 {
     size_t mark = cx_wire_mark(w);
     if (r->kind == XL_PATH_REGEX)
-        enc_regex(w, 10, r->path); /* safe_regex */
+        xlate_enc_regex(w, 10, r->path); /* safe_regex */
+    xlate_enc_query(w, r);         /* query_parameters (7) */
     for (size_t i = r->nheaders; i-- > 0;)
         enc_header(w, r->headers[i]);
     if (!r->case_sensitive)
@@ -220,6 +222,7 @@ static void enc_route_action(struct cx_wire *w, const struct xl_rroute *r,
         cx_wire_duration(w, 1, r->timeout_ns);
         cx_wire_close(w, 36, m2); /* max_stream_duration */
     }
+    xlate_enc_regex_rewrite(w, r); /* 32 */
     for (size_t i = r->nhash; i-- > 0;)
         enc_hash_policy(w, r->hash[i]);
     if (r->has_retries) {
@@ -230,6 +233,7 @@ static void enc_route_action(struct cx_wire *w, const struct xl_rroute *r,
     }
     if (r->has_timeout && mode != XLATE_MODE_PROXYLESS)
         cx_wire_duration(w, 8, r->timeout_ns); /* timeout */
+    xlate_enc_host_rewrite(w, r);              /* 7, 6 */
     cx_wire_str3(w, 5, r->prefix_rewrite);
     if (r->cluster) {
         cx_wire_str(w, 1, r->cluster); /* cluster */
@@ -260,7 +264,11 @@ int xlate_encode_vhost(const char *name, char *const *domains, size_t ndomains,
         return -1;
     for (size_t i = nroutes; i-- > 0;) {
         size_t mark = cx_wire_mark(&w);
-        enc_route_action(&w, &routes[i], mode);
+        xlate_enc_route_headers(&w, &routes[i]); /* 12..9 */
+        if (routes[i].redirect)
+            xlate_enc_redirect(&w, routes[i].redirect); /* 3 */
+        else
+            enc_route_action(&w, &routes[i], mode); /* 2 */
         enc_route_match(&w, &routes[i]);
         cx_wire_close(&w, 3, mark); /* VirtualHost.routes */
     }

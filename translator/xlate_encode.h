@@ -38,6 +38,10 @@
 #define XL_TYPE_URL_TLS_INSPECTOR \
     "type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector"
 
+struct xl_redirect;
+struct xl_header_ops;
+struct xl_query;
+
 struct xl_cluster_weight {
     const char *cluster;
     uint32_t weight; /* > 0 */
@@ -62,6 +66,14 @@ struct xl_rroute {
     const char *prefix_rewrite;
     const struct xl_hash_policy *const *hash; /* RouteAction.hash_policy, in order */
     size_t nhash;
+    /* translator/route/xlate_route.h */
+    const struct xl_redirect *redirect; /* Route.redirect instead of a RouteAction, or NULL */
+    const struct xl_header_ops *req_headers, *resp_headers; /* or NULL */
+    const char *host_rewrite;                               /* or NULL */
+    int auto_host_rewrite;
+    const char *regex_pattern, *regex_subst; /* regex_rewrite, or NULL */
+    const struct xl_query *const *query;     /* RouteMatch.query_parameters, parents' first */
+    size_t nquery;
 };
 
 /* One VirtualHost, at most |max_bytes| long (0: no cap). Returns 0, -1

@@ -100,6 +100,7 @@ int compile(const char *re, size_t len, struct xlate_re2_info *info, char *err, 
     if (!info)
         return XLATE_RE2_OK;
     info->program_size = compiled.ProgramSize();
+    info->groups = compiled.NumberOfCapturingGroups();
     // Every anchored match s satisfies min <= s <= max, so every match
     // starts with their common prefix. PossibleMatchRange fails when any
     // string may match (".*"): no prefix then.

@@ -50,6 +50,7 @@ extern "C" {
 /* What RE2 makes of an accepted regex. */
 struct xlate_re2_info {
     int program_size; /* RE2::ProgramSize(): instructions of the compiled program */
+    int groups;       /* RE2::NumberOfCapturingGroups(): what \1..\9 may name */
     /* The literal text every full match starts with ("/api/v1/" for
      * "/api/v1/.*", "" for "(a|b)/x"), NUL-terminated. */
     char prefix[XLATE_RE2_PREFIX_MAX + 1];

@@ -8,6 +8,7 @@
 
 #include "cx_hash.h"
 #include "filter_selector.h"
+#include "xlate_route.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,6 +26,11 @@ struct rvec {
 
 struct hdrs {
     const struct xl_header *const *items;
+    size_t n;
+};
+
+struct queries {
+    const struct xl_query *const *items;
     size_t n;
 };
 
@@ -188,6 +194,11 @@ struct inherit {
     const struct xl_route *timeout_from; /* nearest delegating route with a timeout */
     const struct xl_route *retries_from; /* ... with retries */
     const struct xl_route *hash_from;    /* ... with a hashPolicy */
+    const struct xl_route *req_from;     /* ... with requestHeaders */
+    const struct xl_route *resp_from;    /* ... with responseHeaders */
+    struct queries query;                /* query matchers: the parents' first */
+    /* a delegating route's methods leave out POST: no gRPC call matches */
+    int no_rpc;
 };
 
 /* Upstream |ref| as seen from |owner|: the entry, or NULL (a message says
@@ -223,6 +234,96 @@ static int has_prefix(const char *s, const char *prefix, int case_sensitive)
 
 static void expand_routes(struct rctx *rc, struct xl_entry *owner, const struct xl_route *routes,
                           size_t n, const struct inherit *in);
+
+/* The header and query matchers of route |r| under inherited |h| and |q|:
+ * the parents' first, then r's headers and (Envoy mode) the ":method"
+ * matcher of its methods. Proxyless Gateways get no method matcher: every
+ * gRPC call is a POST (routes whose methods leave POST out are left out
+ * instead). Returns 0 or -1 (memory). */
+static int route_matchers(struct rctx *rc, const struct hdrs *h, const struct queries *q,
+                          const struct xl_route *r, struct hdrs *oh, struct queries *oq)
+{
+    const struct xl_route_ext *x = r->ext;
+    int meth = x && x->methods && rc->mode != XLATE_MODE_PROXYLESS;
+    size_t nh = h->n + r->match.nheaders + (size_t)meth;
+    size_t nq = q->n + (x ? x->nquery : 0);
+    *oh = *h;
+    *oq = *q;
+    if (nh != h->n) {
+        const struct xl_header **hv = xlate_alloc(&rc->scratch, nh * sizeof(*hv));
+        if (!hv) {
+            rc->oom = 1;
+            return -1;
+        }
+        for (size_t i = 0; i < h->n; i++)
+            hv[i] = h->items[i];
+        for (size_t i = 0; i < r->match.nheaders; i++)
+            hv[h->n + i] = &r->match.headers[i];
+        if (meth)
+            hv[nh - 1] = &x->method_header;
+        *oh = (struct hdrs){hv, nh};
+    }
+    if (nq != q->n) {
+        const struct xl_query **qv = xlate_alloc(&rc->scratch, nq * sizeof(*qv));
+        if (!qv) {
+            rc->oom = 1;
+            return -1;
+        }
+        for (size_t i = 0; i < q->n; i++)
+            qv[i] = q->items[i];
+        for (size_t i = 0; i < x->nquery; i++)
+            qv[q->n + i] = &x->query[i];
+        *oq = (struct queries){qv, nq};
+    }
+    return 0;
+}
+
+/* Proxyless: whether gRPC clients can be given route |r| (under |in|) at
+ * all; warns about what they cannot use. A route they could never match
+ * (methods without POST, query matchers: RPCs have no query string; gRFC
+ * A28 makes clients skip such routes) or act on (a redirect: clients do
+ * not follow them, and some NACK a route whose action is not a
+ * RouteAction) is left out; header changes and host and regex rewrites
+ * are ignored by clients, and left out of the route. */
+static int grpc_route(struct rctx *rc, struct xl_entry *owner, const char *path,
+                      const struct xl_route *r, const struct inherit *in)
+{
+    const struct xl_route_ext *x = r->ext;
+    if (rc->mode != XLATE_MODE_PROXYLESS)
+        return 1;
+    if (in->no_rpc || (x && x->methods && !(x->methods & XL_M_POST))) {
+        msg(rc, owner, XLATE_WARNING, XL_R_UNSUPPORTED,
+            "%s.match.methods: gRPC calls are POSTs, so no RPC matches this route; left out of "
+            "proxyless Gateways",
+            path);
+        return 0;
+    }
+    if (in->query.n || (x && x->nquery)) {
+        msg(rc, owner, XLATE_WARNING, XL_R_UNSUPPORTED,
+            "%s.match.queryParams: RPCs carry no query string, so gRPC clients skip this route; "
+            "left out of proxyless Gateways",
+            path);
+        return 0;
+    }
+    if (r->action == XL_ACT_REDIRECT) {
+        msg(rc, owner, XLATE_WARNING, XL_R_UNSUPPORTED,
+            "%s.redirect: gRPC clients do not follow redirects; the route is left out of "
+            "proxyless Gateways, so its RPCs go on to the next routes",
+            path);
+        return 0;
+    }
+    if (x && (x->has_req || x->has_resp))
+        msg(rc, owner, XLATE_WARNING, XL_R_UNSUPPORTED,
+            "%s: requestHeaders and responseHeaders are ignored by proxyless gRPC clients; left "
+            "out",
+            path);
+    if (x && (x->host_rewrite || x->auto_host || x->regex_pattern))
+        msg(rc, owner, XLATE_WARNING, XL_R_UNSUPPORTED,
+            "%s: hostRewrite, autoHostRewrite and regexRewrite are ignored by proxyless gRPC "
+            "clients; left out",
+            path);
+    return 1;
+}
 
 /* Expands RouteTable |rt| under the delegating route. Returns 0 if its
  * routes were added, -1 if it was left out. */
@@ -299,24 +400,23 @@ static int expand_table(struct rctx *rc, struct xl_entry *owner, const char *pat
             prefix);
         return -1;
     }
-    /* headers: the delegating route's come first */
-    size_t nh = in->headers.n + parent->match.nheaders;
-    const struct xl_header **h = nh ? xlate_alloc(&rc->scratch, nh * sizeof(*h)) : NULL;
-    if (nh && !h) {
-        rc->oom = 1;
+    /* headers and query matchers: the delegating route's come first */
+    struct hdrs hs;
+    struct queries qs;
+    if (route_matchers(rc, &in->headers, &in->query, parent, &hs, &qs) != 0)
         return -1;
-    }
-    for (size_t i = 0; i < in->headers.n; i++)
-        h[i] = in->headers.items[i];
-    for (size_t i = 0; i < parent->match.nheaders; i++)
-        h[in->headers.n + i] = &parent->match.headers[i];
+    const struct xl_route_ext *px = parent->ext;
     struct inherit child = {
         .prefix = prefix,
         .case_sensitive = cs,
-        .headers = {h, nh},
+        .headers = hs,
+        .query = qs,
         .timeout_from = parent->has_timeout ? parent : in->timeout_from,
         .retries_from = parent->has_retries ? parent : in->retries_from,
         .hash_from = parent->nhash ? parent : in->hash_from,
+        .req_from = px && px->has_req ? parent : in->req_from,
+        .resp_from = px && px->has_resp ? parent : in->resp_from,
+        .no_rpc = in->no_rpc || (px && px->methods && !(px->methods & XL_M_POST)),
     };
     size_t mark = rc->routes.n;
     rc->chain[rc->depth++] = rt;
@@ -450,6 +550,30 @@ static void set_hashes(struct rctx *rc, struct xl_entry *owner, const char *path
     }
 }
 
+/* What route |r| (under |in|) writes beyond matching and forwarding:
+ * its redirect, its header changes (else the nearest delegating route's)
+ * and rewrites; proxyless Gateways get none of them but the redirect's
+ * absence (grpc_route). */
+static void set_route_ext(struct rctx *rc, const struct xl_route *r, const struct inherit *in,
+                          struct xl_rroute *out)
+{
+    const struct xl_route_ext *x = r->ext;
+    if (x && x->has_redirect)
+        out->redirect = &x->redirect;
+    if (rc->mode == XLATE_MODE_PROXYLESS)
+        return;
+    const struct xl_route *req = x && x->has_req ? r : in->req_from;
+    const struct xl_route *resp = x && x->has_resp ? r : in->resp_from;
+    out->req_headers = req ? &req->ext->req : NULL;
+    out->resp_headers = resp ? &resp->ext->resp : NULL;
+    if (x) {
+        out->host_rewrite = x->host_rewrite;
+        out->auto_host_rewrite = x->auto_host;
+        out->regex_pattern = x->regex_pattern;
+        out->regex_subst = x->regex_subst;
+    }
+}
+
 static void expand_routes(struct rctx *rc, struct xl_entry *owner, const struct xl_route *routes,
                           size_t n, const struct inherit *in)
 {
@@ -460,6 +584,8 @@ static void expand_routes(struct rctx *rc, struct xl_entry *owner, const struct 
                               path + sizeof(path), i),
                   path + sizeof(path), "]");
         hash_warnings(rc, owner, path, r);
+        if (!grpc_route(rc, owner, path, r, in))
+            continue;
         if (r->action == XL_ACT_DELEGATE) {
             delegate(rc, owner, path, r, in);
             continue;
@@ -469,7 +595,9 @@ static void expand_routes(struct rctx *rc, struct xl_entry *owner, const struct 
         struct xl_cluster_weight *wc = NULL;
         size_t nwc = 0;
         uint64_t total = 0;
-        if (r->action == XL_ACT_UPSTREAM) {
+        if (r->action == XL_ACT_REDIRECT) {
+            /* answered by the proxy: no Upstream */
+        } else if (r->action == XL_ACT_UPSTREAM) {
             struct xl_entry *up = lookup_upstream(rc, owner, path, &r->upstream);
             if (!up)
                 continue;
@@ -545,20 +673,15 @@ static void expand_routes(struct rctx *rc, struct xl_entry *owner, const struct 
         out->kind = r->match.kind;
         out->path = r->match.value;
         out->case_sensitive = r->match.case_sensitive && (in->prefix ? in->case_sensitive : 1);
-        if (in->headers.n || r->match.nheaders) {
-            size_t nh = in->headers.n + r->match.nheaders;
-            const struct xl_header **h = xlate_alloc(&rc->scratch, nh * sizeof(*h));
-            if (!h) {
-                rc->oom = 1;
-                return;
-            }
-            for (size_t k = 0; k < in->headers.n; k++)
-                h[k] = in->headers.items[k];
-            for (size_t k = 0; k < r->match.nheaders; k++)
-                h[in->headers.n + k] = &r->match.headers[k];
-            out->headers = h;
-            out->nheaders = nh;
-        }
+        struct hdrs hs;
+        struct queries qs;
+        if (route_matchers(rc, &in->headers, &in->query, r, &hs, &qs) != 0)
+            return;
+        out->headers = hs.items;
+        out->nheaders = hs.n;
+        out->query = qs.items;
+        out->nquery = qs.n;
+        set_route_ext(rc, r, in, out);
         out->cluster = cluster;
         out->wc = wc;
         out->nwc = nwc;

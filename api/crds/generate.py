@@ -157,6 +157,62 @@ HEADER = {
                                  {"required": ["regex"]}, {"required": ["present"]}]}}],
 }
 
+QUERY_PARAM = {
+    "type": "object",
+    "required": ["name"],
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 1024},
+        "exact": {"type": "string"},
+        "prefix": {"type": "string", "minLength": 1},
+        "regex": {"type": "string", "minLength": 1, "maxLength": 4096},
+        "present": {"type": "boolean", "enum": [True]},
+        "ignoreCase": {"type": "boolean"},
+    },
+    "oneOf": [{"required": ["exact"]}, {"required": ["prefix"]}, {"required": ["regex"]},
+              {"required": ["present"]},
+              {"not": {"anyOf": [{"required": ["exact"]}, {"required": ["prefix"]},
+                                 {"required": ["regex"]}, {"required": ["present"]}]}}],
+}
+
+# A header name Envoy will add, set or remove: an RFC 7230 token (not a
+# ":" pseudo header; "host" is refused by the translator)
+HEADER_NAME = {"type": "string", "minLength": 1, "maxLength": 256,
+               "pattern": r"^[-!#$%&'*+.^_`|~0-9A-Za-z]+$"}
+
+HEADER_OPS = {
+    "_block": "headerOps",
+    "type": "object",
+    "properties": {
+        "set": {"type": "array", "minItems": 1, "maxItems": 32,
+                "items": {"type": "object", "required": ["name", "value"],
+                          "properties": {"name": HEADER_NAME,
+                                         "value": {"type": "string", "maxLength": 16384}}}},
+        "add": {"type": "array", "minItems": 1, "maxItems": 32,
+                "items": {"type": "object", "required": ["name", "value"],
+                          "properties": {"name": HEADER_NAME,
+                                         "value": {"type": "string", "maxLength": 16384}}}},
+        "remove": {"type": "array", "minItems": 1, "maxItems": 32, "items": HEADER_NAME},
+    },
+    "anyOf": [{"required": ["set"]}, {"required": ["add"]}, {"required": ["remove"]}],
+}
+
+REDIRECT = {
+    "type": "object",
+    "properties": {
+        "scheme": {"type": "string", "enum": ["http", "https"]},
+        "host": {"type": "string", "minLength": 1, "maxLength": 253,
+                 "pattern": r"^([-.a-zA-Z0-9]+|\[[0-9a-fA-F:.]+\])$"},
+        "port": PORT,
+        "path": {"type": "string", "pattern": "^/"},
+        "prefixRewrite": {"type": "string"},
+        "statusCode": {"type": "integer", "enum": [301, 302, 303, 307, 308], "default": 301},
+        "stripQuery": {"type": "boolean"},
+    },
+    "not": {"required": ["path", "prefixRewrite"]},
+    "anyOf": [{"required": ["scheme"]}, {"required": ["host"]}, {"required": ["port"]},
+              {"required": ["path"]}, {"required": ["prefixRewrite"]}],
+}
+
 MATCH = {
     "type": "object",
     "properties": {
@@ -165,6 +221,12 @@ MATCH = {
         "regex": {"type": "string", "minLength": 1, "maxLength": 4096},
         "caseSensitive": {"type": "boolean", "default": True},
         "headers": {"type": "array", "maxItems": 32, "items": HEADER},
+        "queryParams": {"type": "array", "minItems": 1, "maxItems": 16, "items": QUERY_PARAM},
+        "methods": {"type": "array", "minItems": 1, "maxItems": 9,
+                    "x-kubernetes-list-type": "set",
+                    "items": {"type": "string", "enum": ["GET", "HEAD", "POST", "PUT", "DELETE",
+                                                         "CONNECT", "OPTIONS", "TRACE",
+                                                         "PATCH"]}},
     },
     "oneOf": [{"required": ["prefix"]}, {"required": ["path"]}, {"required": ["regex"]},
               {"not": {"anyOf": [{"required": ["prefix"]}, {"required": ["path"]},
@@ -221,8 +283,22 @@ ROUTE = {
         },
         "prefixRewrite": {"type": "string"},
         "hashPolicy": {"type": "array", "minItems": 1, "maxItems": 8, "items": HASH_POLICY},
+        "redirect": REDIRECT,
+        "requestHeaders": HEADER_OPS,
+        "responseHeaders": HEADER_OPS,
+        "hostRewrite": {"type": "string", "minLength": 1, "maxLength": 253,
+                        "pattern": r"^[^/\s]+$"},
+        "autoHostRewrite": {"type": "boolean", "enum": [True]},
+        "regexRewrite": {
+            "type": "object", "required": ["pattern", "substitution"],
+            "properties": {"pattern": {"type": "string", "minLength": 1, "maxLength": 4096},
+                           "substitution": {"type": "string"}},
+        },
     },
-    "oneOf": [{"required": ["upstream"]}, {"required": ["weighted"]}, {"required": ["delegate"]}],
+    "oneOf": [{"required": ["upstream"]}, {"required": ["weighted"]}, {"required": ["delegate"]},
+              {"required": ["redirect"]}],
+    "allOf": [{"not": {"required": ["hostRewrite", "autoHostRewrite"]}},
+              {"not": {"required": ["prefixRewrite", "regexRewrite"]}}],
 }
 
 ROUTES = {"type": "array", "minItems": 1, "maxItems": 1024, "items": ROUTE}
