@@ -562,7 +562,8 @@ static void set_route_ext(struct rctx *rc, const struct xl_route *r, const struc
         out->redirect = &x->redirect;
     if (rc->mode == XLATE_MODE_PROXYLESS)
         return;
-    const struct xl_route *req = x && x->has_req ? r : in->req_from;
+    /* a redirect forwards no request: no request header changes */
+    const struct xl_route *req = x && x->has_redirect ? NULL : x && x->has_req ? r : in->req_from;
     const struct xl_route *resp = x && x->has_resp ? r : in->resp_from;
     out->req_headers = req ? &req->ext->req : NULL;
     out->resp_headers = resp ? &resp->ext->resp : NULL;

@@ -108,7 +108,9 @@ static void parse_op_list(struct pctx *p, const cJSON *arr, const char *key,
         struct xl_header_op *op = &h->ops[h->nops++];
         op->action = action;
         op_name(p, f[0], "name", &op->name);
-        if (str_v(p, f[1], "value", 1, &op->value) == 1) {
+        if (!f[1])
+            REJECT_AT(p, "value", XL_R_INVALID_SPEC, "required (it may be \"\")");
+        if (str_v(p, f[1], "value", 0, &op->value) == 1) {
             const char *why = NULL;
             if (strlen(op->value) > XLATE_MAX_HEADER_VALUE)
                 why = "longer than 16384 bytes (Envoy's HeaderValue limit)";
