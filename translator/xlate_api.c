@@ -7,6 +7,7 @@
 
 #include "filter_selector.h"
 #include "xlate.h"
+#include "xlate_route.h"
 
 #include <openssl/crypto.h>
 
@@ -235,8 +236,8 @@ static void parse_gateway(struct pctx *p, const cJSON *spec)
 {
     struct xl_gateway *g = &p->o->u.gw;
     static const char *const allowed[] = {
-        "mode", "bindAddress", "bindPort", "virtualServiceSelector", "virtualServiceNamespaces",
-        "tls",  "xdsAccess",   NULL};
+        "mode", "bindAddress", "bindPort",  "virtualServiceSelector", "virtualServiceNamespaces",
+        "tls",  "xdsAccess",   "listeners", NULL};
     xlate_check_fields(p, spec, allowed);
     char *mode = NULL;
     g->mode = XLATE_MODE_ENVOY;
@@ -319,14 +320,17 @@ static void parse_gateway(struct pctx *p, const cJSON *spec)
                  "certificate providers of their xDS bootstrap, so these are not applied");
         pop(p, o);
     }
+    xlate_parse_gateway_listeners(p, get(spec, "listeners"), g, has_port && get(spec, "bindPort"));
 }
 
 static void parse_virtual_service(struct pctx *p, const cJSON *spec)
 {
     struct xl_virtual_service *vs = &p->o->u.vs;
-    static const char *const allowed[] = {"domains", "routes", NULL};
-    const cJSON *f[2];
+    static const char *const allowed[] = {"domains", "routes", "requireTls", "cors",
+                                          "rateLimit", NULL};
+    const cJSON *f[5];
     xlate_fields(p, spec, allowed, f);
+    xlate_parse_vs_ext(p, f[2], f[3], f[4], vs);
     const cJSON *doms = arr_v(p, f[0], "domains", 1, XLATE_MAX_DOMAINS);
     if (doms) {
         vs->domains = palloc(p, cx_json_count(doms) * sizeof(char *));

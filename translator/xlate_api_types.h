@@ -256,6 +256,15 @@ struct xl_gateway_access {
     int unauthenticated;
 };
 
+/* spec.listeners[]: one socket Listener each (envoy mode). */
+#define XLATE_MAX_LISTENERS 16
+struct xl_listener {
+    char *name;    /* a DNS label, unique in the Gateway */
+    char *address; /* an IP literal (default: the Gateway's bindAddress) */
+    uint32_t port;
+    int https; /* protocol HTTPS: the Gateway's spec.tls */
+};
+
 struct xl_gateway {
     enum xlate_gateway_mode mode;
     struct xl_gateway_access access;
@@ -269,9 +278,16 @@ struct xl_gateway {
      * xlate_gateway_tls_of (most Gateways have none, and the parsed form of
      * every object is as big as the largest kind's) */
     struct xl_gateway_tls *tls;
+    /* spec.listeners, in the arena; none: one listener on bindAddress:
+     * bindPort, HTTPS when tls is set */
+    struct xl_listener *listeners;
+    size_t nlisteners;
 };
 
 struct xl_virtual_service {
+    /* requireTls, cors, rateLimit (translator/route/xlate_route.h), in
+     * the arena; NULL when none is set */
+    struct xl_vs_ext *ext;
     char **domains;
     size_t ndomains;
     struct xl_route *routes;

@@ -257,11 +257,21 @@ int xlate_encode_vhost(const char *name, char *const *domains, size_t ndomains,
                        const struct xl_rroute *routes, size_t nroutes, enum xlate_gateway_mode mode,
                        size_t max_bytes, uint8_t **out, size_t *len)
 {
+    return xlate_encode_vhost_ex(name, domains, ndomains, routes, nroutes, NULL, mode, max_bytes,
+                                 out, len);
+}
+
+int xlate_encode_vhost_ex(const char *name, char *const *domains, size_t ndomains,
+                          const struct xl_rroute *routes, size_t nroutes, const struct xl_vs_ext *x,
+                          enum xlate_gateway_mode mode, size_t max_bytes, uint8_t **out,
+                          size_t *len)
+{
     /* the first buffer holds the usual routes, within the cap: a larger
      * message grows it, up to the cap and no further */
     struct cx_wire w;
     if (cx_wire_init_max(&w, 256 + 192 * nroutes, max_bytes) != 0)
         return -1;
+    xlate_enc_vhost_ext(&w, x); /* 15, 4 */
     for (size_t i = nroutes; i-- > 0;) {
         size_t mark = cx_wire_mark(&w);
         xlate_enc_route_headers(&w, &routes[i]); /* 12..9 */

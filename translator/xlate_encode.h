@@ -39,6 +39,7 @@
     "type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector"
 
 struct xl_redirect;
+struct xl_vs_ext;
 struct xl_header_ops;
 struct xl_query;
 
@@ -83,6 +84,12 @@ __attribute__((warn_unused_result)) int
 xlate_encode_vhost(const char *name, char *const *domains, size_t ndomains,
                    const struct xl_rroute *routes, size_t nroutes, enum xlate_gateway_mode mode,
                    size_t max_bytes, uint8_t **out, size_t *len);
+/* xlate_encode_vhost with the VirtualService's host-wide settings |x|
+ * (require_tls, per-filter configurations; NULL: none). */
+__attribute__((warn_unused_result)) int
+xlate_encode_vhost_ex(const char *name, char *const *domains, size_t ndomains,
+                      const struct xl_rroute *routes, size_t nroutes, const struct xl_vs_ext *x,
+                      enum xlate_gateway_mode mode, size_t max_bytes, uint8_t **out, size_t *len);
 
 struct xl_bytes {
     const uint8_t *data;

@@ -113,7 +113,9 @@ void xlate_gw_memo_free(struct xl_gw_memo *m)
     xlate_map_free_vals(&m->conflicts);
     xlate_map_free_vals(&m->upcount);
     xlate_resource_unref(m->rc);
-    xlate_resource_unref(m->listener);
+    for (size_t i = 0; i < m->nlisteners; i++)
+        xlate_resource_unref(m->listeners[i]);
+    free(m->listeners);
     const struct cx_map_slot *s;
     for (size_t i = 0; cx_map_next(&m->api_listeners, &i, &s);) {
         struct xl_api_listener *al = s->val;
@@ -368,7 +370,9 @@ struct budget {
 static void budget_start(struct budget *b, const struct xl_entry *gwe, enum xlate_gateway_mode mode)
 {
     b->bytes = gwe->keylen + 12; /* the name, with its tag and length */
-    b->resources = mode == XLATE_MODE_ENVOY ? 2 : 1;
+    /* the RouteConfiguration, and the envoy-mode listeners */
+    const struct xl_gateway *g = &gwe->obj->u.gw;
+    b->resources = 1 + (mode == XLATE_MODE_ENVOY ? (g->nlisteners ? g->nlisteners : 1) : 0);
 }
 
 /* The VirtualHost's bytes in a RouteConfiguration: tag, length, message. */
@@ -631,35 +635,43 @@ static int build_rc(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_me
 static int build_lds(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
                      int gw_changed)
 {
-    const struct xl_gateway *g = &gwe->obj->u.gw;
     char sp[300];
     stat_prefix(sp, sizeof(sp), gwe->key);
     if (m->mode == XLATE_MODE_ENVOY) {
         const struct xl_gw_tls *t = gwe->gtls;
         /* a TLS listener also follows its certificates and the served
          * domains (SNI) */
-        if (m->listener && !gw_changed && (!t || (!m->lds_dirty && m->lds_tls_digest == t->digest)))
+        if (m->nlisteners && !gw_changed &&
+            (!t || (!m->lds_dirty && m->lds_tls_digest == t->digest)))
             return 0;
-        uint8_t *bytes = NULL;
-        size_t len = 0;
-        if (t ? xlate_gw_tls_listener(ctx, gwe, m, sp, &bytes, &len) != 0
-              : xlate_encode_listener_envoy(gwe->key, g->bind_address, g->bind_port, gwe->key, sp,
-                                            &bytes, &len) != 0)
+        struct xds_resource **ls = NULL;
+        size_t n = 0;
+        if (xlate_gw_listeners(ctx, gwe, m, sp, &ls, &n) != 0)
             return -1;
         m->lds_dirty = 0;
         m->lds_tls_digest = t ? t->digest : 0;
-        struct xds_resource *r = xlate_ctx_resource_new(ctx, XDS_LISTENER, gwe->key, bytes, len);
-        if (!r)
-            return -1;
-        ctx->stats.resources_built++;
-        if (m->listener && m->listener->len == r->len &&
-            memcmp(m->listener->bytes, r->bytes, r->len) == 0) {
-            xlate_resource_unref(r);
-            return 0;
+        ctx->stats.resources_built += n;
+        int same = n == m->nlisteners;
+        for (size_t i = 0; same && i < n; i++)
+            same = ls[i]->len == m->listeners[i]->len &&
+                   strcmp(ls[i]->name, m->listeners[i]->name) == 0 &&
+                   memcmp(ls[i]->bytes, m->listeners[i]->bytes, ls[i]->len) == 0;
+        struct xds_resource **drop = same ? ls : m->listeners;
+        size_t ndrop = same ? n : m->nlisteners;
+        for (size_t i = 0; i < ndrop; i++) {
+            if (!same)
+                set_del(m, XDS_LISTENER, drop[i]->name, drop[i]);
+            xlate_resource_unref(drop[i]);
         }
-        xlate_resource_unref(m->listener);
-        m->listener = r;
-        return set_put(m, XDS_LISTENER, r);
+        free(drop);
+        if (same)
+            return 0;
+        m->listeners = ls;
+        m->nlisteners = n;
+        for (size_t i = 0; i < n; i++)
+            if (set_put(m, XDS_LISTENER, ls[i]) != 0)
+                return -1;
+        return 0;
     }
     if (!m->lds_dirty && !gw_changed)
         return 0;
@@ -863,7 +875,8 @@ static int gw_accept(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_m
          * for a budget that may fit now: the budgets are counted again,
          * oldest first (rare: the budgets are far above real use) */
         const struct xlate_limits *lim = &ctx->limits;
-        size_t listeners = m->mode == XLATE_MODE_ENVOY ? 1 : cx_map_len(&m->api_listeners);
+        size_t listeners =
+            m->mode == XLATE_MODE_ENVOY ? m->nlisteners : cx_map_len(&m->api_listeners);
         size_t resources = 1 + listeners + m->sets[XDS_CLUSTER].n + m->sets[XDS_ENDPOINT].n;
         if (m->touched.n &&
             (m->nbudget || m->acc_routes > (size_t)lim->routes_per_gateway ||

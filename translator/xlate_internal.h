@@ -200,7 +200,8 @@ struct xl_gw_memo {
     int set_dirty[XDS_TYPE_COUNT];
     uint8_t rc_hash[16];
     struct xds_resource *rc;
-    struct xds_resource *listener;                /* envoy mode */
+    struct xds_resource **listeners;              /* envoy mode, in spec order (malloc) */
+    size_t nlisteners;
     struct cx_map api_listeners;                  /* proxyless: domain -> struct xl_api_listener */
     struct xds_resource_set sets[XDS_TYPE_COUNT]; /* sorted by name; refs held */
     size_t cap[XDS_TYPE_COUNT];
@@ -304,7 +305,14 @@ void xlate_gw_tls_free(struct xl_gw_tls *t);
  * records the VirtualServices' uncovered domains and the unused
  * certificates in the memo. Returns 0 or -1. */
 int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
+                          const char *name, const char *address, uint32_t port,
                           const char *stat_prefix, uint8_t **out, size_t *len);
+/* translator/route/xlate_listeners.c: the socket Listeners of envoy-mode
+ * Gateway |gwe| (spec.listeners, else bindAddress:bindPort), new resources
+ * in |*out| (malloc'ed array, |*n| of them, refs owned by the caller).
+ * Returns 0 or -1. */
+int xlate_gw_listeners(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
+                       const char *stat_prefix, struct xds_resource ***out, size_t *n);
 /* Resolves an Upstream's spec.tls into e->up (tls_bad, tls_key, errors).
  * Returns 0 or -1. */
 int xlate_up_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *e);

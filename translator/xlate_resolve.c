@@ -823,6 +823,10 @@ int xlate_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gatew
     const struct xl_virtual_service *vs = &e->obj->u.vs;
     struct inherit top = {.case_sensitive = 1};
     expand_routes(&rc, e, vs->routes, vs->nroutes, &top);
+    if (mode == XLATE_MODE_PROXYLESS && vs->ext)
+        msg(&rc, e, XLATE_WARNING, XL_R_UNSUPPORTED,
+            "spec.requireTls, spec.cors and spec.rateLimit are left out for proxyless gRPC "
+            "clients (they ignore require_tls and lack the CORS and local rate limit filters)");
     if (mode == XLATE_MODE_PROXYLESS)
         for (size_t i = 0; i < vs->ndomains; i++)
             if (strchr(vs->domains[i], '*'))
@@ -835,8 +839,12 @@ int xlate_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gatew
         goto out;
     if (!rc.over && rc.routes.n) {
         long max_bytes = ctx->limits.resource_bytes;
-        int er = xlate_encode_vhost(e->key, vs->domains, vs->ndomains, rc.routes.items, rc.routes.n,
-                                    mode, (size_t)max_bytes, &res->vh, &res->vhlen);
+        /* proxyless clients get none of the host-wide settings (ignored,
+         * or NACKed for filters they lack) */
+        const struct xl_vs_ext *x = mode == XLATE_MODE_PROXYLESS ? NULL : vs->ext;
+        int er = xlate_encode_vhost_ex(e->key, vs->domains, vs->ndomains, rc.routes.items,
+                                       rc.routes.n, x, mode, (size_t)max_bytes, &res->vh,
+                                       &res->vhlen);
         if (er == -2) {
             rc.over = 1;
             snprintf(rc.over_msg, sizeof(rc.over_msg),

@@ -291,6 +291,7 @@ static int dirty_keys(struct xlate_ctx *ctx, const struct cx_map *m)
 }
 
 int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
+                          const char *name, const char *address, uint32_t port,
                           const char *stat_prefix, uint8_t **out, size_t *len)
 {
     const struct xl_gateway *g = &gwe->obj->u.gw;
@@ -399,8 +400,8 @@ int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
         .client_ca_len = t->client_ca ? strlen(t->client_ca) : 0,
         .require_client_cert = t->client_ca && !gt->client_cert_optional,
     };
-    if (xlate_encode_listener_envoy_tls(gwe->key, g->bind_address, g->bind_port, gwe->key,
-                                        stat_prefix, &dt, chains, nchains, &dflt, out, len) != 0)
+    if (xlate_encode_listener_envoy_tls(name, address, port, gwe->key, stat_prefix, &dt, chains,
+                                        nchains, &dflt, out, len) != 0)
         goto out;
     /* the VirtualServices whose coverage messages come or go */
     if (dirty_keys(ctx, &m->uncovered) != 0 || dirty_keys(ctx, &fresh) != 0)

@@ -103,6 +103,11 @@ struct xl_route_ext {
     struct xl_header method_header;
 };
 
+/* What a VirtualService sets for its whole VirtualHost. */
+struct xl_vs_ext {
+    int require_tls; /* VirtualHost.require_tls ALL */
+};
+
 /* ---- parse (xlate_route_parse.c) ---------------------------------------- */
 
 /* r->ext, allocated (zeroed) on first use; NULL when memory ran out. */
@@ -130,6 +135,16 @@ void xlate_parse_route_ext(struct pctx *p, const struct xl_route_members *m, str
  * Returns NULL or why not (a static string). */
 const char *xlate_format_problem(const char *s);
 
+/* A VirtualService's requireTls, cors and rateLimit (the members, or
+ * NULL) into vs->ext. */
+void xlate_parse_vs_ext(struct pctx *p, const cJSON *require_tls, const cJSON *cors,
+                        const cJSON *rate_limit, struct xl_virtual_service *vs);
+
+/* spec.listeners of a Gateway (xlate_listeners.c), after its mode,
+ * bindAddress and tls are parsed; |has_port|: bindPort was written. */
+void xlate_parse_gateway_listeners(struct pctx *p, const cJSON *v, struct xl_gateway *g,
+                                   int has_port);
+
 /* ---- encoding (xlate_route_enc.c): each writes its fields back to front - */
 
 /* envoy.type.matcher.v3.RegexMatcher {google_re2: {}, regex: |re|} as
@@ -145,5 +160,8 @@ void xlate_enc_query(struct cx_wire *w, const struct xl_rroute *r);
 void xlate_enc_regex_rewrite(struct cx_wire *w, const struct xl_rroute *r);
 /* RouteAction.auto_host_rewrite (7) and host_rewrite_literal (6). */
 void xlate_enc_host_rewrite(struct cx_wire *w, const struct xl_rroute *r);
+/* VirtualHost fields after routes (3): require_tls (4) and the
+ * typed_per_filter_config (15) of |x| (NULL: none). */
+void xlate_enc_vhost_ext(struct cx_wire *w, const struct xl_vs_ext *x);
 
 #endif

@@ -130,3 +130,11 @@ void xlate_enc_host_rewrite(struct cx_wire *w, const struct xl_rroute *r)
     else if (r->host_rewrite)
         cx_wire_str(w, 6, r->host_rewrite); /* host_rewrite_literal */
 }
+
+void xlate_enc_vhost_ext(struct cx_wire *w, const struct xl_vs_ext *x)
+{
+    if (!x)
+        return;
+    if (x->require_tls)
+        cx_wire_uint(w, 4, 2); /* require_tls: ALL */
+}

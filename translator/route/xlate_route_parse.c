@@ -543,3 +543,19 @@ void xlate_parse_route_match_ext(struct pctx *p, const cJSON *q, const cJSON *m,
     if (x->methods)
         method_header(p, x);
 }
+
+/* ---- VirtualService: requireTls -------------------------------------------- */
+
+void xlate_parse_vs_ext(struct pctx *p, const cJSON *require_tls, const cJSON *cors,
+                        const cJSON *rate_limit, struct xl_virtual_service *vs)
+{
+    (void)cors;
+    (void)rate_limit;
+    if (!require_tls && !cors && !rate_limit)
+        return;
+    if (!(vs->ext = palloc(p, sizeof(*vs->ext))))
+        return;
+    memset(vs->ext, 0, sizeof(*vs->ext));
+    if (bool_v(p, require_tls, "requireTls", &vs->ext->require_tls) == 1 && !vs->ext->require_tls)
+        REJECT_AT(p, "requireTls", XL_R_INVALID_SPEC, "false is the default; leave it out");
+}
