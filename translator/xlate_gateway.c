@@ -341,7 +341,8 @@ static int slot_fill(struct xlate_ctx *ctx, struct xl_gw_memo *m, struct xl_slot
     s->ups = malloc((r->nups ? r->nups : 1) * sizeof(*s->ups));
     if (!s->ups)
         return -1;
-    memcpy(s->ups, r->ups, r->nups * sizeof(*s->ups));
+    if (r->nups) /* none: a VirtualService whose routes only redirect */
+        memcpy(s->ups, r->ups, r->nups * sizeof(*s->ups));
     s->nups = r->nups;
     for (size_t i = 0; i < s->nups; i++)
         if (count_upstream(ctx, m, s->ups[i], 1) != 0)
