@@ -228,11 +228,18 @@ static void do_action(struct election *e, const struct election_action *a)
         }
         break;
     case ELECTION_ACT_STARTED_LEADING:
-        cx_info(LOG, "%s started leading %s %s/%s (term %llu)", e->cfg.identity,
-                election_lock_desc(e), e->cfg.ns, e->cfg.name, (unsigned long long)a->term);
+        cx_info(LOG, "%s started leading %s %s/%s (term %llu, %s)", e->cfg.identity,
+                election_lock_desc(e), e->cfg.ns, e->cfg.name, (unsigned long long)a->term,
+                election_takeover_name(a->took));
         if (e->m.master)
             cx_series_set(e->m.master, 1);
         election_inc(e->m.started);
+        if (e->m.takeovers)
+            cx_metric_inc(e->m.takeovers, e->cfg.name, election_takeover_name(a->took));
+        if (e->peer)
+            election_peer_set_role(e->peer, true, a->term);
+        /* The Event's text is client-go's ("X became leader"), which tools
+         * match; the cause is in the log line and the takeovers metric. */
         snprintf(msg, sizeof(msg), "%s became leader", e->cfg.identity);
         post_k8s_event(e, msg);
         post_notice(e, a);
@@ -251,6 +258,8 @@ static void do_action(struct election *e, const struct election_action *a)
                why ? last : "");
         if (e->m.master)
             cx_series_set(e->m.master, 0);
+        if (e->peer)
+            election_peer_set_role(e->peer, false, a->term); /* keeps serving */
         election_inc(e->m.stopped);
         if (e->m.stepdowns)
             cx_metric_inc(e->m.stepdowns, e->cfg.name, election_stop_reason_name(a->reason));
@@ -278,6 +287,29 @@ static void do_action(struct election *e, const struct election_action *a)
     }
 }
 
+/* A standby holds a connection to the holder's advertised peer endpoint
+ * (election_peer.h); a leader, or a replica with nobody to follow, none. */
+static void peer_follow(struct election *e)
+{
+    if (!e->peer)
+        return;
+    const struct election_observation *o = election_core_observed(e->core);
+    bool follow = o && o->found && !o->rec.holder_overflow && o->rec.holder[0] &&
+                  strcmp(o->rec.holder, e->cfg.identity) != 0 &&
+                  election_core_role(e->core) == ELECTION_STANDBY;
+    election_peer_follow(e->peer, follow ? o->rec.holder : "", follow ? o->rec.peer : "",
+                         o && o->found ? o->rv : "");
+}
+
+static void pump(struct election *e);
+
+static void on_peer_dead(void *arg, const char *holder, const char *rv)
+{
+    struct election *e = arg;
+    election_core_holder_dead(e->core, election_now_pair(), holder, rv);
+    pump(e);
+}
+
 /* Runs the core's actions and re-arms its timer. Re-entrant calls (a
  * callback run from inside an action) only queue: the outer pump drains. */
 static void pump(struct election *e)
@@ -290,6 +322,7 @@ static void pump(struct election *e)
         do_action(e, &a);
     e->pumping = false;
     election_status_update(e);
+    peer_follow(e);
     if (atomic_load(&e->finished))
         return;
     int64_t w = election_core_next_wakeup(e->core);
@@ -661,6 +694,23 @@ struct election *election_new(const struct election_opts *o, char *err, size_t e
     if (!e->conn)
         goto fail;
     e->lock.conn = e->conn;
+    /* The peer listener is bound before the core copies the config: the
+     * advertised endpoint carries the bound port. */
+    if (e->cfg.peer) {
+        e->peer =
+            election_peer_new(e->base, e->cfg.identity, e->cfg.peer_listen, e->cfg.peer_advertise,
+                              sizeof(e->cfg.peer_advertise), on_peer_dead, e, err, errlen);
+        if (!e->peer)
+            goto fail;
+        if (e->cfg.peer_advertise[0])
+            cx_info(LOG, "peer channel: listening on %s (port %d), advertising %s",
+                    e->cfg.peer_listen, election_peer_port(e->peer), e->cfg.peer_advertise);
+        else
+            cx_warn(LOG,
+                    "peer channel: listening on %s (port %d) but no address to advertise "
+                    "(set POD_IP or --leader-elect-peer-advertise): standbys wait for the lease",
+                    e->cfg.peer_listen, election_peer_port(e->peer));
+    }
     e->core = election_core_new(&e->cfg, &e->guard);
     e->timer = evtimer_new(e->base, on_timer, e);
     e->watch_retry = evtimer_new(e->base, on_watch_retry, e);
@@ -738,6 +788,9 @@ void election_free(struct election *e)
         event_free(e->fail_ev);
     if (e->ctl_ev)
         event_free(e->ctl_ev);
+    /* The peer listener goes last: after the last write (the release), so
+     * a standby's proof of death can never precede it. */
+    election_peer_free(e->peer);
     if (e->base)
         event_base_free(e->base);
     if (e->note_ev)

@@ -114,7 +114,61 @@ size_t election_flags_table(struct election_flags *ef, struct cx_flag *out, size
         .env = "POD_NAMESPACE",
         .help = "namespace of the lock object",
     };
+    out[n++] = (struct cx_flag){
+        .name = "leader-elect-peer",
+        .type = CX_FLAG_BOOL,
+        .target = &ef->peer,
+        .def = "true",
+        .env = "COXSWAIN_LEADER_ELECT_PEER",
+        .help = "the peer liveness channel: serve identity and role on "
+                "--leader-elect-peer-listen, advertise it in the lock record while leading, and "
+                "as a standby take over at once when the leader's process is proven dead (its "
+                "kernel closed the connection and a new one is refused or answered by another "
+                "identity); false: lease expiry only",
+    };
+    out[n++] = (struct cx_flag){
+        .name = "leader-elect-peer-listen",
+        .type = CX_FLAG_STRING,
+        .target = &ef->peer_listen,
+        .def = "0.0.0.0:0",
+        .env = "COXSWAIN_LEADER_ELECT_PEER_LISTEN",
+        .help = "address of the peer liveness channel (port 0 picks one)",
+    };
+    out[n++] = (struct cx_flag){
+        .name = "leader-elect-peer-advertise",
+        .type = CX_FLAG_STRING,
+        .target = &ef->peer_advertise,
+        .def = "",
+        .env = "COXSWAIN_LEADER_ELECT_PEER_ADVERTISE",
+        .help = "host:port standbys connect to (default: $POD_IP and the listen port, else the "
+                "listen address if its host is not a wildcard)",
+    };
     return n;
+}
+
+/* The advertised endpoint for |listen| when none is given: $POD_IP, else
+ * the listen host unless it is a wildcard; the port is the listen port
+ * (0 until bound). "" when none can be known. */
+static void default_advertise(const char *listen, char *out, size_t cap)
+{
+    out[0] = '\0';
+    const char *colon = strrchr(listen, ':');
+    if (!colon)
+        return;
+    const char *port = colon + 1;
+    const char *pod_ip = getenv("POD_IP");
+    if (pod_ip && *pod_ip) {
+        if (strchr(pod_ip, ':'))
+            snprintf(out, cap, "[%s]:%s", pod_ip, port);
+        else
+            snprintf(out, cap, "%s:%s", pod_ip, port);
+        return;
+    }
+    size_t hl = (size_t)(colon - listen);
+    if (hl == 0 || (hl == 7 && strncmp(listen, "0.0.0.0", 7) == 0) ||
+        (hl == 4 && strncmp(listen, "[::]", 4) == 0) || (hl == 2 && strncmp(listen, "::", 2) == 0))
+        return;
+    snprintf(out, cap, "%s", listen);
 }
 
 int election_apply_flags(struct election_config *cfg, const struct election_flags *ef, char *err,
@@ -147,6 +201,30 @@ int election_apply_flags(struct election_config *cfg, const struct election_flag
         }
         copy_str(cfg->ns, sizeof(cfg->ns), ef->ns);
     }
+    cfg->peer = ef->peer != 0;
+    const char *listen = ef->peer_listen ? ef->peer_listen : "";
+    const char *adv = ef->peer_advertise ? ef->peer_advertise : "";
+    if (strlen(listen) >= sizeof(cfg->peer_listen) || strlen(adv) >= sizeof(cfg->peer_advertise)) {
+        snprintf(err, errlen, "--leader-elect-peer-%s: longer than %zu characters",
+                 strlen(adv) >= sizeof(cfg->peer_advertise) ? "advertise" : "listen",
+                 sizeof(cfg->peer_listen) - 1);
+        return -1;
+    }
+    copy_str(cfg->peer_listen, sizeof(cfg->peer_listen), listen);
+    if (cfg->peer && !*listen) {
+        snprintf(err, errlen,
+                 "--leader-elect-peer-listen: empty (use --leader-elect-peer=false "
+                 "to turn the peer channel off)");
+        return -1;
+    }
+    if (*adv && !strrchr(adv, ':')) {
+        snprintf(err, errlen, "--leader-elect-peer-advertise: \"%s\" is not host:port", adv);
+        return -1;
+    }
+    if (*adv)
+        copy_str(cfg->peer_advertise, sizeof(cfg->peer_advertise), adv);
+    else
+        default_advertise(listen, cfg->peer_advertise, sizeof(cfg->peer_advertise));
     return 0;
 }
 

@@ -6,7 +6,9 @@
  * settings: --leader-elect, --leader-elect-lease-duration,
  * --leader-elect-renew-deadline, --leader-elect-retry-period,
  * --leader-elect-resource-lock (leases|configmaps),
- * --leader-elect-resource-name, --leader-elect-resource-namespace.
+ * --leader-elect-resource-name, --leader-elect-resource-namespace; and
+ * coxswain's own --leader-elect-peer, --leader-elect-peer-listen,
+ * --leader-elect-peer-advertise (the peer liveness channel).
  * Durations are Go durations ("15s", "500ms"). Called from the main thread
  * before the elector starts; no state of its own.
  */
@@ -34,20 +36,27 @@ struct election_flags {
     char *lock;
     char *name;
     char *ns;
+    int peer;
+    char *peer_listen;
+    char *peer_advertise;
 };
-#define ELECTION_FLAGS_MAX 7
+#define ELECTION_FLAGS_MAX 10
 
 /* Writes the flag table into |out| (room for |max| entries) with the
  * defaults of election_config_defaults(); the daemon appends it to its own
  * table for cx_flags_parse. Environment: COXSWAIN_LEADER_ELECT,
  * COXSWAIN_LEADER_ELECT_LEASE_DURATION, ..._RENEW_DEADLINE,
- * ..._RETRY_PERIOD, ..._RESOURCE_LOCK, ..._RESOURCE_NAME and POD_NAMESPACE
- * for the namespace. Returns the number written, or 0 if |max| is too
+ * ..._RETRY_PERIOD, ..._RESOURCE_LOCK, ..._RESOURCE_NAME, ..._PEER,
+ * ..._PEER_LISTEN, ..._PEER_ADVERTISE and POD_NAMESPACE for the
+ * namespace. Returns the number written, or 0 if |max| is too
  * small. */
 size_t election_flags_table(struct election_flags *ef, struct cx_flag *out, size_t max);
 
-/* Applies the parsed values to |cfg| (the identity is left alone). Returns
- * 0, or -1 with a message naming the flag in |err|. Validate afterwards. */
+/* Applies the parsed values to |cfg| (the identity is left alone). The
+ * advertised peer endpoint defaults to $POD_IP and the listen port, else
+ * the listen address when its host is a concrete address; the port is
+ * filled in once bound (port 0). Returns 0, or -1 with a message naming
+ * the flag in |err|. Validate afterwards. */
 __attribute__((warn_unused_result)) int election_apply_flags(struct election_config *cfg,
                                                              const struct election_flags *ef,
                                                              char *err, size_t errlen);

@@ -167,6 +167,9 @@ static void become_leader(struct election_core *c, const struct inflight *f)
     memset(&a, 0, sizeof(a));
     a.kind = ELECTION_ACT_STARTED_LEADING;
     a.term = c->term;
+    a.took = f->purpose == ELECTION_FOR_ACQUIRE ? f->took : ELECTION_TAKE_OWN;
+    if (a.took == ELECTION_TAKE_DEAD)
+        c->stats.proofs++;
     push(c, &a);
 }
 
@@ -207,6 +210,10 @@ static void observe(struct election_core *c, int64_t t, const struct election_ob
         c->obs_time = t;
         c->have_obs = true;
     }
+    /* A proof is about one version of the record: any other version (a
+     * renewal that landed after all, a new holder) voids it. */
+    if (c->dead_rv[0] && (!c->obs.found || strcmp(c->obs.rv, c->dead_rv) != 0))
+        c->dead_rv[0] = '\0';
     report_leader(c, c->obs.found ? c->obs.rec.holder : "");
     if (c->obs.found && !holder_empty(&c->obs.rec) && !is_self(c, &c->obs.rec))
         c->handed_over = false; /* someone else took it: "any" includes us again */
@@ -246,6 +253,9 @@ static void make_record(const struct election_core *c, int64_t wall, bool releas
         return;
     }
     copy_str(r->holder, sizeof(r->holder), c->cfg.identity);
+    /* The leader's peer endpoint goes with every write that names it. */
+    if (c->cfg.peer)
+        copy_str(r->peer, sizeof(r->peer), c->cfg.peer_advertise);
     /* "any" asked for one handover: whoever takes the lock answered it. */
     if (strcmp(r->preferred_holder, ELECTION_PREFERRED_ANY) == 0)
         r->preferred_holder[0] = '\0';
@@ -298,8 +308,24 @@ static int64_t renew_timeout(const struct election_core *c, int64_t t)
 
 /* ---- deciding ------------------------------------------------------------ */
 
+/* Why the lock may be taken now (what may_acquire() found). */
+static enum election_takeover take_cause(const struct election_core *c, int64_t t)
+{
+    if (!c->obs.found)
+        return ELECTION_TAKE_CREATED;
+    if (holder_empty(&c->obs.rec))
+        return ELECTION_TAKE_RELEASED;
+    if (is_self(c, &c->obs.rec))
+        return ELECTION_TAKE_OWN;
+    if (t < c->obs_time + lease_of(c, &c->obs.rec) && proven_dead(c))
+        return ELECTION_TAKE_DEAD;
+    return ELECTION_TAKE_EXPIRED;
+}
+
 static bool may_acquire(const struct election_core *c, int64_t t)
 {
+    if (proven_dead(c))
+        return true;
     if (!c->obs.found)
         return c->gone_holder[0] == '\0' || strcmp(c->gone_holder, c->cfg.identity) == 0 ||
                t >= c->gone_expiry;
@@ -404,6 +430,7 @@ static void decide(struct election_core *c, struct election_now now)
     if (may_acquire(c, t)) {
         send_req(c, now, c->obs.found ? ELECTION_REQ_UPDATE : ELECTION_REQ_CREATE,
                  ELECTION_FOR_ACQUIRE, c->cfg.renew_ns);
+        c->fl.took = take_cause(c, t);
         return;
     }
     if (!c->watch_up && t >= c->next_poll)
@@ -670,6 +697,22 @@ void election_core_result(struct election_core *c, struct election_now now, uint
         return;
     clock_check(c, now.mono_ns);
     handle_result(c, now, req_id, outcome, obs);
+    decide(c, now);
+}
+
+void election_core_holder_dead(struct election_core *c, struct election_now now, const char *holder,
+                               const char *rv)
+{
+    if (c->done || !c->started)
+        return;
+    clock_check(c, now.mono_ns);
+    /* Only for the record we hold now, naming that holder, someone else,
+     * while we stand by and act normally. */
+    if (!c->stopping && !c->quarantine && c->role == ELECTION_STANDBY && c->have_obs &&
+        c->obs.found && !c->obs.rec.holder_overflow && c->obs.rec.holder[0] &&
+        !is_self(c, &c->obs.rec) && strcmp(c->obs.rec.holder, holder) == 0 &&
+        strcmp(c->obs.rv, rv) == 0 && rv[0])
+        copy_str(c->dead_rv, sizeof(c->dead_rv), rv);
     decide(c, now);
 }
 

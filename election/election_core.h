@@ -76,6 +76,17 @@ void election_core_watch_state(struct election_core *c, struct election_now now,
 void election_core_result(struct election_core *c, struct election_now now, uint64_t req_id,
                           enum election_outcome outcome, const struct election_observation *obs);
 
+/* The I/O side proved that the process of |holder| is dead (its peer
+ * connection was closed by that host's kernel, and a new one was refused
+ * or answered by another identity) while the lock record it knew was
+ * version |rv|. If the record the core holds now is that very version
+ * and names that holder (someone else), while standing by, its lease
+ * counts as over: the lock is taken at once (with |rv| as the
+ * precondition, so a renewal that lands meanwhile wins). Anything else,
+ * and any later version, voids the proof: the lease rules apply. */
+void election_core_holder_dead(struct election_core *c, struct election_now now, const char *holder,
+                               const char *rv);
+
 /* Asks the core to release the lock (if ours) and finish; ends with a DONE
  * action within renewDeadline. */
 void election_core_shutdown(struct election_core *c, struct election_now now);
@@ -105,5 +116,6 @@ const struct election_core_stats *election_core_stats(const struct election_core
 const char *election_stop_reason_name(enum election_stop_reason r);
 const char *election_purpose_name(enum election_purpose p);
 const char *election_outcome_name(enum election_outcome o);
+const char *election_takeover_name(enum election_takeover k);
 
 #endif

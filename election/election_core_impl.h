@@ -35,6 +35,7 @@ struct inflight {
     int64_t timeout;
     uint64_t epoch; /* clock epoch at send time */
     char rv[ELECTION_RV_MAX];
+    enum election_takeover took; /* an acquisition: what made it allowed */
 };
 
 struct election_core {
@@ -52,6 +53,9 @@ struct election_core {
     int64_t obs_time;                        /* monotonic time the record or its RV last changed */
     char gone_holder[ELECTION_IDENTITY_MAX]; /* holder before a deletion */
     int64_t gone_expiry;
+    /* A proof that the holder of record version dead_rv is dead
+     * (election_core_holder_dead): that version may be taken at once. */
+    char dead_rv[ELECTION_RV_MAX];
 
     /* Requests. */
     struct inflight fl;
@@ -123,6 +127,12 @@ static inline bool preferred_other(const struct election_core *c)
     return p[0] != '\0' && strcmp(p, c->cfg.identity) != 0 && strcmp(p, c->ignore_preferred) != 0;
 }
 
+/* The current record is the one whose holder was proven dead. */
+static inline bool proven_dead(const struct election_core *c)
+{
+    return c->dead_rv[0] && c->obs.found && !c->obs.rec.holder_overflow && c->obs.rec.holder[0] &&
+           strcmp(c->obs.rv, c->dead_rv) == 0 && !is_self(c, &c->obs.rec);
+}
 /* A released record asks us to let another replica take it first, for
  * the released record's lease: it names someone else, or it says "any"
  * and we are the one that released it. */

@@ -46,7 +46,7 @@ int64_t election_core_next_wakeup(const struct election_core *c)
                        ? c->obs_time + lease_of(c, &c->obs.rec)
                        : gate);
         } else {
-            ACT_AT(c->obs_time + lease_of(c, &c->obs.rec));
+            ACT_AT(proven_dead(c) ? gate : c->obs_time + lease_of(c, &c->obs.rec));
         }
         if (!c->watch_up)
             ACT_AT(c->next_poll);
@@ -130,6 +130,23 @@ const char *election_purpose_name(enum election_purpose p)
         return "renew";
     case ELECTION_FOR_RELEASE:
         return "release";
+    }
+    return "?";
+}
+
+const char *election_takeover_name(enum election_takeover k)
+{
+    switch (k) {
+    case ELECTION_TAKE_CREATED:
+        return "created";
+    case ELECTION_TAKE_RELEASED:
+        return "release";
+    case ELECTION_TAKE_EXPIRED:
+        return "lease-expiry";
+    case ELECTION_TAKE_DEAD:
+        return "proof-of-death";
+    case ELECTION_TAKE_OWN:
+        return "own";
     }
     return "?";
 }

@@ -13,6 +13,7 @@
 #include "cx_time.h"
 #include "election_core.h"
 #include "election_lock.h"
+#include "election_peer.h"
 #include "election_report.h"
 
 #include <pthread.h>
@@ -36,6 +37,7 @@ struct election_metrics {
     struct cx_series *renew_seconds;
     struct cx_series *renew_failures;
     struct cx_series *slowpath;
+    struct cx_metric *takeovers; /* {name,cause} */
     struct cx_series *last_renew;
     struct cx_metric *requests;                   /* {name,purpose,outcome} */
     struct cx_metric *stepdowns;                  /* {name,reason} */
@@ -64,6 +66,7 @@ struct election {
     int ctl_rd, ctl_wr;
     struct event_base *base;
     struct election_kube_conn *conn;
+    struct election_peer *peer; /* NULL: the peer channel is off */
     struct election_core *core;
     struct election_lock lock;
     struct event *timer;
@@ -101,6 +104,7 @@ struct election {
         struct election_core_stats stats;
         char last_error[ELECTION_REPORT_TEXT_MAX];
         uint64_t errors;
+        struct election_peer_stats peer; /* zeros when the channel is off */
     } st;
 
     struct election_metrics m;

@@ -39,6 +39,12 @@ void election_metrics_init(struct election *e)
                    "first, after a conflict (client-go's name and meaning)",
                    "name");
     e->m.slowpath = m ? cx_metric_with(m, name) : NULL;
+    e->m.takeovers = cx_counter("coxswain_leader_election_takeovers_total",
+                                "Terms this replica began, by what made the lock free: created, "
+                                "release, lease-expiry, proof-of-death (peer channel), own",
+                                "name,cause");
+    for (int k = 0; k < ELECTION_TAKE_COUNT && e->m.takeovers; k++)
+        cx_metric_with(e->m.takeovers, name, election_takeover_name(k));
     m = cx_gauge("coxswain_leader_election_last_renew_timestamp_seconds",
                  "Wall-clock time (Unix seconds) at which the last successful renewal was sent",
                  "name");
@@ -83,6 +89,8 @@ void election_status_update(struct election *e)
     e->st.transitions = o && o->found ? o->rec.transitions : 0;
     e->st.stats = *election_core_stats(e->core);
     snprintf(e->st.last_error, sizeof(e->st.last_error), "%s", election_report_last(&e->rep_req));
+    if (e->peer)
+        election_peer_stats(e->peer, &e->st.peer);
     pthread_mutex_unlock(&e->mu);
     if (e->m.lease_transitions)
         cx_series_set(e->m.lease_transitions, e->st.transitions);
@@ -142,6 +150,22 @@ int election_status_json(struct election *e, struct cx_buf *out)
         (unsigned long long)atomic_load(&e->guard.allowed),
         (unsigned long long)atomic_load(&e->guard.refused), (unsigned long long)st.errors);
     rc |= cx_json_escape(out, st.last_error);
+    /* The peer channel: where it listens and what it advertises (fixed
+     * before the elector's thread starts), and its counters. */
+    if (e->peer) {
+        rc |= cx_buf_printf(out, ",\"peer\":{\"port\":%d,\"advertise\":",
+                            election_peer_port(e->peer));
+        rc |= cx_json_escape(out, e->cfg.peer_advertise);
+        rc |= cx_buf_printf(out,
+                            ",\"accepted\":%llu,\"connects\":%llu,\"ended\":%llu,"
+                            "\"proofs\":%llu,\"noProofs\":%llu}",
+                            (unsigned long long)st.peer.accepted,
+                            (unsigned long long)st.peer.connects, (unsigned long long)st.peer.ended,
+                            (unsigned long long)st.peer.proofs,
+                            (unsigned long long)st.peer.no_proofs);
+    } else {
+        rc |= cx_buf_puts(out, ",\"peer\":null");
+    }
     rc |= cx_buf_puts(out, "}");
     return rc ? -1 : 0;
 }

@@ -137,11 +137,21 @@ void election_record_decode(enum election_lock_kind kind, const cJSON *obj,
     const char *rv = cx_json_path_str(obj, "metadata", "resourceVersion", (char *)NULL);
     bool ignored = false;
     copy_capped(out->rv, sizeof(out->rv), rv ? rv : "", &ignored);
+    /* The peer endpoint: a string that fits, or none (too long is no
+     * endpoint at all, never a cut one). */
+    const char *peer =
+        cx_json_path_str(obj, "metadata", "annotations", ELECTION_PEER_ANNOTATION, (char *)NULL);
+    char peerbuf[ELECTION_PEER_MAX];
+    bool long_peer = false;
+    copy_capped(peerbuf, sizeof(peerbuf), peer ? peer : "", &long_peer);
+    if (long_peer)
+        peerbuf[0] = '\0';
     if (kind == ELECTION_LOCK_LEASES) {
         const cJSON *spec = cx_json_path(obj, "spec", (char *)NULL);
         if (!cJSON_IsObject(spec))
             return;
         decode_fields(spec, "leaseTransitions", &out->rec);
+        memcpy(out->rec.peer, peerbuf, sizeof(peerbuf));
         struct cx_buf b;
         cx_buf_init(&b, 1 << 20);
         if (cx_json_canonical(spec, &b) == 0)
@@ -159,7 +169,9 @@ void election_record_decode(enum election_lock_kind kind, const cJSON *obj,
     if (election_record_parse_annotation(ann, strlen(ann), &out->rec) != 0) {
         memset(&out->rec, 0, sizeof(out->rec));
         out->rec.holder_overflow = true; /* someone wrote something: wait it out */
+        return;
     }
+    memcpy(out->rec.peer, peerbuf, sizeof(peerbuf));
 }
 
 static int add_time(cJSON *o, const char *key, int64_t wall_ns, bool micro)
@@ -252,8 +264,26 @@ static cJSON *child_object(cJSON *o, const char *key)
     return cJSON_AddObjectToObject(o, key);
 }
 
+/* Sets the peer annotation to r->peer, or removes it ("" or none kept). */
+static int put_peer(cJSON *o, const struct election_record *r)
+{
+    cJSON *md = child_object(o, "metadata");
+    if (!md)
+        return -1;
+    cJSON *ann = cJSON_GetObjectItemCaseSensitive(md, "annotations");
+    if (!r->peer[0]) {
+        if (cJSON_IsObject(ann))
+            cJSON_DeleteItemFromObjectCaseSensitive(ann, ELECTION_PEER_ANNOTATION);
+        return 0;
+    }
+    ann = child_object(md, "annotations");
+    return ann ? set_string(ann, ELECTION_PEER_ANNOTATION, r->peer) : -1;
+}
+
 static int put_record(enum election_lock_kind kind, cJSON *o, const struct election_record *r)
 {
+    if (put_peer(o, r) != 0)
+        return -1;
     if (kind == ELECTION_LOCK_LEASES) {
         cJSON *spec = lease_spec(r);
         if (!spec)

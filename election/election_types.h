@@ -25,6 +25,7 @@
 #define ELECTION_NAME_MAX     254 /* DNS subdomain (253) + NUL */
 #define ELECTION_NS_MAX       64  /* DNS label (63) + NUL */
 #define ELECTION_STRATEGY_MAX 64
+#define ELECTION_PEER_MAX     128 /* "host:port" of a peer endpoint */
 
 /* Defaults (client-go and kube components). */
 #define ELECTION_DEFAULT_LEASE_NS (INT64_C(15) * 1000000000)
@@ -35,6 +36,9 @@
  * leader hands over; any replica but the one that released may take the
  * released lock at once. Never a valid identity. */
 #define ELECTION_PREFERRED_ANY "*"
+
+/* The holder's peer endpoint (election_peer.h), on either lock kind. */
+#define ELECTION_PEER_ANNOTATION "coxswain.dev/peer"
 
 /* The ConfigMap lock keeps the record in this annotation. */
 #define ELECTION_CONFIGMAP_ANNOTATION "control-plane.alpha.kubernetes.io/leader"
@@ -61,6 +65,12 @@ struct election_config {
     char ns[ELECTION_NS_MAX];
     char identity[ELECTION_IDENTITY_MAX];
     uint64_t seed; /* jitter PRNG seed; 0 means a fixed default */
+    /* The peer liveness channel (election_peer.h): on, where to listen,
+     * and the endpoint the leader advertises in the lock record ("" while
+     * unknown: set once the listener is bound). */
+    bool peer;
+    char peer_listen[ELECTION_PEER_MAX];
+    char peer_advertise[ELECTION_PEER_MAX];
 };
 
 /* The leader election record, as both lock kinds carry it. */
@@ -74,6 +84,8 @@ struct election_record {
     /* Lease only (coordinated leader election, KEP-4355); copied through. */
     char preferred_holder[ELECTION_IDENTITY_MAX];
     char strategy[ELECTION_STRATEGY_MAX];
+    /* The holder's peer endpoint (annotation coxswain.dev/peer), "" if none. */
+    char peer[ELECTION_PEER_MAX];
 };
 
 /* What a GET, a watch event or a write response told us about the lock. */
@@ -136,6 +148,16 @@ enum election_err_class {
 };
 #define ELECTION_ERR_COUNT 16
 
+/* How a term began: what made the lock ours. */
+enum election_takeover {
+    ELECTION_TAKE_CREATED = 0,  /* the lock did not exist */
+    ELECTION_TAKE_RELEASED = 1, /* its holder had released it */
+    ELECTION_TAKE_EXPIRED = 2,  /* the holder's lease ran out on our clock */
+    ELECTION_TAKE_DEAD = 3,     /* the holder's process was proven dead (peer channel) */
+    ELECTION_TAKE_OWN = 4,      /* it already named us (a restart, a late renewal) */
+};
+#define ELECTION_TAKE_COUNT 5
+
 enum election_stop_reason {
     ELECTION_STOP_NONE = 0,
     ELECTION_STOP_DEADLINE = 1,   /* renew deadline passed without success */
@@ -168,6 +190,7 @@ struct election_action {
     /* STARTED_LEADING / STOPPED_LEADING */
     uint64_t term;
     enum election_stop_reason reason;
+    enum election_takeover took; /* STARTED_LEADING: how */
     /* NEW_LEADER */
     char leader[ELECTION_IDENTITY_MAX];
     /* DONE */
@@ -183,6 +206,7 @@ struct election_core_stats {
     uint64_t conflicts;    /* 409 answers */
     uint64_t clock_jumps;
     uint64_t stale_results; /* results of cancelled or unknown requests */
+    uint64_t proofs;        /* proofs of death accepted */
     uint64_t slowpath;      /* renewals that needed a GET first (client-go's slow path) */
 };
 

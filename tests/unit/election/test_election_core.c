@@ -1071,6 +1071,78 @@ static void test_handover_to_any(void)
     h_free(&s);
 }
 
+/* Proof of death (election_core_holder_dead): a proof for the record the
+ * core holds takes the lock at once (cause proof-of-death, precondition
+ * that record's version); a proof for an older version, for another
+ * holder, or voided by a newer version (a late renewal) changes nothing:
+ * the lease decides. */
+static void test_proof_of_death(void)
+{
+    struct h h;
+    h_setup(&h, "me");
+    fake_put(&h.lock, "old", 15, 2);
+    h_start(&h);
+    h_watch(&h, true);
+    h.mode = H_MANUAL;
+    h_serve(&h); /* the GET */
+    CHECK(!h.pending);
+    char rv[32], stale[32];
+    snprintf(rv, sizeof(rv), "%llu", (unsigned long long)h.lock.rv);
+    snprintf(stale, sizeof(stale), "%llu", (unsigned long long)h.lock.rv - 1);
+    election_core_holder_dead(h.c, h.now, "old", stale);
+    h_drain(&h);
+    CHECK(!h.pending);
+    election_core_holder_dead(h.c, h.now, "other", rv);
+    h_drain(&h);
+    CHECK(!h.pending);
+    /* a newer version (a renewal that landed after the connection ended)
+     * voids a proof about the older one */
+    fake_put(&h.lock, "old", 15, 2);
+    h_event(&h);
+    election_core_holder_dead(h.c, h.now, "old", rv);
+    h_drain(&h);
+    CHECK(!h.pending);
+    snprintf(rv, sizeof(rv), "%llu", (unsigned long long)h.lock.rv);
+    h_run(&h, h.now.mono_ns + MS(100));
+    election_core_holder_dead(h.c, h.now, "old", rv);
+    h_drain(&h);
+    REQUIRE(h.pending);
+    CHECK_INT_EQ(h.req.req, ELECTION_REQ_UPDATE);
+    CHECK_INT_EQ(h.req.purpose, ELECTION_FOR_ACQUIRE);
+    CHECK_STR_EQ(h.req.rv, rv);
+    CHECK_INT_EQ(h.req.rec.transitions, 3);
+    int from = h.n;
+    h_serve(&h);
+    CHECK_INT_EQ(election_core_role(h.c), ELECTION_LEADER);
+    int st = h_first(&h, from, ELECTION_ACT_STARTED_LEADING);
+    REQUIRE(st >= 0);
+    CHECK_INT_EQ(h.log[st].took, ELECTION_TAKE_DEAD);
+    CHECK_INT_EQ(election_core_stats(h.c)->proofs, 1);
+    CHECK_STR_EQ(election_takeover_name(ELECTION_TAKE_DEAD), "proof-of-death");
+    h_free(&h);
+
+    /* a proof while a conflicting renewal lands: the 409 wins, the fresh
+     * record voids the proof, the lease decides again */
+    h_setup(&h, "me");
+    fake_put(&h.lock, "old", 15, 2);
+    h_start(&h);
+    h_watch(&h, true);
+    h.mode = H_MANUAL;
+    h_serve(&h);
+    snprintf(rv, sizeof(rv), "%llu", (unsigned long long)h.lock.rv);
+    fake_put(&h.lock, "old", 15, 2); /* renewed; no event reached us yet */
+    election_core_holder_dead(h.c, h.now, "old", rv);
+    h_drain(&h);
+    REQUIRE(h.pending);
+    CHECK_INT_EQ(h_serve(&h), ELECTION_CONFLICT);
+    REQUIRE(h.pending);
+    CHECK_INT_EQ(h.req.req, ELECTION_REQ_GET);
+    h_serve(&h);
+    CHECK(!h.pending); /* the renewed record: its lease runs */
+    CHECK_INT_EQ(election_core_role(h.c), ELECTION_STANDBY);
+    h_free(&h);
+}
+
 static void test_lease_seconds_rounded_up(void)
 {
     struct h h;
@@ -1139,6 +1211,7 @@ static const struct cxt_case cases[] = {
     CXT(test_planned_handover_releases_at_next_renewal),
     CXT(test_preferred_standby_takes_released_lock_at_once),
     CXT(test_handover_to_any),
+    CXT(test_proof_of_death),
     CXT(test_lease_seconds_rounded_up),
     CXT(test_long_foreign_identity_never_matches_ours),
 };
