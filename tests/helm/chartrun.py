@@ -67,7 +67,8 @@ def deployment(docs):
 
 def container_env(container, pod_name, namespace):
     """The container's env as the kubelet resolves it (downward API
-    metadata.name / metadata.namespace, literal values)."""
+    metadata.name / metadata.namespace / status.podIP, literal values).
+    The pod's IP is loopback: every listener moves to 127.0.0.1."""
     env = {}
     for e in container.get("env") or []:
         if "value" in e:
@@ -78,6 +79,8 @@ def container_env(container, pod_name, namespace):
             env[e["name"]] = pod_name
         elif path == "metadata.namespace":
             env[e["name"]] = namespace
+        elif path == "status.podIP":
+            env[e["name"]] = "127.0.0.1"
         else:
             raise AssertionError("cannot resolve env %r outside a cluster" % e)
     return env
@@ -103,7 +106,7 @@ class ChartReplica(Replica):
         ctr = dep["spec"]["template"]["spec"]["containers"][0]
         args = []
         for a in ctr["args"]:
-            if a.startswith(("--xds-listen=", "--admin-listen=")):
+            if a.startswith(("--xds-listen=", "--admin-listen=", "--leader-elect-peer-listen=")):
                 a = a.split("=", 1)[0] + "=127.0.0.1:0"  # tests never use fixed ports
             args.append(a)
         self.chart_args = list(ctr["args"])

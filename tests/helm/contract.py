@@ -23,6 +23,8 @@ DAEMON_FLAGS = {
     "--leader-elect-retry-period", "--leader-elect-resource-lock",
     "--leader-elect-resource-name", "--leader-elect-resource-namespace",
     "--log-format", "--log-level", "--tls-inputs", "--standby",
+    # the peer liveness channel, proof of death (issue 20)
+    "--leader-elect-peer", "--leader-elect-peer-listen", "--leader-elect-peer-advertise",
     # the translator's budgets (issue 17)
     "--max-routes-per-virtual-service", "--max-delegations-per-virtual-service",
     "--max-routes-per-gateway", "--max-resources-per-gateway", "--max-resource-bytes",

@@ -162,6 +162,8 @@ def daemon_args(rendered):
             a = "--xds-listen=127.0.0.1:0"
         elif a.startswith("--admin-listen="):
             a = "--admin-listen=127.0.0.1:0"
+        elif a.startswith("--leader-elect-peer-listen="):
+            a = "--leader-elect-peer-listen=127.0.0.1:0"
         elif a.startswith("--log-format="):
             a = "--log-format=text"
         args.append(a)

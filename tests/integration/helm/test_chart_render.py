@@ -88,6 +88,8 @@ def case_default_flags():
         "--leader-elect-resource-name": "coxswain",
         "--leader-elect-resource-namespace": NS,
         "--standby": "warm",
+        "--leader-elect-peer": "true",
+        "--leader-elect-peer-listen": "0.0.0.0:18090",
         "--debounce": "100ms",
         "--max-routes-per-virtual-service": "4096",
         "--max-delegations-per-virtual-service": "1024",
@@ -132,12 +134,48 @@ def case_downward_api_env():
     env = {e["name"]: e for e in D.container()["env"]}
     check_eq(env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"], "metadata.name")
     check_eq(env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"], "metadata.namespace")
+    # the leader advertises its pod IP for the peer channel
+    check_eq(env["POD_IP"]["valueFrom"]["fieldRef"]["fieldPath"], "status.podIP")
+
+
+def case_peer_channel():
+    """Proof of death: the port is open on every replica, kept out of mesh
+    sidecars both ways (ports the values already exclude kept), and one
+    value turns it all off."""
+    c = D.container()
+    check_eq({p["name"]: p["containerPort"] for p in c["ports"]}["tcp-peer"], 18090)
+    ann = D.deployment()["spec"]["template"]["metadata"]["annotations"]
+    for k in ("traffic.sidecar.istio.io/excludeInboundPorts",
+              "traffic.sidecar.istio.io/excludeOutboundPorts",
+              "config.linkerd.io/skip-inbound-ports", "config.linkerd.io/skip-outbound-ports"):
+        check_eq(ann.get(k), "18090", k)
+    r = h.render(sets={"leaderElection.peer.port": 19001, "leaderElection.peer.listenAddress": "[::]"},
+                 values_text='podAnnotations: {"config.linkerd.io/skip-inbound-ports": "4190", '
+                             '"team": "gw"}\n')
+    check(r.ok, r.err)
+    check_eq(r.args()["--leader-elect-peer-listen"], "[::]:19001")
+    ann = r.deployment()["spec"]["template"]["metadata"]["annotations"]
+    check_eq(ann["config.linkerd.io/skip-inbound-ports"], "4190,19001")
+    check_eq(ann["traffic.sidecar.istio.io/excludeInboundPorts"], "19001")
+    check_eq(ann["team"], "gw")
+    off = h.render(sets={"leaderElection.peer.enabled": False})
+    check(off.ok, off.err)
+    check_eq(off.args()["--leader-elect-peer"], "false")
+    check("--leader-elect-peer-listen" not in off.args(), off.args())
+    check("tcp-peer" not in [p["name"] for p in off.container()["ports"]])
+    check("POD_IP" not in [e["name"] for e in off.container()["env"]])
+    check(not (off.deployment()["spec"]["template"]["metadata"].get("annotations") or {}),
+          "mesh annotations without the peer channel")
+    clash = h.render(sets={"leaderElection.peer.port": 18080})
+    check(not clash.ok and "leaderElection.peer.port (18080) must differ" in clash.err, clash.err)
+    bad = h.render(set_strings={"leaderElection.peer.listenAddress": "10.0.0.1"})
+    check(not bad.ok, "a concrete listen address was accepted")
 
 
 def case_probes_on_admin_port():
     c = D.container()
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
-    check_eq(ports, {"grpc-xds": 18000, "http-admin": 18080})
+    check_eq(ports, {"grpc-xds": 18000, "http-admin": 18080, "tcp-peer": 18090})
     check_eq(c["livenessProbe"]["httpGet"], {"path": "/healthz", "port": "http-admin"})
     check_eq(c["readinessProbe"]["httpGet"], {"path": "/readyz", "port": "http-admin"})
     off = h.render(sets={"livenessProbe.enabled": False, "readinessProbe.enabled": False})
@@ -468,7 +506,9 @@ def case_extra_args_env_annotations():
     check_eq(r.container()["args"][-1], "--identity=x")
     check({"name": "A", "value": "1"} in r.container()["env"])
     pod = r.deployment()["spec"]["template"]
-    check_eq(pod["metadata"]["annotations"], {"a": "b"})
+    ann = {k: v for k, v in pod["metadata"]["annotations"].items()
+           if not k.startswith(("traffic.sidecar.istio.io/", "config.linkerd.io/"))}
+    check_eq(ann, {"a": "b"})  # beside the peer port's mesh exclusions
     check_eq(pod["metadata"]["labels"]["team"], "edge")
     check_eq(pod["spec"]["nodeSelector"], {"pool": "cp"})
     check_eq(pod["spec"]["tolerations"], [{"key": "cp", "operator": "Exists"}])
@@ -503,6 +543,8 @@ CASES = [
     ("HA values: ServiceMonitor scrapes admin only; PrometheusRule", case_ha_monitoring),
     ("Grafana dashboard ConfigMap: sidecar label, release selector, uid", case_grafana_dashboard),
     ("extraArgs, extraEnv, pod annotations/labels, scheduling", case_extra_args_env_annotations),
+    ("the peer channel: port, POD_IP, mesh exclusions, off switch, port clash",
+     case_peer_channel),
 ]
 for name, fn in CASES:
     t.case(name, fn)

@@ -31,6 +31,12 @@ deployment.yaml, so any violation fails the whole render.
 {{- if lt $lease (addf $renew $retry) -}}
 {{- fail (printf "leaderElection.leaseDuration (%s) must be at least leaderElection.renewDeadline (%s) + leaderElection.retryPeriod (%s): otherwise a standby may take the lease while the old leader still believes it may write" $le.leaseDuration $le.renewDeadline $le.retryPeriod) -}}
 {{- end -}}
+{{- if $le.peer.enabled -}}
+{{- $pp := int $le.peer.port -}}
+{{- if or (eq $pp (int $v.xds.port)) (eq $pp (int $v.admin.port)) -}}
+{{- fail (printf "leaderElection.peer.port (%d) must differ from xds.port (%d) and admin.port (%d)" $pp (int $v.xds.port) (int $v.admin.port)) -}}
+{{- end -}}
+{{- end -}}
 {{- else if gt $replicas 1 -}}
 {{- fail (printf "leaderElection.enabled=false with replicaCount %d: every replica would write statuses and ProxySnapshots at once. Enable leader election or set replicaCount to 1" $replicas) -}}
 {{- end -}}
