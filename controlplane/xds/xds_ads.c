@@ -2,7 +2,7 @@
 
 #include "cx_hash.h"
 #include "cx_wire.h"
-#include "xds_pbcheck.h"
+#include "xds_sub.h"
 #include "xlate_snapshot.h"
 
 #include "envoy/service/discovery/v3/discovery.pb-c.h"
@@ -17,23 +17,6 @@ static const enum xds_type mbb_order[XDS_TYPE_COUNT] = {XDS_CLUSTER, XDS_ENDPOIN
 enum xds_type xds_ads_order(int i)
 {
     return mbb_order[(unsigned)i % XDS_TYPE_COUNT];
-}
-
-static int full_state(enum xds_type t)
-{
-    return t == XDS_LISTENER || t == XDS_CLUSTER;
-}
-
-/* Bounded copy that always terminates. */
-static void copy_str(char *dst, size_t cap, const char *src)
-{
-    if (!src)
-        src = "";
-    size_t n = strlen(src);
-    if (n >= cap)
-        n = cap - 1;
-    memcpy(dst, src, n);
-    dst[n] = '\0';
 }
 
 void xds_ads_stream_init(struct xds_ads_stream *s)
@@ -72,8 +55,7 @@ static void names_release(struct xds_names_pool *pool, struct xds_names *l)
             pool->count--;
             size_t b = names_alloc_bytes(l);
             pool->bytes -= b;
-            if (pool->budget)
-                pool->budget->used -= b;
+            xds_sub_uncharge(pool->budget, &pool->charged, b);
         }
     }
     free(l);
@@ -117,8 +99,7 @@ static struct xds_names *names_intern(struct xds_names_pool *pool, struct xds_na
     pool->count++;
     size_t b = names_alloc_bytes(l);
     pool->bytes += b;
-    if (pool->budget)
-        pool->budget->used += b;
+    xds_sub_charge(pool->budget, &pool->charged, b);
     return l;
 }
 
@@ -141,74 +122,11 @@ static void free_sent(struct xds_ads_type_state *t)
 
 void xds_ads_stream_free(struct xds_ads_stream *s)
 {
-    free(s->node_id);
-    free(s->node_cluster);
-    free(s->group);
-    free(s->user_agent);
-    s->node_id = s->node_cluster = s->group = s->user_agent = NULL;
+    xds_sub_node_free(&s->node);
     for (int i = 0; i < XDS_TYPE_COUNT; i++) {
         free_names(s, &s->types[i]);
         free_sent(&s->types[i]);
     }
-}
-
-/* ---- node ---------------------------------------------------------------- */
-
-static const char *gateway_of(const Envoy__Config__Core__V3__Node *node)
-{
-    if (!node->metadata)
-        return NULL;
-    for (size_t i = 0; i < node->metadata->n_fields; i++) {
-        const Google__Protobuf__Struct__FieldsEntry *f = node->metadata->fields[i];
-        if (f && f->key && strcmp(f->key, XDS_NODE_GATEWAY_KEY) == 0 && f->value &&
-            f->value->kind_case == GOOGLE__PROTOBUF__VALUE__KIND_STRING_VALUE &&
-            f->value->string_value && f->value->string_value[0])
-            return f->value->string_value;
-    }
-    return NULL;
-}
-
-/* Heap copy of |src| cut at XDS_NODE_STR_MAX - 1 bytes. */
-static char *dup_node_str(const char *src)
-{
-    return strndup(src ? src : "", XDS_NODE_STR_MAX - 1);
-}
-
-int xds_ads_node_fields(const Envoy__Config__Core__V3__Node *node, const char *default_group,
-                        char **id, char **cluster, char **group_out, char **user_agent)
-{
-    const char *group = NULL;
-    char ua[128] = "";
-    if (node) {
-        if (node->user_agent_name) {
-            int v = node->user_agent_version_type_case ==
-                    ENVOY__CONFIG__CORE__V3__NODE__USER_AGENT_VERSION_TYPE_USER_AGENT_VERSION;
-            snprintf(ua, sizeof(ua), "%s%s%s", node->user_agent_name, v ? "/" : "",
-                     v ? node->user_agent_version : "");
-        }
-        group = gateway_of(node);
-        if (!group && node->cluster && node->cluster[0])
-            group = node->cluster;
-    }
-    if (!group)
-        group = default_group ? default_group : "";
-    *id = dup_node_str(node ? node->id : "");
-    *cluster = dup_node_str(node ? node->cluster : "");
-    *group_out = dup_node_str(group);
-    *user_agent = dup_node_str(ua);
-    if (!*id || !*cluster || !*group_out || !*user_agent)
-        return XDS_ADS_ENOMEM;
-    return 0;
-}
-
-static int take_node(struct xds_ads_stream *s, const Envoy__Config__Core__V3__Node *node,
-                     const char *default_group)
-{
-    int rc = xds_ads_node_fields(node, default_group, &s->node_id, &s->node_cluster, &s->group,
-                                 &s->user_agent);
-    if (rc == 0)
-        s->have_node = 1;
-    return rc;
 }
 
 /* ---- subscription ---------------------------------------------------------- */
@@ -282,7 +200,9 @@ static int normalise_names(char **in, size_t n, int strip_star, struct xds_names
 
 static int names_have(const struct xds_ads_type_state *t, const char *name)
 {
-    return t->nnames > 0 && bsearch(&name, t->names, t->nnames, sizeof(char *), str_cmp) != NULL;
+    int found;
+    xds_sub_find_str(t->names, t->nnames, name, &found);
+    return found;
 }
 
 /* Keeps only the sent entries that are still subscribed. */
@@ -310,12 +230,12 @@ static int update_names(struct xds_ads_stream *s, struct xds_ads_type_state *t, 
     *changed = 0;
     if (n > XDS_ADS_MAX_NAMES)
         return XDS_ADS_ELIMIT;
-    int rc = normalise_names(req_names, n, full_state(type), &list, &star);
+    int rc = normalise_names(req_names, n, xds_sub_full_state(type), &list, &star);
     if (rc != 0)
         return rc;
     size_t nn = list ? list->n : 0;
     int wildcard = 0, legacy = 0;
-    if (full_state(type)) {
+    if (xds_sub_full_state(type)) {
         if (star)
             wildcard = 1;
         else if (nn == 0 && (first || t->legacy_wildcard))
@@ -346,7 +266,7 @@ static int update_names(struct xds_ads_stream *s, struct xds_ads_type_state *t, 
     t->wildcard = (uint8_t)wildcard;
     t->legacy_wildcard = (uint8_t)legacy;
     prune_sent(t);
-    if (added && full_state(type))
+    if (added && xds_sub_full_state(type))
         t->force = 1; /* the client must learn at once what exists and what not */
     t->eval_version[0] = '\0';
     *changed = 1;
@@ -360,71 +280,22 @@ int xds_ads_on_request(struct xds_ads_stream *s, const uint8_t *msg, size_t len,
 {
     memset(ev, 0, sizeof(*ev));
     ev->type = -1;
-    /* Bounded before protobuf-c, whose decoder recurses without a limit. */
-    int pc = xds_pbcheck(&envoy__service__discovery__v3__discovery_request__descriptor, msg, len);
-    if (pc == XDS_PB_TOO_DEEP || pc == XDS_PB_TOO_MANY) {
-        ev->pb_error = pc;
-        return XDS_ADS_EBOUND;
-    }
-    if (pc != XDS_PB_OK)
-        return XDS_ADS_EINVAL;
+    ProtobufCMessage *m;
+    int rc = xds_sub_decode(&envoy__service__discovery__v3__discovery_request__descriptor, msg, len,
+                            ev, &m);
+    if (rc != 0)
+        return rc;
     Envoy__Service__Discovery__V3__DiscoveryRequest *req =
-        envoy__service__discovery__v3__discovery_request__unpack(NULL, len, msg);
-    if (!req)
-        return XDS_ADS_EINVAL;
-    int rc = 0;
-    if (!s->have_node) {
-        rc = take_node(s, req->node, default_group);
-        if (rc != 0)
-            goto out;
-        ev->first_node = 1;
-    }
-    if (!req->type_url || !req->type_url[0]) {
-        rc = XDS_ADS_EINVAL;
+        (Envoy__Service__Discovery__V3__DiscoveryRequest *)m;
+    int type;
+    rc = xds_sub_begin(&s->node, req->node, req->type_url, default_group, ev, &type);
+    if (rc != 0 || type < 0)
         goto out;
-    }
-    int type = xlate_type_from_url(req->type_url);
-    if (type < 0) {
-        ev->verdict = XDS_ADS_UNKNOWN_TYPE;
-        goto out;
-    }
-    ev->type = type;
     struct xds_ads_type_state *t = &s->types[type];
-    const char *nonce = req->response_nonce ? req->response_nonce : "";
-    if (nonce[0]) {
-        if (!t->nonce_sent[0] || strcmp(nonce, t->nonce_sent) != 0) {
-            ev->verdict = XDS_ADS_STALE;
-            goto out;
-        }
-        if (t->answered && req->error_detail && t->nacked) {
-            /* A NACK of a response NACKed already: a repeat of its nonce
-             * may change the subscription but is no second NACK (a client
-             * cannot NACK one version a thousand times). An ACK after the
-             * NACK still counts: the client accepted that version after
-             * all. */
-            ev->verdict = XDS_ADS_SUBSCRIBE;
-            goto names;
-        }
-        t->answered = 1;
-        t->awaiting = 0;
-        ev->origin_ns = t->origin_ns;
-        copy_str(ev->version, sizeof(ev->version), t->version_sent);
-        if (req->error_detail) {
-            ev->verdict = XDS_ADS_NACK;
-            ev->nack_code = req->error_detail->code;
-            copy_str(ev->nack_message, sizeof(ev->nack_message), req->error_detail->message);
-            t->nacks++;
-            t->nacked = 1;
-        } else {
-            ev->verdict = XDS_ADS_ACK;
-            copy_str(t->version_acked, sizeof(t->version_acked), t->version_sent);
-            t->nacked = 0;
-        }
-    } else {
-        ev->verdict = XDS_ADS_SUBSCRIBE;
-    }
-names:;
-    int first = !t->requested;
+    xds_sub_on_nonce(&t->x, req->response_nonce, req->error_detail, ev);
+    if (ev->verdict == XDS_ADS_STALE)
+        goto out;
+    int first = !t->x.requested;
     int changed = 0;
     rc = update_names(s, t, (enum xds_type)type, first, req->resource_names, req->n_resource_names,
                       &changed);
@@ -432,17 +303,17 @@ names:;
         goto out;
     ev->names_changed = (uint8_t)changed;
     if (first) {
-        t->requested = 1;
-        if (full_state((enum xds_type)type))
+        t->x.requested = 1;
+        if (xds_sub_full_state((enum xds_type)type))
             t->force = 1;
         const char *v = req->version_info ? req->version_info : "";
         if (v[0] && strlen(v) <= XDS_VERSION_LEN) {
-            copy_str(t->resync_version, sizeof(t->resync_version), v);
+            xds_sub_copy(t->resync_version, sizeof(t->resync_version), v);
             t->resync_valid = 1;
         }
     }
 out:
-    envoy__service__discovery__v3__discovery_request__free_unpacked(req, NULL);
+    protobuf_c_message_free_unpacked(m, NULL);
     return rc;
 }
 
@@ -503,18 +374,7 @@ static int same_resource(const struct xds_resource *a, const struct xds_resource
 /* Finds |name| in the sorted sent list; NULL if absent. */
 static struct xds_resource *sent_find(const struct xds_ads_type_state *t, const char *name)
 {
-    size_t lo = 0, hi = t->nsent;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(t->sent[mid]->name, name);
-        if (c == 0)
-            return t->sent[mid];
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
+    return xds_sub_find_res(t->sent, t->nsent, name);
 }
 
 /* Makes |want| (borrowed) the sent list (references taken). */
@@ -563,7 +423,7 @@ static int eval_type(struct xds_ads_stream *s, enum xds_type type,
                      struct xds_ads_response *out)
 {
     struct xds_ads_type_state *t = &s->types[type];
-    if (!t->requested || t->awaiting || !set)
+    if (!xds_sub_ready(&t->x, set))
         return 0;
     if (!t->force && t->eval_version[0] && strcmp(t->eval_version, set->version) == 0)
         return 0; /* nothing changed for this type since we last looked */
@@ -583,12 +443,12 @@ static int eval_type(struct xds_ads_stream *s, enum xds_type type,
             goto out;
         t->responded = 1;
         t->force = 0;
-        copy_str(t->version_sent, sizeof(t->version_sent), set->version);
-        copy_str(t->version_acked, sizeof(t->version_acked), set->version);
-        copy_str(t->eval_version, sizeof(t->eval_version), set->version);
+        xds_sub_copy(t->x.version_sent, sizeof(t->x.version_sent), set->version);
+        xds_sub_copy(t->x.version_acked, sizeof(t->x.version_acked), set->version);
+        xds_sub_copy(t->eval_version, sizeof(t->eval_version), set->version);
         goto out;
     }
-    if (full_state(type)) {
+    if (xds_sub_full_state(type)) {
         int differ = t->force || nwant != t->nsent;
         for (size_t i = 0; !differ && i < nwant; i++)
             differ = !same_resource(want[i], t->sent[i]);
@@ -606,7 +466,7 @@ static int eval_type(struct xds_ads_stream *s, enum xds_type type,
         send = want;
         respond = nsend > 0;
     }
-    copy_str(t->eval_version, sizeof(t->eval_version), set->version);
+    xds_sub_copy(t->eval_version, sizeof(t->eval_version), set->version);
     if (!respond)
         goto out;
     struct xds_resource **items = NULL;
@@ -617,7 +477,7 @@ static int eval_type(struct xds_ads_stream *s, enum xds_type type,
             goto out;
         }
     }
-    rc = full_state(type) ? sent_replace(t, send, nsend) : sent_merge(t, send, nsend);
+    rc = xds_sub_full_state(type) ? sent_replace(t, send, nsend) : sent_merge(t, send, nsend);
     if (rc != 0) {
         free(items);
         goto out;
@@ -628,15 +488,10 @@ static int eval_type(struct xds_ads_stream *s, enum xds_type type,
     out->type = type;
     out->items = items;
     out->n = nsend;
-    copy_str(out->version, sizeof(out->version), set->version);
-    snprintf(out->nonce, sizeof(out->nonce), "%llu", (unsigned long long)++s->nonce_counter);
-    copy_str(t->version_sent, sizeof(t->version_sent), set->version);
-    copy_str(t->nonce_sent, sizeof(t->nonce_sent), out->nonce);
-    t->answered = 0;
-    t->awaiting = 1;
+    xds_sub_copy(out->version, sizeof(out->version), set->version);
+    xds_sub_sent(&t->x, &s->nonce_counter, set->version, origin_ns, out->nonce);
     t->force = 0;
     t->responded = 1;
-    t->origin_ns = origin_ns;
     rc = 1;
 out:
     free(want);
@@ -646,7 +501,7 @@ out:
 int xds_ads_next(struct xds_ads_stream *s, const struct xds_ads_sets *sets, int64_t origin_ns,
                  struct xds_ads_response *out)
 {
-    if (!sets || !s->have_node)
+    if (!sets || !s->node.have)
         return 0;
     for (int i = 0; i < XDS_TYPE_COUNT; i++) {
         enum xds_type t = mbb_order[i];
@@ -667,22 +522,14 @@ enum {
     DR_TYPE_URL = 4,
     DR_NONCE = 5,
     DR_CONTROL_PLANE = 6,
-    ANY_TYPE_URL = 1,
-    ANY_VALUE = 2,
-    CONTROL_PLANE_IDENTIFIER = 1,
 };
-
-static size_t any_size(const char *url, const struct xds_resource *r)
-{
-    return cx_wire_len_size(ANY_TYPE_URL, strlen(url)) + cx_wire_len_size(ANY_VALUE, r->len);
-}
 
 size_t xds_ads_resources_size(enum xds_type type, struct xds_resource *const *items, size_t n)
 {
     const char *url = xlate_type_url(type);
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
-        total += cx_wire_len_size(DR_RESOURCES, any_size(url, items[i]));
+        total += cx_wire_len_size(DR_RESOURCES, xds_sub_any_size(url, items[i]));
     return total;
 }
 
@@ -696,27 +543,14 @@ size_t xds_ads_response_size(const struct xds_ads_response *r, const char *ident
     n += cx_wire_len_size(DR_TYPE_URL, strlen(url));
     if (r->nonce[0])
         n += cx_wire_len_size(DR_NONCE, strlen(r->nonce));
-    if (identifier && identifier[0])
-        n += cx_wire_len_size(DR_CONTROL_PLANE,
-                              cx_wire_len_size(CONTROL_PLANE_IDENTIFIER, strlen(identifier)));
+    n += xds_sub_control_plane_size(DR_CONTROL_PLANE, identifier);
     return n;
-}
-
-/* Emits the key and length of field |field| (+ the string when |s| is given). */
-int xds_ads_emit_ld(xds_ads_emit_fn emit, void *user, uint32_t field, size_t len, const char *s)
-{
-    uint8_t hdr[CX_WIRE_HDR_MAX];
-    size_t h = cx_wire_put_len_header(hdr, field, len);
-    int rc = emit(user, hdr, h, NULL);
-    if (rc == 0 && s && len)
-        rc = emit(user, s, len, NULL);
-    return rc;
 }
 
 int xds_ads_emit_head(const struct xds_ads_response *r, xds_ads_emit_fn emit, void *user)
 {
     return r->version[0]
-               ? xds_ads_emit_ld(emit, user, DR_VERSION_INFO, strlen(r->version), r->version)
+               ? xds_sub_emit_ld(emit, user, DR_VERSION_INFO, strlen(r->version), r->version)
                : 0;
 }
 
@@ -724,18 +558,9 @@ int xds_ads_emit_resources(enum xds_type type, struct xds_resource *const *items
                            xds_ads_emit_fn emit, void *user)
 {
     const char *url = xlate_type_url(type);
-    size_t urllen = strlen(url);
     int rc = 0;
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        struct xds_resource *res = items[i];
-        rc = xds_ads_emit_ld(emit, user, DR_RESOURCES, any_size(url, res), NULL);
-        if (rc == 0)
-            rc = xds_ads_emit_ld(emit, user, ANY_TYPE_URL, urllen, url);
-        if (rc == 0)
-            rc = xds_ads_emit_ld(emit, user, ANY_VALUE, res->len, NULL);
-        if (rc == 0 && res->len)
-            rc = emit(user, res->bytes, res->len, res);
-    }
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = xds_sub_emit_any(emit, user, DR_RESOURCES, url, items[i]);
     return rc;
 }
 
@@ -743,16 +568,11 @@ int xds_ads_emit_tail(const struct xds_ads_response *r, const char *identifier,
                       xds_ads_emit_fn emit, void *user)
 {
     const char *url = xlate_type_url(r->type);
-    int rc = xds_ads_emit_ld(emit, user, DR_TYPE_URL, strlen(url), url);
+    int rc = xds_sub_emit_ld(emit, user, DR_TYPE_URL, strlen(url), url);
     if (rc == 0 && r->nonce[0])
-        rc = xds_ads_emit_ld(emit, user, DR_NONCE, strlen(r->nonce), r->nonce);
-    if (rc == 0 && identifier && identifier[0]) {
-        size_t il = strlen(identifier);
-        rc = xds_ads_emit_ld(emit, user, DR_CONTROL_PLANE,
-                             cx_wire_len_size(CONTROL_PLANE_IDENTIFIER, il), NULL);
-        if (rc == 0)
-            rc = xds_ads_emit_ld(emit, user, CONTROL_PLANE_IDENTIFIER, il, identifier);
-    }
+        rc = xds_sub_emit_ld(emit, user, DR_NONCE, strlen(r->nonce), r->nonce);
+    if (rc == 0)
+        rc = xds_sub_emit_control_plane(emit, user, DR_CONTROL_PLANE, identifier);
     return rc;
 }
 

@@ -8,7 +8,8 @@
  * globals: the unit tests and the fuzz target drive it with recorded bytes.
  *
  * Rules (reference/xds.md): per type the subscribed names, the version and
- * nonce last sent, ACK/NACK (NACK = error_detail present); node kept from the
+ * nonce last sent, ACK/NACK (NACK = error_detail present; the exchange and
+ * the node are xds_sub's, shared with delta); node kept from the
  * first request; wildcard for LDS/CDS ("*" or a legacy empty first request);
  * requests with a stale nonce ignored; at most one response per type
  * outstanding (the next waits for the ACK/NACK, which also coalesces pushes);
@@ -68,14 +69,6 @@ __attribute__((warn_unused_result)) int xds_ads_next(struct xds_ads_stream *s,
 
 void xds_ads_response_clear(struct xds_ads_response *r);
 
-/* A node's fields as a stream keeps them (heap copies cut at
- * XDS_NODE_STR_MAX - 1): id, cluster, the node group (gateway metadata,
- * else cluster, else |default_group|) and "user_agent_name/version".
- * |node| may be NULL. Returns 0 or XDS_ADS_ENOMEM. */
-struct Envoy__Config__Core__V3__Node;
-int xds_ads_node_fields(const struct Envoy__Config__Core__V3__Node *node, const char *default_group,
-                        char **id, char **cluster, char **group, char **user_agent);
-
 /* Serialised size of the DiscoveryResponse for |r| (|identifier|, may be
  * NULL, fills control_plane.identifier). */
 size_t xds_ads_response_size(const struct xds_ads_response *r, const char *identifier);
@@ -85,7 +78,6 @@ size_t xds_ads_response_size(const struct xds_ads_response *r, const char *ident
  * bytes of that resource (the caller may reference them instead of copying:
  * each resource is encoded once and only wrapped in Any here). Returns 0 or
  * the first non-zero value |emit| returned. */
-typedef int (*xds_ads_emit_fn)(void *user, const void *p, size_t n, struct xds_resource *res);
 int xds_ads_response_emit(const struct xds_ads_response *r, const char *identifier,
                           xds_ads_emit_fn emit, void *user);
 
@@ -94,9 +86,6 @@ int xds_ads_response_emit(const struct xds_ads_response *r, const char *identifi
  * encoded once and shared: head (version_info), resources, tail (type_url,
  * nonce, control_plane). Sizes add up to xds_ads_response_size(). */
 size_t xds_ads_resources_size(enum xds_type type, struct xds_resource *const *items, size_t n);
-/* Emits the key and length of the length-delimited field |field| (+ the
- * |len| bytes of |s| when |s| is given): the writer of both ADS encoders. */
-int xds_ads_emit_ld(xds_ads_emit_fn emit, void *user, uint32_t field, size_t len, const char *s);
 int xds_ads_emit_head(const struct xds_ads_response *r, xds_ads_emit_fn emit, void *user);
 int xds_ads_emit_resources(enum xds_type type, struct xds_resource *const *items, size_t n,
                            xds_ads_emit_fn emit, void *user);

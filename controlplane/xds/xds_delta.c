@@ -2,7 +2,7 @@
 
 #include "cx_hash.h"
 #include "cx_wire.h"
-#include "xds_pbcheck.h"
+#include "xds_sub.h"
 #include "xlate_snapshot.h"
 
 #include "envoy/service/discovery/v3/discovery.pb-c.h"
@@ -99,34 +99,16 @@ static void set_put(struct xds_delta_pool *p, struct xds_delta_set *h)
 
 /* ---- the stream ------------------------------------------------------------------ */
 
-static void copy_str(char *dst, size_t cap, const char *src)
-{
-    snprintf(dst, cap, "%s", src ? src : "");
-}
-
-static int full_state(enum xds_type t)
-{
-    return t == XDS_LISTENER || t == XDS_CLUSTER;
-}
-
 /* The budget is charged with the bytes of names a client makes us keep. */
 static int charge(struct xds_delta_stream *s, size_t n)
 {
-    if (!s->budget)
-        return 0;
-    s->budget->used += n;
-    s->charged += n;
+    xds_sub_charge(s->budget, &s->charged, n);
     return 0;
 }
 
 static void uncharge(struct xds_delta_stream *s, size_t n)
 {
-    if (!s->budget)
-        return;
-    if (n > s->charged)
-        n = s->charged;
-    s->budget->used -= n;
-    s->charged -= n;
+    xds_sub_uncharge(s->budget, &s->charged, n);
 }
 
 #define NAME_COST(len) ((len) + 1 + sizeof(char *) + XDS_VERSION_LEN + 1)
@@ -168,31 +150,8 @@ void xds_delta_stream_free(struct xds_delta_stream *s)
 {
     for (int i = 0; i < XDS_TYPE_COUNT; i++)
         type_free(s, &s->types[i]);
-    free(s->node_id);
-    free(s->node_cluster);
-    free(s->group);
-    free(s->user_agent);
+    xds_sub_node_free(&s->node);
     uncharge(s, s->charged);
-}
-
-/* Index of |name| in the sorted |v| (n strings), or where it would go. */
-static size_t find_str(char *const *v, size_t n, const char *name, int *found)
-{
-    size_t lo = 0, hi = n;
-    *found = 0;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(v[mid], name);
-        if (c == 0) {
-            *found = 1;
-            return mid;
-        }
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
 }
 
 static size_t find_held(const struct xds_delta_held *v, size_t n, const char *name, int *found)
@@ -214,21 +173,10 @@ static size_t find_held(const struct xds_delta_held *v, size_t n, const char *na
     return lo;
 }
 
-static const struct xds_resource *set_find(const struct xds_resource *const *items, size_t n,
+static const struct xds_resource *set_find(struct xds_resource *const *items, size_t n,
                                            const char *name)
 {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(items[mid]->name, name);
-        if (c == 0)
-            return items[mid];
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
+    return xds_sub_find_res(items, n, name);
 }
 
 /* A subscription: name and, in parallel, the version the client holds
@@ -238,7 +186,7 @@ static const struct xds_resource *set_find(const struct xds_resource *const *ite
 static int sub_add(struct xds_delta_stream *s, struct xds_delta_type *t, const char *name)
 {
     int found;
-    size_t i = find_str(t->subs, t->nsubs, name, &found);
+    size_t i = xds_sub_find_str(t->subs, t->nsubs, name, &found);
     if (found)
         return 0;
     if (t->nsubs >= XDS_ADS_MAX_NAMES)
@@ -257,13 +205,12 @@ static int sub_add(struct xds_delta_stream *s, struct xds_delta_type *t, const c
     memmove(v + i + 1, v + i, (t->nsubs - i) * sizeof(*v));
     memmove(sv + i + 1, sv + i, (t->nsubs - i) * sizeof(*sv));
     v[i] = copy;
-    copy_str(sv[i], sizeof(sv[i]), XDS_DELTA_UNKNOWN);
+    xds_sub_copy(sv[i], sizeof(sv[i]), XDS_DELTA_UNKNOWN);
     /* a wildcard client may hold it already */
     if (t->shared) {
-        const struct xds_resource *r =
-            set_find((const struct xds_resource *const *)t->shared->items, t->shared->n, name);
+        const struct xds_resource *r = set_find(t->shared->items, t->shared->n, name);
         if (r)
-            copy_str(sv[i], sizeof(sv[i]), r->version);
+            xds_sub_copy(sv[i], sizeof(sv[i]), r->version);
     }
     t->nsubs++;
     return charge(s, NAME_COST(strlen(name)));
@@ -272,7 +219,7 @@ static int sub_add(struct xds_delta_stream *s, struct xds_delta_type *t, const c
 static void sub_del(struct xds_delta_stream *s, struct xds_delta_type *t, const char *name)
 {
     int found;
-    size_t i = find_str(t->subs, t->nsubs, name, &found);
+    size_t i = xds_sub_find_str(t->subs, t->nsubs, name, &found);
     if (!found)
         return;
     uncharge(s, NAME_COST(strlen(name)));
@@ -306,9 +253,9 @@ static int held_put(struct xds_delta_stream *s, struct xds_delta_type *t, const 
     /* Our versions are XDS_VERSION_LEN hex digits; anything else matches
      * none of them and is sent again. */
     if (strlen(version) == XDS_VERSION_LEN)
-        copy_str(t->held[i].version, sizeof(t->held[i].version), version);
+        xds_sub_copy(t->held[i].version, sizeof(t->held[i].version), version);
     else
-        copy_str(t->held[i].version, sizeof(t->held[i].version), "-");
+        xds_sub_copy(t->held[i].version, sizeof(t->held[i].version), "-");
     return 0;
 }
 
@@ -321,14 +268,13 @@ static void wildcard_off(struct xds_delta_stream *s, struct xds_delta_type *t)
         int found = 0;
         size_t k = 0;
         if (t->shared)
-            r = set_find((const struct xds_resource *const *)t->shared->items, t->shared->n,
-                         t->subs[i]);
+            r = set_find(t->shared->items, t->shared->n, t->subs[i]);
         else if (t->nheld)
             k = find_held(t->held, t->nheld, t->subs[i], &found);
-        copy_str(t->subver[i], sizeof(t->subver[i]),
-                 r       ? r->version
-                 : found ? t->held[k].version
-                         : XDS_DELTA_UNKNOWN);
+        xds_sub_copy(t->subver[i], sizeof(t->subver[i]),
+                     r       ? r->version
+                     : found ? t->held[k].version
+                             : XDS_DELTA_UNKNOWN);
     }
     if (t->shared) {
         set_put(s->pool, t->shared);
@@ -360,60 +306,19 @@ int xds_delta_on_request(struct xds_delta_stream *s, const uint8_t *msg, size_t 
 {
     memset(ev, 0, sizeof(*ev));
     ev->type = -1;
-    int pc =
-        xds_pbcheck(&envoy__service__discovery__v3__delta_discovery_request__descriptor, msg, len);
-    if (pc == XDS_PB_TOO_DEEP || pc == XDS_PB_TOO_MANY) {
-        ev->pb_error = pc;
-        return XDS_ADS_EBOUND;
-    }
-    if (pc != XDS_PB_OK)
-        return XDS_ADS_EINVAL;
+    ProtobufCMessage *m;
+    int rc = xds_sub_decode(&envoy__service__discovery__v3__delta_discovery_request__descriptor,
+                            msg, len, ev, &m);
+    if (rc != 0)
+        return rc;
     Envoy__Service__Discovery__V3__DeltaDiscoveryRequest *req =
-        envoy__service__discovery__v3__delta_discovery_request__unpack(NULL, len, msg);
-    if (!req)
-        return XDS_ADS_EINVAL;
-    int rc = 0;
-    if (!s->have_node) {
-        rc = xds_ads_node_fields(req->node, default_group, &s->node_id, &s->node_cluster, &s->group,
-                                 &s->user_agent);
-        if (rc != 0)
-            goto out;
-        s->have_node = 1;
-        ev->first_node = 1;
-    }
-    if (!req->type_url || !req->type_url[0]) {
-        rc = XDS_ADS_EINVAL;
+        (Envoy__Service__Discovery__V3__DeltaDiscoveryRequest *)m;
+    int type;
+    rc = xds_sub_begin(&s->node, req->node, req->type_url, default_group, ev, &type);
+    if (rc != 0 || type < 0)
         goto out;
-    }
-    int type = xlate_type_from_url(req->type_url);
-    if (type < 0) {
-        ev->verdict = XDS_ADS_UNKNOWN_TYPE;
-        goto out;
-    }
-    ev->type = type;
     struct xds_delta_type *t = &s->types[type];
-    const char *nonce = req->response_nonce ? req->response_nonce : "";
-    ev->verdict = XDS_ADS_SUBSCRIBE;
-    if (nonce[0]) {
-        if (!t->nonce_sent[0] || strcmp(nonce, t->nonce_sent) != 0) {
-            ev->verdict = XDS_ADS_STALE;
-        } else if (t->awaiting) {
-            t->awaiting = 0;
-            ev->origin_ns = t->origin_ns;
-            copy_str(ev->version, sizeof(ev->version), t->version_sent);
-            if (req->error_detail) {
-                ev->verdict = XDS_ADS_NACK;
-                ev->nack_code = req->error_detail->code;
-                copy_str(ev->nack_message, sizeof(ev->nack_message), req->error_detail->message);
-                t->nacks++;
-                t->nacked = 1;
-            } else {
-                ev->verdict = XDS_ADS_ACK;
-                t->nacked = 0;
-            }
-        }
-        /* a repeat of an answered nonce: subscription changes only */
-    }
+    xds_sub_on_nonce(&t->x, req->response_nonce, req->error_detail, ev);
     /* Subscription changes apply whatever the nonce: a client never
      * repeats them. */
     if (req->n_resource_names_subscribe + t->nsubs > XDS_ADS_MAX_NAMES ||
@@ -421,13 +326,13 @@ int xds_delta_on_request(struct xds_delta_stream *s, const uint8_t *msg, size_t 
         rc = XDS_ADS_ELIMIT;
         goto out;
     }
-    int first = !t->requested;
+    int first = !t->x.requested;
     for (size_t i = 0; i < req->n_resource_names_subscribe; i++) {
         const char *n = req->resource_names_subscribe[i];
         if (!n)
             continue;
-        rc = full_state((enum xds_type)type) && strcmp(n, "*") == 0 ? wildcard_on(s, t)
-                                                                    : sub_add(s, t, n);
+        rc = xds_sub_full_state((enum xds_type)type) && strcmp(n, "*") == 0 ? wildcard_on(s, t)
+                                                                            : sub_add(s, t, n);
         if (rc != 0)
             goto out;
         ev->names_changed = 1;
@@ -436,7 +341,7 @@ int xds_delta_on_request(struct xds_delta_stream *s, const uint8_t *msg, size_t 
         const char *n = req->resource_names_unsubscribe[i];
         if (!n)
             continue;
-        if (full_state((enum xds_type)type) && strcmp(n, "*") == 0) {
+        if (xds_sub_full_state((enum xds_type)type) && strcmp(n, "*") == 0) {
             if (t->wildcard)
                 wildcard_off(s, t);
         } else {
@@ -445,9 +350,9 @@ int xds_delta_on_request(struct xds_delta_stream *s, const uint8_t *msg, size_t 
         ev->names_changed = 1;
     }
     if (first) {
-        t->requested = 1;
+        t->x.requested = 1;
         /* legacy wildcard: a first LDS/CDS request that names nothing */
-        if (full_state((enum xds_type)type) && req->n_resource_names_subscribe == 0 &&
+        if (xds_sub_full_state((enum xds_type)type) && req->n_resource_names_subscribe == 0 &&
             (rc = wildcard_on(s, t)) != 0)
             goto out;
         for (size_t i = 0; i < req->n_initial_resource_versions; i++) {
@@ -459,11 +364,11 @@ int xds_delta_on_request(struct xds_delta_stream *s, const uint8_t *msg, size_t 
                 rc = held_put(s, t, e->key, e->value ? e->value : "");
             } else {
                 int found;
-                size_t k = find_str(t->subs, t->nsubs, e->key, &found);
+                size_t k = xds_sub_find_str(t->subs, t->nsubs, e->key, &found);
                 if (found) {
                     const char *v = e->value ? e->value : "";
-                    copy_str(t->subver[k], sizeof(t->subver[k]),
-                             strlen(v) == XDS_VERSION_LEN ? v : "-");
+                    xds_sub_copy(t->subver[k], sizeof(t->subver[k]),
+                                 strlen(v) == XDS_VERSION_LEN ? v : "-");
                 }
             }
             if (rc != 0)
@@ -472,7 +377,7 @@ int xds_delta_on_request(struct xds_delta_stream *s, const uint8_t *msg, size_t 
     }
     t->dirty = 1;
 out:
-    envoy__service__discovery__v3__delta_discovery_request__free_unpacked(req, NULL);
+    protobuf_c_message_free_unpacked(m, NULL);
     return rc;
 }
 
@@ -589,13 +494,12 @@ static int diff_named(struct xds_delta_type *t, const struct xds_resource_set *s
 {
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < t->nsubs; i++) {
-        const struct xds_resource *r =
-            set_find((const struct xds_resource *const *)set->items, set->n, t->subs[i]);
+        const struct xds_resource *r = set_find(set->items, set->n, t->subs[i]);
         if (r) {
             if (strcmp(t->subver[i], r->version) != 0) {
                 rc = diff_send(d, (struct xds_resource *)r);
                 if (rc == 0)
-                    copy_str(t->subver[i], sizeof(t->subver[i]), r->version);
+                    xds_sub_copy(t->subver[i], sizeof(t->subver[i]), r->version);
             }
         } else if (t->subver[i][0]) {
             rc = diff_remove(d, t->subs[i]);
@@ -611,7 +515,7 @@ static int eval_type(struct xds_delta_stream *s, enum xds_type type,
                      struct xds_delta_response *out)
 {
     struct xds_delta_type *t = &s->types[type];
-    if (!t->requested || t->awaiting || !set)
+    if (!xds_sub_ready(&t->x, set))
         return 0;
     if (!t->dirty && t->eval_set == set && strcmp(t->eval_version, set->version) == 0)
         return 0;
@@ -633,13 +537,12 @@ static int eval_type(struct xds_delta_stream *s, enum xds_type type,
         t->shared = h;
         held_clear(s, t);
         for (size_t i = 0; i < t->nsubs; i++) {
-            const struct xds_resource *r =
-                set_find((const struct xds_resource *const *)set->items, set->n, t->subs[i]);
-            copy_str(t->subver[i], sizeof(t->subver[i]), r ? r->version : XDS_DELTA_UNKNOWN);
+            const struct xds_resource *r = set_find(set->items, set->n, t->subs[i]);
+            xds_sub_copy(t->subver[i], sizeof(t->subver[i]), r ? r->version : XDS_DELTA_UNKNOWN);
         }
     }
     t->eval_set = set;
-    copy_str(t->eval_version, sizeof(t->eval_version), set->version);
+    xds_sub_copy(t->eval_version, sizeof(t->eval_version), set->version);
     t->dirty = 0;
     if (d.n == 0 && d.nremoved == 0) {
         diff_free(&d);
@@ -651,19 +554,15 @@ static int eval_type(struct xds_delta_stream *s, enum xds_type type,
     out->n = d.n;
     out->removed = d.removed;
     out->nremoved = d.nremoved;
-    copy_str(out->version, sizeof(out->version), set->version);
-    snprintf(out->nonce, sizeof(out->nonce), "%llu", (unsigned long long)++s->nonce_counter);
-    copy_str(t->version_sent, sizeof(t->version_sent), set->version);
-    copy_str(t->nonce_sent, sizeof(t->nonce_sent), out->nonce);
-    t->awaiting = 1;
-    t->origin_ns = origin_ns;
+    xds_sub_copy(out->version, sizeof(out->version), set->version);
+    xds_sub_sent(&t->x, &s->nonce_counter, set->version, origin_ns, out->nonce);
     return 1;
 }
 
 int xds_delta_next(struct xds_delta_stream *s, const struct xds_ads_sets *sets, int64_t origin_ns,
                    struct xds_delta_response *out)
 {
-    if (!sets || !s->have_node)
+    if (!sets || !s->node.have)
         return 0;
     for (int i = 0; i < XDS_TYPE_COUNT; i++) {
         enum xds_type type = xds_ads_order(i);
@@ -688,21 +587,13 @@ enum {
     RES_VERSION = 1,
     RES_RESOURCE = 2, /* Any */
     RES_NAME = 3,
-    ANY_TYPE_URL = 1,
-    ANY_VALUE = 2,
-    CONTROL_PLANE_IDENTIFIER = 1,
 };
-
-static size_t any_size(const char *url, const struct xds_resource *r)
-{
-    return cx_wire_len_size(ANY_TYPE_URL, strlen(url)) + cx_wire_len_size(ANY_VALUE, r->len);
-}
 
 static size_t resource_size(const char *url, const struct xds_resource *r)
 {
     return cx_wire_len_size(RES_NAME, strlen(r->name)) +
            cx_wire_len_size(RES_VERSION, strlen(r->version)) +
-           cx_wire_len_size(RES_RESOURCE, any_size(url, r));
+           cx_wire_len_size(RES_RESOURCE, xds_sub_any_size(url, r));
 }
 
 size_t xds_delta_response_size(const struct xds_delta_response *r, const char *identifier)
@@ -718,9 +609,7 @@ size_t xds_delta_response_size(const struct xds_delta_response *r, const char *i
         n += cx_wire_len_size(DD_NONCE, strlen(r->nonce));
     for (size_t i = 0; i < r->nremoved; i++)
         n += cx_wire_len_size(DD_REMOVED_RESOURCES, strlen(r->removed[i]));
-    if (identifier && identifier[0])
-        n += cx_wire_len_size(DD_CONTROL_PLANE,
-                              cx_wire_len_size(CONTROL_PLANE_IDENTIFIER, strlen(identifier)));
+    n += xds_sub_control_plane_size(DD_CONTROL_PLANE, identifier);
     return n;
 }
 
@@ -729,38 +618,27 @@ int xds_delta_response_emit(const struct xds_delta_response *r, const char *iden
 {
     const char *url = xlate_type_url(r->type);
     size_t urllen = strlen(url);
-    int rc = r->version[0] ? xds_ads_emit_ld(emit, user, DD_SYSTEM_VERSION_INFO, strlen(r->version),
+    int rc = r->version[0] ? xds_sub_emit_ld(emit, user, DD_SYSTEM_VERSION_INFO, strlen(r->version),
                                              r->version)
                            : 0;
     for (size_t i = 0; rc == 0 && i < r->n; i++) {
         struct xds_resource *res = r->items[i];
-        rc = xds_ads_emit_ld(emit, user, DD_RESOURCES, resource_size(url, res), NULL);
+        rc = xds_sub_emit_ld(emit, user, DD_RESOURCES, resource_size(url, res), NULL);
         if (rc == 0)
-            rc = xds_ads_emit_ld(emit, user, RES_NAME, strlen(res->name), res->name);
+            rc = xds_sub_emit_ld(emit, user, RES_NAME, strlen(res->name), res->name);
         if (rc == 0)
-            rc = xds_ads_emit_ld(emit, user, RES_VERSION, strlen(res->version), res->version);
+            rc = xds_sub_emit_ld(emit, user, RES_VERSION, strlen(res->version), res->version);
         if (rc == 0)
-            rc = xds_ads_emit_ld(emit, user, RES_RESOURCE, any_size(url, res), NULL);
-        if (rc == 0)
-            rc = xds_ads_emit_ld(emit, user, ANY_TYPE_URL, urllen, url);
-        if (rc == 0)
-            rc = xds_ads_emit_ld(emit, user, ANY_VALUE, res->len, NULL);
-        if (rc == 0 && res->len)
-            rc = emit(user, res->bytes, res->len, res);
+            rc = xds_sub_emit_any(emit, user, RES_RESOURCE, url, res);
     }
     if (rc == 0)
-        rc = xds_ads_emit_ld(emit, user, DD_TYPE_URL, urllen, url);
+        rc = xds_sub_emit_ld(emit, user, DD_TYPE_URL, urllen, url);
     if (rc == 0 && r->nonce[0])
-        rc = xds_ads_emit_ld(emit, user, DD_NONCE, strlen(r->nonce), r->nonce);
+        rc = xds_sub_emit_ld(emit, user, DD_NONCE, strlen(r->nonce), r->nonce);
     for (size_t i = 0; rc == 0 && i < r->nremoved; i++)
         rc =
-            xds_ads_emit_ld(emit, user, DD_REMOVED_RESOURCES, strlen(r->removed[i]), r->removed[i]);
-    if (rc == 0 && identifier && identifier[0]) {
-        size_t il = strlen(identifier);
-        rc = xds_ads_emit_ld(emit, user, DD_CONTROL_PLANE,
-                             cx_wire_len_size(CONTROL_PLANE_IDENTIFIER, il), NULL);
-        if (rc == 0)
-            rc = xds_ads_emit_ld(emit, user, CONTROL_PLANE_IDENTIFIER, il, identifier);
-    }
+            xds_sub_emit_ld(emit, user, DD_REMOVED_RESOURCES, strlen(r->removed[i]), r->removed[i]);
+    if (rc == 0)
+        rc = xds_sub_emit_control_plane(emit, user, DD_CONTROL_PLANE, identifier);
     return rc;
 }

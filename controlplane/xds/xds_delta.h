@@ -24,7 +24,9 @@
  *   - nonces are a per-stream counter; one response per type is
  *     outstanding at a time (the next waits for its ACK/NACK, which also
  *     coalesces pushes); NACK = error_detail; a NACKed resource is not sent
- *     again until it changes;
+ *     again until it changes (the node, the exchange of nonces and ACK/NACK,
+ *     lookups, the budget and the wire pieces are xds_sub's, shared with
+ *     SotW);
  *   - unsubscribed names are forgotten (no removal is sent for them).
  *
  * What the client holds is kept cheaply for wildcard subscriptions: once
@@ -55,10 +57,8 @@ struct xds_delta_set;  /* a set a wildcard client holds (interned) */
 struct xds_delta_pool; /* the interned sets, shared by a server's streams */
 
 struct xds_delta_type {
-    uint8_t requested; /* a request of this type arrived */
+    struct xds_exchange x; /* nonces, ACK/NACK (xds_sub.h, as SotW) */
     uint8_t wildcard;
-    uint8_t awaiting;                    /* a response is out, no ACK/NACK for it yet */
-    uint8_t nacked;                      /* the last response was NACKed */
     uint8_t dirty;                       /* the subscription or the held table changed: evaluate */
     char **subs;                         /* explicit subscriptions, sorted, owned */
     char (*subver)[XDS_VERSION_LEN + 1]; /* the version the client holds of each
@@ -71,21 +71,13 @@ struct xds_delta_type {
     size_t nheld;
     const struct xds_resource_set *eval_set; /* the set last evaluated (borrowed, compared) */
     char eval_version[XDS_VERSION_LEN + 1];
-    char version_sent[XDS_VERSION_LEN + 1]; /* system_version_info of the last response */
-    char nonce_sent[XDS_NONCE_MAX];
-    int64_t origin_ns;
-    uint64_t nacks;
 };
 
 struct xds_delta_stream {
+    struct xds_node node;
     struct xds_delta_pool *pool;
     struct xds_budget *budget; /* charged with the names kept (may be NULL) */
     size_t charged;
-    uint8_t have_node;
-    char *node_id;
-    char *node_cluster;
-    char *group;
-    char *user_agent;
     uint64_t nonce_counter;
     struct xds_delta_type types[XDS_TYPE_COUNT];
 };

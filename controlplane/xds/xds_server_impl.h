@@ -57,24 +57,29 @@ struct sstream {
     char *refusal; /* the grpc-message of an authorization refusal (owned) */
 };
 
+static inline const struct xds_node *ss_node(const struct sstream *ss)
+{
+    return ss->delta ? &ss->dl.node : &ss->ads.node;
+}
+
 static inline const char *ss_group(const struct sstream *ss)
 {
-    return ss->delta ? ss->dl.group : ss->ads.group;
+    return ss_node(ss)->group;
 }
 
 static inline const char *ss_node_id(const struct sstream *ss)
 {
-    return ss->delta ? ss->dl.node_id : ss->ads.node_id;
+    return ss_node(ss)->id;
 }
 
 static inline const char *ss_user_agent(const struct sstream *ss)
 {
-    return ss->delta ? ss->dl.user_agent : ss->ads.user_agent;
+    return ss_node(ss)->user_agent;
 }
 
 static inline int ss_have_node(const struct sstream *ss)
 {
-    return ss->delta ? ss->dl.have_node : ss->ads.have_node;
+    return ss_node(ss)->have;
 }
 
 /* Why a stream was refused by authentication

@@ -98,12 +98,16 @@ int xds_srv_message(void *ctx, const uint8_t *msg, size_t len, const char **errm
         *errmsg = "out of memory";
         return XDS_GRPC_INTERNAL;
     }
-    if (cx_log_enabled(CX_LOG_DEBUG) && ev.type >= 0 && !ss->delta) {
+    if (cx_log_enabled(CX_LOG_DEBUG) && ev.type >= 0) {
         const struct xds_ads_type_state *ts = &ss->ads.types[ev.type];
-        cx_debug("xds", "request %s %s from %s: %zu names%s, nonce sent %s, awaiting %d",
-                 xlate_type_short((enum xds_type)ev.type), xds_srv_verdict_names[ev.verdict],
-                 ss_node_id(ss), ts->nnames, ts->wildcard ? " (wildcard)" : "", ts->nonce_sent,
-                 ts->awaiting);
+        const struct xds_delta_type *td = &ss->dl.types[ev.type];
+        const struct xds_exchange *x = ss->delta ? &td->x : &ts->x;
+        cx_debug("xds", "%srequest %s %s from %s: %zu names%s, nonce sent %s, awaiting %d",
+                 ss->delta ? "delta " : "", xlate_type_short((enum xds_type)ev.type),
+                 xds_srv_verdict_names[ev.verdict], ss_node_id(ss),
+                 ss->delta ? td->nsubs : ts->nnames,
+                 (ss->delta ? td->wildcard : ts->wildcard) ? " (wildcard)" : "", x->nonce_sent,
+                 x->awaiting);
     }
     xds_srv_gauges(s);
     if (s->budget.max && s->budget.used > s->budget.max) {
@@ -168,5 +172,3 @@ void xds_srv_close(void *ctx)
     free(ss);
     xds_srv_gauges(s);
 }
-
-

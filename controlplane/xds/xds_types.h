@@ -98,29 +98,27 @@ struct xds_names_pool {
     size_t bytes;              /* allocation bytes of the pooled lists */
     struct xds_budget *budget; /* charged with |bytes| (NULL: none); may go over: the
                                 * server checks it after each request */
+    size_t charged;            /* what the pool charged to |budget| */
 };
 
-/* What one type of one stream knows. "sent" is what the client holds from
- * us on this stream: the resources of our last full-state response (LDS/CDS)
- * or every RDS/EDS resource sent and still subscribed. Each entry holds a
- * reference, sorted by name. */
-struct xds_ads_type_state {
-    uint8_t requested;       /* a request of this type arrived */
-    uint8_t wildcard;        /* LDS/CDS: subscribed to everything */
-    uint8_t legacy_wildcard; /* wildcard because the first request had no names */
-    uint8_t awaiting;        /* a response is out, no ACK/NACK for it yet */
-    uint8_t force;           /* LDS/CDS: respond even if nothing changed */
-    uint8_t responded;       /* we answered at least once on this stream */
-    uint8_t nacked;          /* the last response was NACKed (not yet ACKed since) */
-    uint8_t resync_valid;    /* resync_version holds the first request's version */
-    uint8_t answered;        /* nonce_sent was ACKed or NACKed already */
-    struct xds_names *list;  /* the subscription (NULL: none) */
-    char **names;            /* list->v, or NULL */
-    size_t nnames;
-    struct xds_resource **sent; /* sorted by name, referenced */
-    size_t nsent;
-    char eval_version[XDS_VERSION_LEN + 1];   /* set version last evaluated ("" never) */
-    char resync_version[XDS_VERSION_LEN + 1]; /* version_info of the first request */
+/* What every stream keeps of its node (SotW and delta alike): heap copies
+ * cut at XDS_NODE_STR_MAX - 1 bytes, NULL until the first request (have),
+ * then never NULL. */
+struct xds_node {
+    uint8_t have; /* the first request was seen (node kept from it) */
+    char *id;
+    char *cluster;
+    char *group; /* node group: gateway metadata, cluster or default */
+    char *user_agent;
+};
+
+/* Per stream and type, the exchange of responses and ACK/NACKs, the same
+ * for SotW and delta (xds_sub.h). */
+struct xds_exchange {
+    uint8_t requested; /* a request of this type arrived */
+    uint8_t awaiting;  /* a response is out, no ACK/NACK for it yet */
+    uint8_t answered;  /* nonce_sent was ACKed or NACKed already */
+    uint8_t nacked;    /* the last response was NACKed (not yet ACKed since) */
     char version_sent[XDS_VERSION_LEN + 1];
     char version_acked[XDS_VERSION_LEN + 1];
     char nonce_sent[XDS_NONCE_MAX];
@@ -128,14 +126,28 @@ struct xds_ads_type_state {
     uint64_t nacks;
 };
 
-/* Node strings are heap copies cut at XDS_NODE_STR_MAX - 1 bytes, NULL
- * until the first request (have_node), then never NULL. */
+/* What one type of one SotW stream knows. "sent" is what the client holds
+ * from us on this stream: the resources of our last full-state response
+ * (LDS/CDS) or every RDS/EDS resource sent and still subscribed. Each
+ * entry holds a reference, sorted by name. */
+struct xds_ads_type_state {
+    struct xds_exchange x;
+    uint8_t wildcard;        /* LDS/CDS: subscribed to everything */
+    uint8_t legacy_wildcard; /* wildcard because the first request had no names */
+    uint8_t force;           /* LDS/CDS: respond even if nothing changed */
+    uint8_t responded;       /* we answered at least once on this stream */
+    uint8_t resync_valid;    /* resync_version holds the first request's version */
+    struct xds_names *list;  /* the subscription (NULL: none) */
+    char **names;            /* list->v, or NULL */
+    size_t nnames;
+    struct xds_resource **sent; /* sorted by name, referenced */
+    size_t nsent;
+    char eval_version[XDS_VERSION_LEN + 1];   /* set version last evaluated ("" never) */
+    char resync_version[XDS_VERSION_LEN + 1]; /* version_info of the first request */
+};
+
 struct xds_ads_stream {
-    uint8_t have_node; /* the first request was seen (node kept from it) */
-    char *node_id;
-    char *node_cluster;
-    char *group; /* node group: gateway metadata, cluster or default */
-    char *user_agent;
+    struct xds_node node;
     uint64_t nonce_counter;
     struct xds_names_pool *pool; /* may be NULL: lists are then private */
     struct xds_ads_type_state types[XDS_TYPE_COUNT];
@@ -181,6 +193,11 @@ struct xds_ads_response {
     struct xds_resource **items;
 };
 
+/* Receives a serialised response piece by piece: |res| is set when the
+ * piece is that resource's encoded bytes (the caller may reference them
+ * instead of copying). Returns 0 or an error that stops the emission. */
+typedef int (*xds_ads_emit_fn)(void *user, const void *p, size_t n, struct xds_resource *res);
+
 /* ---- NACK reports (xds_server.h) ---------------------------------------- */
 
 /* One NACK, as handed to the NACK callback. Pointers are valid during the
@@ -209,20 +226,21 @@ struct xds_nack_stat {
 
 /* Authentication of proxies (xds_auth.h). The zero value requires it. */
 enum xds_auth_mode {
-    XDS_AUTH_DEFAULT = 0,  /* = XDS_AUTH_REQUIRED */
-    XDS_AUTH_REQUIRED = 1, /* tokens (TokenReview) and SPIFFE certificates; authorization per Gateway */
-    XDS_AUTH_NONE = 2,     /* anyone gets any Gateway (--xds-auth none) */
+    XDS_AUTH_DEFAULT = 0, /* = XDS_AUTH_REQUIRED */
+    XDS_AUTH_REQUIRED =
+        1,             /* tokens (TokenReview) and SPIFFE certificates; authorization per Gateway */
+    XDS_AUTH_NONE = 2, /* anyone gets any Gateway (--xds-auth none) */
 };
 
 struct xds_token_reviewer;
 
 struct xds_server_config {
-    const char *listen;          /* "host:port", "[v6]:port" or ":port"; port 0 picks one */
+    const char *listen; /* "host:port", "[v6]:port" or ":port"; port 0 picks one */
     enum xds_auth_mode auth;
     const struct xds_token_reviewer *reviewer; /* TokenReview (copied); NULL: tokens are
                                                 * refused with UNAVAILABLE */
-    const char *token_audience;  /* NULL: XDS_AUTH_AUDIENCE_DEFAULT */
-    const char *trust_domain;    /* SPIFFE; NULL: XDS_SPIFFE_TRUST_DOMAIN_DEFAULT */
+    const char *token_audience;                /* NULL: XDS_AUTH_AUDIENCE_DEFAULT */
+    const char *trust_domain;                  /* SPIFFE; NULL: XDS_SPIFFE_TRUST_DOMAIN_DEFAULT */
     const char *tls_cert;        /* PEM certificate chain; NULL (with tls_key) = h2c */
     const char *tls_key;         /* PEM private key */
     const char *tls_client_ca;   /* PEM CA bundle: ask for and verify client certs */
@@ -270,8 +288,8 @@ struct xds_server_stats {
     uint64_t groups;               /* node groups tracked now */
     uint64_t idle_closed_total;    /* connections closed for holding no stream */
     uint64_t accept_backoffs_total;
-    size_t budget_used; /* bytes charged to the memory budget now */
-    uint64_t auth_refused_total; /* streams refused by authentication or authorization */
+    size_t budget_used;           /* bytes charged to the memory budget now */
+    uint64_t auth_refused_total;  /* streams refused by authentication or authorization */
     uint64_t delta_removed_total; /* names sent in removed_resources (delta) */
 };
 

@@ -92,7 +92,7 @@ static const char *nx(struct fx *f, struct xds_ads_response *keep)
 {
     static char out[512];
     out[0] = '\0';
-    const struct xds_ads_sets *sets = xds_cache_sets_for(f->cache, f->st.group, &f->tmp);
+    const struct xds_ads_sets *sets = xds_cache_sets_for(f->cache, f->st.node.group, &f->tmp);
     struct xds_ads_response r;
     int rc = xds_ads_next(&f->st, sets, 42, &r);
     if (rc < 0)
@@ -116,8 +116,8 @@ static void test_node_group_from_metadata_and_first_lds(void)
     REQUIRE_INT_EQ(rq(&f, XDS_LISTENER, "echo,missing", "", "", NULL), 0);
     CHECK(f.ev.first_node);
     CHECK_INT_EQ(f.ev.verdict, XDS_ADS_SUBSCRIBE);
-    CHECK_STR_EQ(f.st.group, "ns/gw");
-    CHECK_STR_EQ(f.st.node_id, "node-1");
+    CHECK_STR_EQ(f.st.node.group, "ns/gw");
+    CHECK_STR_EQ(f.st.node.id, "node-1");
     struct xds_ads_response r;
     CHECK_STR_EQ(nx(&f, &r), "LDS echo");
     CHECK_STR_EQ(r.nonce, "1");
@@ -140,14 +140,14 @@ static void test_group_from_cluster_then_default(void)
     REQUIRE_INT_EQ(
         xdsc_encode_request(&b, XDS_CLUSTER, names, 1, "", "", "n", "clusterA", NULL, 0, NULL), 0);
     REQUIRE_INT_EQ(xds_ads_on_request(&st, (uint8_t *)b.data, b.len, "dflt", &ev), 0);
-    CHECK_STR_EQ(st.group, "clusterA");
+    CHECK_STR_EQ(st.node.group, "clusterA");
     xds_ads_stream_free(&st);
     cx_buf_reset(&b);
     xds_ads_stream_init(&st);
     REQUIRE_INT_EQ(xdsc_encode_request(&b, XDS_CLUSTER, names, 1, "", "", "n", NULL, NULL, 0, NULL),
                    0);
     REQUIRE_INT_EQ(xds_ads_on_request(&st, (uint8_t *)b.data, b.len, "dflt", &ev), 0);
-    CHECK_STR_EQ(st.group, "dflt");
+    CHECK_STR_EQ(st.node.group, "dflt");
     /* the node of later requests is ignored */
     cx_buf_reset(&b);
     REQUIRE_INT_EQ(xdsc_encode_request(&b, XDS_LISTENER, names, 1, "", "", "other", "clusterB",
@@ -155,8 +155,8 @@ static void test_group_from_cluster_then_default(void)
                    0);
     REQUIRE_INT_EQ(xds_ads_on_request(&st, (uint8_t *)b.data, b.len, "dflt", &ev), 0);
     CHECK(!ev.first_node);
-    CHECK_STR_EQ(st.group, "dflt");
-    CHECK_STR_EQ(st.node_id, "n");
+    CHECK_STR_EQ(st.node.group, "dflt");
+    CHECK_STR_EQ(st.node.id, "n");
     cx_buf_free(&b);
     xds_ads_stream_free(&st);
 }
@@ -174,7 +174,7 @@ static void test_ack_then_only_changes(void)
     xds_ads_response_clear(&r);
     CHECK_INT_EQ(f.ev.verdict, XDS_ADS_ACK);
     CHECK_INT_EQ(f.ev.origin_ns, 42);
-    CHECK_STR_EQ(f.st.types[XDS_LISTENER].version_acked, v1);
+    CHECK_STR_EQ(f.st.types[XDS_LISTENER].x.version_acked, v1);
     CHECK_STR_EQ(nx(&f, NULL), "");
     /* a change to a resource the stream did not ask for sends nothing */
     fx_set(&f, "ns/gw L:echo=1 L:other=2");
@@ -196,7 +196,7 @@ static void test_stale_nonce_ignored(void)
     REQUIRE_INT_EQ(rq(&f, XDS_ROUTE, "a,b", "", "0", NULL), 0);
     CHECK_INT_EQ(f.ev.verdict, XDS_ADS_STALE);
     CHECK_INT_EQ(f.st.types[XDS_ROUTE].nnames, 1);
-    CHECK(f.st.types[XDS_ROUTE].awaiting);
+    CHECK(f.st.types[XDS_ROUTE].x.awaiting);
     /* the right nonce with new names: ACK, and b is sent */
     REQUIRE_INT_EQ(rq(&f, XDS_ROUTE, "a,b", r.version, r.nonce, NULL), 0);
     CHECK_INT_EQ(f.ev.verdict, XDS_ADS_ACK);
@@ -220,8 +220,8 @@ static void test_nack_detected_by_error_detail_and_not_resent(void)
     CHECK_INT_EQ(f.ev.nack_code, 3);
     CHECK_STR_CONTAINS(f.ev.nack_message, "bad lb_policy");
     CHECK_STR_EQ(f.ev.version, r.version);
-    CHECK(f.st.types[XDS_CLUSTER].nacked);
-    CHECK_INT_EQ(f.st.types[XDS_CLUSTER].nacks, 1);
+    CHECK(f.st.types[XDS_CLUSTER].x.nacked);
+    CHECK_INT_EQ(f.st.types[XDS_CLUSTER].x.nacks, 1);
     xds_ads_response_clear(&r);
     /* the same content is not pushed again */
     CHECK_STR_EQ(nx(&f, NULL), "");
@@ -230,7 +230,7 @@ static void test_nack_detected_by_error_detail_and_not_resent(void)
     REQUIRE_STR_EQ(nx(&f, &r), "CDS c1");
     REQUIRE_INT_EQ(rq(&f, XDS_CLUSTER, "c1", r.version, r.nonce, NULL), 0);
     CHECK_INT_EQ(f.ev.verdict, XDS_ADS_ACK);
-    CHECK(!f.st.types[XDS_CLUSTER].nacked);
+    CHECK(!f.st.types[XDS_CLUSTER].x.nacked);
     xds_ads_response_clear(&r);
     fx_free(&f);
 }
@@ -566,7 +566,7 @@ static void test_nack_repeat_counts_once(void)
         nacks += f.ev.verdict == XDS_ADS_NACK;
     }
     CHECK_INT_EQ(nacks, 1);
-    CHECK_INT_EQ(f.st.types[XDS_CLUSTER].nacks, 1);
+    CHECK_INT_EQ(f.st.types[XDS_CLUSTER].x.nacks, 1);
     REQUIRE_INT_EQ(rq(&f, XDS_CLUSTER, "c1,c2", "", r.nonce, "again"), 0);
     CHECK_INT_EQ(f.ev.verdict, XDS_ADS_SUBSCRIBE);
     CHECK(f.ev.names_changed);

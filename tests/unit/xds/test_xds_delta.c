@@ -106,8 +106,8 @@ static int req(struct fx *f, enum xds_type t, const char *sub, const char *unsub
     struct cx_buf b;
     cx_buf_init(&b, 0);
     REQUIRE_INT_EQ(xdsc_encode_delta_request(&b, t, s, ns, u, nu, in, iv, ni, nonce,
-                                             f->st.have_node ? NULL : "node-1",
-                                             f->st.have_node ? NULL : "ns/gw", nack),
+                                             f->st.node.have ? NULL : "node-1",
+                                             f->st.node.have ? NULL : "ns/gw", nack),
                    0);
     int rc = xds_delta_on_request(&f->st, (const uint8_t *)b.data, b.len, "", &f->ev);
     cx_buf_free(&b);
@@ -302,7 +302,7 @@ static void test_nack_and_stale_nonces(void)
     CHECK_INT_EQ(f.ev.verdict, XDS_ADS_NACK);
     CHECK_STR_EQ(f.ev.nack_message, "bad cluster");
     CHECK_INT_EQ(f.ev.nack_code, 3);
-    CHECK_STR_EQ(f.ev.version, f.st.types[XDS_CLUSTER].version_sent);
+    CHECK_STR_EQ(f.ev.version, f.st.types[XDS_CLUSTER].x.version_sent);
     REQUIRE_INT_EQ(req(&f, XDS_CLUSTER, NULL, NULL, NULL, nonce, "bad cluster"), 0);
     CHECK_INT_EQ(f.ev.verdict, XDS_ADS_SUBSCRIBE); /* the same nonce again: no second NACK */
     /* not resent until it changes */
@@ -314,7 +314,7 @@ static void test_nack_and_stale_nonces(void)
     REQUIRE_INT_EQ(req(&f, XDS_CLUSTER, "extra", NULL, NULL, "1", NULL), 0);
     CHECK_INT_EQ(f.ev.verdict, XDS_ADS_STALE);
     CHECK_INT_EQ(f.st.types[XDS_CLUSTER].nsubs, 1);
-    CHECK(f.st.types[XDS_CLUSTER].awaiting);
+    CHECK(f.st.types[XDS_CLUSTER].x.awaiting);
     fx_free(&f);
 }
 

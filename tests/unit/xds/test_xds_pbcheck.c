@@ -88,7 +88,7 @@ static void test_twenty_thousand_levels(void)
     xds_ads_stream_init(&st);
     CHECK_INT_EQ(xds_ads_on_request(&st, buf, n, "g", &ev), XDS_ADS_EBOUND);
     CHECK_INT_EQ(ev.pb_error, XDS_PB_TOO_DEEP);
-    CHECK(!st.have_node);
+    CHECK(!st.node.have);
     xds_ads_stream_free(&st);
     free(buf);
 }

@@ -66,7 +66,7 @@ static const char *drain(struct fx *f)
     size_t k = 0;
     out[0] = '\0';
     struct xds_ads_sets tmp;
-    const struct xds_ads_sets *sets = xds_cache_sets_for(f->cache, f->st.group, &tmp);
+    const struct xds_ads_sets *sets = xds_cache_sets_for(f->cache, f->st.node.group, &tmp);
     struct xds_ads_response r;
     while (xds_ads_next(&f->st, sets, 1, &r) == 1) {
         k += (size_t)snprintf(out + k, sizeof(out) - k, "%s%s %s:", k ? "; " : "",
@@ -95,9 +95,9 @@ static void test_grpc_python_initial_sequence(void)
         CHECK_STR_EQ(drain(&f), want[i]);
         if (i == 0) {
             CHECK(f.ev.first_node);
-            CHECK_STR_EQ(f.st.node_id, "e2e-client");
-            CHECK_STR_EQ(f.st.group, "e2e/gw"); /* from node.metadata */
-            CHECK_STR_CONTAINS(f.st.user_agent, "gRPC C-core");
+            CHECK_STR_EQ(f.st.node.id, "e2e-client");
+            CHECK_STR_EQ(f.st.node.group, "e2e/gw"); /* from node.metadata */
+            CHECK_STR_CONTAINS(f.st.node.user_agent, "gRPC C-core");
         }
     }
     /* gRPC asks for exact names: no wildcard anywhere */
@@ -106,8 +106,10 @@ static void test_grpc_python_initial_sequence(void)
 
     /* after its Listener vanished it drops CDS/EDS with empty lists: that
      * is "nothing", not a (legacy) wildcard, on a non-first request */
-    snprintf(f.st.types[XDS_ENDPOINT].nonce_sent, XDS_NONCE_MAX, "5");
-    snprintf(f.st.types[XDS_CLUSTER].nonce_sent, XDS_NONCE_MAX, "9");
+    /* (as if responses with the recording's nonces were out, unanswered) */
+    snprintf(f.st.types[XDS_ENDPOINT].x.nonce_sent, XDS_NONCE_MAX, "5");
+    snprintf(f.st.types[XDS_CLUSTER].x.nonce_sent, XDS_NONCE_MAX, "9");
+    f.st.types[XDS_ENDPOINT].x.answered = f.st.types[XDS_CLUSTER].x.answered = 0;
     REQUIRE_INT_EQ(feed(&f, "xds/grpc-python-1.51/unsub-eds.bin"), 0);
     REQUIRE_INT_EQ(feed(&f, "xds/grpc-python-1.51/unsub-cds.bin"), 0);
     CHECK_INT_EQ(f.ev.verdict, XDS_ADS_ACK);
@@ -129,14 +131,14 @@ static void test_grpc_python_nack(void)
     /* the recording answers nonce 7: anything else is stale */
     REQUIRE_INT_EQ(feed(&f, "xds/grpc-python-1.51/nack-rds.bin"), 0);
     CHECK_INT_EQ(f.ev.verdict, XDS_ADS_STALE);
-    snprintf(f.st.types[XDS_ROUTE].nonce_sent, XDS_NONCE_MAX, "7");
+    snprintf(f.st.types[XDS_ROUTE].x.nonce_sent, XDS_NONCE_MAX, "7");
     REQUIRE_INT_EQ(feed(&f, "xds/grpc-python-1.51/nack-rds.bin"), 0);
     CHECK_INT_EQ(f.ev.verdict, XDS_ADS_NACK);
     CHECK_INT_EQ(f.ev.nack_code, 3);
     CHECK_STR_CONTAINS(f.ev.nack_message, "xDS response validation errors");
     CHECK_STR_CONTAINS(f.ev.nack_message, "rc-echo");
     CHECK_STR_CONTAINS(f.ev.nack_message, "incorrect total weight");
-    CHECK(f.st.types[XDS_ROUTE].nacked);
+    CHECK(f.st.types[XDS_ROUTE].x.nacked);
     CHECK_STR_EQ(drain(&f), "");
     fx_free(&f);
 }
@@ -172,9 +174,9 @@ static void test_grpc_js_widening_subscriptions(void)
             printf("# after %s\n", rel);
         CHECK_STR_EQ(got, want[i]);
         if (i == 0)
-            CHECK_STR_CONTAINS(f.st.user_agent, "gRPC Node");
+            CHECK_STR_CONTAINS(f.st.node.user_agent, "gRPC Node");
     }
-    CHECK(!f.st.types[XDS_ENDPOINT].awaiting);
+    CHECK(!f.st.types[XDS_ENDPOINT].x.awaiting);
     CHECK_INT_EQ(f.st.types[XDS_ENDPOINT].nsent, 2);
     fx_free(&f);
 }
