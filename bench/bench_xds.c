@@ -29,7 +29,7 @@
 #include "xds_server.h"
 #include "xdsb.h"
 #include "xdsc.h"
-#include "xdsc_delta.h"
+#include "xdsc.h"
 #include "xlate_snapshot.h"
 
 #include <malloc.h>

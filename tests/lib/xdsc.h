@@ -5,8 +5,9 @@
  *
  * Two layers: a generic HTTP/2 gRPC client (any path, content type and raw
  * bytes, so tests can send what real clients never would) and an ADS stream
- * on top of it that builds DiscoveryRequests, decodes responses, keeps per
- * type the last version/nonce, and can ACK automatically.
+ * on top of it, state of the world or delta, that builds requests, decodes
+ * responses, keeps per type the last version/nonce and the resources the
+ * client holds, and can ACK automatically.
  *
  * Single-threaded, on the caller's event_base.
  */
@@ -75,55 +76,96 @@ int xdsc_run_until(struct event_base *base, int (*pred)(void *), void *arg, int 
 /* Runs the loop for |ms|. */
 void xdsc_run_for(struct event_base *base, int ms);
 
-/* ---- ADS ----------------------------------------------------------------- */
+/* ---- ADS: state of the world and delta ---------------------------------------
+ * One stream object for both methods (tests/lib/xdsc_ads.c): the node goes
+ * with the first request; per type the last version and nonce; responses
+ * queued for the test (keep) and ACKed at once (auto_ack); the client's
+ * view of what it holds per type (name -> version and bytes), kept by the
+ * rules of its mode: SotW LDS/CDS responses replace the view, RDS/EDS add
+ * to it; delta responses add, replace and remove (removed_resources). */
 
 struct xdsc_ads;
 typedef Envoy__Service__Discovery__V3__DiscoveryResponse xdsc_response;
+typedef Envoy__Service__Discovery__V3__DeltaDiscoveryResponse xdsc_delta_response;
 
-/* Called for each response, before any auto-ACK. */
+/* Called for each response, after the view is updated, before any auto-ACK. */
 typedef void (*xdsc_ads_cb)(void *user, struct xdsc_ads *a, const xdsc_response *r);
+typedef void (*xdsc_delta_cb)(void *user, struct xdsc_ads *a, const xdsc_delta_response *r);
 
 struct xdsc_ads_config {
     const char *node_id;
-    const char *cluster; /* may be NULL */
-    const char *gateway; /* node.metadata coxswain.dev/gateway; may be NULL */
-    int auto_ack;        /* ACK every response with the same names */
-    int keep;            /* queue responses for xdsc_ads_pop() */
+    const char *cluster;       /* may be NULL (SotW only) */
+    const char *gateway;       /* node.metadata coxswain.dev/gateway; may be NULL */
+    int delta;                 /* DeltaAggregatedResources instead of StreamAggregatedResources */
+    int auto_ack;              /* ACK every response (SotW: with the same names) */
+    int keep;                  /* queue responses for xdsc_ads_wait / xdsc_ads_delta_wait */
     const char *authorization; /* "Bearer <token>" header; NULL: none */
-    xdsc_ads_cb on_response;
+    xdsc_ads_cb on_response;   /* SotW */
+    xdsc_delta_cb on_delta_response; /* delta */
     void *user;
 };
 
 struct xdsc_ads *xdsc_ads_open(struct xdsc *c, const struct xdsc_ads_config *cfg);
 
-/* Sends a DiscoveryRequest for |type| with |names| (n may be 0). version
- * and nonce: NULL uses the last received for that type; the node is sent
- * only on the stream's first request. |nack| non-NULL makes it a NACK with
- * that message (code 3). */
+/* SotW: a DiscoveryRequest for |type| with |names| (n may be 0). version
+ * and nonce: NULL uses the last received for that type. |nack| non-NULL
+ * makes it a NACK with that message (code 3). -1 on a delta stream. */
 int xdsc_ads_request(struct xdsc_ads *a, enum xds_type type, const char *const *names, size_t n,
                      const char *version, const char *nonce, const char *nack);
 
-/* The next queued response (caller frees with xdsc_response_free), or NULL. */
+/* Delta: a DeltaDiscoveryRequest for |type|: subscribe |sub| (nsub),
+ * unsubscribe |unsub|, initial versions |init_names|/|init_versions|
+ * (ninit), the response_nonce |nonce| (NULL: none) and, with |nack|,
+ * error_detail (code 3). -1 on a SotW stream. */
+int xdsc_ads_delta_request(struct xdsc_ads *a, enum xds_type type, const char *const *sub,
+                           size_t nsub, const char *const *unsub, size_t nunsub,
+                           const char *const *init_names, const char *const *init_versions,
+                           size_t ninit, const char *nonce, const char *nack);
+
+/* The next queued response (free with xdsc_response_free /
+ * xdsc_delta_response_free), waiting up to |timeout_ms| for the _wait
+ * forms; NULL if none came, the stream closed or the mode differs. */
 xdsc_response *xdsc_ads_pop(struct xdsc_ads *a);
-/* Runs the loop until a response is queued (or timeout); pops it. */
 xdsc_response *xdsc_ads_wait(struct xdsc_ads *a, struct event_base *base, int timeout_ms);
+xdsc_delta_response *xdsc_ads_delta_wait(struct xdsc_ads *a, struct event_base *base,
+                                         int timeout_ms);
 void xdsc_response_free(xdsc_response *r);
+void xdsc_delta_response_free(xdsc_delta_response *r);
 size_t xdsc_ads_queued(const struct xdsc_ads *a);
 
 unsigned xdsc_ads_responses(const struct xdsc_ads *a);
-/* Last version / nonce received for |type| ("" if none). */
+/* Last version (SotW version_info, delta system_version_info) / nonce
+ * received for |type| ("" if none). */
 const char *xdsc_ads_version(const struct xdsc_ads *a, enum xds_type type);
 const char *xdsc_ads_nonce(const struct xdsc_ads *a, enum xds_type type);
+
+/* The view: how many resources of |type| the client holds; one's version
+ * (delta: the resource's, SotW: the response's; NULL if it holds no such
+ * name); the i-th (sorted by name) with its version and bytes. */
+size_t xdsc_ads_count(const struct xdsc_ads *a, enum xds_type type);
+const char *xdsc_ads_held_version(const struct xdsc_ads *a, enum xds_type type, const char *name);
+const char *xdsc_ads_name_at(const struct xdsc_ads *a, enum xds_type type, size_t i,
+                             const char **version, const uint8_t **bytes, size_t *len);
+/* 1 when both hold the same resources of |type|, byte for byte (whatever
+ * their modes). */
+int xdsc_ads_same_view(const struct xdsc_ads *a, const struct xdsc_ads *b, enum xds_type type);
+
 /* Stream end: 1 and the status once closed. */
 int xdsc_ads_closed(const struct xdsc_ads *a, int *grpc_status, const char **message);
 struct xdsc_call *xdsc_ads_call(struct xdsc_ads *a);
 void xdsc_ads_free(struct xdsc_ads *a);
 
-/* Encodes a DiscoveryRequest. Returns 0/-1. */
+/* Encodes a DiscoveryRequest / a DeltaDiscoveryRequest (for raw tests, the
+ * fuzz corpus and the benchmark's load generator). Return 0/-1. */
 int xdsc_encode_request(struct cx_buf *out, enum xds_type type, const char *const *names, size_t n,
                         const char *version, const char *nonce, const char *node_id,
                         const char *cluster, const char *gateway, int nack_code,
                         const char *nack_msg);
+int xdsc_encode_delta_request(struct cx_buf *out, enum xds_type type, const char *const *sub,
+                              size_t nsub, const char *const *unsub, size_t nunsub,
+                              const char *const *init_names, const char *const *init_versions,
+                              size_t ninit, const char *nonce, const char *node_id,
+                              const char *gateway, const char *nack);
 
 /* Names of the resources in |r| (decoded from the Any values only as far as
  * field 1, which is the name of every xDS resource type). Caller frees the

@@ -6,7 +6,7 @@
 #include "cxtest.h"
 #include "xds_cache.h"
 #include "xds_delta.h"
-#include "xdsc_delta.h"
+#include "xdsc.h"
 #include "xlate_snapshot.h"
 
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* Delta ADS over real sockets: the xDS server with our delta client
- * (tests/lib/xdsc_delta). A 50-Upstream Gateway's Clusters, then exactly
+ * (tests/lib/xdsc_ads.c, delta mode). A 50-Upstream Gateway's Clusters, then exactly
  * the one that changed, then the removal of a deleted one; a proxy that
  * reconnects to another replica with the versions it holds gets nothing;
  * a proxy with a SotW and a delta stream sees the same configuration;
@@ -7,7 +7,6 @@
 #include "cxtest.h"
 #include "xds_server.h"
 #include "xdsc.h"
-#include "xdsc_delta.h"
 #include "xlate_snapshot.h"
 
 #include <stdio.h>
@@ -57,10 +56,10 @@ static void publish(struct xds_server *srv, struct xlate_snapshot *s)
     xlate_snapshot_unref(s);
 }
 
-static struct xdsc_delta *delta(struct xdsc *c, const char *node)
+static struct xdsc_ads *delta(struct xdsc *c, const char *node)
 {
-    struct xdsc_delta_config dc = {.node_id = node, .gateway = GW, .keep = 1};
-    return xdsc_delta_open(c, &dc);
+    struct xdsc_ads_config dc = {.node_id = node, .gateway = GW, .delta = 1, .keep = 1};
+    return xdsc_ads_open(c, &dc);
 }
 
 static const char *const star[] = {"*"};
@@ -71,49 +70,46 @@ static void test_clusters_change_and_removal(void)
     REQUIRE(srv != NULL);
     publish(srv, world(-1, 0, -1));
     struct xdsc *c = xdsc_connect(base, "127.0.0.1", xds_server_port(srv), NULL, NULL);
-    struct xdsc_delta *d = delta(c, "p1");
+    struct xdsc_ads *d = delta(c, "p1");
     REQUIRE(d != NULL);
-    REQUIRE_INT_EQ(xdsc_delta_request(d, XDS_CLUSTER, star, 1, NULL, 0, NULL, NULL, 0, NULL,
-                                      NULL),
-                   0);
-    xdsc_delta_response *r = xdsc_delta_wait(d, base, WAIT_MS);
+    REQUIRE_INT_EQ(
+        xdsc_ads_delta_request(d, XDS_CLUSTER, star, 1, NULL, 0, NULL, NULL, 0, NULL, NULL), 0);
+    xdsc_delta_response *r = xdsc_ads_delta_wait(d, base, WAIT_MS);
     REQUIRE(r != NULL);
     CHECK_STR_EQ(r->type_url, XDS_TYPE_URL_CLUSTER);
     CHECK_INT_EQ(r->n_resources, 50);
     CHECK_INT_EQ(r->n_removed_resources, 0);
     REQUIRE(r->control_plane != NULL);
     CHECK_STR_EQ(r->control_plane->identifier, "r");
-    REQUIRE_INT_EQ(xdsc_delta_request(d, XDS_CLUSTER, NULL, 0, NULL, 0, NULL, NULL, 0, r->nonce,
-                                      NULL),
-                   0);
+    REQUIRE_INT_EQ(
+        xdsc_ads_delta_request(d, XDS_CLUSTER, NULL, 0, NULL, 0, NULL, NULL, 0, r->nonce, NULL), 0);
     xdsc_delta_response_free(r);
-    CHECK_INT_EQ(xdsc_delta_count(d, XDS_CLUSTER), 50);
-    const char *v07 = xdsc_delta_version(d, XDS_CLUSTER, "c07");
+    CHECK_INT_EQ(xdsc_ads_count(d, XDS_CLUSTER), 50);
+    const char *v07 = xdsc_ads_held_version(d, XDS_CLUSTER, "c07");
     REQUIRE(v07 != NULL);
     char old07[32];
     snprintf(old07, sizeof(old07), "%s", v07);
 
     /* one cluster changes: exactly that one */
     publish(srv, world(7, 1, -1));
-    r = xdsc_delta_wait(d, base, WAIT_MS);
+    r = xdsc_ads_delta_wait(d, base, WAIT_MS);
     REQUIRE(r != NULL);
     REQUIRE_INT_EQ(r->n_resources, 1);
     CHECK_STR_EQ(r->resources[0]->name, "c07");
     CHECK_INT_EQ(r->n_removed_resources, 0);
-    CHECK(strcmp(xdsc_delta_version(d, XDS_CLUSTER, "c07"), old07) != 0);
-    REQUIRE_INT_EQ(xdsc_delta_request(d, XDS_CLUSTER, NULL, 0, NULL, 0, NULL, NULL, 0, r->nonce,
-                                      NULL),
-                   0);
+    CHECK(strcmp(xdsc_ads_held_version(d, XDS_CLUSTER, "c07"), old07) != 0);
+    REQUIRE_INT_EQ(
+        xdsc_ads_delta_request(d, XDS_CLUSTER, NULL, 0, NULL, 0, NULL, NULL, 0, r->nonce, NULL), 0);
     xdsc_delta_response_free(r);
 
     /* one is deleted: its removal, nothing else */
     publish(srv, world(7, 1, 33));
-    r = xdsc_delta_wait(d, base, WAIT_MS);
+    r = xdsc_ads_delta_wait(d, base, WAIT_MS);
     REQUIRE(r != NULL);
     CHECK_INT_EQ(r->n_resources, 0);
     REQUIRE_INT_EQ(r->n_removed_resources, 1);
     CHECK_STR_EQ(r->removed_resources[0], "c33");
-    CHECK_INT_EQ(xdsc_delta_count(d, XDS_CLUSTER), 49);
+    CHECK_INT_EQ(xdsc_ads_count(d, XDS_CLUSTER), 49);
     xdsc_delta_response_free(r);
 
     struct xds_server_stats st;
@@ -123,7 +119,7 @@ static void test_clusters_change_and_removal(void)
     CHECK_INT_EQ(st.push_resources_total[XDS_CLUSTER], 51);
     CHECK_INT_EQ(st.delta_removed_total, 1);
     CHECK_INT_EQ(st.acks_total, 2);
-    xdsc_delta_free(d);
+    xdsc_ads_free(d);
     xdsc_free(c);
     xds_server_free(srv);
 }
@@ -135,34 +131,34 @@ static void test_reconnect_to_another_replica(void)
     publish(a, world(3, 5, 10));
     publish(b, world(3, 5, 10)); /* the same objects, translated by the other replica */
     struct xdsc *ca = xdsc_connect(base, "127.0.0.1", xds_server_port(a), NULL, NULL);
-    struct xdsc_delta *d = delta(ca, "p1");
+    struct xdsc_ads *d = delta(ca, "p1");
     const char *eds[] = {"c01", "c02"};
-    REQUIRE_INT_EQ(xdsc_delta_request(d, XDS_CLUSTER, star, 1, NULL, 0, NULL, NULL, 0, NULL, NULL),
-                   0);
-    REQUIRE_INT_EQ(xdsc_delta_request(d, XDS_ENDPOINT, eds, 2, NULL, 0, NULL, NULL, 0, NULL, NULL),
-                   0);
+    REQUIRE_INT_EQ(
+        xdsc_ads_delta_request(d, XDS_CLUSTER, star, 1, NULL, 0, NULL, NULL, 0, NULL, NULL), 0);
+    REQUIRE_INT_EQ(
+        xdsc_ads_delta_request(d, XDS_ENDPOINT, eds, 2, NULL, 0, NULL, NULL, 0, NULL, NULL), 0);
     for (int i = 0; i < 2; i++) {
-        xdsc_delta_response *r = xdsc_delta_wait(d, base, WAIT_MS);
+        xdsc_delta_response *r = xdsc_ads_delta_wait(d, base, WAIT_MS);
         REQUIRE(r != NULL);
         xdsc_delta_response_free(r);
     }
-    REQUIRE_INT_EQ(xdsc_delta_count(d, XDS_CLUSTER), 49);
+    REQUIRE_INT_EQ(xdsc_ads_count(d, XDS_CLUSTER), 49);
     /* what the proxy holds, as initial_resource_versions */
     const char *cn[64], *cv[64], *en[4], *ev[4];
-    size_t nc = xdsc_delta_count(d, XDS_CLUSTER), ne = xdsc_delta_count(d, XDS_ENDPOINT);
+    size_t nc = xdsc_ads_count(d, XDS_CLUSTER), ne = xdsc_ads_count(d, XDS_ENDPOINT);
     for (size_t i = 0; i < nc; i++)
-        cn[i] = xdsc_delta_name_at(d, XDS_CLUSTER, i, &cv[i]);
+        cn[i] = xdsc_ads_name_at(d, XDS_CLUSTER, i, &cv[i], NULL, NULL);
     for (size_t i = 0; i < ne; i++)
-        en[i] = xdsc_delta_name_at(d, XDS_ENDPOINT, i, &ev[i]);
+        en[i] = xdsc_ads_name_at(d, XDS_ENDPOINT, i, &ev[i], NULL, NULL);
     CHECK_INT_EQ(ne, 2);
 
     struct xdsc *cb = xdsc_connect(base, "127.0.0.1", xds_server_port(b), NULL, NULL);
-    struct xdsc_delta *d2 = delta(cb, "p1");
-    REQUIRE_INT_EQ(xdsc_delta_request(d2, XDS_CLUSTER, star, 1, NULL, 0, cn, cv, nc, NULL, NULL),
-                   0);
-    REQUIRE_INT_EQ(xdsc_delta_request(d2, XDS_ENDPOINT, eds, 2, NULL, 0, en, ev, ne, NULL, NULL),
-                   0);
-    xdsc_delta_response *r = xdsc_delta_wait(d2, base, 400);
+    struct xdsc_ads *d2 = delta(cb, "p1");
+    REQUIRE_INT_EQ(
+        xdsc_ads_delta_request(d2, XDS_CLUSTER, star, 1, NULL, 0, cn, cv, nc, NULL, NULL), 0);
+    REQUIRE_INT_EQ(
+        xdsc_ads_delta_request(d2, XDS_ENDPOINT, eds, 2, NULL, 0, en, ev, ne, NULL, NULL), 0);
+    xdsc_delta_response *r = xdsc_ads_delta_wait(d2, base, 400);
     CHECK(r == NULL); /* nothing resent */
     xdsc_delta_response_free(r);
     struct xds_server_stats st;
@@ -171,50 +167,133 @@ static void test_reconnect_to_another_replica(void)
     CHECK_INT_EQ(st.streams, 1);
     /* a change on the new replica arrives as usual */
     publish(b, world(3, 6, 10));
-    r = xdsc_delta_wait(d2, base, WAIT_MS);
+    r = xdsc_ads_delta_wait(d2, base, WAIT_MS);
     REQUIRE(r != NULL);
     REQUIRE_INT_EQ(r->n_resources, 1);
     CHECK_STR_EQ(r->resources[0]->name, "c03");
     xdsc_delta_response_free(r);
-    xdsc_delta_free(d);
-    xdsc_delta_free(d2);
+    xdsc_ads_free(d);
+    xdsc_ads_free(d2);
     xdsc_free(ca);
     xdsc_free(cb);
     xds_server_free(a);
     xds_server_free(b);
 }
 
+struct pair {
+    struct xdsc_ads *s, *d;
+    size_t lds, cds, eds_s, eds_d; /* counts both views must reach */
+    const char *held, *gone;       /* a Cluster both must hold, one neither */
+};
+
+static int pair_settled(void *arg)
+{
+    const struct pair *p = arg;
+    const struct xdsc_ads *v[2] = {p->s, p->d};
+    for (int i = 0; i < 2; i++) {
+        if (xdsc_ads_count(v[i], XDS_LISTENER) != p->lds ||
+            xdsc_ads_count(v[i], XDS_CLUSTER) != p->cds ||
+            xdsc_ads_count(v[i], XDS_ENDPOINT) != (i ? p->eds_d : p->eds_s) ||
+            (p->held && !xdsc_ads_held_version(v[i], XDS_CLUSTER, p->held)) ||
+            (p->gone && xdsc_ads_held_version(v[i], XDS_CLUSTER, p->gone)))
+            return 0;
+    }
+    return 1;
+}
+
+/* Every Endpoints resource the delta stream holds, the SotW stream holds
+ * with the same bytes. */
+static int eds_agree(const struct xdsc_ads *s, const struct xdsc_ads *d)
+{
+    const char *name;
+    const uint8_t *db, *sb;
+    size_t dl, sl;
+    for (size_t i = 0; (name = xdsc_ads_name_at(d, XDS_ENDPOINT, i, NULL, &db, &dl)); i++) {
+        int found = 0;
+        const char *sn;
+        for (size_t j = 0; (sn = xdsc_ads_name_at(s, XDS_ENDPOINT, j, NULL, &sb, &sl)); j++) {
+            if (strcmp(sn, name) == 0) {
+                found = sl == dl && memcmp(sb, db, dl) == 0;
+                break;
+            }
+        }
+        if (!found)
+            return 0;
+    }
+    return 1;
+}
+
+/* One proxy, one connection, a SotW and a delta stream subscribed to the
+ * same Listeners, Clusters and Endpoints, both ACKing: they hold the same
+ * configuration byte for byte, before and after a change, a deletion and
+ * an addition. */
 static void test_sotw_and_delta_agree(void)
 {
     struct xds_server *srv = server(XDS_AUTH_NONE);
     REQUIRE(srv != NULL);
     publish(srv, world(5, 2, 40));
     struct xdsc *c = xdsc_connect(base, "127.0.0.1", xds_server_port(srv), NULL, NULL);
-    struct xdsc_ads_config ac = {.node_id = "p", .gateway = GW, .keep = 1};
+    struct xdsc_ads_config ac = {.node_id = "p", .gateway = GW, .auto_ack = 1};
     struct xdsc_ads *s = xdsc_ads_open(c, &ac);
-    struct xdsc_delta *d = delta(c, "p"); /* one proxy, one connection, both methods */
+    ac.delta = 1;
+    struct xdsc_ads *d = xdsc_ads_open(c, &ac);
     REQUIRE(s && d);
-    REQUIRE_INT_EQ(xdsc_ads_request(s, XDS_CLUSTER, NULL, 0, "", "", NULL), 0);
-    REQUIRE_INT_EQ(xdsc_delta_request(d, XDS_CLUSTER, star, 1, NULL, 0, NULL, NULL, 0, NULL, NULL),
-                   0);
-    xdsc_response *sr = xdsc_ads_wait(s, base, WAIT_MS);
-    xdsc_delta_response *dr = xdsc_delta_wait(d, base, WAIT_MS);
-    REQUIRE(sr && dr);
-    REQUIRE_INT_EQ(sr->n_resources, dr->n_resources);
-    CHECK_INT_EQ(sr->n_resources, 49);
-    /* the same resources, byte for byte, in the same (name) order */
-    for (size_t i = 0; i < sr->n_resources; i++) {
-        CHECK_STR_EQ(sr->resources[i]->type_url, dr->resources[i]->resource->type_url);
-        CHECK_INT_EQ(sr->resources[i]->value.len, dr->resources[i]->resource->value.len);
-        CHECK(memcmp(sr->resources[i]->value.data, dr->resources[i]->resource->value.data,
-                     sr->resources[i]->value.len) == 0);
+    char names[50][8];
+    const char *eds[50];
+    for (int i = 0; i < 50; i++) {
+        snprintf(names[i], sizeof(names[i]), "c%02d", i);
+        eds[i] = names[i];
     }
+    REQUIRE_INT_EQ(xdsc_ads_request(s, XDS_CLUSTER, NULL, 0, "", "", NULL), 0);
+    REQUIRE_INT_EQ(xdsc_ads_request(s, XDS_ENDPOINT, eds, 50, "", "", NULL), 0);
+    REQUIRE_INT_EQ(xdsc_ads_request(s, XDS_LISTENER, NULL, 0, "", "", NULL), 0);
+    REQUIRE_INT_EQ(
+        xdsc_ads_delta_request(d, XDS_CLUSTER, star, 1, NULL, 0, NULL, NULL, 0, NULL, NULL), 0);
+    REQUIRE_INT_EQ(
+        xdsc_ads_delta_request(d, XDS_ENDPOINT, eds, 50, NULL, 0, NULL, NULL, 0, NULL, NULL), 0);
+    REQUIRE_INT_EQ(
+        xdsc_ads_delta_request(d, XDS_LISTENER, star, 1, NULL, 0, NULL, NULL, 0, NULL, NULL), 0);
+    struct pair p = {.s = s,
+                     .d = d,
+                     .lds = 1,
+                     .cds = 49,
+                     .eds_s = 49,
+                     .eds_d = 49,
+                     .held = "c05",
+                     .gone = "c40"};
+    REQUIRE(xdsc_run_until(base, pair_settled, &p, WAIT_MS));
+    CHECK(xdsc_ads_same_view(s, d, XDS_LISTENER));
+    CHECK(xdsc_ads_same_view(s, d, XDS_CLUSTER));
+    CHECK(xdsc_ads_same_view(s, d, XDS_ENDPOINT));
     /* both name the set's version */
-    CHECK_STR_EQ(sr->version_info, dr->system_version_info);
-    xdsc_response_free(sr);
-    xdsc_delta_response_free(dr);
+    CHECK_STR_EQ(xdsc_ads_version(s, XDS_CLUSTER), xdsc_ads_version(d, XDS_CLUSTER));
+
+    /* c05 changes, c12 goes, c40 comes */
+    const char *v05 = xdsc_ads_held_version(d, XDS_CLUSTER, "c05");
+    REQUIRE(v05 != NULL);
+    char old05[64];
+    snprintf(old05, sizeof(old05), "%s", v05);
+    publish(srv, world(5, 3, 12));
+    /* SotW cannot take an Endpoints resource back (RDS/EDS responses only
+     * add): its view keeps c12's; delta removes it */
+    p = (struct pair){.s = s,
+                      .d = d,
+                      .lds = 1,
+                      .cds = 49,
+                      .eds_s = 50,
+                      .eds_d = 49,
+                      .held = "c40",
+                      .gone = "c12"};
+    REQUIRE(xdsc_run_until(base, pair_settled, &p, WAIT_MS));
+    CHECK(strcmp(xdsc_ads_held_version(d, XDS_CLUSTER, "c05"), old05) != 0);
+    CHECK(xdsc_ads_same_view(s, d, XDS_LISTENER));
+    CHECK(xdsc_ads_same_view(s, d, XDS_CLUSTER));
+    CHECK(eds_agree(s, d));
+    CHECK(xdsc_ads_held_version(s, XDS_ENDPOINT, "c12") != NULL);
+    CHECK(xdsc_ads_held_version(d, XDS_ENDPOINT, "c12") == NULL);
+    CHECK_STR_EQ(xdsc_ads_version(s, XDS_CLUSTER), xdsc_ads_version(d, XDS_CLUSTER));
     xdsc_ads_free(s);
-    xdsc_delta_free(d);
+    xdsc_ads_free(d);
     xdsc_free(c);
     xds_server_free(srv);
 }
@@ -225,14 +304,13 @@ static void test_nack_recorded(void)
     REQUIRE(srv != NULL);
     publish(srv, world(-1, 0, -1));
     struct xdsc *c = xdsc_connect(base, "127.0.0.1", xds_server_port(srv), NULL, NULL);
-    struct xdsc_delta *d = delta(c, "nacker");
-    REQUIRE_INT_EQ(xdsc_delta_request(d, XDS_LISTENER, star, 1, NULL, 0, NULL, NULL, 0, NULL,
-                                      NULL),
-                   0);
-    xdsc_delta_response *r = xdsc_delta_wait(d, base, WAIT_MS);
+    struct xdsc_ads *d = delta(c, "nacker");
+    REQUIRE_INT_EQ(
+        xdsc_ads_delta_request(d, XDS_LISTENER, star, 1, NULL, 0, NULL, NULL, 0, NULL, NULL), 0);
+    xdsc_delta_response *r = xdsc_ads_delta_wait(d, base, WAIT_MS);
     REQUIRE(r != NULL);
-    REQUIRE_INT_EQ(xdsc_delta_request(d, XDS_LISTENER, NULL, 0, NULL, 0, NULL, NULL, 0, r->nonce,
-                                      "listener l1: bad filter"),
+    REQUIRE_INT_EQ(xdsc_ads_delta_request(d, XDS_LISTENER, NULL, 0, NULL, 0, NULL, NULL, 0,
+                                          r->nonce, "listener l1: bad filter"),
                    0);
     xdsc_delta_response_free(r);
     xdsc_run_for(base, 100);
@@ -243,7 +321,7 @@ static void test_nack_recorded(void)
     CHECK_STR_EQ(ns.last_node, "nacker");
     CHECK_STR_CONTAINS(ns.last_message, "bad filter");
     /* the stream goes: no longer active */
-    xdsc_delta_free(d);
+    xdsc_ads_free(d);
     xdsc_free(c);
     xdsc_run_for(base, 100);
     REQUIRE_INT_EQ(xds_server_nack_stat(srv, GW, XDS_LISTENER, &ns), 0);
@@ -257,17 +335,17 @@ static void test_delta_needs_credentials(void)
     REQUIRE(srv != NULL);
     publish(srv, world(-1, 0, -1));
     struct xdsc *c = xdsc_connect(base, "127.0.0.1", xds_server_port(srv), NULL, NULL);
-    struct xdsc_delta *d = delta(c, "anon");
-    REQUIRE_INT_EQ(xdsc_delta_request(d, XDS_CLUSTER, star, 1, NULL, 0, NULL, NULL, 0, NULL, NULL),
-                   0);
-    xdsc_delta_response *r = xdsc_delta_wait(d, base, WAIT_MS);
+    struct xdsc_ads *d = delta(c, "anon");
+    REQUIRE_INT_EQ(
+        xdsc_ads_delta_request(d, XDS_CLUSTER, star, 1, NULL, 0, NULL, NULL, 0, NULL, NULL), 0);
+    xdsc_delta_response *r = xdsc_ads_delta_wait(d, base, WAIT_MS);
     CHECK(r == NULL);
     int status = -1;
     const char *msg = "";
-    REQUIRE(xdsc_delta_closed(d, &status, &msg));
+    REQUIRE(xdsc_ads_closed(d, &status, &msg));
     CHECK_INT_EQ(status, 16); /* UNAUTHENTICATED */
     CHECK_STR_CONTAINS(msg, "unauthenticated client");
-    xdsc_delta_free(d);
+    xdsc_ads_free(d);
     xdsc_free(c);
     xds_server_free(srv);
 }
@@ -280,8 +358,11 @@ static void setup_and_run(void (*fn)(void))
     base = NULL;
 }
 
-#define CASE(f) \
-    static void run_##f(void) { setup_and_run(f); }
+#define CASE(f)               \
+    static void run_##f(void) \
+    {                         \
+        setup_and_run(f);     \
+    }
 CASE(test_clusters_change_and_removal)
 CASE(test_reconnect_to_another_replica)
 CASE(test_sotw_and_delta_agree)

@@ -9,7 +9,7 @@
 #include "xds_pbcheck.h"
 #include "xds_sub.h"
 #include "xdsc.h"
-#include "xdsc_delta.h"
+#include "xdsc.h"
 #include "xlate_snapshot.h"
 
 #include <stdio.h>
