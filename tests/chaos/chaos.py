@@ -32,13 +32,17 @@ from audit import AuditTail  # noqa: E402
 from chaoslib import Cluster, LockObserver, SendTimes, Writer, start_replica  # noqa: E402
 from objects import GROUP  # noqa: E402
 from replicas import mono  # noqa: E402
-from invariants import (LeadershipChecker, LockSpec, guarded_daemon_writes,  # noqa: E402
+from invariants import (DAEMON_STATUS_KINDS, LeadershipChecker, LockSpec,  # noqa: E402
+                        guarded_daemon_writes,
                         guarded_elect_writes, rss_verdict, snapshot_mismatches,
                         statuses_converged)
 
 FAULTS = ("kill", "term", "stop", "partition", "storm500", "storm429", "latency",
-          "apirestart", "watchdrop", "compact")
-REPLICA_FAULTS = ("kill", "term", "stop", "partition")
+          "apirestart", "watchdrop", "compact", "killwrite")
+REPLICA_FAULTS = ("kill", "term", "stop", "partition", "killwrite")
+# Every replica serves the peer liveness channel on loopback (a standby
+# takes over on proof of the leader's death); CHAOS_PEER=0: lease only.
+PEER = os.environ.get("CHAOS_PEER", "1") not in ("", "0")
 IDENT = re.compile(r"^(r\d+)-(\d+)$")
 TEST_CM = "coxswain-elect-test"
 SURVIVOR = "r0"
@@ -70,6 +74,8 @@ class Chaos:
         self.renew_ns = chaoslib.parse_duration_ns(self.timings[1])
         self.strict = os.environ.get("CHAOS_STRICT", "0") not in ("", "0")
         self.holds = []             # (user or None, from_ns, until_ns or None, why)
+        self.killed = {}            # identity -> mono ns its SIGKILL was sent
+        self.killwrite_held = 0     # guarded writes held in kubesim at a killwrite
         self.sendtimes = None
         self.lease_s = self.lease_ns / 1e9
         self.out = opts.out
@@ -123,7 +129,8 @@ class Chaos:
     def spawn(self, slot):
         self.incarnation[slot] += 1
         r = start_replica(self.cluster, slot, self.incarnation[slot], self.mode, self.timings,
-                          self.out)
+                          self.out,
+                          extra=["--leader-elect-peer-listen", "127.0.0.1:0"] if PEER else [])
         self.replicas.append(r)
         self.slots[slot] = r
         if not r.wait_started(30 if self.san else 15):
@@ -164,10 +171,12 @@ class Chaos:
         through the whole run (paused, partitioned, stormed, leading now and
         then), so its RSS is judged over all of it."""
         free = [s for s in sorted(self.slots) if s not in self.busy and
-                not (s == SURVIVOR and kind in ("kill", "term"))]
+                not (s == SURVIVOR and kind in ("kill", "term", "killwrite"))]
         if not free:
             return None
         lead = slot_of(self.holder())
+        if kind == "killwrite":  # the leader or nobody
+            return lead if lead in free else None
         if lead in free and self.rng.random() < 0.6:
             return lead
         return self.rng.choice(free)
@@ -178,11 +187,84 @@ class Chaos:
     # -- fault episodes (generators yielding seconds to wait) -----------------
     def ep_kill(self, slot):
         r = self.slots[slot]
+        self.killed[r.identity] = mono()
         r.kill()
         try:
             yield self.rng.uniform(0.3, 3.0)
         finally:
             self.spawn(slot)
+
+    def ep_killwrite(self, slot):
+        """kill -9 of the leader while guarded writes of its are in flight:
+        delay rules on its user hold them in kubesim (its lock requests
+        pass), the kill comes once one is held, and they land after the
+        process died -- maybe after a standby took over on proof of death:
+        late deliveries (sent inside the term), never a violation."""
+        r = self.slots[slot]
+        delay_ms = self.rng.randrange(300, 1200)
+        res = ["configmaps"] if self.mode == "elect" else \
+            [k + "/status" for k in DAEMON_STATUS_KINDS] + ["proxysnapshots"]
+        inc, ids = self.cluster.incarnation, []
+        for rs in res:
+            st, out = self.cluster.admin("POST", "/faults", {
+                "action": "delay", "delay_ms": delay_ms, "probability": 1.0,
+                "user": r.identity, "resource": rs})
+            if st in (200, 201) and isinstance(out, dict) and "id" in out:
+                ids.append(out["id"])
+        hold = [r.identity, mono(), None, "held %d ms by a killwrite fault" % delay_ms]
+        self.holds.append(hold)
+        killed = False
+        try:
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 3.0 and not self._hits(ids):
+                yield 0.05
+            self.killwrite_held += self._hits(ids)
+            self.killed[r.identity] = mono()
+            r.kill()
+            killed = True
+            yield self.rng.uniform(0.3, 3.0)
+        finally:
+            self._unrule(inc, ids, [hold], delay_ms * 10 ** 6)
+            if killed:
+                self.spawn(slot)
+
+    def start_handover_killwrite(self):
+        """killwrite while r0 (never killed) leads: hand the lock to any
+        other replica first (preferredHolder "*", as `coxswain handover
+        --any`), then kill that one with writes in flight."""
+        if slot_of(self.holder()) != SURVIVOR or SURVIVOR in self.busy or \
+                not [s for s in self.slots if s != SURVIVOR and s not in self.busy]:
+            return False
+        ep = {"kind": "killwrite", "slot": None, "target": None, "start_ns": mono(), "wake": 0.0}
+        ep["gen"] = self.ep_handover_killwrite(ep)
+        self.faults["killwrite"] += 1
+        self.say("fault killwrite: handing the lock from r0 to any other replica first")
+        self.episodes.append(ep)
+        self.advance(ep)
+        return True
+
+    def ep_handover_killwrite(self, ep):
+        self.cluster.request(
+            "PATCH", "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s" % (
+                self.lock.namespace, self.lock.name),
+            {"spec": {"strategy": "OldestEmulationVersion", "preferredHolder": "*"}},
+            ctype="application/merge-patch+json")
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 5.0:
+            lead = slot_of(self.holder())
+            if lead and lead != SURVIVOR and lead not in self.busy:
+                self.busy.add(lead)
+                ep["slot"], ep["target"] = lead, self.slots[lead].identity
+                self.say("fault killwrite on %s", ep["target"])
+                yield from self.ep_killwrite(lead)
+                return
+            yield 0.1
+
+    def _hits(self, ids):
+        st, out = self.cluster.admin("GET", "/faults")
+        rules = out.get("faults", []) if isinstance(out, dict) else []
+        return sum(int(x.get("hits", 0)) for x in rules
+                   if isinstance(x, dict) and x.get("id") in ids)
 
     def ep_term(self, slot):
         r = self.slots[slot]
@@ -316,6 +398,8 @@ class Chaos:
 
     def start_episode(self, kind):
         target = None
+        if kind == "killwrite" and self.pick_slot(kind) is None:
+            return self.start_handover_killwrite()
         if kind in REPLICA_FAULTS:
             target = self.pick_slot(kind)
             if target is None:
@@ -327,6 +411,7 @@ class Chaos:
                 return False
             target_id = None
         gen = {"kill": lambda: self.ep_kill(target), "term": lambda: self.ep_term(target),
+               "killwrite": lambda: self.ep_killwrite(target),
                "stop": lambda: self.ep_stop(target),
                "partition": lambda: self.ep_partition(target),
                "storm500": lambda: self.ep_storm(500), "storm429": lambda: self.ep_storm(429),
@@ -407,7 +492,8 @@ class Chaos:
             guarded = guarded_daemon_writes()
         self.checker_args = ((self.lock, self.observer.history, guarded, self.lease_ns,
                               writer_of),
-                             dict(renew_ns=self.renew_ns, sent_of=sent_of, excuse=self.excuse))
+                             dict(renew_ns=self.renew_ns, sent_of=sent_of, excuse=self.excuse,
+                                  dead_at=self.killed.get))
         self.checker = LeadershipChecker(*self.checker_args[0], **self.checker_args[1])
         self.writer = Writer(self.cluster, random.Random(self.seed + 1))
         self.writer.setup()
@@ -433,6 +519,8 @@ class Chaos:
                 kind = deck[-1]
                 if self.start_episode(kind):
                     deck.pop()
+                elif kind == "killwrite" and len(deck) > 1:
+                    deck[-1], deck[-2] = deck[-2], deck[-1]  # the leader is r0: later
                 next_fault = time.monotonic() + self.rng.uniform(1.0, 3.0)
             if now - last_sample >= 1.0:
                 last_sample = now
@@ -727,6 +815,7 @@ class Chaos:
             "wall_s": round(wall, 1), "replicas": self.opts.replicas,
             "timings": dict(zip(("lease", "renew", "retry"), self.timings)),
             "faults": dict(self.faults), "faults_total": sum(self.faults.values()),
+            "peer": PEER, "killwrite_held": self.killwrite_held,
             "leadership": chk,
             "terms": [t.as_dict() for t in self.checker.terms],
             "writes": {"guarded": self.checker.counts["guarded_writes"],
@@ -770,6 +859,10 @@ def print_summary(s):
       "the old leader's last renewal to the new leader's acquisition; longest time with no "
       "valid lease %.0f ms" % (ld["terms"], len(ld["holders"]), ld["failovers"],
                                ld["max_failover_ms"], ld["max_leaderless_ms"]))
+    p("takeovers on proof of death (a killed leader, before its lease ran out): %d%s; "
+      "guarded writes in flight at a killwrite: %d" % (
+          ld["counts"].get("dead_takeovers", 0), "" if s.get("peer", True) else
+          " (peer channel off)", s.get("killwrite_held", 0)))
     w = s["writes"]
     p("writes: %d guarded (%d refused by the server), %d lock writes (%d holders inferred), "
       "%d VirtualService changes (%d failed under faults)" % (

@@ -25,7 +25,11 @@ committed):
   its last successful lock write + the record's leaseDurationSeconds: every
   standby was entitled to take over by then.
 - premature-takeover: the lock changed holder while the previous holder's
-  lease was still running (and it had not released it).
+  lease was still running (and it had not released it), and its process
+  was alive. A takeover after the caller killed that process (dead_at:
+  identity -> mono ns the SIGKILL was sent, or None) is a takeover on
+  proof of death (the peer channel, docs/election.md): counted in
+  `dead_takeovers`, not a violation.
 - foreign-lock-write: a replica wrote the lock naming someone else as
   holder (electors only write themselves or "").
 
@@ -233,7 +237,8 @@ class LeadershipChecker:
     """
 
     def __init__(self, lock, history=None, guarded=None, lease_ns=15 * NS_PER_S,
-                 writer_of=default_writer_of, renew_ns=None, sent_of=None, excuse=None):
+                 writer_of=default_writer_of, renew_ns=None, sent_of=None, excuse=None,
+                 dead_at=None):
         self.lock = lock
         self.history = history if history is not None else LockHistory(lock)
         self.guarded = guarded or (lambda a: False)
@@ -242,6 +247,7 @@ class LeadershipChecker:
         self.writer_of = writer_of
         self.sent_of = sent_of
         self.excuse = excuse
+        self.dead_at = dead_at
         self.terms = []
         self.cur = None          # the open Term, or None (no holder)
         self.violations = []
@@ -250,7 +256,8 @@ class LeadershipChecker:
         self.counts = {"audit": 0, "lock_writes": 0, "lock_writes_inferred": 0,
                        "lock_write_failures": 0, "guarded_writes": 0,
                        "guarded_write_failures": 0, "guarded_unattributed": 0,
-                       "releases": 0, "other_writes": 0, "guarded_sent_known": 0}
+                       "releases": 0, "other_writes": 0, "guarded_sent_known": 0,
+                       "dead_takeovers": 0}
         self.max_write_age_ns = 0   # max (guarded write - its writer's last lock write)
         self.last_ns = 0
 
@@ -332,8 +339,11 @@ class LeadershipChecker:
             return
         # A takeover right after an unseen lock write of the holder proves
         # nothing: that write may have been its release.
-        if cur is not None and t < cur.expires_ns and not (inferred or cur.last_inferred or
-                                                           foreign):
+        dead = self.dead_at(cur.holder) if self.dead_at and cur is not None else None
+        if cur is not None and t < cur.expires_ns and dead is not None and dead <= t:
+            self.counts["dead_takeovers"] += 1
+        elif cur is not None and t < cur.expires_ns and not (inferred or cur.last_inferred or
+                                                             foreign):
             self._violate("premature-takeover", t,
                           "%s took the lock from %s %.3f s before that lease expired" % (
                               holder, cur.holder, (cur.expires_ns - t) / 1e9), a)

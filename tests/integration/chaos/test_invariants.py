@@ -157,6 +157,23 @@ def premature_takeover():
     check("1.000 s before that lease expired" in c.violations[0].detail, c.violations[0].detail)
 
 
+def takeover_from_a_killed_holder():
+    # Proof of death: a takeover before the lease ran out is fine once the
+    # holder's process was killed, never while it lived (paused, cut off).
+    log = Log()
+    log.lease(0, "a")
+    log.renewals("a", 0.5 * S, 2 * S)
+    log.lease(2.1 * S, "b")          # a killed at 2.05 s, its lease runs until 5 s
+    log.renewals("b", 2.6 * S, 4 * S)
+    log.lease(4.2 * S, "c")          # b killed only at 4.3 s: premature
+    killed = {"a": int(2.05 * S), "b": int(4.3 * S)}
+    c = log.check(dead_at=killed.get)
+    check_eq(kinds(c), ["premature-takeover"])
+    check("c took the lock from b" in c.violations[0].detail, c.violations[0].detail)
+    check_eq(c.counts["dead_takeovers"], 1)
+    check_eq(kinds(log.check()), ["premature-takeover", "premature-takeover"])
+
+
 def writes_with_send_times():
     log = Log()
     log.lease(0, "a")
@@ -328,6 +345,8 @@ def main():
     t.case("overlap: a write in another replica's term is caught", overlap)
     t.case("write after the writer's lease expired is caught", after_expiry)
     t.case("takeover before the lease expired is caught", premature_takeover)
+    t.case("takeover from a killed holder is proof of death, from a live one premature",
+           takeover_from_a_killed_holder)
     t.case("send times: guard breach, sent outside term, late delivery", writes_with_send_times)
     t.case("late delivery after a release is told apart", late_after_release)
     t.case("excused late write (held by an injected fault)", excused_late_write)

@@ -13,7 +13,9 @@ Here the standby's own status writes fail (500) while the old leader wakes,
 so no resourceVersion precondition hides a stale write.
 
 Two rounds (one under sanitizers), the roles swapping; kubesim's audit log
-is the witness, and the invariant checker runs over all of it.
+is the witness, and the invariant checker runs over all of it. The peer
+channel is on: the stopped leader's connections stay open, nothing proves
+its death, and a takeover before its lease is a premature-takeover.
 """
 import json
 import os
@@ -59,7 +61,10 @@ class Scenario:
         self.w = Writer(self.cl, random.Random(7))
         self.w.setup()
         for slot in ("r0", "r1"):
-            self.reps.append(start_replica(self.cl, slot, 1, "run", TIMINGS, self.out))
+            # the peer channel on: a stopped leader keeps its connections
+            # open, so no standby may take over before its lease
+            self.reps.append(start_replica(self.cl, slot, 1, "run", TIMINGS, self.out,
+                                           extra=["--leader-elect-peer-listen", "127.0.0.1:0"]))
         for r in self.reps:
             if not r.wait_started(40 if SAN else 15):
                 raise RuntimeError("%s not ready:\n%s" % (r.identity, r.log_tail()))
