@@ -26,12 +26,14 @@ def sa_user(namespace=NAMESPACE, name="coxswain"):
 
 
 def rbac_kubesim(namespace=NAMESPACE, sa="coxswain", extra_tokens=None):
-    """kubesim over TLS authorizing from RBAC objects only: its kubeconfig
-    is the admin's (system:masters); SA_TOKEN is the chart's service
-    account (sa_kubeconfig() writes a kubeconfig for it)."""
+    """kubesim over TLS authorizing from RBAC objects only, as a 1.28
+    cluster serves it (HTTP/2, WatchList off, bookmarks only once a resource
+    moved): its kubeconfig is the admin's (system:masters); SA_TOKEN is the
+    chart's service account (sa_kubeconfig() writes a kubeconfig for it)."""
     tokens = {ADMIN_TOKEN: ("admin", ["system:masters"]), SA_TOKEN: sa_user(namespace, sa)}
     tokens.update(extra_tokens or {})
-    return KubeSim(tls=True, allow_all=False, kubeconfig_token=ADMIN_TOKEN, tokens=tokens)
+    return KubeSim(tls=True, allow_all=False, kubeconfig_token=ADMIN_TOKEN, tokens=tokens,
+                   profile="1.28")
 
 
 def sa_kubeconfig(ks, token=SA_TOKEN, path=None):

@@ -57,7 +57,10 @@ class Cluster:
             self.driver_tokens[user] = tok
         args = ["--audit-file", self.audit_path, "--bookmark-interval", "1s",
                 "--log-level", "warn"] + list(extra_args)
-        self.ks = KubeSim(args=args, state=True, tokens=self.tokens)
+        # As a 1.28 cluster serves it (objects.AS_1_28): WatchList off,
+        # realistic bookmarks, HTTP/2 over TLS (the certificate survives
+        # restarts, as a real API server's does).
+        self.ks = KubeSim(args=args, state=True, tokens=self.tokens, profile="1.28", tls=True)
         self.port = self.ks.port
         # Later starts bind the same port (kubesim's last --listen wins).
         self.ks.args += ["--listen", "127.0.0.1:%d" % self.port]
@@ -149,7 +152,7 @@ def start_replica(cluster, slot, incarnation, mode, timings, outdir, lock_name="
     token = secrets.token_hex(12)
     cluster.add_token(token, identity)
     kubeconfig = os.path.join(rdir, "kubeconfig")
-    replicas.write_kubeconfig(kubeconfig, cluster.port, token)
+    replicas.write_kubeconfig(kubeconfig, cluster.port, token, ca_file=cluster.ks.ca_file)
     lease, renew, retry = timings
     if mode == "elect":
         r = replicas.Elector(cluster.ks, identity, lease, renew, retry, lock="leases",
@@ -204,7 +207,7 @@ class Observer(threading.Thread):
                 "fieldSelector": "metadata.name=" + self.name, "timeoutSeconds": "60"})
             conn = None
             try:
-                conn = http.client.HTTPConnection("127.0.0.1", self.cluster.port, timeout=5)
+                conn = self.cluster.ks.connection(5)
                 conn.request("GET", self.coll + "?" + q, headers={
                     "Authorization": "Bearer " + self.cluster.token("chaos-observer")})
                 resp = conn.getresponse()
@@ -373,7 +376,7 @@ class Writer(threading.Thread):
 
     def _request(self, method, path, body, ctype="application/json"):
         if self.conn is None:
-            self.conn = http.client.HTTPConnection("127.0.0.1", self.cluster.port, timeout=5)
+            self.conn = self.cluster.ks.connection(5)
         data = json.dumps(body).encode() if body is not None else None
         hdrs = {"Authorization": "Bearer " + self.cluster.token("chaos-writer")}
         if data is not None:

@@ -78,15 +78,18 @@ def wait_for(cond, timeout, step=0.05, what="condition"):
     raise AssertionError("timed out after %.1fs waiting for %s (last: %r)" % (timeout, what, last))
 
 
-def write_kubeconfig(path, port, token=None):
-    """A kubeconfig for http://127.0.0.1:|port|, with a bearer |token| if given."""
+def write_kubeconfig(path, port, token=None, ca_file=None):
+    """A kubeconfig for http://127.0.0.1:|port| (https:// trusting |ca_file|
+    if given), with a bearer |token| if given."""
     user = "{token: %s}" % token if token else "{}"
+    scheme = "https" if ca_file else "http"
+    ca = "\n    certificate-authority: %s" % ca_file if ca_file else ""
     with open(path, "w") as f:
         f.write("""apiVersion: v1
 kind: Config
 clusters:
 - cluster:
-    server: http://127.0.0.1:%d
+    server: %s://127.0.0.1:%d%s
   name: kubesim
 contexts:
 - context:
@@ -98,7 +101,7 @@ current-context: kubesim
 users:
 - name: kubesim
   user: %s
-""" % (port, user))
+""" % (scheme, port, ca, user))
 
 
 _SERIES = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)')

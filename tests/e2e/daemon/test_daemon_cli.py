@@ -143,7 +143,7 @@ def case_sigterm_exit_0(ks):
 
 def main():
     t = Tap()
-    ks = O.start_kubesim()
+    ks = O.start_kubesim(**O.AS_1_28)
     try:
         api = O.Api(ks)
         O.namespace(api, "coxswain-system")

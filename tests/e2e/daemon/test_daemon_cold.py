@@ -101,7 +101,7 @@ def informers(r):
 
 def main():
     t = Tap()
-    ks = objects.start_kubesim(["--bookmark-interval", "2s"])
+    ks = objects.start_kubesim(["--bookmark-interval", "2s"], **objects.AS_1_28)
     api = objects.Api(ks)
     reps = []
     try:

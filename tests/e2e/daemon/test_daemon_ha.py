@@ -44,7 +44,7 @@ def names():
 
 def setup():
     global ks, api, reps
-    ks = objects.start_kubesim(["--bookmark-interval", "2s"])
+    ks = objects.start_kubesim(["--bookmark-interval", "2s"], **objects.AS_1_28)
     api = objects.Api(ks)
     objects.namespace(api, "coxswain-system")
     objects.namespace(api, NS)

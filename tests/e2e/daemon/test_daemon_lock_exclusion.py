@@ -49,7 +49,7 @@ def lock_renewals(ks, since):
 
 def main():
     t = Tap()
-    ks = objects.start_kubesim()
+    ks = objects.start_kubesim(**objects.AS_1_28)
     api = objects.Api(ks)
     reps = []
     try:

@@ -56,7 +56,7 @@ def make_certs():
 
 def setup():
     global ks, api, rep
-    ks = objects.start_kubesim()
+    ks = objects.start_kubesim(**objects.AS_1_28)
     api = objects.Api(ks)
     objects.namespace(api, "coxswain-system")
     objects.namespace(api, "a", {"team": "gw"})

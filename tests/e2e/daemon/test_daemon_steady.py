@@ -41,7 +41,7 @@ state = {}
 
 def setup():
     global ks, api, reps
-    ks = objects.start_kubesim(["--bookmark-interval", "5s"])
+    ks = objects.start_kubesim(["--bookmark-interval", "5s"], **objects.AS_1_28)
     api = objects.Api(ks)
     objects.namespace(api, "coxswain-system")
     objects.namespace(api, NS)
