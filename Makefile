@@ -118,7 +118,7 @@ ITEST_BIN := $(patsubst %.c,$(BUILD)/%,$(ITEST_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bin/%,$(BENCH_SRC))
 BINARIES := $(COXSWAIN) $(KUBESIM)
 
-.PHONY: all deps deps-image binaries tests test run valgrind fuzz fuzz-build bench chaos fmt lint clean help \
+.PHONY: all deps deps-image binaries tests test run valgrind fuzz fuzz-build bench soak chaos fmt lint clean help \
 	manifests image test-image print-cflags
 
 # ---- entry points: each makes sure the Debian packages are there first ------
@@ -148,6 +148,12 @@ run: deps
 bench: deps
 	$(Q)$(MAKE) --no-print-directory binaries $(BENCH_BIN)
 	$(Q)BUILD=$(BUILD) bench/run.sh
+
+# A 10-minute quiet soak of the informers against kubesim emulating 1.28
+# over HTTP/2 (SOAK_SECONDS to change it); not part of make test.
+soak: deps
+	$(Q)$(MAKE) --no-print-directory binaries
+	$(Q)BUILD=$(BUILD) COXSWAIN_BUILD=$(abspath $(BUILD)) /usr/bin/python3 bench/soak_informers.py
 
 chaos: deps
 	$(Q)$(MAKE) --no-print-directory binaries
