@@ -52,12 +52,13 @@ PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lstdc++ -lpthread -lm
 # nghttp2 either: tests/integration/layering checks every object's actual
 # header list. Folders not listed here (tests, bench, kubesim) see everything.
 CP := controlplane
-MODULES := common filters election translator translator/route $(CP)/kube $(CP)/admin $(CP)/xds $(CP)/store \
+MODULES := common filters election translator translator/cluster translator/route $(CP)/kube $(CP)/admin $(CP)/xds $(CP)/store \
 	$(CP)/leader $(CP)/daemon $(CP)/cli
 DEPS_common := common
 DEPS_filters := common filters
 DEPS_election := common election
-DEPS_translator := common filters translator translator/route gen
+DEPS_translator := common filters translator translator/cluster translator/route gen
+DEPS_translator/cluster := $(DEPS_translator)
 DEPS_translator/route := $(DEPS_translator)
 DEPS_$(CP)/kube := common $(CP)/kube
 DEPS_$(CP)/admin := common $(CP)/admin

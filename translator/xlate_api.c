@@ -7,6 +7,7 @@
 
 #include "filter_selector.h"
 #include "xlate.h"
+#include "xlate_cluster.h"
 #include "xlate_route.h"
 
 #include <openssl/crypto.h>
@@ -390,8 +391,9 @@ static void parse_ring_hash(struct pctx *p, const cJSON *ring, struct xl_upstrea
 static void parse_upstream(struct pctx *p, const cJSON *spec)
 {
     struct xl_upstream *u = &p->o->u.up;
-    static const char *const allowed[] = {"kube", "static",   "lbPolicy", "connectTimeout",
-                                          "tls",  "ringHash", NULL};
+    static const char *const allowed[] = {
+        "kube",       "static",           "lbPolicy",     "connectTimeout",  "tls",      "ringHash",
+        "localities", "outlierDetection", "healthChecks", "circuitBreakers", "protocol", NULL};
     xlate_check_fields(p, spec, allowed);
     const cJSON *kube = get(spec, "kube"), *st = get(spec, "static");
     if (kube && st) {
@@ -457,7 +459,8 @@ static void parse_upstream(struct pctx *p, const cJSON *spec)
                         pop(p, o2);
                         continue;
                     }
-                    static const char *const hallowed[] = {"address", "port", "weight", NULL};
+                    static const char *const hallowed[] = {"address", "port", "weight", "zone",
+                                                           NULL};
                     xlate_check_fields(p, h, hallowed);
                     if (get_str(p, h, "address", 1, &x->address) == 1 && !xlate_is_ip(x->address)) {
                         size_t o3 = push_lit(p, ".address");
@@ -472,6 +475,13 @@ static void parse_upstream(struct pctx *p, const cJSON *spec)
                     uint64_t w = 1;
                     get_uint(p, h, "weight", 0, 1, 1000000, XL_R_INVALID_SPEC, &w);
                     x->weight = (uint32_t)w;
+                    x->zone = "";
+                    if (get_str(p, h, "zone", 0, &x->zone) == 1 &&
+                        (!x->zone[0] || strlen(x->zone) > 253 || xlate_has_ctl(x->zone))) {
+                        REJECT_AT(p, "zone", XL_R_INVALID_SPEC,
+                                  "must be 1-253 characters without control characters");
+                        x->zone = "";
+                    }
                     for (size_t k = 0; k + 1 < i && x->address; k++)
                         if (u->hosts[k].address && u->hosts[k].port == x->port &&
                             strcmp(u->hosts[k].address, x->address) == 0) {
@@ -521,6 +531,7 @@ static void parse_upstream(struct pctx *p, const cJSON *spec)
             xlate_parse_upstream_tls(p, tls, u->tls);
         pop(p, o);
     }
+    xlate_parse_cluster_opts(p, spec, u);
 }
 
 /* Core kinds: lenient (they passed the API server's validation); entries we

@@ -25,18 +25,22 @@ struct filter_selector;
 
 /* Limits on what one object may hold: far above real use, and a bound on
  * the work a hostile or mistaken object can cause. */
-#define XLATE_MAX_DOMAINS      256
-#define XLATE_MAX_ROUTES       1024
-#define XLATE_MAX_HEADERS      32
-#define XLATE_MAX_WEIGHTED     64
-#define XLATE_MAX_HOSTS        1024
-#define XLATE_MAX_NAMESPACES   256
-#define XLATE_MAX_ERRORS       16 /* errors kept per object (the rest counted) */
-#define XLATE_MAX_DELEGATION   8  /* RouteTable nesting depth */
-#define XLATE_MAX_CERTIFICATES 64 /* Gateway spec.tls.certificates */
-#define XLATE_MAX_SANS         64 /* Upstream spec.tls.subjectAltNames */
-#define XLATE_MAX_HASH         8  /* route hashPolicy entries */
-#define XLATE_MAX_RING_SIZE    8388608 /* Envoy's RingHashLbConfig bound (8M) */
+#define XLATE_MAX_DOMAINS       256
+#define XLATE_MAX_ROUTES        1024
+#define XLATE_MAX_HEADERS       32
+#define XLATE_MAX_WEIGHTED      64
+#define XLATE_MAX_HOSTS         1024
+#define XLATE_MAX_NAMESPACES    256
+#define XLATE_MAX_ERRORS        16      /* errors kept per object (the rest counted) */
+#define XLATE_MAX_DELEGATION    8       /* RouteTable nesting depth */
+#define XLATE_MAX_CERTIFICATES  64      /* Gateway spec.tls.certificates */
+#define XLATE_MAX_SANS          64      /* Upstream spec.tls.subjectAltNames */
+#define XLATE_MAX_HASH          8       /* route hashPolicy entries */
+#define XLATE_MAX_RING_SIZE     8388608 /* Envoy's RingHashLbConfig bound (8M) */
+#define XLATE_MAX_LOCALITIES    64      /* Upstream spec.localities */
+#define XLATE_MAX_PRIORITY      127     /* a locality's priority (Envoy allows 0-128) */
+#define XLATE_MAX_HEALTH_CHECKS 8       /* Upstream spec.healthChecks */
+#define XLATE_MAX_STATUS_RANGES 16      /* a health check's expectedStatuses */
 /* RE2 program sizes of one object's regexes, added up: past it the rest
  * are not compiled and the object is Rejected (RegexProgramSize). Bounds
  * the RE2 work one object costs: ~1,000 regexes at Envoy's default limit. */
@@ -311,6 +315,72 @@ struct xl_static_host {
     char *address; /* an IP literal */
     uint32_t port;
     uint32_t weight; /* default 1 */
+    char *zone;      /* its locality's zone; "" when none */
+};
+
+/* spec.localities[]: a zone's weight and priority (ClusterLoadAssignment
+ * LocalityLbEndpoints load_balancing_weight and priority). */
+struct xl_locality {
+    char *zone;        /* "" names the endpoints without a zone */
+    uint32_t weight;   /* 0: the sum of its endpoints' weights */
+    uint32_t priority; /* 0 first */
+};
+
+/* Envoy's OutlierDetection fields (outlier_detection.proto) by field
+ * number: UInt32Values in u32[], Durations in dur_ns[]; bit n of |set|
+ * says field n was written. */
+#define XL_OD_FIELDS 22
+struct xl_outlier {
+    uint32_t set;
+    uint32_t u32[XL_OD_FIELDS];
+    int64_t dur_ns[XL_OD_FIELDS];
+};
+
+enum xl_hc_kind {
+    XL_HC_HTTP = 8,  /* HealthCheck.http_health_check */
+    XL_HC_TCP = 9,   /* tcp_health_check */
+    XL_HC_GRPC = 11, /* grpc_health_check */
+};
+
+struct xl_status_range {
+    uint32_t start, end; /* [start, end), within [100, 600) */
+};
+
+/* One spec.healthChecks[] entry (Envoy's core.v3.HealthCheck). */
+struct xl_health_check {
+    enum xl_hc_kind kind;
+    int64_t timeout_ns, interval_ns, jitter_ns; /* jitter: 0 when not set */
+    uint32_t unhealthy_threshold, healthy_threshold;
+    char *path, *host;                /* http: path (required), host (or NULL) */
+    struct xl_status_range *statuses; /* http: expected statuses (none: Envoy's 200) */
+    size_t nstatuses;
+    char *service, *authority; /* grpc: both optional (NULL) */
+};
+
+/* spec.circuitBreakers: Thresholds of the DEFAULT priority by field
+ * number (circuit_breaker.proto: 2 max_connections ... 5 max_retries). */
+#define XL_CB_FIELDS 6
+struct xl_circuit_breakers {
+    uint32_t set; /* bit n: field n was written */
+    uint32_t max[XL_CB_FIELDS];
+};
+
+enum xl_upstream_protocol {
+    XL_PROTO_HTTP1 = 0, /* Envoy's default: nothing written */
+    XL_PROTO_HTTP2 = 1, /* HttpProtocolOptions.explicit_http_config.http2_protocol_options */
+};
+
+/* What an Upstream says about its Cluster beyond balancing and TLS: read it
+ * through xlate_cluster_opts_of (most Upstreams have none of it, and the
+ * parsed form of every object is as big as the largest kind's). */
+struct xl_cluster_opts {
+    struct xl_locality *localities; /* spec order, zones unique */
+    size_t nlocalities;
+    struct xl_outlier *outlier; /* or NULL */
+    struct xl_health_check *hcs;
+    size_t nhcs;
+    struct xl_circuit_breakers *cb; /* or NULL */
+    enum xl_upstream_protocol protocol;
 };
 
 struct xl_upstream {
@@ -324,7 +394,8 @@ struct xl_upstream {
     uint32_t ring_min, ring_max; /* ringHash sizes; 0: not set (Envoy's defaults) */
     int64_t connect_timeout_ns;
     int has_connect_timeout;
-    struct xl_upstream_tls *tls; /* like xl_gateway.tls: xlate_upstream_tls_of */
+    struct xl_upstream_tls *tls;  /* like xl_gateway.tls: xlate_upstream_tls_of */
+    struct xl_cluster_opts *opts; /* or NULL: xlate_cluster_opts_of */
 };
 
 struct xl_service_port {

@@ -1,6 +1,7 @@
 #include "xlate_encode.h"
 
 #include "cx_wire.h"
+#include "xlate_cluster.h"
 #include "xlate_route.h"
 #include "xlate_util.h"
 
@@ -673,6 +674,8 @@ int xlate_encode_cluster_ex(const char *name, const struct xl_cluster_enc *c, ui
     struct cx_wire w;
     if (cx_wire_init(&w, 128 + strlen(name)) != 0)
         return -1;
+    if (c->opts)
+        xlate_cluster_encode_high(&w, c->opts, c->mode);
     if (tls) {
         struct xl_arena a = {0};
         TransportSocket *ts = upstream_tls(&a, tls);
@@ -696,6 +699,8 @@ int xlate_encode_cluster_ex(const char *name, const struct xl_cluster_enc *c, ui
             cx_wire_wrapped(&w, 1, c->ring_min); /* minimum_ring_size */
         cx_wire_close(&w, 23, mark);
     }
+    if (c->opts)
+        xlate_cluster_encode_mid(&w, c->opts, c->mode);
     uint64_t policy = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__ROUND_ROBIN;
     switch (c->lb) {
     case XL_LB_ROUND_ROBIN:
@@ -728,81 +733,23 @@ int xlate_encode_cluster_ex(const char *name, const struct xl_cluster_enc *c, ui
     return cx_wire_finish(&w, out, len);
 }
 
-/* ---- ClusterLoadAssignment, written back to front ---------------------------
+/* ---- ClusterLoadAssignment ------------------------------------------------
  *
  * The most frequent message (one per Upstream, rebuilt whenever its
  * endpoints change) and the deepest (CLA > LocalityLbEndpoints >
- * LbEndpoint > Endpoint > Address > SocketAddress). The bytes are
+ * LbEndpoint > Endpoint > Address > SocketAddress): written back to front
+ * by cluster/xlate_locality.c, one locality per zone. The bytes are
  * protobuf-c's (test_xlate_encode compares the two). */
-
-enum {
-    CLA_CLUSTER_NAME = 1,
-    CLA_ENDPOINTS = 2,
-    LOCALITY_LB_LOCALITY = 1,
-    LOCALITY_LB_LB_ENDPOINTS = 2,
-    LOCALITY_LB_WEIGHT = 3,
-    LOCALITY_ZONE = 2,
-    LB_ENDPOINT_ENDPOINT = 1,
-    LB_ENDPOINT_HEALTH_STATUS = 2,
-    LB_ENDPOINT_WEIGHT = 4,
-    ENDPOINT_ADDRESS = 1,
-    ADDRESS_SOCKET_ADDRESS = 1,
-    SOCKET_ADDRESS_ADDRESS = 2,
-    SOCKET_ADDRESS_PORT_VALUE = 3,
-};
-
-static void enc_lb_endpoint(struct cx_wire *w, const struct xl_lb_endpoint *e)
-{
-    size_t lb = cx_wire_mark(w);
-    if (e->weight != 1)
-        cx_wire_wrapped(w, LB_ENDPOINT_WEIGHT, e->weight);
-    cx_wire_uint(w, LB_ENDPOINT_HEALTH_STATUS, ENVOY__CONFIG__CORE__V3__HEALTH_STATUS__HEALTHY);
-    size_t ep = cx_wire_mark(w), addr = ep, sa = ep;
-    cx_wire_uint(w, SOCKET_ADDRESS_PORT_VALUE, e->port); /* a oneof member: even when 0 */
-    cx_wire_str3(w, SOCKET_ADDRESS_ADDRESS, e->address);
-    cx_wire_close(w, ADDRESS_SOCKET_ADDRESS, sa);
-    cx_wire_close(w, ENDPOINT_ADDRESS, addr);
-    cx_wire_close(w, LB_ENDPOINT_ENDPOINT, ep);
-    cx_wire_close(w, LOCALITY_LB_LB_ENDPOINTS, lb);
-}
-
-/* The locality weight: the sum of its endpoints' weights. */
-static uint32_t locality_weight(const struct xl_lb_endpoint *eps, size_t n)
-{
-    uint64_t sum = 0;
-    for (size_t k = 0; k < n; k++)
-        sum += eps[k].weight;
-    return sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
-}
-
-/* Endpoints [i - run, i) share a zone: the length of the run ending at i. */
-static size_t zone_run_before(const struct xl_lb_endpoint *eps, size_t i)
-{
-    size_t j = i - 1;
-    while (j > 0 && strcmp(eps[j - 1].zone, eps[i - 1].zone) == 0)
-        j--;
-    return i - j;
-}
 
 int xlate_encode_cla(const char *name, const struct xl_lb_endpoint *eps, size_t n, uint8_t **out,
                      size_t *len)
 {
-    struct cx_wire w;
-    if (cx_wire_init(&w, 64 + strlen(name) + 48 * n) != 0)
+    static const struct xl_cluster_opts none;
+    struct xl_cla_locality *locs = NULL;
+    size_t nlocs = 0;
+    if (xlate_localities(&none, eps, n, &locs, &nlocs) != 0)
         return -1;
-    for (size_t i = n; i > 0;) {
-        size_t run = zone_run_before(eps, i);
-        const struct xl_lb_endpoint *z = &eps[i - run];
-        size_t loc = cx_wire_mark(&w);
-        cx_wire_wrapped(&w, LOCALITY_LB_WEIGHT, locality_weight(z, run));
-        for (size_t k = run; k-- > 0;)
-            enc_lb_endpoint(&w, &z[k]);
-        size_t l = cx_wire_mark(&w);
-        cx_wire_str3(&w, LOCALITY_ZONE, z->zone);
-        cx_wire_close(&w, LOCALITY_LB_LOCALITY, l); /* present even when empty */
-        cx_wire_close(&w, CLA_ENDPOINTS, loc);
-        i -= run;
-    }
-    cx_wire_str3(&w, CLA_CLUSTER_NAME, name);
-    return cx_wire_finish(&w, out, len);
+    int rc = xlate_encode_cla_localities(name, locs, nlocs, out, len);
+    free(locs);
+    return rc;
 }

@@ -185,6 +185,8 @@ struct xl_cluster_enc {
     int64_t connect_timeout_ns;
     int has_connect_timeout;
     const struct xl_upstream_tls_enc *tls; /* or NULL */
+    const struct xl_cluster_opts *opts;    /* or NULL (cluster/xlate_cluster.h) */
+    enum xlate_gateway_mode mode;          /* which of opts apply */
 };
 
 /* The EDS Cluster |name| as |c| says (the two above are this). */

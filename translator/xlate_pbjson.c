@@ -18,6 +18,7 @@
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb-c.h"
 #include "envoy/extensions/transport_sockets/tls/v3/common.pb-c.h"
 #include "envoy/extensions/transport_sockets/tls/v3/tls.pb-c.h"
+#include "envoy/extensions/upstreams/http/v3/http_protocol_options.pb-c.h"
 #include "envoy/service/discovery/v3/discovery.pb-c.h"
 #include "envoy/type/matcher/v3/regex.pb-c.h"
 #include "envoy/type/matcher/v3/string.pb-c.h"
@@ -83,6 +84,7 @@ static const ProtobufCMessageDescriptor *const known_types[] = {
     &envoy__extensions__transport_sockets__tls__v3__tls_certificate__descriptor,
     &envoy__extensions__transport_sockets__tls__v3__certificate_validation_context__descriptor,
     &envoy__extensions__transport_sockets__tls__v3__subject_alt_name_matcher__descriptor,
+    &envoy__extensions__upstreams__http__v3__http_protocol_options__descriptor,
     &envoy__service__discovery__v3__discovery_request__descriptor,
     &envoy__service__discovery__v3__discovery_response__descriptor,
     &envoy__service__discovery__v3__control_plane__descriptor,

@@ -8,6 +8,7 @@
  * block.
  */
 #include "xlate_internal.h"
+#include "xlate_cluster.h"
 
 #include "cx_buf.h"
 #include "cx_hash.h"
@@ -284,7 +285,7 @@ static int report_upstream(struct xlate_ctx *ctx, struct xl_entry *e)
             modes |= 1 << m->mode;
     }
     struct plist l = {0};
-    char dbuf[700], ok[200], lbbuf[300];
+    char dbuf[700], ok[200], lbbuf[300], pbuf[400];
     add_errors(&l, &e->obj->errors);
     dup_problem(&l, e, dbuf, sizeof(dbuf));
     ok[0] = '\0';
@@ -308,6 +309,9 @@ static int report_upstream(struct xlate_ctx *ctx, struct xl_entry *e)
             add(&l, XLATE_WARNING, XL_R_UNSUPPORTED,
                 "spec.lbPolicy: Maglev is not supported by proxyless gRPC clients; their "
                 "Gateways get RingHash (also a consistent hash: hash policies keep working)");
+        if ((modes & (1 << XLATE_MODE_PROXYLESS)) &&
+            xlate_cluster_proxyless_ignored(xlate_cluster_opts_of(u), pbuf, sizeof(pbuf)))
+            add(&l, XLATE_WARNING, XL_R_UNSUPPORTED, pbuf);
         xlate_cat(xlate_cat_u(ok, ok + sizeof(ok), e->up->nendpoints), ok + sizeof(ok),
                   e->up->nendpoints == 1 ? " endpoint" : " endpoints");
     }

@@ -6,6 +6,8 @@
  */
 #include "xlate_internal.h"
 
+#include "xlate_cluster.h"
+
 #include "cx_buf.h"
 #include "cx_hash.h"
 
@@ -111,8 +113,9 @@ static int collect(struct xl_entry *e, struct xl_up_memo *m, const struct xl_ent
         if (!eps)
             return -1;
         for (size_t i = 0; i < u->nhosts; i++)
-            eps[n++] = (struct xl_lb_endpoint){u->hosts[i].address, u->hosts[i].port,
-                                               u->hosts[i].weight, ""};
+            eps[n++] =
+                (struct xl_lb_endpoint){u->hosts[i].address, u->hosts[i].port, u->hosts[i].weight,
+                                        u->hosts[i].zone ? u->hosts[i].zone : ""};
         goto done;
     }
     if (!svc) {
@@ -235,7 +238,9 @@ static int encode_cluster(struct xlate_ctx *ctx, struct xl_entry *e, int mode)
                                      .ring_max = u->ring_max,
                                      .connect_timeout_ns = u->connect_timeout_ns,
                                      .has_connect_timeout = u->has_connect_timeout,
-                                     .tls = t->enabled && mode == XLATE_MODE_ENVOY ? &tls : NULL};
+                                     .tls = t->enabled && mode == XLATE_MODE_ENVOY ? &tls : NULL,
+                                     .opts = u->opts,
+                                     .mode = (enum xlate_gateway_mode)mode};
     if (xlate_encode_cluster_ex(e->key, &c, &bytes, &len) != 0)
         return -1;
     int rc = swap_resource(ctx, &m->cluster[mode], XDS_CLUSTER, e->key, bytes, len);
@@ -297,7 +302,12 @@ int xlate_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e)
         return -1;
     uint8_t *bytes = NULL;
     size_t len = 0;
-    int rc = xlate_encode_cla(e->key, eps, n, &bytes, &len);
+    struct xl_cla_locality *locs = NULL;
+    size_t nlocs = 0;
+    int rc = xlate_localities(xlate_cluster_opts_of(u), eps, n, &locs, &nlocs);
+    if (rc == 0)
+        rc = xlate_encode_cla_localities(e->key, locs, nlocs, &bytes, &len);
+    free(locs);
     free(eps);
     if (rc != 0)
         return -1;

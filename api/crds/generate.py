@@ -407,6 +407,8 @@ SPECS = {
                                 "properties": {
                                     "address": {"type": "string"},
                                     "port": PORT,
+                                    "zone": {"type": "string", "minLength": 1,
+                                             "maxLength": 253},
                                     "weight": {"type": "integer", "minimum": 1,
                                                "maximum": 1000000, "default": 1},
                                 },
@@ -427,6 +429,89 @@ SPECS = {
                     },
                 },
                 "connectTimeout": DURATION,
+                "localities": {
+                    "type": "array", "minItems": 1, "maxItems": 64,
+                    "items": {
+                        "type": "object", "required": ["zone"],
+                        "properties": {
+                            "zone": {"type": "string", "minLength": 0, "maxLength": 253},
+                            "weight": {"type": "integer", "minimum": 1, "maximum": 1000000},
+                            "priority": {"type": "integer", "minimum": 0, "maximum": 127,
+                                         "default": 0},
+                        },
+                    },
+                    "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["zone"],
+                },
+                "outlierDetection": {
+                    "type": "object",
+                    "properties": dict(
+                        [(k, DURATION) for k in ("interval", "baseEjectionTime",
+                                                 "maxEjectionTime")]
+                        + [(k, {"type": "integer", "minimum": 1, "maximum": 1000000})
+                           for k in ("consecutive5xx", "consecutiveGatewayFailure")]
+                        + [(k, {"type": "integer", "minimum": 0, "maximum": 100})
+                           for k in ("maxEjectionPercent", "enforcingConsecutive5xx",
+                                     "enforcingConsecutiveGatewayFailure", "enforcingSuccessRate",
+                                     "failurePercentageThreshold",
+                                     "enforcingFailurePercentage")]
+                        + [(k, {"type": "integer", "minimum": 0, "maximum": 1000000})
+                           for k in ("successRateMinimumHosts", "successRateRequestVolume",
+                                     "successRateStdevFactor", "failurePercentageMinimumHosts",
+                                     "failurePercentageRequestVolume")]),
+                },
+                "healthChecks": {
+                    "type": "array", "minItems": 1, "maxItems": 8,
+                    "items": {
+                        "type": "object", "required": ["timeout", "interval"],
+                        "properties": {
+                            "timeout": DURATION,
+                            "interval": DURATION,
+                            "intervalJitter": DURATION,
+                            "unhealthyThreshold": {"type": "integer", "minimum": 1,
+                                                   "maximum": 1000, "default": 3},
+                            "healthyThreshold": {"type": "integer", "minimum": 1,
+                                                 "maximum": 1000, "default": 1},
+                            "http": {
+                                "type": "object", "required": ["path"],
+                                "properties": {
+                                    "path": {"type": "string", "minLength": 1,
+                                             "maxLength": 1024, "pattern": "^/"},
+                                    "host": {"type": "string", "maxLength": 253},
+                                    "expectedStatuses": {
+                                        "type": "array", "minItems": 1, "maxItems": 16,
+                                        "items": {
+                                            "type": "object", "required": ["start", "end"],
+                                            "properties": {
+                                                "start": {"type": "integer", "minimum": 100,
+                                                          "maximum": 599},
+                                                "end": {"type": "integer", "minimum": 101,
+                                                        "maximum": 600},
+                                            },
+                                        },
+                                    },
+                                },
+                            },
+                            "grpc": {
+                                "type": "object",
+                                "properties": {
+                                    "serviceName": {"type": "string", "maxLength": 253},
+                                    "authority": {"type": "string", "maxLength": 253},
+                                },
+                            },
+                            "tcp": {"type": "object"},
+                        },
+                        "oneOf": [{"required": ["http"]}, {"required": ["grpc"]},
+                                  {"required": ["tcp"]}],
+                    },
+                },
+                "circuitBreakers": {
+                    "type": "object",
+                    "properties": {
+                        k: {"type": "integer", "minimum": 0, "maximum": 4294967295}
+                        for k in ("maxConnections", "maxPendingRequests", "maxRequests",
+                                  "maxRetries")},
+                },
+                "protocol": {"type": "string", "default": "HTTP1", "enum": ["HTTP1", "HTTP2"]},
                 "tls": UPSTREAM_TLS,
             },
             "oneOf": [{"required": ["kube"]}, {"required": ["static"]}],

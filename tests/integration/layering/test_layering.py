@@ -27,9 +27,11 @@ TOP = os.environ.get("COXSWAIN_TOP") or os.path.abspath(
 BUILD = os.environ.get("COXSWAIN_BUILD") or os.path.join(TOP, "build")
 
 PRODUCT = ["common", "filters", "election", "translator"] + sorted(
-    d for d in glob.glob("controlplane/*", root_dir=TOP) if os.path.isdir(os.path.join(TOP, d)))
+    d for pat in ("translator/*", "controlplane/*") for d in glob.glob(pat, root_dir=TOP)
+    if os.path.isdir(os.path.join(TOP, d)))
 IO_FREE = (glob.glob("common/*.c", root_dir=TOP) + glob.glob("filters/*.c", root_dir=TOP)
            + glob.glob("translator/*.c", root_dir=TOP) + glob.glob("translator/*.cc", root_dir=TOP)
+           + glob.glob("translator/*/*.c", root_dir=TOP)
            + ["election/election_core.c", "election/election_record.c",
               "election/election_config.c", "election/election_guard.c",
               "election/election_report.c"])

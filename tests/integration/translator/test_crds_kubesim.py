@@ -119,6 +119,38 @@ def case_schema_refuses():
     p = kubectl("apply", "-f", "-", stdin=json.dumps(up), check_rc=False)
     check_eq(p.returncode, 0, p.stderr)  # stored; the translator rejects it (needs RingHash)
     kubectl("delete", "upstream", "ring", "-n", "default")
+    # cluster options (issue 22): each refused by the schema, naming the field
+    up["metadata"]["name"] = "cluster-opts"
+    base = {"static": {"hosts": [{"address": "10.0.0.1", "port": 80, "zone": "a"}]}}
+    for extra, word in (
+            ({"outlierDetection": {"maxEjectionPercent": 101}}, "maxEjectionPercent"),
+            ({"outlierDetection": {"interval": "soon"}}, "interval"),
+            ({"healthChecks": [{"timeout": "1s", "interval": "5s", "tcp": {},
+                                "http": {"path": "/h"}}]}, "healthChecks"),
+            ({"healthChecks": [{"interval": "5s", "tcp": {}}]}, "timeout"),
+            ({"healthChecks": [{"timeout": "1s", "interval": "5s",
+                                "http": {"path": "health"}}]}, "path"),
+            ({"localities": [{"zone": "a", "priority": 128}]}, "priority"),
+            ({"localities": [{"zone": "a"}, {"zone": "a", "weight": 2}]}, "localities"),
+            ({"localities": [{"weight": 2}]}, "zone"),
+            ({"circuitBreakers": {"maxRequests": -1}}, "maxRequests"),
+            ({"protocol": "HTTP3"}, "protocol")):
+        up["spec"] = dict(base, **extra)
+        p = kubectl("apply", "-f", "-", stdin=json.dumps(up), check_rc=False)
+        check(p.returncode != 0 and word in p.stderr, "%s: %s" % (extra, p.stderr))
+    up["spec"] = dict(base, localities=[{"zone": "a", "weight": 3}, {"zone": "", "priority": 1}],
+                      outlierDetection={"interval": "1s", "enforcingFailurePercentage": 100},
+                      healthChecks=[{"timeout": "1s", "interval": "5s",
+                                     "grpc": {"serviceName": "svc"}}],
+                      circuitBreakers={"maxRequests": 100}, protocol="HTTP2")
+    p = kubectl("apply", "-f", "-", stdin=json.dumps(up), check_rc=False)
+    check_eq(p.returncode, 0, p.stderr)
+    stored = json.loads(kubectl("get", "upstream", "cluster-opts", "-n", "default", "-o",
+                                "json").stdout)["spec"]
+    # defaults filled in by the schema
+    check_eq(stored["localities"][0]["priority"], 0)
+    check_eq(stored["healthChecks"][0]["unhealthyThreshold"], 3)
+    kubectl("delete", "upstream", "cluster-opts", "-n", "default")
     # (ranges such as port <= 65535 are enforced by a real API server; kubesim
     # checks types, required fields and enums)
 
