@@ -8,7 +8,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 
-from kubesim import KubeSim, KubeSimError  # noqa: E402,F401
+from kubesim import KubeSim, KubeSimError, kubectl_binary  # noqa: E402,F401
 from tap import Tap, check, check_eq  # noqa: E402,F401
 
 DATA = os.path.join(os.environ.get("CXT_DATA_DIR", os.path.join(TOP, "tests", "data")), "kubesim")

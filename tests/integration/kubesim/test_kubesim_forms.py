@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 import time
 
-from ksutil import KubeSim, Tap, check, check_eq, cm
+from ksutil import KubeSim, Tap, check, check_eq, cm, kubectl_binary
 
 t = Tap()
 ks = KubeSim(args=["--bookmark-interval", "300ms"])
@@ -20,7 +20,7 @@ POML = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 POM = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 TABLE = ("application/json;as=Table;v=v1;g=meta.k8s.io,"
          "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json")
-KUBECTL = shutil.which("kubectl")
+KUBECTL = kubectl_binary()  # kubesim emulates 1.28
 tmp = tempfile.mkdtemp(prefix="kubesim-forms-")
 kenv = dict(os.environ, KUBECONFIG=ks.kubeconfig, HOME=tmp)
 

@@ -9,10 +9,10 @@ import subprocess
 import tempfile
 import time
 
-from ksutil import KubeSim, Tap, check, check_eq
+from ksutil import KubeSim, Tap, check, check_eq, kubectl_binary
 
 t = Tap()
-KUBECTL = shutil.which("kubectl")
+KUBECTL = kubectl_binary()  # kubesim emulates 1.28
 ks = KubeSim()
 tmp = tempfile.mkdtemp(prefix="kubesim-kubectl-")
 env = dict(os.environ, KUBECONFIG=ks.kubeconfig, HOME=tmp)

@@ -11,11 +11,11 @@ import tempfile
 
 import yaml
 
-from ksutil import TOP, KubeSim, Tap, check, check_eq
+from ksutil import TOP, KubeSim, Tap, check, check_eq, kubectl_binary
 
 t = Tap()
 ks = KubeSim()
-KUBECTL = shutil.which("kubectl")
+KUBECTL = kubectl_binary()  # kubesim emulates 1.28
 tmp = tempfile.mkdtemp(prefix="kubesim-openapi-")
 env = dict(os.environ, KUBECONFIG=ks.kubeconfig, HOME=tmp)
 CRDS = sorted(glob.glob(os.path.join(TOP, "api", "crds", "*.yaml")))
