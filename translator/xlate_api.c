@@ -238,7 +238,7 @@ static void parse_gateway(struct pctx *p, const cJSON *spec)
     struct xl_gateway *g = &p->o->u.gw;
     static const char *const allowed[] = {
         "mode", "bindAddress", "bindPort",  "virtualServiceSelector", "virtualServiceNamespaces",
-        "tls",  "xdsAccess",   "listeners", NULL};
+        "tls",  "xdsAccess",   "listeners", "accessLog", NULL};
     xlate_check_fields(p, spec, allowed);
     char *mode = NULL;
     g->mode = XLATE_MODE_ENVOY;
@@ -322,6 +322,7 @@ static void parse_gateway(struct pctx *p, const cJSON *spec)
         pop(p, o);
     }
     xlate_parse_gateway_listeners(p, get(spec, "listeners"), g, has_port && get(spec, "bindPort"));
+    xlate_parse_access_logs(p, get(spec, "accessLog"), g);
 }
 
 static void parse_virtual_service(struct pctx *p, const cJSON *spec)

@@ -308,7 +308,8 @@ static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
     static const char *const allowed[] = {
         "match",           "upstream",    "weighted",        "delegate",     "timeout",
         "retries",         "prefixRewrite", "hashPolicy",    "redirect",     "requestHeaders",
-        "responseHeaders", "hostRewrite", "autoHostRewrite", "regexRewrite", NULL};
+        "responseHeaders", "hostRewrite", "autoHostRewrite", "regexRewrite", "rateLimit",
+        NULL};
     if (!cJSON_IsObject(v)) {
         REJECT(p, XL_R_INVALID_SPEC, "must be an object, got %s", jtype(v));
         return;
@@ -328,8 +329,9 @@ static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
         F_HOST,
         F_AUTO_HOST,
         F_REGEX_REWRITE,
+        F_RATE_LIMIT,
     };
-    const cJSON *f[14];
+    const cJSON *f[15];
     xlate_fields(p, v, allowed, f);
     const cJSON *m = obj_v(p, f[F_MATCH], "match", 0);
     size_t o = push_lit(p, ".match");
@@ -463,6 +465,7 @@ static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
         .host_rewrite = f[F_HOST],
         .auto_host = f[F_AUTO_HOST],
         .regex_rewrite = f[F_REGEX_REWRITE],
+        .rate_limit = f[F_RATE_LIMIT],
     };
     xlate_parse_route_ext(p, &ext, r);
     if (r->action == XL_ACT_DELEGATE && r->ext &&

@@ -269,6 +269,16 @@ struct xl_listener {
     int https; /* protocol HTTPS: the Gateway's spec.tls */
 };
 
+/* spec.accessLog[]: a file access log of the Gateway's listeners. */
+#define XLATE_MAX_ACCESS_LOGS 4
+#define XLATE_MAX_LOG_FIELDS  64
+struct xl_access_log {
+    char *path;             /* absolute */
+    char *text;             /* text format, or NULL */
+    struct xl_label *json;  /* json format: key -> format, in spec order; or NULL */
+    size_t njson;
+};
+
 struct xl_gateway {
     enum xlate_gateway_mode mode;
     struct xl_gateway_access access;
@@ -286,6 +296,8 @@ struct xl_gateway {
      * bindPort, HTTPS when tls is set */
     struct xl_listener *listeners;
     size_t nlisteners;
+    struct xl_access_log *logs; /* spec.accessLog, in the arena */
+    size_t nlogs;
 };
 
 struct xl_virtual_service {

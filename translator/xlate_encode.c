@@ -5,10 +5,14 @@
 #include "xlate_route.h"
 #include "xlate_util.h"
 
+#include "envoy/config/accesslog/v3/accesslog.pb-c.h"
 #include "envoy/config/cluster/v3/cluster.pb-c.h"
 #include "envoy/config/endpoint/v3/endpoint.pb-c.h"
 #include "envoy/config/listener/v3/listener.pb-c.h"
 #include "envoy/config/route/v3/route.pb-c.h"
+#include "envoy/extensions/access_loggers/file/v3/file.pb-c.h"
+#include "envoy/extensions/filters/http/cors/v3/cors.pb-c.h"
+#include "envoy/extensions/filters/http/local_ratelimit/v3/local_rate_limit.pb-c.h"
 #include "envoy/extensions/filters/http/router/v3/router.pb-c.h"
 #include "envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.pb-c.h"
 #include "envoy/extensions/transport_sockets/tls/v3/tls.pb-c.h"
@@ -319,20 +323,90 @@ int xlate_encode_route_config(const char *name, const struct xl_bytes *vhosts, s
     return 0;
 }
 
-/* HttpConnectionManager: RDS over ADS, router last (and only). */
-static Hcm *hcm(struct xl_arena *a, const char *rc_name, const char *stat_prefix)
+/* An HTTP filter |name| whose typed_config is |m|. */
+static HttpFilter *http_filter(struct xl_arena *a, const char *name, const char *type_url,
+                               const ProtobufCMessage *m)
+{
+    HttpFilter *hf =
+        NEW(a, HttpFilter,
+            ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_FILTER__INIT);
+    if (!hf)
+        return NULL;
+    hf->name = (char *)name;
+    hf->config_type_case =
+        ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_FILTER__CONFIG_TYPE_TYPED_CONFIG;
+    if (!(hf->typed_config = any_of(a, type_url, m)))
+        return NULL;
+    return hf;
+}
+
+typedef Envoy__Config__Accesslog__V3__AccessLog AccessLog;
+typedef Envoy__Extensions__AccessLoggers__File__V3__FileAccessLog FileAccessLog;
+typedef Envoy__Config__Core__V3__SubstitutionFormatString FormatString;
+
+/* An envoy.access_loggers.file AccessLog: |l|'s path and format (text, or
+ * a JSON object of formats; none: Envoy's default format). */
+static AccessLog *access_log(struct xl_arena *a, const struct xl_access_log *l)
+{
+    FileAccessLog f = ENVOY__EXTENSIONS__ACCESS_LOGGERS__FILE__V3__FILE_ACCESS_LOG__INIT;
+    FormatString fmt = ENVOY__CONFIG__CORE__V3__SUBSTITUTION_FORMAT_STRING__INIT;
+    DataSource text = ENVOY__CONFIG__CORE__V3__DATA_SOURCE__INIT;
+    Google__Protobuf__Struct js = GOOGLE__PROTOBUF__STRUCT__INIT;
+    AccessLog *al = NEW(a, AccessLog, ENVOY__CONFIG__ACCESSLOG__V3__ACCESS_LOG__INIT);
+    if (!al)
+        return NULL;
+    f.path = l->path;
+    if (l->text) {
+        text.specifier_case = ENVOY__CONFIG__CORE__V3__DATA_SOURCE__SPECIFIER_INLINE_STRING;
+        text.inline_string = l->text;
+        fmt.format_case = ENVOY__CONFIG__CORE__V3__SUBSTITUTION_FORMAT_STRING__FORMAT_TEXT_FORMAT_SOURCE;
+        fmt.text_format_source = &text;
+    } else if (l->njson) {
+        js.fields = xlate_alloc(a, l->njson * sizeof(*js.fields));
+        if (!js.fields)
+            return NULL;
+        for (size_t i = 0; i < l->njson; i++) {
+            Google__Protobuf__Struct__FieldsEntry *fe =
+                NEW(a, Google__Protobuf__Struct__FieldsEntry,
+                    GOOGLE__PROTOBUF__STRUCT__FIELDS_ENTRY__INIT);
+            Google__Protobuf__Value *v = NEW(a, Google__Protobuf__Value, GOOGLE__PROTOBUF__VALUE__INIT);
+            if (!fe || !v)
+                return NULL;
+            v->kind_case = GOOGLE__PROTOBUF__VALUE__KIND_STRING_VALUE;
+            v->string_value = l->json[i].value;
+            fe->key = l->json[i].key;
+            fe->value = v;
+            js.fields[i] = fe;
+        }
+        js.n_fields = l->njson;
+        fmt.format_case = ENVOY__CONFIG__CORE__V3__SUBSTITUTION_FORMAT_STRING__FORMAT_JSON_FORMAT;
+        fmt.json_format = &js;
+    }
+    if (fmt.format_case) {
+        f.access_log_format_case =
+            ENVOY__EXTENSIONS__ACCESS_LOGGERS__FILE__V3__FILE_ACCESS_LOG__ACCESS_LOG_FORMAT_LOG_FORMAT;
+        f.log_format = &fmt;
+    }
+    al->name = XL_FILE_ACCESS_LOG_NAME;
+    al->config_type_case = ENVOY__CONFIG__ACCESSLOG__V3__ACCESS_LOG__CONFIG_TYPE_TYPED_CONFIG;
+    if (!(al->typed_config = any_of(a, XL_TYPE_URL_FILE_ACCESS_LOG, &f.base)))
+        return NULL;
+    return al;
+}
+
+/* HttpConnectionManager: RDS over ADS, router last; |o| (or NULL) adds the
+ * CORS and local rate limit filters before it, and access logs. */
+static Hcm *hcm(struct xl_arena *a, const char *rc_name, const char *stat_prefix,
+                const struct xl_hcm_opts *o)
 {
     Hcm *h = NEW(
         a, Hcm,
         ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_CONNECTION_MANAGER__INIT);
     Rds *rds =
         NEW(a, Rds, ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__RDS__INIT);
-    HttpFilter *hf =
-        NEW(a, HttpFilter,
-            ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_FILTER__INIT);
-    HttpFilter **hfs = xlate_alloc(a, sizeof(*hfs));
+    HttpFilter **hfs = xlate_alloc(a, 3 * sizeof(*hfs));
     Router router = ENVOY__EXTENSIONS__FILTERS__HTTP__ROUTER__V3__ROUTER__INIT;
-    if (!h || !rds || !hf || !hfs)
+    if (!h || !rds || !hfs)
         return NULL;
     if (!(rds->config_source = ads_source(a)))
         return NULL;
@@ -341,23 +415,44 @@ static Hcm *hcm(struct xl_arena *a, const char *rc_name, const char *stat_prefix
     h->route_specifier_case =
         ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_CONNECTION_MANAGER__ROUTE_SPECIFIER_RDS;
     h->rds = rds;
-    hf->name = XL_ROUTER_FILTER_NAME;
-    hf->config_type_case =
-        ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_FILTER__CONFIG_TYPE_TYPED_CONFIG;
-    if (!(hf->typed_config = any_of(a, XL_TYPE_URL_ROUTER, &router.base)))
+    size_t n = 0;
+    if (o && o->envoy_filters) {
+        /* CORS first: a preflight is answered before it counts against a
+         * rate limit; both do nothing for hosts and routes without a
+         * typed_per_filter_config (the rate limit's own is 0% enabled) */
+        Envoy__Extensions__Filters__Http__Cors__V3__Cors cors =
+            ENVOY__EXTENSIONS__FILTERS__HTTP__CORS__V3__CORS__INIT;
+        Envoy__Extensions__Filters__Http__LocalRatelimit__V3__LocalRateLimit rl =
+            ENVOY__EXTENSIONS__FILTERS__HTTP__LOCAL_RATELIMIT__V3__LOCAL_RATE_LIMIT__INIT;
+        rl.stat_prefix = XL_LOCAL_RATELIMIT_STAT_PREFIX;
+        if (!(hfs[n++] = http_filter(a, XL_CORS_FILTER_NAME, XL_TYPE_URL_CORS, &cors.base)) ||
+            !(hfs[n++] = http_filter(a, XL_LOCAL_RATELIMIT_FILTER_NAME,
+                                     XL_TYPE_URL_LOCAL_RATELIMIT, &rl.base)))
+            return NULL;
+    }
+    if (!(hfs[n++] = http_filter(a, XL_ROUTER_FILTER_NAME, XL_TYPE_URL_ROUTER, &router.base)))
         return NULL;
-    hfs[0] = hf;
     h->http_filters = hfs;
-    h->n_http_filters = 1;
+    h->n_http_filters = n;
+    if (o && o->nlogs) {
+        h->access_log = xlate_alloc(a, o->nlogs * sizeof(*h->access_log));
+        if (!h->access_log)
+            return NULL;
+        for (size_t i = 0; i < o->nlogs; i++)
+            if (!(h->access_log[i] = access_log(a, &o->logs[i])))
+                return NULL;
+        h->n_access_log = o->nlogs;
+    }
     return h;
 }
 
 /* The network filter every envoy-mode filter chain holds: the HCM. */
-static Filter **hcm_filters(struct xl_arena *a, const char *rc_name, const char *stat_prefix)
+static Filter **hcm_filters(struct xl_arena *a, const char *rc_name, const char *stat_prefix,
+                            const struct xl_hcm_opts *o)
 {
     Filter *f = NEW(a, Filter, ENVOY__CONFIG__LISTENER__V3__FILTER__INIT);
     Filter **fs = xlate_alloc(a, sizeof(*fs));
-    Hcm *h = hcm(a, rc_name, stat_prefix);
+    Hcm *h = hcm(a, rc_name, stat_prefix, o);
     if (!f || !fs || !h)
         return NULL;
     f->name = XL_HCM_FILTER_NAME;
@@ -386,13 +481,21 @@ int xlate_encode_listener_envoy(const char *name, const char *address, uint32_t 
                                 const char *rc_name, const char *stat_prefix, uint8_t **out,
                                 size_t *len)
 {
+    return xlate_encode_listener_envoy_ex(name, address, port, rc_name, stat_prefix, NULL, out,
+                                          len);
+}
+
+int xlate_encode_listener_envoy_ex(const char *name, const char *address, uint32_t port,
+                                   const char *rc_name, const char *stat_prefix,
+                                   const struct xl_hcm_opts *o, uint8_t **out, size_t *len)
+{
     struct xl_arena a = {0};
     int rc = -1;
     Listener l = ENVOY__CONFIG__LISTENER__V3__LISTENER__INIT;
     Address *addr = socket_address(&a, address, port);
     FilterChain *fc = NEW(&a, FilterChain, ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN__INIT);
     FilterChain **fcs = xlate_alloc(&a, sizeof(*fcs));
-    Filter **fs = hcm_filters(&a, rc_name, stat_prefix);
+    Filter **fs = hcm_filters(&a, rc_name, stat_prefix, o);
     if (!addr || !fc || !fcs || !fs)
         goto out;
     fc->filters = fs;
@@ -534,13 +637,14 @@ int xlate_encode_listener_envoy_tls(const char *name, const char *address, uint3
                                     const char *rc_name, const char *stat_prefix,
                                     const struct xl_downstream_tls *tls,
                                     const struct xl_tls_chain *chains, size_t nchains,
-                                    const struct xl_tls_chain *dflt, uint8_t **out, size_t *len)
+                                    const struct xl_tls_chain *dflt, const struct xl_hcm_opts *o,
+                                    uint8_t **out, size_t *len)
 {
     struct xl_arena a = {0};
     int rc = -1;
     Listener l = ENVOY__CONFIG__LISTENER__V3__LISTENER__INIT;
     Address *addr = socket_address(&a, address, port);
-    Filter **fs = hcm_filters(&a, rc_name, stat_prefix);
+    Filter **fs = hcm_filters(&a, rc_name, stat_prefix, o);
     FilterChain **fcs = xlate_alloc(&a, (nchains ? nchains : 1) * sizeof(*fcs));
     ListenerFilter *lf =
         NEW(&a, ListenerFilter, ENVOY__CONFIG__LISTENER__V3__LISTENER_FILTER__INIT);
@@ -579,7 +683,7 @@ int xlate_encode_listener_api(const char *name, const char *rc_name, const char 
     int rc = -1;
     Listener l = ENVOY__CONFIG__LISTENER__V3__LISTENER__INIT;
     ApiListener *al = NEW(&a, ApiListener, ENVOY__CONFIG__LISTENER__V3__API_LISTENER__INIT);
-    Hcm *h = hcm(&a, rc_name, stat_prefix);
+    Hcm *h = hcm(&a, rc_name, stat_prefix, NULL); /* gRPC: the router alone (gRFC A39) */
     if (!al || !h || !(al->api_listener = any_of(&a, XL_TYPE_URL_HCM, &h->base)))
         goto out;
     l.name = (char *)name;

@@ -74,6 +74,7 @@ struct xl_rroute {
     int auto_host_rewrite;
     const char *regex_pattern, *regex_subst; /* regex_rewrite, or NULL */
     const struct xl_query *const *query;     /* RouteMatch.query_parameters, parents' first */
+    const struct xl_rate_limit *rate_limit;  /* Route.typed_per_filter_config, or NULL */
     size_t nquery;
 };
 
@@ -102,6 +103,21 @@ __attribute__((warn_unused_result)) int xlate_encode_route_config(const char *na
                                                                   const struct xl_bytes *vhosts,
                                                                   size_t n, uint8_t **out,
                                                                   size_t *len);
+
+/* What the HttpConnectionManager of a socket listener carries besides RDS
+ * and the router: the CORS and local rate limit filters (no-ops until a
+ * VirtualHost or Route configures them) and the Gateway's access logs. */
+struct xl_hcm_opts {
+    int envoy_filters;
+    const struct xl_access_log *logs;
+    size_t nlogs;
+};
+
+/* xlate_encode_listener_envoy with |o| (NULL: neither filters nor logs). */
+__attribute__((warn_unused_result)) int
+xlate_encode_listener_envoy_ex(const char *name, const char *address, uint32_t port,
+                               const char *rc_name, const char *stat_prefix,
+                               const struct xl_hcm_opts *o, uint8_t **out, size_t *len);
 
 /* Envoy mode: a socket Listener on address:port whose one filter chain is an
  * HttpConnectionManager using RDS (ADS) for |rc_name|, router filter last. */
@@ -146,7 +162,8 @@ struct xl_downstream_tls {
 __attribute__((warn_unused_result)) int xlate_encode_listener_envoy_tls(
     const char *name, const char *address, uint32_t port, const char *rc_name,
     const char *stat_prefix, const struct xl_downstream_tls *tls, const struct xl_tls_chain *chains,
-    size_t nchains, const struct xl_tls_chain *dflt, uint8_t **out, size_t *len);
+    size_t nchains, const struct xl_tls_chain *dflt, const struct xl_hcm_opts *o, uint8_t **out,
+    size_t *len);
 
 /* Proxyless mode: an API Listener named |name| (the gRPC target) whose
  * api_listener is an HttpConnectionManager using RDS (ADS) for |rc_name|. */

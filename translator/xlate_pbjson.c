@@ -13,6 +13,9 @@
 #include "envoy/config/listener/v3/listener_components.pb-c.h"
 #include "envoy/config/route/v3/route.pb-c.h"
 #include "envoy/config/route/v3/route_components.pb-c.h"
+#include "envoy/extensions/access_loggers/file/v3/file.pb-c.h"
+#include "envoy/extensions/filters/http/cors/v3/cors.pb-c.h"
+#include "envoy/extensions/filters/http/local_ratelimit/v3/local_rate_limit.pb-c.h"
 #include "envoy/extensions/filters/http/router/v3/router.pb-c.h"
 #include "envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.pb-c.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb-c.h"
@@ -73,6 +76,10 @@ static const ProtobufCMessageDescriptor *const known_types[] = {
     &envoy__config__route__v3__direct_response_action__descriptor,
     &envoy__config__route__v3__non_forwarding_action__descriptor,
     &envoy__extensions__filters__http__router__v3__router__descriptor,
+    &envoy__extensions__filters__http__cors__v3__cors__descriptor,
+    &envoy__extensions__filters__http__cors__v3__cors_policy__descriptor,
+    &envoy__extensions__filters__http__local_ratelimit__v3__local_rate_limit__descriptor,
+    &envoy__extensions__access_loggers__file__v3__file_access_log__descriptor,
     &envoy__extensions__filters__listener__tls_inspector__v3__tls_inspector__descriptor,
     &envoy__extensions__filters__network__http_connection_manager__v3__http_connection_manager__descriptor,
     &envoy__extensions__filters__network__http_connection_manager__v3__rds__descriptor,

@@ -196,6 +196,7 @@ struct inherit {
     const struct xl_route *hash_from;    /* ... with a hashPolicy */
     const struct xl_route *req_from;     /* ... with requestHeaders */
     const struct xl_route *resp_from;    /* ... with responseHeaders */
+    const struct xl_route *rl_from;      /* ... with a rateLimit */
     struct queries query;                /* query matchers: the parents' first */
     /* a delegating route's methods leave out POST: no gRPC call matches */
     int no_rpc;
@@ -317,6 +318,10 @@ static int grpc_route(struct rctx *rc, struct xl_entry *owner, const char *path,
             "%s: requestHeaders and responseHeaders are ignored by proxyless gRPC clients; left "
             "out",
             path);
+    if (x && x->rl)
+        msg(rc, owner, XLATE_WARNING, XL_R_UNSUPPORTED,
+            "%s.rateLimit: proxyless gRPC clients have no local rate limit filter; left out",
+            path);
     if (x && (x->host_rewrite || x->auto_host || x->regex_pattern))
         msg(rc, owner, XLATE_WARNING, XL_R_UNSUPPORTED,
             "%s: hostRewrite, autoHostRewrite and regexRewrite are ignored by proxyless gRPC "
@@ -416,6 +421,7 @@ static int expand_table(struct rctx *rc, struct xl_entry *owner, const char *pat
         .hash_from = parent->nhash ? parent : in->hash_from,
         .req_from = px && px->has_req ? parent : in->req_from,
         .resp_from = px && px->has_resp ? parent : in->resp_from,
+        .rl_from = px && px->rl ? parent : in->rl_from,
         .no_rpc = in->no_rpc || (px && px->methods && !(px->methods & XL_M_POST)),
     };
     size_t mark = rc->routes.n;
@@ -567,6 +573,8 @@ static void set_route_ext(struct rctx *rc, const struct xl_route *r, const struc
     const struct xl_route *resp = x && x->has_resp ? r : in->resp_from;
     out->req_headers = req ? &req->ext->req : NULL;
     out->resp_headers = resp ? &resp->ext->resp : NULL;
+    const struct xl_route *rl = x && x->rl ? r : in->rl_from;
+    out->rate_limit = rl ? rl->ext->rl : NULL;
     if (x) {
         out->host_rewrite = x->host_rewrite;
         out->auto_host_rewrite = x->auto_host;
@@ -823,10 +831,23 @@ int xlate_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gatew
     const struct xl_virtual_service *vs = &e->obj->u.vs;
     struct inherit top = {.case_sensitive = 1};
     expand_routes(&rc, e, vs->routes, vs->nroutes, &top);
-    if (mode == XLATE_MODE_PROXYLESS && vs->ext)
-        msg(&rc, e, XLATE_WARNING, XL_R_UNSUPPORTED,
-            "spec.requireTls, spec.cors and spec.rateLimit are left out for proxyless gRPC "
-            "clients (they ignore require_tls and lack the CORS and local rate limit filters)");
+    if (mode == XLATE_MODE_PROXYLESS && vs->ext) {
+        const struct xl_vs_ext *x = vs->ext;
+        const char *what[3];
+        size_t nw = 0;
+        if (x->require_tls)
+            what[nw++] = "spec.requireTls";
+        if (x->cors)
+            what[nw++] = "spec.cors";
+        if (x->rl)
+            what[nw++] = "spec.rateLimit";
+        if (nw)
+            msg(&rc, e, XLATE_WARNING, XL_R_UNSUPPORTED,
+                "%s%s%s%s%s: left out for proxyless gRPC clients (they ignore require_tls and "
+                "have no CORS nor local rate limit filter)",
+                what[0], nw > 1 ? ", " : "", nw > 1 ? what[1] : "", nw > 2 ? ", " : "",
+                nw > 2 ? what[2] : "");
+    }
     if (mode == XLATE_MODE_PROXYLESS)
         for (size_t i = 0; i < vs->ndomains; i++)
             if (strchr(vs->domains[i], '*'))

@@ -400,8 +400,9 @@ int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
         .client_ca_len = t->client_ca ? strlen(t->client_ca) : 0,
         .require_client_cert = t->client_ca && !gt->client_cert_optional,
     };
+    const struct xl_hcm_opts ho = {.envoy_filters = 1, .logs = g->logs, .nlogs = g->nlogs};
     if (xlate_encode_listener_envoy_tls(name, address, port, gwe->key, stat_prefix, &dt, chains,
-                                        nchains, &dflt, out, len) != 0)
+                                        nchains, &dflt, &ho, out, len) != 0)
         goto out;
     /* the VirtualServices whose coverage messages come or go */
     if (dirty_keys(ctx, &m->uncovered) != 0 || dirty_keys(ctx, &fresh) != 0)

@@ -213,6 +213,50 @@ REDIRECT = {
               {"required": ["path"]}, {"required": ["prefixRewrite"]}],
 }
 
+RATE_LIMIT = {
+    "_block": "rateLimit",
+    "type": "object",
+    "required": ["requests", "per"],
+    "properties": {
+        "requests": {"type": "integer", "minimum": 1, "maximum": 4294967295},
+        "per": {"type": "string", "pattern": DURATION["pattern"]},
+        "burst": {"type": "integer", "minimum": 1, "maximum": 4294967295},
+    },
+}
+
+TOKEN = {"type": "string", "minLength": 1, "maxLength": 256,
+         "pattern": r"^[-!#$%&'*+.^_`|~0-9A-Za-z]+$"}
+
+CORS = {
+    "type": "object",
+    "properties": {
+        "allowOrigins": {"type": "array", "minItems": 1, "maxItems": 32,
+                         "items": {"type": "string", "minLength": 1, "maxLength": 1024}},
+        "allowOriginRegexes": {"type": "array", "minItems": 1, "maxItems": 32,
+                               "items": {"type": "string", "minLength": 1, "maxLength": 4096}},
+        "allowMethods": {"type": "array", "minItems": 1, "maxItems": 32, "items": TOKEN},
+        "allowHeaders": {"type": "array", "minItems": 1, "maxItems": 32, "items": TOKEN},
+        "exposeHeaders": {"type": "array", "minItems": 1, "maxItems": 32, "items": TOKEN},
+        "maxAge": {"type": "string", "pattern": DURATION["pattern"]},
+        "allowCredentials": {"type": "boolean"},
+    },
+    "anyOf": [{"required": ["allowOrigins"]}, {"required": ["allowOriginRegexes"]}],
+}
+
+ACCESS_LOG = {
+    "type": "array", "minItems": 1, "maxItems": 4,
+    "items": {
+        "type": "object", "required": ["path"],
+        "properties": {
+            "path": {"type": "string", "minLength": 1, "maxLength": 4096, "pattern": "^/"},
+            "format": {"type": "string", "minLength": 1, "maxLength": 16384},
+            "json": {"type": "object", "maxProperties": 64,
+                     "additionalProperties": {"type": "string", "maxLength": 16384}},
+        },
+        "not": {"required": ["format", "json"]},
+    },
+}
+
 MATCH = {
     "type": "object",
     "properties": {
@@ -289,6 +333,7 @@ ROUTE = {
         "hostRewrite": {"type": "string", "minLength": 1, "maxLength": 253,
                         "pattern": r"^[^/\s]+$"},
         "autoHostRewrite": {"type": "boolean", "enum": [True]},
+        "rateLimit": RATE_LIMIT,
         "regexRewrite": {
             "type": "object", "required": ["pattern", "substitution"],
             "properties": {"pattern": {"type": "string", "minLength": 1, "maxLength": 4096},
@@ -343,6 +388,7 @@ SPECS = {
                 },
                 "tls": GATEWAY_TLS,
                 "xdsAccess": XDS_ACCESS,
+                "accessLog": ACCESS_LOG,
                 "listeners": {
                     "type": "array", "minItems": 1, "maxItems": 16,
                     "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
@@ -373,6 +419,8 @@ SPECS = {
                             "items": {"type": "string", "minLength": 1, "maxLength": 259}},
                 "routes": ROUTES,
                 "requireTls": {"type": "boolean", "enum": [True]},
+                "cors": CORS,
+                "rateLimit": RATE_LIMIT,
             },
         },
         "columns": [("Domains", "string", ".spec.domains[*]")],

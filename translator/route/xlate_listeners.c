@@ -105,6 +105,7 @@ int xlate_gw_listeners(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw
     struct xds_resource **rs = calloc(nl, sizeof(*rs));
     if (!rs)
         return -1;
+    const struct xl_hcm_opts ho = {.envoy_filters = 1, .logs = g->logs, .nlogs = g->nlogs};
     size_t k = 0;
     for (; k < nl; k++) {
         const struct xl_listener *l = &ls[k];
@@ -122,8 +123,8 @@ int xlate_gw_listeners(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw
         if ((l->https && t)
                 ? xlate_gw_tls_listener(ctx, gwe, m, name, l->address, l->port, sp, &bytes,
                                         &len) != 0
-                : xlate_encode_listener_envoy(name, l->address, l->port, gwe->key, sp, &bytes,
-                                              &len) != 0)
+                : xlate_encode_listener_envoy_ex(name, l->address, l->port, gwe->key, sp, &ho,
+                                                 &bytes, &len) != 0)
             break;
         if (!(rs[k] = xlate_ctx_resource_new(ctx, XDS_LISTENER, name, bytes, len)))
             break;

@@ -96,6 +96,7 @@ struct xl_route_ext {
     char *host_rewrite; /* host_rewrite_literal, or NULL */
     int auto_host;      /* auto_host_rewrite */
     char *regex_pattern, *regex_subst; /* regex_rewrite, or NULL */
+    struct xl_rate_limit *rl;          /* rateLimit, or NULL */
     struct xl_query *query;
     size_t nquery;
     unsigned methods; /* XL_M_* bits; 0: any */
@@ -103,10 +104,49 @@ struct xl_route_ext {
     struct xl_header method_header;
 };
 
+#define XLATE_MAX_CORS 32 /* entries of each cors list */
+
+/* An allowed CORS origin: exact ("*": any) or an RE2 regex. */
+struct xl_origin {
+    char *value;
+    int regex;
+};
+
+/* CorsPolicy (envoy.extensions.filters.http.cors.v3). */
+struct xl_cors {
+    struct xl_origin *origins;
+    size_t norigins;
+    char *methods, *headers, *expose; /* comma-joined, or NULL */
+    int64_t max_age_s;
+    int has_max_age;
+    int credentials; /* 0: unset, 1: true, 2: false */
+};
+
+/* A local rate limit: a token bucket of |burst| tokens refilled with
+ * |requests| tokens every |per_ns|. */
+struct xl_rate_limit {
+    uint32_t requests, burst;
+    int64_t per_ns;
+};
+
 /* What a VirtualService sets for its whole VirtualHost. */
 struct xl_vs_ext {
     int require_tls; /* VirtualHost.require_tls ALL */
+    struct xl_cors *cors;
+    struct xl_rate_limit *rl;
 };
+
+#define XL_CORS_FILTER_NAME            "envoy.filters.http.cors"
+#define XL_LOCAL_RATELIMIT_FILTER_NAME "envoy.filters.http.local_ratelimit"
+#define XL_LOCAL_RATELIMIT_STAT_PREFIX "http_local_rate_limiter"
+#define XL_FILE_ACCESS_LOG_NAME        "envoy.access_loggers.file"
+#define XL_TYPE_URL_CORS "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors"
+#define XL_TYPE_URL_CORS_POLICY \
+    "type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy"
+#define XL_TYPE_URL_LOCAL_RATELIMIT \
+    "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit"
+#define XL_TYPE_URL_FILE_ACCESS_LOG \
+    "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog"
 
 /* ---- parse (xlate_route_parse.c) ---------------------------------------- */
 
@@ -119,7 +159,7 @@ void xlate_parse_route_match_ext(struct pctx *p, const cJSON *q, const cJSON *m,
 
 /* The members of a route this module owns, as xlate_fields() found them. */
 struct xl_route_members {
-    const cJSON *redirect, *req, *resp, *host_rewrite, *auto_host, *regex_rewrite;
+    const cJSON *redirect, *req, *resp, *host_rewrite, *auto_host, *regex_rewrite, *rate_limit;
 };
 
 /* Parses them into r->ext; refuses what Envoy would (a redirect that
@@ -140,6 +180,14 @@ const char *xlate_format_problem(const char *s);
 void xlate_parse_vs_ext(struct pctx *p, const cJSON *require_tls, const cJSON *cors,
                         const cJSON *rate_limit, struct xl_virtual_service *vs);
 
+/* xlate_vhost_filters.c: a rateLimit object (|v|: the member, or NULL) in
+ * the arena, or NULL; cors and rateLimit of a VirtualService into |x|;
+ * a Gateway's accessLog. */
+struct xl_rate_limit *xlate_parse_rate_limit(struct pctx *p, const cJSON *v);
+void xlate_parse_vs_filters(struct pctx *p, const cJSON *cors, const cJSON *rate_limit,
+                            struct xl_vs_ext *x);
+void xlate_parse_access_logs(struct pctx *p, const cJSON *v, struct xl_gateway *g);
+
 /* spec.listeners of a Gateway (xlate_listeners.c), after its mode,
  * bindAddress and tls are parsed; |has_port|: bindPort was written. */
 void xlate_parse_gateway_listeners(struct pctx *p, const cJSON *v, struct xl_gateway *g,
@@ -150,7 +198,8 @@ void xlate_parse_gateway_listeners(struct pctx *p, const cJSON *v, struct xl_gat
 /* envoy.type.matcher.v3.RegexMatcher {google_re2: {}, regex: |re|} as
  * field |field| (xlate_encode.c). */
 void xlate_enc_regex(struct cx_wire *w, uint32_t field, const char *re);
-/* Route fields 9..12 (request/response headers to add and remove). */
+/* Route fields 13..9 (the rate limit's typed_per_filter_config,
+ * request/response headers to add and remove). */
 void xlate_enc_route_headers(struct cx_wire *w, const struct xl_rroute *r);
 /* Route.redirect (3). */
 void xlate_enc_redirect(struct cx_wire *w, const struct xl_redirect *rd);
@@ -160,6 +209,10 @@ void xlate_enc_query(struct cx_wire *w, const struct xl_rroute *r);
 void xlate_enc_regex_rewrite(struct cx_wire *w, const struct xl_rroute *r);
 /* RouteAction.auto_host_rewrite (7) and host_rewrite_literal (6). */
 void xlate_enc_host_rewrite(struct cx_wire *w, const struct xl_rroute *r);
+/* typed_per_filter_config entries (field |field|: 15 of a VirtualHost, 13
+ * of a Route) for |cors| and |rl| (either may be NULL). */
+void xlate_enc_filter_configs(struct cx_wire *w, uint32_t field, const struct xl_cors *cors,
+                              const struct xl_rate_limit *rl);
 /* VirtualHost fields after routes (3): require_tls (4) and the
  * typed_per_filter_config (15) of |x| (NULL: none). */
 void xlate_enc_vhost_ext(struct cx_wire *w, const struct xl_vs_ext *x);

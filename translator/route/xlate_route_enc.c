@@ -32,6 +32,8 @@ void xlate_enc_route_headers(struct cx_wire *w, const struct xl_rroute *r)
         REQ_REMOVE = 12,
     };
     const struct xl_header_ops *q = r->req_headers, *s = r->resp_headers;
+    if (r->rate_limit)
+        xlate_enc_filter_configs(w, 13, NULL, r->rate_limit); /* typed_per_filter_config */
     if (q)
         for (size_t i = q->nremove; i-- > 0;)
             cx_wire_str(w, REQ_REMOVE, q->remove[i]);
@@ -135,6 +137,7 @@ void xlate_enc_vhost_ext(struct cx_wire *w, const struct xl_vs_ext *x)
 {
     if (!x)
         return;
+    xlate_enc_filter_configs(w, 15, x->cors, x->rl);
     if (x->require_tls)
         cx_wire_uint(w, 4, 2); /* require_tls: ALL */
 }

@@ -339,11 +339,12 @@ static void parse_regex_rewrite(struct pctx *p, const cJSON *v, struct xl_route_
 void xlate_parse_route_ext(struct pctx *p, const struct xl_route_members *m, struct xl_route *r)
 {
     if (!m->redirect && !m->req && !m->resp && !m->host_rewrite && !m->auto_host &&
-        !m->regex_rewrite)
+        !m->regex_rewrite && !m->rate_limit)
         return;
     struct xl_route_ext *x = xlate_route_ext(p, r);
     if (!x)
         return;
+    x->rl = xlate_parse_rate_limit(p, m->rate_limit);
     if (m->redirect) {
         const cJSON *rv = obj_v(p, m->redirect, "redirect", 1);
         size_t o = push_lit(p, ".redirect");
@@ -549,8 +550,6 @@ void xlate_parse_route_match_ext(struct pctx *p, const cJSON *q, const cJSON *m,
 void xlate_parse_vs_ext(struct pctx *p, const cJSON *require_tls, const cJSON *cors,
                         const cJSON *rate_limit, struct xl_virtual_service *vs)
 {
-    (void)cors;
-    (void)rate_limit;
     if (!require_tls && !cors && !rate_limit)
         return;
     if (!(vs->ext = palloc(p, sizeof(*vs->ext))))
@@ -558,4 +557,5 @@ void xlate_parse_vs_ext(struct pctx *p, const cJSON *require_tls, const cJSON *c
     memset(vs->ext, 0, sizeof(*vs->ext));
     if (bool_v(p, require_tls, "requireTls", &vs->ext->require_tls) == 1 && !vs->ext->require_tls)
         REJECT_AT(p, "requireTls", XL_R_INVALID_SPEC, "false is the default; leave it out");
+    xlate_parse_vs_filters(p, cors, rate_limit, vs->ext);
 }

@@ -17,7 +17,13 @@
 #include "xlate_encode.h"
 #include "xlate_route.h"
 
+#include "envoy/config/accesslog/v3/accesslog.pb-c.h"
+#include "envoy/config/listener/v3/listener.pb-c.h"
 #include "envoy/config/route/v3/route.pb-c.h"
+#include "envoy/extensions/access_loggers/file/v3/file.pb-c.h"
+#include "envoy/extensions/filters/http/cors/v3/cors.pb-c.h"
+#include "envoy/extensions/filters/http/local_ratelimit/v3/local_rate_limit.pb-c.h"
+#include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb-c.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -607,11 +613,375 @@ static void test_encoding_is_protobuf_c(void)
     free(b);
 }
 
+/* ---- CORS, local rate limit, access logs ---------------------------------- */
+
+static void test_filter_proto_fields_match_envoy(void)
+{
+    const ProtobufCMessageDescriptor *vh = &envoy__config__route__v3__virtual_host__descriptor;
+    const ProtobufCMessageDescriptor *route = &envoy__config__route__v3__route__descriptor;
+    const ProtobufCMessageDescriptor *cp =
+        &envoy__extensions__filters__http__cors__v3__cors_policy__descriptor;
+    const ProtobufCMessageDescriptor *lrl =
+        &envoy__extensions__filters__http__local_ratelimit__v3__local_rate_limit__descriptor;
+    const ProtobufCMessageDescriptor *tb = &envoy__type__v3__token_bucket__descriptor;
+    const ProtobufCMessageDescriptor *rfp =
+        &envoy__config__core__v3__runtime_fractional_percent__descriptor;
+    const ProtobufCMessageDescriptor *fp = &envoy__type__v3__fractional_percent__descriptor;
+    const ProtobufCMessageDescriptor *hcm =
+        &envoy__extensions__filters__network__http_connection_manager__v3__http_connection_manager__descriptor;
+    const ProtobufCMessageDescriptor *al = &envoy__config__accesslog__v3__access_log__descriptor;
+    const ProtobufCMessageDescriptor *fal =
+        &envoy__extensions__access_loggers__file__v3__file_access_log__descriptor;
+    const ProtobufCMessageDescriptor *sfs =
+        &envoy__config__core__v3__substitution_format_string__descriptor;
+    /* cors.proto, local_rate_limit.proto, token_bucket.proto, percent.proto,
+     * base.proto, http_connection_manager.proto, accesslog.proto, file.proto,
+     * substitution_format_string.proto, route_components.proto */
+    const struct field_want want[] = {
+        {vh, "require_tls", 4, PROTOBUF_C_TYPE_ENUM, 0, NULL},
+        {vh, "typed_per_filter_config", 15, PROTOBUF_C_TYPE_MESSAGE, 1, NULL},
+        {route, "typed_per_filter_config", 13, PROTOBUF_C_TYPE_MESSAGE, 1, NULL},
+        {cp, "allow_origin_string_match", 1, PROTOBUF_C_TYPE_MESSAGE, 1, NULL},
+        {cp, "allow_methods", 2, PROTOBUF_C_TYPE_STRING, 0, NULL},
+        {cp, "allow_headers", 3, PROTOBUF_C_TYPE_STRING, 0, NULL},
+        {cp, "expose_headers", 4, PROTOBUF_C_TYPE_STRING, 0, NULL},
+        {cp, "max_age", 5, PROTOBUF_C_TYPE_STRING, 0, NULL},
+        {cp, "allow_credentials", 6, PROTOBUF_C_TYPE_MESSAGE, 0, NULL},
+        {lrl, "stat_prefix", 1, PROTOBUF_C_TYPE_STRING, 0, NULL},
+        {lrl, "token_bucket", 3, PROTOBUF_C_TYPE_MESSAGE, 0, NULL},
+        {lrl, "filter_enabled", 4, PROTOBUF_C_TYPE_MESSAGE, 0, NULL},
+        {lrl, "filter_enforced", 5, PROTOBUF_C_TYPE_MESSAGE, 0, NULL},
+        {tb, "max_tokens", 1, PROTOBUF_C_TYPE_UINT32, 0, NULL},
+        {tb, "tokens_per_fill", 2, PROTOBUF_C_TYPE_MESSAGE, 0, NULL},
+        {tb, "fill_interval", 3, PROTOBUF_C_TYPE_MESSAGE, 0, NULL},
+        {rfp, "default_value", 1, PROTOBUF_C_TYPE_MESSAGE, 0, NULL},
+        {rfp, "runtime_key", 2, PROTOBUF_C_TYPE_STRING, 0, NULL},
+        {fp, "numerator", 1, PROTOBUF_C_TYPE_UINT32, 0, NULL},
+        {fp, "denominator", 2, PROTOBUF_C_TYPE_ENUM, 0, NULL},
+        {hcm, "http_filters", 5, PROTOBUF_C_TYPE_MESSAGE, 1, NULL},
+        {hcm, "access_log", 13, PROTOBUF_C_TYPE_MESSAGE, 1, NULL},
+        {al, "name", 1, PROTOBUF_C_TYPE_STRING, 0, NULL},
+        {al, "typed_config", 4, PROTOBUF_C_TYPE_MESSAGE, 0, NULL},
+        {fal, "path", 1, PROTOBUF_C_TYPE_STRING, 0, NULL},
+        {fal, "log_format", 5, PROTOBUF_C_TYPE_MESSAGE, 0, NULL},
+        {sfs, "json_format", 2, PROTOBUF_C_TYPE_MESSAGE, 0, "text_format_source"},
+        {sfs, "text_format_source", 5, PROTOBUF_C_TYPE_MESSAGE, 0, "json_format"},
+        {sfs, "omit_empty_values", 3, PROTOBUF_C_TYPE_BOOL, 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        const struct field_want *w = &want[i];
+        const ProtobufCFieldDescriptor *f =
+            protobuf_c_message_descriptor_get_field_by_name(w->d, w->name);
+        if (!f) {
+            cxt_fail(__FILE__, __LINE__, 0, "%s has no field %s", w->d->name, w->name);
+            continue;
+        }
+        CHECK_INT_EQ(f->id, w->id);
+        CHECK_INT_EQ(f->type, w->type);
+        CHECK_INT_EQ(f->label == PROTOBUF_C_LABEL_REPEATED, w->repeated);
+        if (w->oneof_with) {
+            const ProtobufCFieldDescriptor *o =
+                protobuf_c_message_descriptor_get_field_by_name(w->d, w->oneof_with);
+            REQUIRE(o);
+            CHECK_INT_EQ(f->quantifier_offset, o->quantifier_offset);
+        }
+    }
+    /* FractionalPercent.DenominatorType HUNDRED is 0: a left-out denominator is percent */
+    CHECK_INT_EQ(protobuf_c_enum_descriptor_get_value_by_name(
+                     &envoy__type__v3__fractional_percent__denominator_type__descriptor, "HUNDRED")
+                     ->value,
+                 0);
+    /* VirtualHost.TlsRequirementType ALL is 2 */
+    CHECK_INT_EQ(protobuf_c_enum_descriptor_get_value_by_name(
+                     &envoy__config__route__v3__virtual_host__tls_requirement_type__descriptor, "ALL")
+                     ->value,
+                 2);
+}
+
+static void test_filters_refused_like_envoy(void)
+{
+    /* TokenBucket: max_tokens > 0, tokens_per_fill > 0, fill_interval required
+     * and > 0 (>= 50ms for the local rate limit) */
+    REFUSED("{\"upstream\":{\"name\":\"u\"},\"rateLimit\":{\"requests\":0,\"per\":\"1s\"}}",
+            "rateLimit.requests: must be between 1 and 4294967295");
+    REFUSED("{\"upstream\":{\"name\":\"u\"},\"rateLimit\":{\"requests\":5}}",
+            "rateLimit.per: required");
+    REFUSED("{\"upstream\":{\"name\":\"u\"},\"rateLimit\":{\"requests\":5,\"per\":\"10ms\"}}",
+            "rateLimit.per: must be at least 50ms");
+    REFUSED("{\"upstream\":{\"name\":\"u\"},\"rateLimit\":{\"requests\":5,\"per\":\"1s\","
+            "\"burst\":2}}",
+            "rateLimit.burst: must be at least requests (5)");
+}
+
+/* The VirtualService |vs_spec| parsed, resolved by hand into one route and
+ * encoded as a VirtualHost: what Envoy would be sent. */
+static Envoy__Config__Route__V3__VirtualHost *vhost_of(const char *json)
+{
+    struct parsed p;
+    parse(&p, json);
+    if (p.o.errors.n) {
+        dump_errors(&p);
+        done(&p);
+        return NULL;
+    }
+    const struct xl_route *r = &p.o.u.vs.routes[0];
+    struct xl_rroute rr = {.kind = XL_PATH_PREFIX, .path = "/", .case_sensitive = 1,
+                           .cluster = "ns/u", .rate_limit = r->ext ? r->ext->rl : NULL};
+    uint8_t *b = NULL;
+    size_t len = 0;
+    Envoy__Config__Route__V3__VirtualHost *vh = NULL;
+    if (xlate_encode_vhost_ex("ns/v", p.o.u.vs.domains, p.o.u.vs.ndomains, &rr, 1, p.o.u.vs.ext,
+                              XLATE_MODE_ENVOY, 0, &b, &len) == 0) {
+        vh = envoy__config__route__v3__virtual_host__unpack(NULL, len, b);
+        /* what protobuf-c packs from the decoded message: the same bytes */
+        if (vh) {
+            size_t n = protobuf_c_message_get_packed_size(&vh->base);
+            uint8_t *again = malloc(n ? n : 1);
+            protobuf_c_message_pack(&vh->base, again);
+            CHECK(n == len && memcmp(again, b, n) == 0);
+            free(again);
+        }
+    }
+    free(b);
+    done(&p);
+    return vh;
+}
+
+static const Google__Protobuf__Any *filter_config(Envoy__Config__Route__V3__VirtualHost__TypedPerFilterConfigEntry **e,
+                                                  size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(e[i]->key, name) == 0)
+            return e[i]->value;
+    return NULL;
+}
+
+static void test_cors_and_rate_limit_encoding(void)
+{
+    Envoy__Config__Route__V3__VirtualHost *vh =
+        vhost_of("{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"VirtualService\",\"metadata\":"
+                 "{\"name\":\"v\",\"namespace\":\"ns\"},\"spec\":{\"domains\":[\"a.example.com\"],"
+                 "\"requireTls\":true,\"cors\":{\"allowOrigins\":[\"https://a.example.com\",\"*\"],"
+                 "\"allowOriginRegexes\":[\"https://[a-z]+\\\\.example\\\\.com\"],"
+                 "\"allowMethods\":[\"GET\",\"POST\"],\"allowHeaders\":[\"content-type\"],"
+                 "\"exposeHeaders\":[\"x-id\"],\"maxAge\":\"10m\",\"allowCredentials\":false},"
+                 "\"rateLimit\":{\"requests\":100,\"per\":\"1s\",\"burst\":150},"
+                 "\"routes\":[{\"upstream\":{\"name\":\"u\"},"
+                 "\"rateLimit\":{\"requests\":5,\"per\":\"1m\"}}]}}");
+    REQUIRE(vh);
+    CHECK_INT_EQ(vh->require_tls, ENVOY__CONFIG__ROUTE__V3__VIRTUAL_HOST__TLS_REQUIREMENT_TYPE__ALL);
+    REQUIRE_INT_EQ(vh->n_typed_per_filter_config, 2);
+    const Google__Protobuf__Any *ca =
+        filter_config(vh->typed_per_filter_config, vh->n_typed_per_filter_config,
+                      XL_CORS_FILTER_NAME);
+    REQUIRE(ca);
+    CHECK_STR_EQ(ca->type_url, XL_TYPE_URL_CORS_POLICY);
+    Envoy__Extensions__Filters__Http__Cors__V3__CorsPolicy *cp =
+        envoy__extensions__filters__http__cors__v3__cors_policy__unpack(NULL, ca->value.len,
+                                                                        ca->value.data);
+    REQUIRE(cp);
+    REQUIRE_INT_EQ(cp->n_allow_origin_string_match, 3);
+    CHECK_STR_EQ(cp->allow_origin_string_match[0]->exact, "https://a.example.com");
+    CHECK_STR_EQ(cp->allow_origin_string_match[1]->exact, "*");
+    CHECK_STR_EQ(cp->allow_origin_string_match[2]->safe_regex->regex,
+                 "https://[a-z]+\\.example\\.com");
+    CHECK_STR_EQ(cp->allow_methods, "GET,POST");
+    CHECK_STR_EQ(cp->allow_headers, "content-type");
+    CHECK_STR_EQ(cp->expose_headers, "x-id");
+    CHECK_STR_EQ(cp->max_age, "600"); /* seconds */
+    REQUIRE(cp->allow_credentials);
+    CHECK_INT_EQ(cp->allow_credentials->value, 0);
+    protobuf_c_message_free_unpacked(&cp->base, NULL);
+
+    const Google__Protobuf__Any *ra =
+        filter_config(vh->typed_per_filter_config, vh->n_typed_per_filter_config,
+                      XL_LOCAL_RATELIMIT_FILTER_NAME);
+    REQUIRE(ra);
+    CHECK_STR_EQ(ra->type_url, XL_TYPE_URL_LOCAL_RATELIMIT);
+    Envoy__Extensions__Filters__Http__LocalRatelimit__V3__LocalRateLimit *rl =
+        envoy__extensions__filters__http__local_ratelimit__v3__local_rate_limit__unpack(
+            NULL, ra->value.len, ra->value.data);
+    REQUIRE(rl);
+    /* Envoy: stat_prefix min_len 1; a per-route config needs token_bucket
+     * (max_tokens > 0, fill_interval > 0); enabled and enforced default to 0% */
+    CHECK(rl->stat_prefix && rl->stat_prefix[0]);
+    REQUIRE(rl->token_bucket);
+    CHECK_INT_EQ(rl->token_bucket->max_tokens, 150);
+    REQUIRE(rl->token_bucket->tokens_per_fill);
+    CHECK_INT_EQ(rl->token_bucket->tokens_per_fill->value, 100);
+    REQUIRE(rl->token_bucket->fill_interval);
+    CHECK_INT_EQ(rl->token_bucket->fill_interval->seconds, 1);
+    REQUIRE(rl->filter_enabled && rl->filter_enabled->default_value);
+    CHECK_INT_EQ(rl->filter_enabled->default_value->numerator, 100);
+    CHECK_INT_EQ(rl->filter_enabled->default_value->denominator,
+                 ENVOY__TYPE__V3__FRACTIONAL_PERCENT__DENOMINATOR_TYPE__HUNDRED);
+    REQUIRE(rl->filter_enforced && rl->filter_enforced->default_value);
+    CHECK_INT_EQ(rl->filter_enforced->default_value->numerator, 100);
+    protobuf_c_message_free_unpacked(&rl->base, NULL);
+
+    /* the route's own bucket */
+    REQUIRE_INT_EQ(vh->n_routes, 1);
+    REQUIRE_INT_EQ(vh->routes[0]->n_typed_per_filter_config, 1);
+    CHECK_STR_EQ(vh->routes[0]->typed_per_filter_config[0]->key, XL_LOCAL_RATELIMIT_FILTER_NAME);
+    const Google__Protobuf__Any *rra = vh->routes[0]->typed_per_filter_config[0]->value;
+    rl = envoy__extensions__filters__http__local_ratelimit__v3__local_rate_limit__unpack(
+        NULL, rra->value.len, rra->value.data);
+    REQUIRE(rl && rl->token_bucket);
+    CHECK_INT_EQ(rl->token_bucket->max_tokens, 5);
+    CHECK_INT_EQ(rl->token_bucket->fill_interval->seconds, 60);
+    protobuf_c_message_free_unpacked(&rl->base, NULL);
+    protobuf_c_message_free_unpacked(&vh->base, NULL);
+}
+
+static void test_cors_refused(void)
+{
+    struct parsed p;
+    parse(&p, "{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"VirtualService\",\"metadata\":"
+              "{\"name\":\"v\",\"namespace\":\"ns\"},\"spec\":{\"domains\":[\"a.example.com\"],"
+              "\"cors\":{\"allowMethods\":[\"GE T\"],\"maxAge\":\"1.5s\"},"
+              "\"rateLimit\":{\"requests\":1,\"per\":\"1s\",\"burst\":0},\"requireTls\":false,"
+              "\"routes\":[{\"upstream\":{\"name\":\"u\"}}]}}");
+    const char *want[] = {
+        "spec.cors: allowOrigins or allowOriginRegexes must list at least one origin",
+        "spec.cors.allowMethods[0]: must be an HTTP method",
+        "spec.cors.maxAge: must be whole seconds",
+        "spec.rateLimit.burst: must be between 1 and 4294967295",
+        "spec.requireTls: false is the default",
+    };
+    for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+        int found = 0;
+        for (size_t i = 0; i < p.o.errors.n; i++)
+            found |= strstr(p.o.errors.items[i].msg, want[k]) != NULL;
+        if (!found) {
+            cxt_fail(__FILE__, __LINE__, 0, "want ...%s...; have:", want[k]);
+            dump_errors(&p);
+        }
+    }
+    done(&p);
+}
+
+static void test_access_logs_and_hcm_filters(void)
+{
+    struct xl_label json[] = {{"code", "%RESPONSE_CODE%"}, {"path", "%REQ(:path)%"}};
+    struct xl_access_log logs[] = {
+        {.path = "/dev/stdout", .text = "[%START_TIME%] %RESPONSE_CODE%\n"},
+        {.path = "/var/log/a.json", .json = json, .njson = 2},
+        {.path = "/var/log/default"},
+    };
+    const struct xl_hcm_opts o = {.envoy_filters = 1, .logs = logs, .nlogs = 3};
+    uint8_t *b = NULL;
+    size_t len = 0;
+    REQUIRE_INT_EQ(xlate_encode_listener_envoy_ex("ns/gw/http", "0.0.0.0", 8080, "ns/gw",
+                                                  "ns_gw_http", &o, &b, &len),
+                   0);
+    Envoy__Config__Listener__V3__Listener *l =
+        envoy__config__listener__v3__listener__unpack(NULL, len, b);
+    REQUIRE(l && l->n_filter_chains == 1 && l->filter_chains[0]->n_filters == 1);
+    const Google__Protobuf__Any *any = l->filter_chains[0]->filters[0]->typed_config;
+    Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpConnectionManager *h =
+        envoy__extensions__filters__network__http_connection_manager__v3__http_connection_manager__unpack(
+            NULL, any->value.len, any->value.data);
+    REQUIRE(h);
+    /* the CORS and local rate limit filters, the router last (Envoy requires
+     * a terminal filter last) */
+    REQUIRE_INT_EQ(h->n_http_filters, 3);
+    CHECK_STR_EQ(h->http_filters[0]->name, XL_CORS_FILTER_NAME);
+    CHECK_STR_EQ(h->http_filters[0]->typed_config->type_url, XL_TYPE_URL_CORS);
+    CHECK_STR_EQ(h->http_filters[1]->name, XL_LOCAL_RATELIMIT_FILTER_NAME);
+    CHECK_STR_EQ(h->http_filters[2]->name, XL_ROUTER_FILTER_NAME);
+    Envoy__Extensions__Filters__Http__LocalRatelimit__V3__LocalRateLimit *rl =
+        envoy__extensions__filters__http__local_ratelimit__v3__local_rate_limit__unpack(
+            NULL, h->http_filters[1]->typed_config->value.len,
+            h->http_filters[1]->typed_config->value.data);
+    REQUIRE(rl);
+    /* stat_prefix is required (min_len 1); no bucket at this level: a no-op
+     * until a VirtualHost or Route configures one */
+    CHECK(rl->stat_prefix && rl->stat_prefix[0]);
+    CHECK(rl->token_bucket == NULL);
+    protobuf_c_message_free_unpacked(&rl->base, NULL);
+    REQUIRE_INT_EQ(h->n_access_log, 3);
+    for (size_t i = 0; i < 3; i++) {
+        CHECK_STR_EQ(h->access_log[i]->name, XL_FILE_ACCESS_LOG_NAME);
+        CHECK_STR_EQ(h->access_log[i]->typed_config->type_url, XL_TYPE_URL_FILE_ACCESS_LOG);
+        Envoy__Extensions__AccessLoggers__File__V3__FileAccessLog *f =
+            envoy__extensions__access_loggers__file__v3__file_access_log__unpack(
+                NULL, h->access_log[i]->typed_config->value.len,
+                h->access_log[i]->typed_config->value.data);
+        REQUIRE(f);
+        CHECK_STR_EQ(f->path, logs[i].path);
+        if (i == 0) {
+            REQUIRE(f->log_format && f->log_format->text_format_source);
+            CHECK_STR_EQ(f->log_format->text_format_source->inline_string, logs[0].text);
+        } else if (i == 1) {
+            REQUIRE(f->log_format && f->log_format->json_format);
+            REQUIRE_INT_EQ(f->log_format->json_format->n_fields, 2);
+            CHECK_STR_EQ(f->log_format->json_format->fields[1]->key, "path");
+            CHECK_STR_EQ(f->log_format->json_format->fields[1]->value->string_value,
+                         "%REQ(:path)%");
+        } else {
+            CHECK(f->log_format == NULL); /* Envoy's default format */
+        }
+        protobuf_c_message_free_unpacked(&f->base, NULL);
+    }
+    protobuf_c_message_free_unpacked(&h->base, NULL);
+    protobuf_c_message_free_unpacked(&l->base, NULL);
+    free(b);
+
+    /* proxyless API listeners keep the router alone: gRPC NACKs HTTP filters
+     * it does not know (gRFC A39) */
+    REQUIRE_INT_EQ(xlate_encode_listener_api("greeter", "ns/mesh", "ns_mesh", &b, &len), 0);
+    l = envoy__config__listener__v3__listener__unpack(NULL, len, b);
+    REQUIRE(l && l->api_listener);
+    h = envoy__extensions__filters__network__http_connection_manager__v3__http_connection_manager__unpack(
+        NULL, l->api_listener->api_listener->value.len, l->api_listener->api_listener->value.data);
+    REQUIRE(h);
+    CHECK_INT_EQ(h->n_http_filters, 1);
+    CHECK_INT_EQ(h->n_access_log, 0);
+    protobuf_c_message_free_unpacked(&h->base, NULL);
+    protobuf_c_message_free_unpacked(&l->base, NULL);
+    free(b);
+}
+
+static void test_access_logs_refused(void)
+{
+    struct parsed p;
+    memset(&p, 0, sizeof(p));
+    p.json = cJSON_Parse(
+        "{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"Gateway\",\"metadata\":{\"name\":\"g\","
+        "\"namespace\":\"ns\"},\"spec\":{\"accessLog\":[{\"path\":\"log.txt\"},"
+        "{\"path\":\"/a\",\"format\":\"100%\"},{\"path\":\"/b\",\"format\":\"x\",\"json\":{}},"
+        "{\"path\":\"/c\",\"json\":{\"a\":\"%REQ(x\"}}]}}");
+    REQUIRE(p.json);
+    REQUIRE_INT_EQ(xlate_api_parse(XLATE_KIND_GATEWAY, p.json, NULL, &p.a, &p.o), 0);
+    const char *want[] = {
+        "spec.accessLog[0].path: must be an absolute file path",
+        "spec.accessLog[1].format: a \"%\" must start a command operator",
+        "spec.accessLog[2]: format and json are mutually exclusive",
+        "spec.accessLog[3].json.a: a command operator's \"(\" is not closed",
+    };
+    for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+        int found = 0;
+        for (size_t i = 0; i < p.o.errors.n; i++)
+            found |= strstr(p.o.errors.items[i].msg, want[k]) != NULL;
+        if (!found) {
+            cxt_fail(__FILE__, __LINE__, 0, "want ...%s...; have:", want[k]);
+            dump_errors(&p);
+        }
+    }
+    done(&p);
+}
+
 static const struct cxt_case cases[] = {
     CXT(test_proto_fields_match_envoy),
     CXT(test_parse_features),
     CXT(test_refused_like_envoy),
     CXT(test_format_strings),
     CXT(test_encoding_is_protobuf_c),
+    CXT(test_filter_proto_fields_match_envoy),
+    CXT(test_filters_refused_like_envoy),
+    CXT(test_cors_and_rate_limit_encoding),
+    CXT(test_cors_refused),
+    CXT(test_access_logs_and_hcm_filters),
+    CXT(test_access_logs_refused),
 };
 CXT_MAIN(cases)
