@@ -158,7 +158,9 @@ def case_schema_refuses():
 def case_read_back_translates_the_same():
     rc, files, err = translate(EXAMPLES)
     check_eq(rc, 0, err)
-    out = kubectl("get", "gateways,virtualservices,routetables,upstreams,services,endpointslices",
+    # secrets: the TLS Gateway of examples/secure.yaml reads its certificate
+    out = kubectl("get",
+                  "gateways,virtualservices,routetables,upstreams,services,endpointslices,secrets",
                   "-n", "default", "-o", "json").stdout
     path = os.path.join(tmp, "read-back.json")
     with open(path, "w") as f:
