@@ -7,7 +7,13 @@ SIGSTOP chaos rounds, from kubesim's audit log.
 
 Prints one JSON object (bench/run.sh). ROUNDS=n changes the 20 rounds.
 Durations: lease 3 s, renew 2 s, retry 1 s (the Python client takes whole
-seconds only, and needs renew > 1.2 x retry).
+seconds only, and needs renew > 1.2 x retry); these fleets run with the
+peer channel off (lease only), as the Python client does.
+
+Proof of death (docs/election.md): at a 15 s lease (renew 10 s, retry 2 s),
+kill -9 of the leader ROUNDS times with the peer channel on, beside the
+same ROUNDS with it off (--leader-elect-peer=false: the lease decides) in
+the same run.
 """
 import json
 import os
@@ -26,7 +32,9 @@ from replicas import Elector, PyElector, mono  # noqa: E402
 MS = 1000000
 ROUNDS = int(os.environ.get("ROUNDS", "20"))
 LEASE, RENEW, RETRY = 3, 2, 1
-OURS = dict(lease="%ds" % LEASE, renew="%ds" % RENEW, retry="%ds" % RETRY, proxy=False)
+OURS = dict(lease="%ds" % LEASE, renew="%ds" % RENEW, retry="%ds" % RETRY, proxy=False,
+            extra=["--leader-elect-peer=false"])
+LONG = ("15s", "10s", "2s")  # the proof-of-death rows' lease, renew deadline, retry period
 
 
 def log(fmt, *a):
@@ -106,6 +114,55 @@ def rounds(fleet, sig, n):
     return out
 
 
+def crash_long_lease(ks, peer, n):
+    """kill -9 of the leader |n| times at a 15 s lease, three electors, the
+    peer channel on or off; returns the ms from the signal to the next
+    leader's started-leading line, and the takeover causes."""
+    tag = "pd" if peer else "lo"
+    extra = ["--leader-elect-peer-listen", "127.0.0.1:0"] if peer else \
+        ["--leader-elect-peer=false"]
+    made = [0]
+
+    def add():
+        made[0] += 1
+        return Elector(ks, "%s-%d" % (tag, made[0]), lease=LONG[0], renew=LONG[1],
+                       retry=LONG[2], name="bench-" + tag, proxy=False, admin=True,
+                       write_interval=None, extra=extra)
+
+    group = [add() for _ in range(3)]
+    out, causes = [], {}
+    try:
+        for i in range(n):
+            old = leader(group, timeout=40)
+            others = [e for e in group if e is not old]
+            if peer:  # every standby holds its connection to the leader
+                deadline = time.monotonic() + 10
+                while time.monotonic() < deadline and \
+                        old.leader_info()["peer"]["accepted"] < len(others):
+                    time.sleep(0.05)
+            # Land at a varying phase of the renew period.
+            time.sleep(0.5 + (i * 0.37) % 2.0)
+            sent = mono()
+            old.send_signal(signal.SIGKILL)
+            new = leader(others, timeout=40)
+            got = new.wait("started-leading", after=sent, timeout=40)
+            out.append((got["mono"] - sent) / MS)
+            for line in new.http("/metrics")[1].decode().splitlines():
+                if line.startswith("coxswain_leader_election_takeovers_total{") and \
+                        float(line.rsplit(" ", 1)[1]) > 0:
+                    c = line.split('cause="', 1)[1].split('"', 1)[0]
+                    causes[c] = causes.get(c, 0) + 1
+            old.stop(signal.SIGKILL)
+            group.remove(old)
+            group.append(add())
+            log("  15 s lease, peer channel %s: round %d %.0f ms", "on" if peer else "off", i,
+                out[-1])
+    finally:
+        for e in group:
+            e.stop(signal.SIGKILL)
+    return out, causes
+
+
 def per_minute(ks, fleet, seconds):
     """API requests per minute of each elector over |seconds| of steady state."""
     leader(fleet.group)
@@ -178,6 +235,11 @@ def main():
                 ["%.0f" % x for x in srates])
         stale, writes = chaos(ks, max(5, ROUNDS // 2))
         log("  chaos: %d stale of %d guarded writes", stale, writes)
+        proof, proof_causes = crash_long_lease(ks, True, ROUNDS)
+        lease_only, lease_causes = crash_long_lease(ks, False, ROUNDS)
+        log("  kill -9 at a 15 s lease: proof of death p50 %.0f p99 %.0f ms %s; lease only "
+            "p50 %.0f p99 %.0f ms %s", pct(proof, 50), pct(proof, 99), proof_causes,
+            pct(lease_only, 50), pct(lease_only, 99), lease_causes)
     finally:
         ks.close()
 
@@ -209,6 +271,17 @@ def main():
                      if max(py["srates"]) else 0,
                      "target": "0 (the watch only)",
                      "met": "yes" if max(o["srates"]) == 0 else "NO"})
+    p99 = pct(proof, 99)
+    rows.append({"case": "crash failover at a 15 s lease (kill -9 -> new leader), proof of death",
+                 "lock": "leases", "rounds": len(proof), "p50_ms": round(pct(proof, 50), 1),
+                 "p99_ms": round(p99, 1), "max_ms": round(max(proof), 1),
+                 "baseline": "the same with --leader-elect-peer=false (lease only)",
+                 "baseline_p50_ms": round(pct(lease_only, 50), 1),
+                 "baseline_p99_ms": round(pct(lease_only, 99), 1),
+                 "ratio": round(p99 / pct(lease_only, 99), 4),
+                 "causes": ", ".join("%s %d" % kv for kv in sorted(proof_causes.items())),
+                 "baseline_causes": ", ".join("%s %d" % kv for kv in sorted(lease_causes.items())),
+                 "target": "p99 <= 1000 ms", "met": "yes" if p99 <= 1000 else "NO"})
     rows.append({"case": "stale guarded writes in SIGSTOP chaos rounds", "lock": "leases",
                  "rounds": max(5, ROUNDS // 2), "value": stale, "baseline": "n/a (no guard)",
                  "target": "0 of %d guarded writes" % writes, "met": "yes" if stale == 0 else "NO"})
@@ -226,7 +299,13 @@ def main():
                   "state, the watch's long-running request not counted. Chaos rounds: the "
                   "leader writes through the guard every 50 ms, is SIGSTOPped until another "
                   "replica leads, then continued; stale = its writes that kubesim committed "
-                  "after the new leader's acquisition." % (LEASE, RENEW, RETRY)),
+                  "after the new leader's acquisition. The 3 s fleets run with the peer "
+                  "channel off (lease only, like the Python client). Proof of death: three "
+                  "`coxswain elect` at lease 15 s / renew 10 s / retry 2 s, the peer channel "
+                  "on loopback, kill -9 of the leader once every standby holds its peer "
+                  "connection; baseline: the same rounds with --leader-elect-peer=false in "
+                  "the same run; causes from coxswain_leader_election_takeovers_total of "
+                  "the new leader." % (LEASE, RENEW, RETRY)),
         "rows": rows,
     }
     print(json.dumps(doc, indent=1))
