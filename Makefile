@@ -63,7 +63,7 @@ DEPS_translator/route := $(DEPS_translator)
 DEPS_$(CP)/kube := common $(CP)/kube
 DEPS_$(CP)/admin := common $(CP)/admin
 DEPS_$(CP)/xds := common translator $(CP)/admin $(CP)/xds gen
-DEPS_$(CP)/store := common translator $(CP)/kube $(CP)/store
+DEPS_$(CP)/store := common filters translator $(CP)/kube $(CP)/store
 DEPS_$(CP)/leader := common translator $(CP)/kube $(CP)/store $(CP)/leader
 DEPS_$(CP)/daemon := common filters election translator $(CP)/kube $(CP)/admin $(CP)/xds \
 	$(CP)/store $(CP)/leader $(CP)/daemon

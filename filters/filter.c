@@ -404,26 +404,66 @@ static int is_lock(const struct filter *f, const char *kind, const char *ns, con
     return 0;
 }
 
+/* What scope_check reads of an object, from its JSON or its decoded form. */
+struct sobj {
+    const char *ns, *name;
+    const char *(*label)(const void *user, const char *key);
+    const void *label_user;
+    const cJSON *json; /* NULL for a decoded object */
+};
+
+static const char *json_label(const void *labels, const char *key)
+{
+    return cx_json_str(labels, key);
+}
+
+static const char *sobj_label(void *user, const char *key)
+{
+    const struct sobj *o = user;
+    return o->label(o->label_user, key);
+}
+
+static int sobj_of(const cJSON *json, const struct filter_object *fo, struct sobj *out)
+{
+    if (!json && fo) {
+        *out = (struct sobj){fo->ns ? fo->ns : "", fo->name, fo->label, fo->label_user_data, NULL};
+        return 0;
+    }
+    const cJSON *md =
+        cJSON_IsObject(json) ? cJSON_GetObjectItemCaseSensitive(json, "metadata") : NULL;
+    const char *ns = cx_json_str(md, "namespace");
+    *out = (struct sobj){ns ? ns : "", cx_json_str(md, "name"), json_label,
+                         cJSON_GetObjectItemCaseSensitive(md, "labels"), json};
+    return 0;
+}
+
+/* metadata.name and metadata.namespace of a decoded object, for the field
+ * selector ("" for any other field, as for an absent one). */
+static const char *sobj_field(void *user, const char *field)
+{
+    const struct sobj *o = user;
+    if (strcmp(field, "metadata.name") == 0)
+        return o->name;
+    if (strcmp(field, "metadata.namespace") == 0)
+        return o->ns;
+    return "";
+}
+
 static int scope_check(const struct filter *f, const struct fkind *k, const char *kind,
-                       const cJSON *obj, filter_ns_labels_fn ns_labels, void *ud,
+                       const struct sobj *o, filter_ns_labels_fn ns_labels, void *ud,
                        enum filter_reason *why)
 {
-    const cJSON *md =
-        cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, "metadata") : NULL;
-    const char *name = cx_json_str(md, "name");
+    const char *name = o->name;
     if (!name || !*name) {
         *why = FILTER_R_MALFORMED;
         return 0;
     }
-    const char *ns = cx_json_str(md, "namespace");
-    if (!ns)
-        ns = "";
+    const char *ns = o->ns;
     if (is_lock(f, kind, ns, name)) {
         *why = FILTER_R_EXCLUDED_LOCK;
         return 0;
     }
-    const cJSON *labels = cJSON_GetObjectItemCaseSensitive(md, "labels");
-    const char *ign = cx_json_str(labels, FILTER_IGNORE_LABEL);
+    const char *ign = o->label(o->label_user, FILTER_IGNORE_LABEL);
     if (ign && strcmp(ign, FILTER_IGNORE_LABEL_VALUE) == 0) {
         *why = FILTER_R_IGNORED_LABEL;
         return 0;
@@ -443,11 +483,13 @@ static int scope_check(const struct filter *f, const struct fkind *k, const char
             }
         }
     }
-    if (k && k->labels && !filter_selector_matches(k->labels, labels)) {
+    if (k && k->labels && !filter_selector_matches_fn(k->labels, sobj_label, (void *)o)) {
         *why = FILTER_R_SELECTOR_MISMATCH;
         return 0;
     }
-    if (k && k->fields && !filter_field_selector_matches(k->fields, obj)) {
+    if (k && k->fields &&
+        !(o->json ? filter_field_selector_matches(k->fields, o->json)
+                  : filter_field_selector_matches_fn(k->fields, sobj_field, (void *)o))) {
         *why = FILTER_R_FIELD_MISMATCH;
         return 0;
     }
@@ -458,7 +500,9 @@ int filter_scope_check(struct filter *f, const char *kind, const cJSON *obj,
                        filter_ns_labels_fn ns_labels, void *ns_user_data, enum filter_reason *why)
 {
     enum filter_reason r = FILTER_R_ADDED;
-    int in = scope_check(f, kind_find(f, kind), kind, obj, ns_labels, ns_user_data, &r);
+    struct sobj o;
+    (void)sobj_of(obj, NULL, &o);
+    int in = scope_check(f, kind_find(f, kind), kind, &o, ns_labels, ns_user_data, &r);
     if (why)
         *why = r;
     return in;
@@ -513,43 +557,44 @@ int filter_decide(struct filter *f, const struct filter_event *ev, struct filter
     const char *kind = ev->kind ? ev->kind : "";
     struct fkind *k = kind_get(f, kind);
     enum filter_reason why = FILTER_R_ADDED;
-    int in = scope_check(f, k, kind, ev->obj, ev->ns_labels, ev->ns_user_data, &why);
+    struct sobj o;
+    (void)sobj_of(ev->obj, ev->fobj, &o);
+    int in = scope_check(f, k, kind, &o, ev->ns_labels, ev->ns_user_data, &why);
     /* kinds watched for their referrers (Secrets, ConfigMaps): in scope
      * only while something in the store names them */
-    if (in && ev->referenced) {
-        const cJSON *md = cJSON_GetObjectItemCaseSensitive(ev->obj, "metadata");
-        const char *ns = cx_json_str(md, "namespace");
-        if (!ev->referenced(ev->ref_user_data, kind, ns ? ns : "", cx_json_str(md, "name"))) {
-            in = 0;
-            why = FILTER_R_UNREFERENCED;
-        }
+    if (in && ev->referenced && !ev->referenced(ev->ref_user_data, kind, o.ns, o.name)) {
+        in = 0;
+        why = FILTER_R_UNREFERENCED;
     }
+    int had = ev->old || ev->old_digest;
 
     if (ev->type == FILTER_EV_DELETED) {
         if (why == FILTER_R_MALFORMED)
             verdict(out, FILTER_R_MALFORMED, FILTER_STORE_NONE);
-        else if (ev->old)
+        else if (had)
             verdict(out, FILTER_R_DELETED, FILTER_STORE_DELETE);
         else
             verdict(out, in ? FILTER_R_NOT_STORED : why, FILTER_STORE_NONE);
         goto out;
     }
     if (!in) {
-        if (ev->old && why != FILTER_R_MALFORMED)
+        if (had && why != FILTER_R_MALFORMED)
             verdict(out, FILTER_R_STOPPED_MATCHING, FILTER_STORE_DELETE);
         else
             verdict(out, why, FILTER_STORE_NONE);
         goto out;
     }
-    if (filter_digest(ev->obj, &f->scratch, &out->digest) != 0) {
+    if (!ev->obj && ev->fobj) {
+        out->digest = ev->fobj->digest; /* computed when it was decoded */
+    } else if (filter_digest(ev->obj, &f->scratch, &out->digest) != 0) {
         rc = FILTER_ENOMEM;
         /* cannot tell: let it through (a spurious translation is safe) */
-        verdict(out, ev->old ? FILTER_R_CHANGED : FILTER_R_ADDED,
-                ev->old ? FILTER_STORE_UPDATE : FILTER_STORE_ADD);
+        verdict(out, had ? FILTER_R_CHANGED : FILTER_R_ADDED,
+                had ? FILTER_STORE_UPDATE : FILTER_STORE_ADD);
         goto out;
     }
     out->has_digest = 1;
-    if (!ev->old) {
+    if (!had) {
         verdict(out, ev->type == FILTER_EV_ADDED ? FILTER_R_ADDED : FILTER_R_STARTED_MATCHING,
                 FILTER_STORE_ADD);
         goto out;

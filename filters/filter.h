@@ -162,13 +162,27 @@ __attribute__((warn_unused_result)) int filter_pushdown_query(const struct filte
  * the Namespace informer has not seen it (then it is out of scope). */
 typedef const cJSON *(*filter_ns_labels_fn)(void *user_data, const char *ns, int *known);
 
+/* An object kept decoded rather than as JSON (the daemon's informers keep
+ * records): what the filters read of it. */
+struct filter_object {
+    const char *ns; /* "" for cluster-scoped objects */
+    const char *name;
+    /* metadata.labels[key] or NULL (string values only) */
+    const char *(*label)(const void *user_data, const char *key);
+    const void *label_user_data;
+    uint64_t digest; /* its filter_digest, computed when it was decoded */
+};
+
 struct filter_event {
     enum filter_event_type type;
     const char *kind;
-    /* The event's object (for DELETED, its last state). */
+    /* The event's object (for DELETED, its last state); or, when |obj| is
+     * NULL, |fobj|. */
     const cJSON *obj;
+    const struct filter_object *fobj;
     /* The store's copy of the same object, NULL if the store does not hold
-     * it; and the digest the store kept with it (NULL: computed from old). */
+     * it; and the digest the store kept with it (NULL: computed from old).
+     * A stored object kept decoded: |old| NULL and |old_digest| set. */
     const cJSON *old;
     const uint64_t *old_digest;
     /* Namespace labels, needed only with a namespace selector. */

@@ -322,6 +322,21 @@ int filter_field_selector_matches(const struct filter_field_selector *fs, const 
     return 1;
 }
 
+int filter_field_selector_matches_fn(const struct filter_field_selector *fs,
+                                     const char *(*get)(void *user_data, const char *field),
+                                     void *user_data)
+{
+    if (!fs)
+        return 1;
+    for (size_t i = 0; i < fs->n; i++) {
+        const char *v = get(user_data, fs->t[i].field);
+        int eq = strcmp(v ? v : "", fs->t[i].value) == 0;
+        if (eq == fs->t[i].neg)
+            return 0;
+    }
+    return 1;
+}
+
 int filter_field_selector_is_everything(const struct filter_field_selector *fs)
 {
     return !fs || fs->n == 0;

@@ -112,6 +112,10 @@ void filter_field_selector_free(struct filter_field_selector *fs);
 /* 1 if |obj| matches: a field is the string at its dotted path in |obj|
  * ("metadata.name", "type"), "" when absent. A NULL selector matches. */
 int filter_field_selector_matches(const struct filter_field_selector *fs, const cJSON *obj);
+/* The same with the fields' values from |get| ("" when absent). */
+int filter_field_selector_matches_fn(const struct filter_field_selector *fs,
+                                     const char *(*get)(void *user_data, const char *field),
+                                     void *user_data);
 
 int filter_field_selector_is_everything(const struct filter_field_selector *fs);
 

@@ -19,6 +19,7 @@
 #include "xlate_tls.h"
 #include "daemon_internal.h"
 #include "store_kinds.h"
+#include "store_obj.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,13 +121,29 @@ static void ref_changed(void *user, enum xlate_kind kind, const char *key, int n
     daemon_fetch_ref(d->fetch, kind, key, now_referenced, present);
 }
 
-/* The references of Gateway/Upstream |key| are now those of |json| (NULL:
- * it left the store). */
-static void track_refs(struct daemon *d, enum xlate_kind kind, const char *key, const cJSON *json)
+/* The references of Gateway/Upstream |key| are now those of |obj| (NULL:
+ * it left the store): listed when it was decoded, or read from its JSON. */
+static void track_refs(struct daemon *d, enum xlate_kind kind, const char *key,
+                       const struct kube_obj *obj)
 {
     if (kind != XLATE_KIND_GATEWAY && kind != XLATE_KIND_UPSTREAM)
         return;
-    if (daemon_refs_set(d->refs, kind, key, json, ref_changed, d) != 0)
+    const struct store_obj *so = store_obj_of(obj);
+    int rc;
+    if (so && so->nrefs) {
+        struct daemon_ref refs[DAEMON_REFS_MAX];
+        size_t n = 0;
+        for (size_t i = 0; i < so->nrefs && n < DAEMON_REFS_MAX; i++) {
+            const char *r = so->refs[i];
+            refs[n].kind = r[0] == 'S' ? XLATE_KIND_SECRET : XLATE_KIND_CONFIG_MAP;
+            snprintf(refs[n].key, sizeof(refs[n].key), "%s", r + 2);
+            n++;
+        }
+        rc = daemon_refs_set_list(d->refs, kind, key, refs, n, ref_changed, d);
+    } else {
+        rc = daemon_refs_set(d->refs, kind, key, obj && !so ? obj->json : NULL, ref_changed, d);
+    }
+    if (rc != 0)
         cx_error("refs", "out of memory tracking the TLS references of %s %s", input_kinds[kind],
                  key);
 }
@@ -151,14 +168,28 @@ static void note_certificate(struct daemon *d, struct kube_obj *obj, int stored)
     free(pem);
 }
 
+static const char *kept_label(const void *so, const char *key)
+{
+    return store_obj_label(so, key);
+}
+
 static void feed(struct daemon *d, enum xlate_kind kind, enum filter_event_type type,
                  struct kube_obj *obj)
 {
     const struct store_entry *st = store_get(d->store, kind, obj->key);
+    const struct store_obj *so = store_obj_of(obj);
+    struct filter_object fo;
+    if (so)
+        fo = (struct filter_object){.ns = obj->ns,
+                                    .name = obj->name,
+                                    .label = kept_label,
+                                    .label_user_data = so,
+                                    .digest = so->digest};
     struct filter_event ev = {
         .type = type,
         .kind = input_kinds[kind],
         .obj = obj->json,
+        .fobj = so ? &fo : NULL,
         .old = st ? st->obj->json : NULL,
         .old_digest = st ? &st->digest : NULL,
         .ns_labels = d->ns_selector ? ns_labels : NULL,
@@ -174,7 +205,7 @@ static void feed(struct daemon *d, enum xlate_kind kind, enum filter_event_type 
         dec.action = type == FILTER_EV_DELETED ? FILTER_STORE_DELETE
                      : st                      ? FILTER_STORE_UPDATE
                                                : FILTER_STORE_ADD;
-        dec.digest = xlate_digest(obj->json);
+        dec.digest = so ? so->digest : xlate_digest(obj->json);
     }
     switch (dec.action) {
     case FILTER_STORE_ADD:
@@ -185,7 +216,7 @@ static void feed(struct daemon *d, enum xlate_kind kind, enum filter_event_type 
             break;
         }
         daemon_worker_poke(d->worker);
-        track_refs(d, kind, obj->key, obj->json);
+        track_refs(d, kind, obj->key, obj);
         if (kind == XLATE_KIND_SECRET)
             note_certificate(d, obj, 1);
         break;
@@ -216,6 +247,27 @@ static void meta_event(struct daemon_inf *di, struct kube_obj *obj, int gone)
         daemon_fetch_changed(d->fetch, di->kind, obj->key, gone);
     else
         filter_note(d->filter, input_kinds[di->kind], FILTER_R_UNREFERENCED);
+}
+
+/* The informers' decode (kube_informer_opts.decode): every arriving
+ * object of a translator kind becomes its record, digest, status and TLS
+ * references (store_obj.h), and its JSON goes. */
+static void *decode_input(void *ud, const struct kube_obj *o, const cJSON *json,
+                          const struct kube_rec_ops **ops)
+{
+    (void)o;
+    struct daemon_inf *di = ud;
+    struct daemon_ref refs[DAEMON_REFS_MAX];
+    const char *keys[DAEMON_REFS_MAX];
+    char buf[DAEMON_REFS_MAX][DAEMON_REFS_KEY_MAX + 2];
+    size_t n = daemon_refs_of(di->kind, json, refs, DAEMON_REFS_MAX);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(buf[i], sizeof(buf[i]), "%c/%s", refs[i].kind == XLATE_KIND_SECRET ? 'S' : 'C',
+                 refs[i].key);
+        keys[i] = buf[i];
+    }
+    *ops = &store_obj_ops;
+    return store_obj_decode(&di->d->decoder, di->kind, json, keys, n);
 }
 
 static void on_input_add(void *ud, struct kube_obj *obj)
@@ -414,6 +466,7 @@ int daemon_feed_setup(struct daemon *d, char *err, size_t errlen)
      * namespace when a namespace list is set, as RBAC may grant only
      * those; else every namespace, with the lock's namespace apart so that
      * the lock object never leaves the API server). */
+    store_decoder_init(&d->decoder, &d->cfg->limits);
     if (!(d->refs = daemon_refs_new()) ||
         !(d->fetch = daemon_fetch_new(d->kc, fetch_feed, on_reads_done, d))) {
         snprintf(err, errlen, "out of memory");
@@ -458,6 +511,7 @@ int daemon_feed_setup(struct daemon *d, char *err, size_t errlen)
             /* Secrets and ConfigMaps: metadata; daemon_fetch reads the
              * referenced ones whole. */
             .metadata_only = tls_kind(di->kind),
+            .decode = tls_kind(di->kind) ? NULL : decode_input,
         };
         di->inf = kube_informer_new(d->kc, &o, &in_h, di);
         if (!di->inf) {
@@ -543,4 +597,5 @@ void daemon_feed_free(struct daemon *d)
     d->fetch = NULL;
     daemon_refs_free(d->refs);
     d->refs = NULL;
+    store_decoder_free(&d->decoder);
 }

@@ -19,6 +19,7 @@
 #include "publish.h"
 #include "status_writer.h"
 #include "store.h"
+#include "store_obj.h"
 #include "xds_server.h"
 
 #include <event2/event.h>
@@ -58,9 +59,10 @@ struct daemon {
     struct filter *filter;
     int ns_selector; /* some kind uses a namespace selector */
     struct store *store;
-    struct daemon_refs *refs;   /* Secrets and ConfigMaps the stored objects name */
-    struct daemon_fetch *fetch; /* their whole copies (their informers hold metadata) */
-    int sync_waits_for_reads;   /* every informer synced; referenced objects being read */
+    struct store_decoder decoder; /* the informers' decode (store_obj.h) */
+    struct daemon_refs *refs;     /* Secrets and ConfigMaps the stored objects name */
+    struct daemon_fetch *fetch;   /* their whole copies (their informers hold metadata) */
+    int sync_waits_for_reads;     /* every informer synced; referenced objects being read */
 
     struct daemon_inf *inputs; /* input informers */
     size_t ninputs, inputs_synced;

@@ -160,10 +160,19 @@ static void notify(daemon_refs_changed_fn changed, void *user, const char *tkey,
 int daemon_refs_set(struct daemon_refs *r, enum xlate_kind owner_kind, const char *owner_key,
                     const cJSON *obj, daemon_refs_changed_fn changed, void *user)
 {
-    char okey[DAEMON_REFS_KEY_MAX + 2];
-    snprintf(okey, sizeof(okey), "%c/%s", owner_kind == XLATE_KIND_GATEWAY ? 'G' : 'U', owner_key);
     struct daemon_ref refs[DAEMON_REFS_MAX];
     size_t n = obj ? daemon_refs_of(owner_kind, obj, refs, DAEMON_REFS_MAX) : 0;
+    return daemon_refs_set_list(r, owner_kind, owner_key, refs, n, changed, user);
+}
+
+int daemon_refs_set_list(struct daemon_refs *r, enum xlate_kind owner_kind, const char *owner_key,
+                         const struct daemon_ref *refs, size_t n, daemon_refs_changed_fn changed,
+                         void *user)
+{
+    char okey[DAEMON_REFS_KEY_MAX + 2];
+    snprintf(okey, sizeof(okey), "%c/%s", owner_kind == XLATE_KIND_GATEWAY ? 'G' : 'U', owner_key);
+    if (n > DAEMON_REFS_MAX)
+        n = DAEMON_REFS_MAX;
     struct owner *old = cx_map_gets(&r->owners, okey);
     if (n == 0 && !old)
         return 0;

@@ -50,6 +50,13 @@ __attribute__((warn_unused_result)) int daemon_refs_set(struct daemon_refs *r,
                                                         const char *owner_key, const cJSON *obj,
                                                         daemon_refs_changed_fn changed, void *user);
 
+/* The same with the references already listed (daemon_refs_of's output,
+ * kept with a decoded object). */
+__attribute__((warn_unused_result)) int
+daemon_refs_set_list(struct daemon_refs *r, enum xlate_kind owner_kind, const char *owner_key,
+                     const struct daemon_ref *refs, size_t n, daemon_refs_changed_fn changed,
+                     void *user);
+
 /* 1 if something stored references |kind| |ns|/|name|. */
 int daemon_refs_has(const struct daemon_refs *r, enum xlate_kind kind, const char *ns,
                     const char *name);

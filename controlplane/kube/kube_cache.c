@@ -30,18 +30,38 @@ struct kube_obj *kube_obj_new(cJSON *json)
     char key[KEY_MAX];
     if (kube_obj_key(ns, name, key, sizeof(key)) != 0)
         return NULL;
-    size_t kl = strlen(key);
-    struct kube_obj *o = malloc(sizeof(*o) + kl + 1);
+    ns = ns ? ns : "";
+    uid = uid ? uid : "";
+    rv = rv ? rv : "";
+    /* key, then ns, name, uid and rv: one allocation that outlives the JSON */
+    size_t kl = strlen(key) + 1, nl = strlen(ns) + 1, ml = strlen(name) + 1, ul = strlen(uid) + 1,
+           rl = strlen(rv) + 1;
+    struct kube_obj *o = malloc(sizeof(*o) + kl + nl + ml + ul + rl);
     if (!o)
         return NULL;
     atomic_init(&o->refs, 1);
     o->json = json;
-    o->ns = ns ? ns : "";
-    o->name = name;
-    o->uid = uid ? uid : "";
-    o->rv = rv ? rv : "";
-    memcpy(o->key, key, kl + 1);
+    o->rec = NULL;
+    o->rec_ops = NULL;
+    char *p = o->key;
+    memcpy(p, key, kl);
+    p += kl;
+    o->ns = memcpy(p, ns, nl);
+    p += nl;
+    o->name = memcpy(p, name, ml);
+    p += ml;
+    o->uid = memcpy(p, uid, ul);
+    p += ul;
+    o->rv = memcpy(p, rv, rl);
     return o;
+}
+
+void kube_obj_keep_rec(struct kube_obj *o, void *rec, const struct kube_rec_ops *ops)
+{
+    cJSON_Delete(o->json);
+    o->json = NULL;
+    o->rec = rec;
+    o->rec_ops = ops;
 }
 
 void kube_obj_trim(cJSON *json)
@@ -123,12 +143,16 @@ void kube_obj_unref(struct kube_obj *o)
         return;
     if (atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) == 1) {
         cJSON_Delete(o->json);
+        if (o->rec && o->rec_ops && o->rec_ops->free)
+            o->rec_ops->free(o->rec);
         free(o);
     }
 }
 
 const char *kube_obj_label(const struct kube_obj *o, const char *key)
 {
+    if (!o->json)
+        return o->rec && o->rec_ops && o->rec_ops->label ? o->rec_ops->label(o->rec, key) : NULL;
     return cx_json_path_str(o->json, "metadata", "labels", key, NULL);
 }
 

@@ -14,9 +14,22 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+/* What an informer's owner keeps of an object instead of its JSON
+ * (kube_informer_opts.decode): how to free it and read its labels. */
+struct kube_rec_ops {
+    void (*free)(void *rec);
+    /* metadata.labels[key] or NULL */
+    const char *(*label)(const void *rec, const char *key);
+};
+
 struct kube_obj {
     atomic_int refs;
-    cJSON *json;    /* the whole object; never modified after kube_obj_new */
+    /* The whole object, never modified after kube_obj_new; NULL once
+     * kube_obj_keep_rec replaced it with its decoded form. */
+    cJSON *json;
+    void *rec; /* that decoded form (owned), or NULL */
+    const struct kube_rec_ops *rec_ops;
+    /* copies, in the object's own memory (valid without |json|) */
     const char *ns; /* "" for cluster-scoped objects */
     const char *name;
     const char *uid; /* "" when absent */
@@ -28,6 +41,10 @@ struct kube_obj {
  * reference. Returns NULL (json untouched) if it has no metadata.name or
  * memory ran out. */
 struct kube_obj *kube_obj_new(cJSON *json);
+/* Replaces |o|'s JSON (freed now) with |rec|, its decoded form, which the
+ * object then owns (freed with |ops|->free). Only while the caller holds
+ * the one reference, before anyone else sees |o|. */
+void kube_obj_keep_rec(struct kube_obj *o, void *rec, const struct kube_rec_ops *ops);
 /* The most one object may take (its JSON, roughly: kube_json_size). etcd
  * keeps objects under ~1.5 MiB and a ConfigMap's data under 1 MiB; base64
  * and JSON escapes stay well inside this. Anything larger is refused. */
@@ -52,7 +69,7 @@ void kube_obj_trim(cJSON *json);
 struct kube_obj *kube_obj_ref(struct kube_obj *o);
 /* Drops a reference; the last one frees the object. NULL is ignored. */
 void kube_obj_unref(struct kube_obj *o);
-/* metadata.labels[key] or NULL. */
+/* metadata.labels[key] or NULL (from the JSON, or the decoded form). */
 const char *kube_obj_label(const struct kube_obj *o, const char *key);
 
 /* Writes "ns/name" (or "name") into |out| (|n| bytes). Returns 0 or -1 if

@@ -66,6 +66,7 @@ struct kube_informer {
     int metadata_only;     /* kube_informer_opts.metadata_only */
     size_t max_object;
     size_t max_page_bytes;
+    void *(*decode)(void *, const struct kube_obj *, const cJSON *, const struct kube_rec_ops **);
     int64_t refused_logged_ns;
     uint64_t refused_unlogged;
     struct kube_informer_handlers h;
@@ -182,6 +183,7 @@ struct kube_informer *kube_informer_new(struct kube_client *c, const struct kube
     inf->streaming = o->streaming;
     inf->trim = o->trim;
     inf->metadata_only = o->metadata_only;
+    inf->decode = o->decode;
     inf->max_object = o->max_object ? o->max_object : KUBE_OBJECT_MAX;
     inf->max_page_bytes = o->max_page_bytes ? o->max_page_bytes : KUBE_INFORMER_PAGE_MAX;
     inf->backoff.base_ms = o->backoff_base_ms > 0 ? o->backoff_base_ms : 100;
@@ -407,13 +409,27 @@ static int admit(struct kube_informer *inf, cJSON *obj)
     return 0;
 }
 
+/* The object the cache keeps for |json| (admitted; taken over on
+ * success): decoded into the owner's form when the owner asked for that. */
+static struct kube_obj *keep_obj(struct kube_informer *inf, cJSON *json)
+{
+    struct kube_obj *o = kube_obj_new(json);
+    if (o && inf->decode) {
+        const struct kube_rec_ops *ops = NULL;
+        void *rec = inf->decode(inf->user_data, o, json, &ops);
+        if (rec)
+            kube_obj_keep_rec(o, rec, ops);
+    }
+    return o;
+}
+
 static void put_fresh(struct kube_informer *inf, cJSON *json)
 {
     if (admit(inf, json) != 0) {
         cJSON_Delete(json); /* absent from the fresh list: a cached copy goes */
         return;
     }
-    struct kube_obj *o = kube_obj_new(json);
+    struct kube_obj *o = keep_obj(inf, json);
     if (!o) {
         cJSON_Delete(json);
         return;
@@ -616,7 +632,7 @@ static void on_watch_event(void *ud, enum kube_event_type type, cJSON *obj)
         note_objects(inf);
         return;
     }
-    struct kube_obj *o = kube_obj_new(obj);
+    struct kube_obj *o = type == KUBE_EV_DELETED ? kube_obj_new(obj) : keep_obj(inf, obj);
     if (!o) {
         cJSON_Delete(obj);
         return;

@@ -69,6 +69,13 @@ struct kube_informer_opts {
     /* Cap on one list page's response; 0: KUBE_INFORMER_PAGE_MAX. A page
      * over it halves the page size (down to one object). */
     size_t max_page_bytes;
+    /* Optional: decodes every object the cache is to keep, once, when it
+     * arrives (after trimming), into the owner's form. Returns that form
+     * (the object keeps it with *ops and its JSON is freed at once:
+     * kube_obj_keep_rec), or NULL to keep the JSON. |user_data| is the
+     * handlers'. Final states of deletions are not decoded. */
+    void *(*decode)(void *user_data, const struct kube_obj *o, const cJSON *json,
+                    const struct kube_rec_ops **ops);
 };
 
 struct kube_informer_handlers {

@@ -1,5 +1,7 @@
 #include "status_writer.h"
 
+#include "store_obj.h"
+
 #include "cx_json.h"
 #include "cx_log.h"
 #include "cx_metrics.h"
@@ -444,6 +446,13 @@ static int send_write(struct status_writer *w, struct sw_item *it, cJSON *status
     return 0;
 }
 
+/* check()'s returns: the status tree it parsed goes first. */
+#define CHECK_RETURN(v)     \
+    do {                    \
+        cJSON_Delete(held); \
+        return (v);         \
+    } while (0)
+
 /* The queue's check: compares one object and, if needed, writes it. */
 static enum leader_check check(void *user, struct leader_item *l, int64_t *wait_ns)
 {
@@ -457,18 +466,18 @@ static enum leader_check check(void *user, struct leader_item *l, int64_t *wait_
         cx_series_inc(w->m.c_missing);
         return LEADER_CHECK_DONE;
     }
-    const cJSON *cur = cJSON_GetObjectItemCaseSensitive(obj->json, "status");
+    cJSON *held = NULL; /* the object's status, when it is the one compared */
+    const cJSON *cur = NULL;
     const char *rv = obj->rv;
-    if (it->written) {
-        if (it->rv_before && strcmp(obj->rv, it->rv_before) == 0) {
-            cur = it->written; /* the informer has not shown our write yet */
-            rv = it->rv_after;
-        } else {
+    if (it->written && it->rv_before && strcmp(obj->rv, it->rv_before) == 0) {
+        cur = it->written; /* the informer has not shown our write yet */
+        rv = it->rv_after;
+    } else {
+        if (it->written)
             clear_written(it);
-        }
+        cur = held = store_obj_status(obj);
     }
-    const cJSON *gen = cx_json_path(obj->json, "metadata", "generation", NULL);
-    int64_t g = cJSON_IsNumber(gen) ? (int64_t)gen->valuedouble : 0;
+    int64_t g = store_kube_generation(obj);
     int other = rep->uid && *rep->uid && *obj->uid && strcmp(rep->uid, obj->uid) != 0;
     if (g > rep->generation || other) {
         /* The store has (or will have) a newer object than this report:
@@ -480,11 +489,11 @@ static enum leader_check check(void *user, struct leader_item *l, int64_t *wait_
             w->st.deferred++;
             cx_series_inc(w->m.c_deferred);
             defer_item(w, it);
-            return LEADER_CHECK_DONE;
+            CHECK_RETURN(LEADER_CHECK_DONE);
         }
         if (other) {
             cx_series_inc(w->m.c_missing);
-            return LEADER_CHECK_DONE;
+            CHECK_RETURN(LEADER_CHECK_DONE);
         }
     }
     struct status_condition extra[SW_MAX_EXTRA];
@@ -494,32 +503,33 @@ static enum leader_check check(void *user, struct leader_item *l, int64_t *wait_
     cJSON *desired = status_desired(rep, extra, nextra, cur, cx_wall_ns());
     if (!desired) {
         park(w, it, SW_RETRY_FIRST_NS);
-        return LEADER_CHECK_DONE;
+        CHECK_RETURN(LEADER_CHECK_DONE);
     }
     if (status_up_to_date(desired, cur)) {
         w->st.up_to_date++;
         cx_series_inc(w->m.c_up);
         cJSON_Delete(desired);
-        return LEADER_CHECK_DONE;
+        CHECK_RETURN(LEADER_CHECK_DONE);
     }
     int64_t wait = cx_ratelimit_take(&w->rl, cx_mono_ns());
     if (wait > 0) {
         cJSON_Delete(desired);
         *wait_ns = wait;
-        return LEADER_CHECK_LATER;
+        CHECK_RETURN(LEADER_CHECK_LATER);
     }
     cx_series_inc(w->m.c_write);
     int rc = send_write(w, it, desired, rv);
     if (rc == 0)
-        return LEADER_CHECK_DONE; /* |desired| now belongs to the item */
+        CHECK_RETURN(LEADER_CHECK_DONE); /* |desired| now belongs to the item */
     cJSON_Delete(desired);
     if (rc == 1) {
         *wait_ns = SW_REFUSED_WAIT_NS;
-        return LEADER_CHECK_LATER;
+        CHECK_RETURN(LEADER_CHECK_LATER);
     }
     park(w, it, SW_RETRY_FIRST_NS);
-    return LEADER_CHECK_DONE;
+    CHECK_RETURN(LEADER_CHECK_DONE);
 }
+#undef CHECK_RETURN
 
 /* The full pass's next report: 0 when it needs nothing (up to date, gone,
  * not ours), else the item to check through the queue (created, queued). */
@@ -543,10 +553,9 @@ static struct sw_item *pass_step(struct status_writer *w, const struct xlate_rep
             cx_series_inc(w->m.c_missing);
             return NULL;
         }
-        const cJSON *gen = cx_json_path(obj->json, "metadata", "generation", NULL);
-        int64_t g = cJSON_IsNumber(gen) ? (int64_t)gen->valuedouble : 0;
+        int64_t g = store_kube_generation(obj);
         if (g == cur_rep->generation) {
-            const cJSON *cur = cJSON_GetObjectItemCaseSensitive(obj->json, "status");
+            cJSON *cur = store_obj_status(obj);
             struct status_condition extra[SW_MAX_EXTRA];
             size_t nextra = 0;
             if (kind == XLATE_KIND_GATEWAY && w->o.gateway_conditions)
@@ -554,6 +563,7 @@ static struct sw_item *pass_step(struct status_writer *w, const struct xlate_rep
             cJSON *desired = status_desired(cur_rep, extra, nextra, cur, cx_wall_ns());
             int up = desired && status_up_to_date(desired, cur);
             cJSON_Delete(desired);
+            cJSON_Delete(cur);
             if (up) {
                 w->st.up_to_date++;
                 cx_series_inc(w->m.c_up);

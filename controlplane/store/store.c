@@ -1,6 +1,7 @@
 #include "store.h"
 
 #include "cx_map.h"
+#include "store_obj.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -176,8 +177,11 @@ void store_foreach(const struct store *s, enum xlate_kind kind,
 static void view_add(struct store_view *v, enum xlate_kind kind, struct store_entry *e)
 {
     v->objs[v->n] = kube_obj_ref(e->obj);
-    v->objects[v->n] = (struct xlate_object){
-        .kind = kind, .obj = e->obj->json, .digest = e->digest ? e->digest : 1};
+    const struct store_obj *so = store_obj_of(e->obj);
+    v->objects[v->n] = (struct xlate_object){.kind = kind,
+                                             .obj = e->obj->json,
+                                             .rec = so ? so->rec : NULL,
+                                             .digest = e->digest ? e->digest : 1};
     v->n++;
 }
 
@@ -192,7 +196,9 @@ static int take_change(struct store_view *v, struct store_change *c)
     v->change_objs[i] = c->obj; /* the reference moves to the view */
     v->change_keys[i] = NULL;
     if (c->obj) {
+        const struct store_obj *so = store_obj_of(c->obj);
         xc->obj = c->obj->json;
+        xc->rec = so ? so->rec : NULL;
     } else {
         /* "ns/name" -> "ns\0name" */
         char *k = strdup(c->key + 2);

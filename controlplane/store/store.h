@@ -5,7 +5,8 @@
  * change-significance digest, found by "namespace/name".
  *
  * The store holds a reference to each immutable kube_obj the informers
- * built; it keeps the object of the last *significant* change (an
+ * built (which holds its record, store_obj.h, or, when it could not be
+ * decoded, its JSON); it keeps the object of the last *significant* change (an
  * insignificant update — a status write, a resourceVersion bump — leaves the
  * stored copy alone), which is the generation the translator reports as
  * observedGeneration.
@@ -70,7 +71,8 @@ struct store_view {
     atomic_int refs;
     uint64_t generation; /* store generation it was taken at */
     size_t n;
-    struct xlate_object *objects; /* n entries; obj points into objs[i]->json */
+    /* n entries: rec is objs[i]'s record (store_obj.h), or obj its JSON */
+    struct xlate_object *objects;
     struct kube_obj **objs;       /* n references */
     /* Since the previous view, one per object: adds/updates (obj set) and
      * deletions (namespace and name set). changes_complete is 0 when a

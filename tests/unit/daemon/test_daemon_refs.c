@@ -115,7 +115,43 @@ static void test_counts_and_transitions(void)
     cJSON_Delete(u);
 }
 
+/* The kept form's list (daemon_refs_of when the object was decoded) moves
+ * references as the JSON does: mixing the two for one owner works. */
+static void test_set_from_a_kept_list(void)
+{
+    struct daemon_refs *r = daemon_refs_new();
+    REQUIRE(r);
+    cJSON *b = parse("{\"metadata\":{\"namespace\":\"ns\"},\"spec\":{\"tls\":{\"certificates\":["
+                     "{\"secretRef\":{\"name\":\"www\"}},{\"secretRef\":{\"name\":\"shop\"}}]}}}");
+    struct daemon_ref refs[DAEMON_REFS_MAX];
+    size_t n = daemon_refs_of(XLATE_KIND_GATEWAY, b, refs, DAEMON_REFS_MAX);
+    REQUIRE_INT_EQ(n, 2);
+    nevents = 0;
+    REQUIRE_INT_EQ(daemon_refs_set_list(r, XLATE_KIND_GATEWAY, "ns/b", refs, n, on_change, NULL),
+                   0);
+    CHECK_INT_EQ(nevents, 2);
+    CHECK(saw("+Secret ns/www") && saw("+Secret ns/shop"));
+    /* the same owner by JSON: the same references, nothing moves */
+    nevents = 0;
+    REQUIRE_INT_EQ(daemon_refs_set(r, XLATE_KIND_GATEWAY, "ns/b", b, on_change, NULL), 0);
+    CHECK_INT_EQ(nevents, 0);
+    /* one left in the list: shop goes */
+    REQUIRE_INT_EQ(daemon_refs_set_list(r, XLATE_KIND_GATEWAY, "ns/b", refs, 1, on_change, NULL),
+                   0);
+    CHECK_INT_EQ(nevents, 1);
+    CHECK(saw("-Secret ns/shop"));
+    CHECK(daemon_refs_has(r, XLATE_KIND_SECRET, "ns", "www"));
+    /* none: the owner's last reference goes */
+    REQUIRE_INT_EQ(daemon_refs_set_list(r, XLATE_KIND_GATEWAY, "ns/b", NULL, 0, on_change, NULL),
+                   0);
+    CHECK(saw("-Secret ns/www"));
+    CHECK_INT_EQ(daemon_refs_count(r, XLATE_KIND_SECRET), 0);
+    daemon_refs_free(r);
+    cJSON_Delete(b);
+}
+
 static const struct cxt_case cases[] = {
+    CXT(test_set_from_a_kept_list),
     CXT(test_refs_of),
     CXT(test_counts_and_transitions),
 };

@@ -770,7 +770,96 @@ static void test_pushdown_watches(void)
     filter_free(f);
 }
 
+/* ---- objects kept decoded (struct filter_object) ------------------------------ */
+
+static const char *labels_of(const void *labels, const char *key)
+{
+    return cx_json_str(labels, key);
+}
+
+/* The same event decided from |o|'s JSON and from its decoded form (a
+ * stored copy |old| given as JSON, or as its digest alone): same verdict. */
+static void check_both_ways(struct filter *f, enum filter_event_type t, const char *kind,
+                            const cJSON *o, const cJSON *old)
+{
+    struct filter_decision dj, dr;
+    struct filter_event ej = {.type = t, .kind = kind, .obj = o, .old = old};
+    REQUIRE_INT_EQ(filter_decide(f, &ej, &dj), FILTER_OK);
+    struct cx_buf b;
+    cx_buf_init(&b, 0);
+    uint64_t dg = 0, odg = 0;
+    REQUIRE_INT_EQ(filter_digest(o, &b, &dg), 0);
+    if (old)
+        REQUIRE_INT_EQ(filter_digest(old, &b, &odg), 0);
+    cx_buf_free(&b);
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+    const char *ns = cx_json_str(md, "namespace");
+    struct filter_object fo = {.ns = ns ? ns : "",
+                               .name = cx_json_str(md, "name"),
+                               .label = labels_of,
+                               .label_user_data = cJSON_GetObjectItemCaseSensitive(md, "labels"),
+                               .digest = dg};
+    struct filter_event er = {
+        .type = t, .kind = kind, .fobj = &fo, .old_digest = old ? &odg : NULL};
+    REQUIRE_INT_EQ(filter_decide(f, &er, &dr), FILTER_OK);
+    CHECK_STR_EQ(filter_reason_name(dr.reason), filter_reason_name(dj.reason));
+    CHECK_INT_EQ(dr.verdict, dj.verdict);
+    CHECK_INT_EQ(dr.action, dj.action);
+    CHECK_INT_EQ(dr.has_digest, dj.has_digest);
+    if (dj.has_digest)
+        CHECK(dr.digest == dj.digest);
+}
+
+static void test_decoded_objects_decide_as_their_json(void)
+{
+    struct filter *f = filter_new();
+    struct filter_error err;
+    REQUIRE(f);
+    REQUIRE_INT_EQ(filter_set_label_selector(f, "VirtualService", "team in (a,b)", &err),
+                   FILTER_OK);
+    REQUIRE_INT_EQ(filter_set_field_selector(f, "VirtualService", "metadata.name!=skip", &err),
+                   FILTER_OK);
+    REQUIRE_INT_EQ(filter_set_field_selector(f, "Upstream", "metadata.namespace=n", &err),
+                   FILTER_OK);
+    REQUIRE_INT_EQ(filter_add_lock(f, "VirtualService", "n", "lock"), FILTER_OK);
+    cJSON *a = obj("VirtualService", "n", "v", "{\"team\":\"a\"}", "{\"spec\":{\"x\":1}}");
+    cJSON *a2 = obj("VirtualService", "n", "v", "{\"team\":\"a\"}", "{\"spec\":{\"x\":2}}");
+    cJSON *a_rv = obj("VirtualService", "n", "v", "{\"team\":\"a\"}", "{\"spec\":{\"x\":1}}");
+    set_rv(a_rv, "9");
+    cJSON *c = obj("VirtualService", "n", "v", "{\"team\":\"c\"}", NULL);
+    cJSON *skip = obj("VirtualService", "n", "skip", "{\"team\":\"a\"}", NULL);
+    cJSON *lock = obj("VirtualService", "n", "lock", "{\"team\":\"a\"}", NULL);
+    cJSON *ign =
+        obj("VirtualService", "n", "i", "{\"team\":\"a\",\"coxswain.dev/ignore\":\"true\"}", NULL);
+    cJSON *up = obj("Upstream", "n", "u", NULL, NULL);
+    cJSON *up_m = obj("Upstream", "m", "u", NULL, NULL);
+    check_both_ways(f, FILTER_EV_ADDED, "VirtualService", a, NULL);
+    check_both_ways(f, FILTER_EV_MODIFIED, "VirtualService", a_rv, a); /* insignificant */
+    check_both_ways(f, FILTER_EV_MODIFIED, "VirtualService", a2, a);   /* changed */
+    check_both_ways(f, FILTER_EV_MODIFIED, "VirtualService", c, a);    /* stopped matching */
+    check_both_ways(f, FILTER_EV_MODIFIED, "VirtualService", a, NULL); /* started matching */
+    check_both_ways(f, FILTER_EV_ADDED, "VirtualService", c, NULL);
+    check_both_ways(f, FILTER_EV_ADDED, "VirtualService", skip, NULL);
+    check_both_ways(f, FILTER_EV_ADDED, "VirtualService", lock, NULL);
+    check_both_ways(f, FILTER_EV_ADDED, "VirtualService", ign, NULL);
+    check_both_ways(f, FILTER_EV_DELETED, "VirtualService", a, a);
+    check_both_ways(f, FILTER_EV_DELETED, "VirtualService", a, NULL);
+    check_both_ways(f, FILTER_EV_ADDED, "Upstream", up, NULL);
+    check_both_ways(f, FILTER_EV_ADDED, "Upstream", up_m, NULL);
+    /* what the two ways decided, counted twice each */
+    CHECK_INT_EQ(filter_count(f, "VirtualService", FILTER_R_INSIGNIFICANT), 2);
+    CHECK_INT_EQ(filter_count(f, "VirtualService", FILTER_R_FIELD_MISMATCH), 2);
+    CHECK_INT_EQ(filter_count(f, "VirtualService", FILTER_R_EXCLUDED_LOCK), 2);
+    CHECK_INT_EQ(filter_count(f, "VirtualService", FILTER_R_IGNORED_LABEL), 2);
+    CHECK_INT_EQ(filter_count(f, "Upstream", FILTER_R_FIELD_MISMATCH), 2);
+    cJSON *all[] = {a, a2, a_rv, c, skip, lock, ign, up, up_m};
+    for (size_t i = 0; i < sizeof(all) / sizeof(*all); i++)
+        cJSON_Delete(all[i]);
+    filter_free(f);
+}
+
 static const struct cxt_case cases[] = {
+    CXT(test_decoded_objects_decide_as_their_json),
     CXT(test_add_modify_delete_cycle),
     CXT(test_lock_exclusion),
     CXT(test_ignore_label),

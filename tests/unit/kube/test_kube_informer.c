@@ -10,6 +10,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const struct kube_resource CM = {"", "v1", "configmaps", "ConfigMap", 1};
@@ -632,6 +633,12 @@ static void run_trim(int trim)
     fx_free(&f);
 }
 
+static int collect_one(void *user, struct kube_obj *o)
+{
+    *(struct kube_obj **)user = o;
+    return 0;
+}
+
 static void test_trim_drops_bookkeeping(void)
 {
     run_trim(1);
@@ -642,7 +649,137 @@ static void test_no_trim_mirrors_the_server(void)
     run_trim(0);
 }
 
+/* ---- decode: the cache keeps the owner's form, not the JSON -------------------- */
+
+struct dec_rec {
+    char *k;     /* data.k */
+    char *label; /* metadata.labels.app */
+};
+
+static int decoded, freed;
+
+static void dec_free(void *p)
+{
+    struct dec_rec *r = p;
+    free(r->k);
+    free(r->label);
+    free(r);
+    freed++;
+}
+
+static const char *dec_label(const void *p, const char *key)
+{
+    const struct dec_rec *r = p;
+    return strcmp(key, "app") == 0 ? r->label : NULL;
+}
+
+static const struct kube_rec_ops DEC_OPS = {dec_free, dec_label};
+
+/* Keeps data.k and the app label; "keep-json" stays JSON (NULL). */
+static void *dec(void *ud, const struct kube_obj *o, const cJSON *json,
+                 const struct kube_rec_ops **ops)
+{
+    (void)ud;
+    if (strcmp(o->name, "keep-json") == 0)
+        return NULL;
+    struct dec_rec *r = calloc(1, sizeof(*r));
+    const char *k = cx_json_path_str(json, "data", "k", NULL);
+    const char *app = cx_json_path_str(json, "metadata", "labels", "app", NULL);
+    r->k = strdup(k ? k : "");
+    r->label = app ? strdup(app) : NULL;
+    *ops = &DEC_OPS;
+    decoded++;
+    return r;
+}
+
+static void hd_add(void *ud, struct kube_obj *o)
+{
+    logf_(ud, "+%s@%s:%s", o->key, o->rv, o->json ? "json" : ((struct dec_rec *)o->rec)->k);
+}
+
+static void hd_update(void *ud, struct kube_obj *old, struct kube_obj *o)
+{
+    logf_(ud, "~%s@%s>%s:%s", o->key, old->rv, o->rv,
+          o->json ? "json" : ((struct dec_rec *)o->rec)->k);
+}
+
+static void hd_delete(void *ud, struct kube_obj *o)
+{
+    /* the final state of a deletion is not decoded */
+    logf_(ud, "-%s@%s:%s", o->key, o->rv, o->json ? "json" : "rec");
+}
+
+#define CML(name, rv, app, val)                                                                  \
+    "{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"ns\",\"uid\":\"u-" name                \
+    "\",\"resourceVersion\":\"" rv "\",\"labels\":{\"app\":\"" app "\"}},\"data\":{\"k\":\"" val \
+    "\"}}"
+
+static void test_decode_keeps_the_owners_form(void)
+{
+    decoded = freed = 0;
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){0});
+    mock_push(&f.m, (struct step){.status = 200,
+                                  .body = LIST("10", "",
+                                               CML("a", "1", "web", "x") "," CML("keep-json", "2",
+                                                                                 "db", "y"))});
+    mock_push(&f.m, (struct step){.act = ACT_WATCH,
+                                  .hang = 1,
+                                  .chunk_ms = 5,
+                                  .chunks = {EVT("MODIFIED", CML("a", "11", "web", "z"))
+                                                 EVT("ADDED", CML("b", "12", "api", "w"))
+                                                     EVT("DELETED", CML("b", "13", "api", "w"))}});
+    struct log l = {0};
+    static const struct kube_informer_handlers HD = {hd_add, hd_update, hd_delete, h_synced};
+    const char *const idx[] = {"app", NULL};
+    struct kube_informer *inf = kube_informer_new(f.c,
+                                                  &(struct kube_informer_opts){
+                                                      .res = &CM,
+                                                      .streaming = KUBE_STREAMING_OFF,
+                                                      .trim = 1,
+                                                      .label_indexes = idx,
+                                                      .decode = dec,
+                                                  },
+                                                  &HD, &l);
+    REQUIRE(inf != NULL);
+    kube_informer_start(inf);
+    REQUIRE(run_until(f.base, &l.synced, 5000));
+    int64_t end = cx_mono_ms() + 5000;
+    while (l.n < 6 && cx_mono_ms() < end)
+        settle(&f, 20);
+    const char *want[] = {"+ns/a@1:x",    "+ns/keep-json@2:json", "synced",
+                          "~ns/a@1>11:z", "+ns/b@12:w",           "-ns/b@13:json"};
+    check_log(&l, want, 6);
+    struct kube_cache *c = kube_informer_cache(inf);
+    struct kube_obj *a = kube_cache_get(c, "ns/a");
+    REQUIRE(a != NULL);
+    /* the JSON is gone; what the object says of itself outlives it */
+    CHECK(a->json == NULL);
+    CHECK(a->rec_ops == &DEC_OPS);
+    CHECK_STR_EQ(a->ns, "ns");
+    CHECK_STR_EQ(a->name, "a");
+    CHECK_STR_EQ(a->uid, "u-a");
+    CHECK_STR_EQ(a->rv, "11");
+    CHECK_STR_EQ(kube_obj_label(a, "app"), "web"); /* read from the owner's form */
+    struct kube_obj *kj = kube_cache_get(c, "ns/keep-json");
+    REQUIRE(kj != NULL);
+    CHECK(kj->json != NULL && kj->rec == NULL);
+    CHECK_STR_EQ(kube_obj_label(kj, "app"), "db");
+    /* the label index works from either form */
+    struct kube_obj *seen = NULL;
+    CHECK_INT_EQ(kube_cache_foreach_label(c, "app", "web", collect_one, &seen), 1);
+    CHECK(seen == a);
+    CHECK_INT_EQ(kube_cache_foreach_label(c, "app", "db", collect_one, &seen), 1);
+    CHECK(seen == kj);
+    /* a (twice), b: every decoded form is freed with its object */
+    CHECK_INT_EQ(decoded, 3);
+    kube_informer_free(inf);
+    fx_free(&f);
+    CHECK_INT_EQ(freed, decoded);
+}
+
 static const struct cxt_case cases[] = {
+    CXT(test_decode_keeps_the_owners_form),
     CXT(test_list_watch_resume_relist),
     CXT(test_relist_without_changes_emits_nothing),
     CXT(test_garbage_and_errors_resume_without_relist),

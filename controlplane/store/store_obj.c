@@ -1,0 +1,132 @@
+#include "store_obj.h"
+
+#include "cx_json.h"
+#include "filter.h"
+#include "store_kinds.h"
+#include "xlate.h"
+#include "xlate_api.h"
+#include "xlate_record.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A record's first chunk is sized by the previous record of its kind (the
+ * informer of a kind delivers objects alike), with an eighth more; one
+ * object far larger than the rest does not size the others. */
+#define HINT_MAX 8192
+
+void store_decoder_init(struct store_decoder *d, const struct xlate_limits *lim)
+{
+    memset(d, 0, sizeof(*d));
+    if (lim)
+        d->lim = *lim;
+    else
+        xlate_limits_default(&d->lim);
+    cx_buf_init(&d->scratch, 0);
+}
+
+void store_decoder_free(struct store_decoder *d)
+{
+    cx_buf_free(&d->scratch);
+}
+
+static void so_free(void *p)
+{
+    store_obj_free(p);
+}
+
+static const char *so_label(const void *p, const char *key)
+{
+    return store_obj_label(p, key);
+}
+
+const struct kube_rec_ops store_obj_ops = {.free = so_free, .label = so_label};
+
+struct store_obj *store_obj_decode(struct store_decoder *d, enum xlate_kind kind, const cJSON *json,
+                                   const char *const *refs, size_t nrefs)
+{
+    if (kind < 0 || kind >= XLATE_KIND_COUNT)
+        return NULL;
+    uint64_t digest = 0;
+    if (filter_digest(json, &d->scratch, &digest) != 0)
+        return NULL;
+    if (!digest)
+        digest = 1; /* 0 means "compute one" to the translator */
+    size_t hint = d->hint[kind];
+    struct xlate_record *rec = xlate_record_new(kind, json, digest, &d->lim, &hint);
+    if (!rec)
+        return NULL;
+    size_t live = rec->arena.live;
+    live = (live + live / 8 + 15) & ~(size_t)15;
+    if (live <= HINT_MAX)
+        d->hint[kind] = live;
+    /* the status text and the references share the object's allocation */
+    char *status = NULL;
+    const cJSON *st = store_kind_has_status(kind) ? cx_json_member(json, "status") : NULL;
+    if (st && !(status = cJSON_PrintUnformatted(st))) {
+        xlate_record_unref(rec);
+        return NULL;
+    }
+    size_t sl = status ? strlen(status) + 1 : 0, rl = 0;
+    for (size_t i = 0; i < nrefs; i++)
+        rl += strlen(refs[i]) + 1;
+    struct store_obj *so = malloc(sizeof(*so) + nrefs * sizeof(char *) + sl + rl);
+    if (!so) {
+        free(status);
+        xlate_record_unref(rec);
+        return NULL;
+    }
+    so->rec = rec;
+    so->digest = digest;
+    so->nrefs = nrefs;
+    so->refs = nrefs ? (char **)(so + 1) : NULL;
+    char *p = (char *)(so + 1) + nrefs * sizeof(char *);
+    so->status = NULL;
+    if (status) {
+        so->status = memcpy(p, status, sl);
+        p += sl;
+        free(status);
+    }
+    for (size_t i = 0; i < nrefs; i++) {
+        size_t n = strlen(refs[i]) + 1;
+        so->refs[i] = memcpy(p, refs[i], n);
+        p += n;
+    }
+    return so;
+}
+
+void store_obj_free(struct store_obj *so)
+{
+    if (!so)
+        return;
+    xlate_record_unref(so->rec);
+    free(so);
+}
+
+const char *store_obj_label(const struct store_obj *so, const char *key)
+{
+    return xlate_meta_label(&so->rec->obj.meta, key);
+}
+
+int64_t store_obj_generation(const struct store_obj *so)
+{
+    return so->rec->obj.meta.generation;
+}
+
+cJSON *store_obj_status(const struct kube_obj *o)
+{
+    const struct store_obj *so = store_obj_of(o);
+    if (so)
+        return so->status ? cJSON_Parse(so->status) : NULL;
+    const cJSON *st = o && o->json ? cx_json_member(o->json, "status") : NULL;
+    return st ? cJSON_Duplicate(st, 1) : NULL;
+}
+
+int64_t store_kube_generation(const struct kube_obj *o)
+{
+    const struct store_obj *so = store_obj_of(o);
+    if (so)
+        return store_obj_generation(so);
+    const cJSON *gen = o && o->json ? cx_json_path(o->json, "metadata", "generation", NULL) : NULL;
+    return cJSON_IsNumber(gen) ? (int64_t)gen->valuedouble : 0;
+}
