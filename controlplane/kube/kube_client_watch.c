@@ -106,6 +106,9 @@ static void arm_stall(struct kube_watch *w)
     }
 }
 
+/* The most a watch's buffer of received bytes keeps between bursts. */
+#define PENDING_KEEP ((size_t)64 << 10)
+
 /* Parses what curl handed over. Runs from libevent, never inside curl.
  * Returns 1 if |w| is gone. */
 static int watch_deliver(struct kube_watch *w)
@@ -116,6 +119,13 @@ static int watch_deliver(struct kube_watch *w)
     int rc = kube_watch_parser_feed(&w->parser, w->pending.data, w->pending.len);
     w->busy = 0;
     cx_buf_reset(&w->pending);
+    if (w->pending.cap > PENDING_KEEP) {
+        /* A burst (a streaming list's initial events) grew it to as much
+         * as an event's cap: an idle watch does not keep that. */
+        size_t max = w->pending.max;
+        cx_buf_free(&w->pending);
+        cx_buf_init(&w->pending, max);
+    }
     if (w->stopped) {
         kube_watch_free(w);
         return 1;

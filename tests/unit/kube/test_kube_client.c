@@ -8,6 +8,7 @@
 #include "cx_time.h"
 #include "cxtest.h"
 #include "kube_client.h"
+#include "kube_client_internal.h"
 #include "kube_mock.h"
 
 #include <event2/buffer.h>
@@ -807,6 +808,44 @@ static void test_watch_backlog_pauses_and_resumes(void)
     fx_free(&f);
 }
 
+
+/* A burst (here ~2.4 MB of events at once, as a streaming list's initial
+ * events come) grows the watch's receive buffer; once delivered, an open,
+ * idle watch does not keep it. */
+static void test_watch_burst_buffer_is_not_kept(void)
+{
+    struct fx f;
+    fx_init(&f, &(struct kube_client_opts){0});
+    size_t n = 20000;
+    char *big = malloc(n * 120);
+    size_t off = 0;
+    for (size_t i = 0; i < n; i++)
+        off += (size_t)snprintf(big + off, 120,
+                                "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"a\","
+                                "\"resourceVersion\":\"%zu\"}}}\n",
+                                i + 1);
+    mock_push(&f.m, (struct step){.act = ACT_WATCH, .hang = 1, .chunks = {big}});
+    struct wrec w = {0};
+    struct kube_watch *kw = kube_watch_start(f.c, &CM, "ns1", NULL, &WH, &w);
+    REQUIRE(kw != NULL);
+    int64_t end = cx_mono_ms() + 30000; /* valgrind on a loaded machine */
+    int never = 0;
+    size_t most = 0;
+    while (w.n < (int)n && !w.ended && cx_mono_ms() < end) {
+        run_until(f.base, &never, 1);
+        if (kw->pending.cap > most)
+            most = kw->pending.cap;
+    }
+    REQUIRE_INT_EQ(w.n, (long long)n);
+    CHECK(!w.ended); /* still open */
+    printf("# receive buffer: %zu bytes at most, %zu now\n", most, kw->pending.cap);
+    CHECK(kw->pending.len == 0);
+    CHECK(kw->pending.cap <= (size_t)64 << 10);
+    kube_watch_stop(kw);
+    free(big);
+    fx_free(&f);
+}
+
 /* ---- the request limit ------------------------------------------------------------- */
 
 static void wait_nreqs(struct fx *f, int n, int ms)
@@ -1060,6 +1099,7 @@ static const struct cxt_case cases[] = {
     CXT(test_watch_stall_and_stop),
     CXT(test_watch_large_event_across_many_chunks),
     CXT(test_watch_backlog_pauses_and_resumes),
+    CXT(test_watch_burst_buffer_is_not_kept),
     CXT(test_two_clients_two_threads),
     CXT(test_limit_spaces_requests_in_order),
     CXT(test_limit_queue_cancel_and_deadline),
