@@ -85,7 +85,7 @@ int xds_srv_message(void *ctx, const uint8_t *msg, size_t len, const char **errm
         return XDS_GRPC_INVALID_ARGUMENT;
     case XDS_ADS_ELIMIT:
         m_add(s->m.refused[REFUSE_NAMES], 1);
-        *errmsg = "too many resource names";
+        *errmsg = "too many resource names: more than 100000 per stream and type";
         return XDS_GRPC_RESOURCE_EXHAUSTED;
     case XDS_ADS_EBOUND:
         s->stats.refused_bounds_total++;

@@ -18,7 +18,8 @@
 
 /* Largest gRPC message we accept (a DiscoveryRequest). */
 #define XDS_MAX_MESSAGE_DEFAULT ((size_t)4 << 20)
-/* Subscribed names per stream and type. */
+/* Subscribed names per stream and type (xds_server_stream.c's refusal
+ * message names the number). */
 #define XDS_ADS_MAX_NAMES 100000
 /* Bytes of a NACK's error_detail.message we keep (the rest is cut). */
 #define XDS_NACK_MSG_MAX 1024

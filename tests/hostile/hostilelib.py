@@ -58,6 +58,7 @@ RDS = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
 CDS = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 EDS = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
 ADS_PATH = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
+DELTA_PATH = "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources"
 
 
 def slowdown():
@@ -159,6 +160,43 @@ def ads_request(type_url, names=(), version="", nonce="", node_bytes=None, error
     return out
 
 
+def delta_request(type_url, sub=(), unsub=(), initial=(), nonce="", node_bytes=None, error=None):
+    """A DeltaDiscoveryRequest: node 1, type_url 2, resource_names_subscribe
+    3, resource_names_unsubscribe 4, initial_resource_versions 5 (map
+    entries: key 1, value 2), response_nonce 6, error_detail 7."""
+    out = b""
+    if node_bytes is not None:
+        out += ld(1, node_bytes)
+    out += ld(2, type_url)
+    out += b"".join(ld(3, n) for n in sub)
+    out += b"".join(ld(4, n) for n in unsub)
+    out += b"".join(ld(5, ld(1, k) + ld(2, v)) for k, v in initial)
+    if nonce:
+        out += ld(6, nonce)
+    if error is not None:
+        code, msg = error
+        out += ld(7, vi(1, code) + ld(2, msg))
+    return out
+
+
+def delta_response_info(resp):
+    """(system version, nonce, [(name, version)], [removed names]) of a
+    DeltaDiscoveryResponse."""
+    version = nonce = ""
+    res, removed = [], []
+    for num, wt, v in pb_fields(resp):
+        if num == 1 and wt == 2:
+            version = v.decode()
+        elif num == 5 and wt == 2:
+            nonce = v.decode()
+        elif num == 6 and wt == 2:
+            removed.append(v.decode())
+        elif num == 2 and wt == 2:
+            f = {rn: rv for rn, rwt, rv in pb_fields(v) if rwt == 2}
+            res.append((f.get(3, b"").decode(), f.get(1, b"").decode()))
+    return version, nonce, res, removed
+
+
 def response_info(resp):
     """(version, nonce, [resource names]) of a DiscoveryResponse; the name is
     field 1 of every resource type we serve."""
@@ -181,8 +219,8 @@ def response_info(resp):
 
 # ---- gRPC with raw messages ------------------------------------------------------
 
-def grpc_call(port, reqs, timeout=5.0, want=1, metadata=None, wait_close=False):
-    """Opens one ADS stream, sends the raw messages |reqs| (bytes each), reads
+def grpc_call(port, reqs, timeout=5.0, want=1, metadata=None, wait_close=False, path=ADS_PATH):
+    """Opens one ADS stream (|path|: DELTA_PATH for delta), sends the raw messages |reqs| (bytes each), reads
     up to |want| responses. Returns (code name, details, [response bytes]):
     "OK" with the responses when |want| arrived and the call is still open
     (it is then cancelled), else the status the server ended the call with.
@@ -197,7 +235,7 @@ def grpc_call(port, reqs, timeout=5.0, want=1, metadata=None, wait_close=False):
     ch = grpc.insecure_channel("127.0.0.1:%d" % port)
     out = []
     try:
-        call = ch.stream_stream(ADS_PATH)(gen(), timeout=timeout, metadata=metadata)
+        call = ch.stream_stream(path)(gen(), timeout=timeout, metadata=metadata)
         try:
             for resp in call:
                 out.append(resp)
