@@ -627,9 +627,15 @@ static int vs_all(void *arg)
     return 1;
 }
 
+/* Per push: bytes sent, server CPU (the push and its ACKs), latency p50
+ * and p99 over the streams; reported as median, min and max over pushes. */
+enum { VS_BYTES, VS_CPU_MS, VS_P50_MS, VS_P99_MS, VS_METRICS };
+#define VS_PUSHES 7
+
 struct vs_result {
     int delta, clusters, streams, pushes;
-    double bytes_per_push, cpu_ms_per_push, p50_ms, p99_ms, setup_s;
+    double med[VS_METRICS], min[VS_METRICS], max[VS_METRICS];
+    double setup_s;
 };
 
 static int sotw_vs_delta(int clusters, int nstreams, int pushes, int delta, struct vs_result *res)
@@ -654,7 +660,7 @@ static int sotw_vs_delta(int clusters, int nstreams, int pushes, int delta, stru
     int port = (int)strtol(line, NULL, 10);
     struct event_base *base = event_base_new();
     struct vs_gen g = {.s = calloc((size_t)nstreams, sizeof(struct vs_stream)), .n = nstreams};
-    int64_t *lat = malloc(sizeof(int64_t) * (size_t)nstreams * (size_t)pushes);
+    int64_t *lat = malloc(sizeof(int64_t) * (size_t)nstreams);
     if (!g.s || !lat)
         return -1;
     static const char *const star[] = {"*"};
@@ -696,11 +702,13 @@ static int sotw_vs_delta(int clusters, int nstreams, int pushes, int delta, stru
     }
     res->setup_s = (double)(cx_mono_ns() - t0) / 1e9;
     xdsc_run_for(base, 300);
-    struct srv_stats s1, s2;
-    if (query(&q, &s1) != 0)
-        return -1;
-    size_t nlat = 0;
+    double per[VS_METRICS][VS_PUSHES];
+    if (pushes > VS_PUSHES)
+        pushes = VS_PUSHES;
     for (int p = 0; p < pushes; p++) {
+        struct srv_stats s1, s2;
+        if (query(&q, &s1) != 0)
+            return -1;
         g.want = 2 + (unsigned)p;
         int64_t tp = cx_mono_ns();
         char c = 'p';
@@ -709,21 +717,26 @@ static int sotw_vs_delta(int clusters, int nstreams, int pushes, int delta, stru
             return -1;
         }
         for (int i = 0; i < nstreams; i++)
-            lat[nlat++] = g.s[i].last_ns - tp;
-        xdsc_run_for(base, 50); /* the ACKs */
+            lat[i] = g.s[i].last_ns - tp;
+        xdsc_run_for(base, 100); /* the ACKs */
+        if (query(&q, &s2) != 0)
+            return -1;
+        per[VS_BYTES][p] = (double)(s2.bytes - s1.bytes);
+        per[VS_CPU_MS][p] = (s2.cpu - s1.cpu) * 1000.0;
+        per[VS_P50_MS][p] = pct(lat, (size_t)nstreams, 0.50);
+        per[VS_P99_MS][p] = pct(lat, (size_t)nstreams, 0.99);
     }
-    xdsc_run_for(base, 200);
-    if (query(&q, &s2) != 0)
-        return -1;
     *res = (struct vs_result){.delta = delta,
                               .clusters = clusters,
                               .streams = nstreams,
                               .pushes = pushes,
-                              .bytes_per_push = (double)(s2.bytes - s1.bytes) / pushes,
-                              .cpu_ms_per_push = (s2.cpu - s1.cpu) * 1000.0 / pushes,
-                              .p50_ms = pct(lat, nlat, 0.50),
-                              .p99_ms = pct(lat, nlat, 0.99),
                               .setup_s = res->setup_s};
+    for (int m = 0; m < VS_METRICS; m++) {
+        qsort(per[m], (size_t)pushes, sizeof(double), cmp_dbl);
+        res->min[m] = per[m][0];
+        res->med[m] = per[m][pushes / 2];
+        res->max[m] = per[m][pushes - 1];
+    }
     char qc = 'q';
     if (write(q.cmd_fd, &qc, 1) != 1)
         kill(pid, SIGTERM);
@@ -736,6 +749,22 @@ static int sotw_vs_delta(int clusters, int nstreams, int pushes, int delta, stru
     close(cmd[1]);
     close(out[0]);
     return 0;
+}
+
+static void vs_print_stderr(const struct vs_result vs[2])
+{
+    for (int d = 0; d < 2; d++) {
+        const struct vs_result *v = &vs[d];
+        fprintf(stderr,
+                "%s: %.0f B/push (min %.0f, max %.0f)  %.2f ms CPU/push (min %.2f, max %.2f)  "
+                "p99 %.2f ms (min %.2f, max %.2f)  setup %.1f s\n",
+                d ? "delta" : "SotW ", v->med[VS_BYTES], v->min[VS_BYTES], v->max[VS_BYTES],
+                v->med[VS_CPU_MS], v->min[VS_CPU_MS], v->max[VS_CPU_MS], v->med[VS_P99_MS],
+                v->min[VS_P99_MS], v->max[VS_P99_MS], v->setup_s);
+    }
+    if (vs[1].med[VS_BYTES] > 0)
+        fprintf(stderr, "SotW/delta bytes per push: %.0fx\n",
+                vs[0].med[VS_BYTES] / vs[1].med[VS_BYTES]);
 }
 
 /* Median of |n| runs of each, interleaved (none, token, none, token...). */
@@ -787,10 +816,18 @@ int main(int argc, char **argv)
     struct vs_result vs[2];
     double spread[2][3];
     int nsetup = streams < 500 ? streams : 500;
+    if (getenv("BENCH_XDS_VS_ONLY")) {
+        /* development: the SotW-vs-delta rows alone, on stderr */
+        if (sotw_vs_delta(vs_clusters, vs_streams, VS_PUSHES, 0, &vs[0]) != 0 ||
+            sotw_vs_delta(vs_clusters, vs_streams, VS_PUSHES, 1, &vs[1]) != 0)
+            return 1;
+        vs_print_stderr(vs);
+        return 0;
+    }
     if (measure(1, pushes, &base1) != 0 || measure(streams, pushes, &many) != 0 ||
         measure(big_streams, 5, &big) != 0 || setup_rows(nsetup, setup, spread) != 0 ||
-        sotw_vs_delta(vs_clusters, vs_streams, 5, 0, &vs[0]) != 0 ||
-        sotw_vs_delta(vs_clusters, vs_streams, 5, 1, &vs[1]) != 0) {
+        sotw_vs_delta(vs_clusters, vs_streams, VS_PUSHES, 0, &vs[0]) != 0 ||
+        sotw_vs_delta(vs_clusters, vs_streams, VS_PUSHES, 1, &vs[1]) != 0) {
         fprintf(stderr, "bench_xds: failed\n");
         return 1;
     }
@@ -805,7 +842,9 @@ int main(int argc, char **argv)
            "one stream at a time (connect, LDS request, first response), the same token for all "
            "(the first reviewed, the rest from the cache) against --xds-auth none, 5 runs "
            "interleaved, medians. SotW vs delta rows: one Cluster changed among %d, %d streams "
-           "subscribed to every Cluster (wildcard), 5 pushes; the load generator reads only "
+           "subscribed to every Cluster (wildcard), 7 pushes, each measured alone (bytes, server "
+           "CPU for the push and its ACKs, latency p99 over the streams), reported as the median "
+           "with min and max; the baseline is SotW; the load generator reads only "
            "nonces and versions.\",\"rows\":[",
            CLUSTERS, CLUSTERS, vs_clusters, vs_streams);
     for (int i = 0; i < 3; i++) {
@@ -830,15 +869,25 @@ int main(int argc, char **argv)
     }
     static const char *const setup_case[2] = {"stream setup, --xds-auth none",
                                               "stream setup, token (cached TokenReview)"};
-    for (int d = 0; d < 2; d++)
+    for (int d = 0; d < 2; d++) {
+        const struct vs_result *v = &vs[d];
         printf(",{\"case\":\"one Cluster changed among %d, %s, %d streams\",\"clusters\":%d,"
                "\"vs_streams\":%d,\"pushes\":%d,\"bytes_per_push\":%.0f,"
-               "\"server_cpu_ms_per_push\":%.3f,\"push_p50_ms\":%.3f,\"push_p99_ms\":%.3f,"
-               "\"setup_s\":%.2f,\"baseline_bytes_per_push\":%.0f,\"bytes_ratio\":%.5f}",
-               vs[d].clusters, d ? "delta" : "SotW", vs[d].streams, vs[d].clusters, vs[d].streams,
-               vs[d].pushes, vs[d].bytes_per_push, vs[d].cpu_ms_per_push, vs[d].p50_ms,
-               vs[d].p99_ms, vs[d].setup_s, vs[0].bytes_per_push,
-               vs[0].bytes_per_push > 0 ? vs[d].bytes_per_push / vs[0].bytes_per_push : 0);
+               "\"bytes_per_push_min\":%.0f,\"bytes_per_push_max\":%.0f,"
+               "\"server_cpu_ms_per_push\":%.3f,\"server_cpu_ms_per_push_min\":%.3f,"
+               "\"server_cpu_ms_per_push_max\":%.3f,\"push_p50_ms\":%.3f,\"push_p99_ms\":%.3f,"
+               "\"push_p99_ms_min\":%.3f,\"push_p99_ms_max\":%.3f,\"setup_s\":%.2f,"
+               "\"baseline\":\"SotW, the same change and streams, same run\","
+               "\"baseline_bytes_per_push\":%.0f,\"bytes_ratio\":%.6f,"
+               "\"baseline_server_cpu_ms_per_push\":%.3f,\"cpu_ratio\":%.4f}",
+               v->clusters, d ? "delta" : "SotW", v->streams, v->clusters, v->streams, v->pushes,
+               v->med[VS_BYTES], v->min[VS_BYTES], v->max[VS_BYTES], v->med[VS_CPU_MS],
+               v->min[VS_CPU_MS], v->max[VS_CPU_MS], v->med[VS_P50_MS], v->med[VS_P99_MS],
+               v->min[VS_P99_MS], v->max[VS_P99_MS], v->setup_s, vs[0].med[VS_BYTES],
+               vs[0].med[VS_BYTES] > 0 ? v->med[VS_BYTES] / vs[0].med[VS_BYTES] : 0,
+               vs[0].med[VS_CPU_MS],
+               vs[0].med[VS_CPU_MS] > 0 ? v->med[VS_CPU_MS] / vs[0].med[VS_CPU_MS] : 0);
+    }
     for (int a = 0; a < 2; a++)
         printf(",{\"case\":\"%s\",\"setup_streams\":%d,\"runs\":%d,\"setup_p50_ms\":%.3f,"
                "\"setup_p50_min_ms\":%.3f,\"setup_p50_max_ms\":%.3f,\"setup_p99_ms\":%.3f,"
@@ -852,10 +901,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%-42s p50 %.3f ms (min %.3f, max %.3f)  p99 %.3f ms  %.1f us CPU/stream\n",
                 setup_case[a], setup[a].p50_ms, spread[a][0], spread[a][2], setup[a].p99_ms,
                 setup[a].cpu_us_per_stream);
-    for (int d = 0; d < 2; d++)
-        fprintf(stderr, "%s: %.0f B/push  %.2f ms CPU/push  p50 %.2f ms  p99 %.2f ms\n",
-                d ? "delta" : "SotW ", vs[d].bytes_per_push, vs[d].cpu_ms_per_push, vs[d].p50_ms,
-                vs[d].p99_ms);
+    vs_print_stderr(vs);
     for (int i = 0; i < 3; i++) {
         struct result *x = rs[i];
         fprintf(stderr,
