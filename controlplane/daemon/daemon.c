@@ -10,11 +10,13 @@
 #include "xds_rest.h"
 #include "xlate_snapshot.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 
 /* How often the leader re-checks the XdsAccepted condition of Gateways
@@ -612,12 +614,26 @@ static void raise_nofile(void)
                 (unsigned long long)rl.rlim_max);
 }
 
+/* A core dump would hold every private key and token the process read:
+ * not dumpable unless the operator asks (--allow-core-dumps). */
+static void core_dumps(int allow)
+{
+    if (allow) {
+        cx_warn("daemon", "core dumps allowed (--allow-core-dumps): a core holds private keys "
+                          "and tokens");
+        return;
+    }
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+        cx_warn("daemon", "cannot make the process non-dumpable: %s", strerror(errno));
+}
+
 int daemon_run(struct daemon_config *cfg)
 {
     struct daemon d;
     memset(&d, 0, sizeof(d));
     d.cfg = cfg;
     d.start_ns = cx_mono_ns();
+    core_dumps(cfg->allow_core_dumps);
     raise_nofile();
     d.exit_code = 0;
     char err[512] = "";

@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -366,10 +367,19 @@ int daemon_admin_setup(struct daemon *d, char *err, size_t errlen)
                                         NULL);
     struct cx_metric *snaps = cx_gauge("coxswain_snapshot_generation",
                                        "Snapshots this replica has built since it started.", NULL);
-    if (!d->m.gw_version || !d->m.snap_version || !d->m.store_objects || !leader || !snaps) {
+    struct cx_metric *dumpable =
+        cx_gauge("coxswain_process_dumpable",
+                 "1 when the process may dump core (--allow-core-dumps), else 0: what the "
+                 "kernel says (PR_GET_DUMPABLE).",
+                 NULL);
+    if (!d->m.gw_version || !d->m.snap_version || !d->m.store_objects || !leader || !snaps ||
+        !dumpable) {
         snprintf(err, errlen, "cannot register metrics");
         return -1;
     }
+    struct cx_series *dumpable_s = cx_metric_with(dumpable);
+    if (dumpable_s)
+        cx_series_set(dumpable_s, prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) > 0 ? 1 : 0);
     d->m.leader = cx_metric_with(leader);
     d->m.ready = cx_metric_with(snaps);
     cx_series_set(d->m.leader, 0);

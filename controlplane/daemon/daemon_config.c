@@ -85,6 +85,10 @@ int daemon_config_init(struct daemon_config *c)
       .help = "time from an admin connection's start (or its previous request) until a "
               "request has arrived and its answer has left, however slowly the bytes "
               "trickle; the connection is closed past it");
+    F(.name = "allow-core-dumps", .type = CX_FLAG_BOOL, .target = &c->allow_core_dumps,
+      .def = "false",
+      .help = "let the process dump core; by default it is not dumpable (PR_SET_DUMPABLE 0): "
+              "a core would hold every private key and token it has read");
     F(.name = "admin-timeout", .type = CX_FLAG_DURATION, .target = &c->admin_timeout_ns,
       .def = "10s", .min = 1, .max = 600,
       .help = "time an admin client has to send its request and to read the answer; the "

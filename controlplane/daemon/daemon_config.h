@@ -38,6 +38,7 @@ struct daemon_config {
     char *xds_trust_domain;
     char *admin_listen;
     int admin_trust_loopback;
+    int allow_core_dumps;
     long admin_max_connections;
     int64_t admin_request_deadline_ns;
     int64_t admin_timeout_ns;

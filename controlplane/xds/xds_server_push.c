@@ -336,4 +336,3 @@ void xds_srv_note_latency(struct xds_server *s, int type, int64_t origin_ns)
         b++;
     s->latency[b]++;
 }
-

@@ -10,6 +10,10 @@ off the routes and deleted, its removal and nothing else. It then
 reconnects to replica B with initial_resource_versions set to what it
 holds: B sends nothing (versions are content hashes, equal on every
 replica) until the next change, which arrives alone.
+
+Beside it (two replicas at hand): a replica is not dumpable by default (a
+core would hold private keys and tokens), one started with
+--allow-core-dumps is; both as the kernel says (coxswain_process_dumpable).
 """
 import json
 import os
@@ -105,7 +109,7 @@ def main():
             code, out = api.create(o)
             check_eq(code, 201, "create %s: %s" % (o["metadata"]["name"], out))
         st["a"] = Replica(ks, "rep-a")
-        st["b"] = Replica(ks, "rep-b")
+        st["b"] = Replica(ks, "rep-b", extra=["--allow-core-dumps"])
         wait_ready([st["a"], st["b"]], 30 * SLOW)
 
     def case_fifty_then_one_then_removal():
@@ -202,6 +206,12 @@ def main():
                  "the one CDS push counted on replica B")
         d.close()
 
+    def case_core_dumps():
+        check_eq(st["a"].metric("coxswain_process_dumpable"), 0, "default: not dumpable")
+        check_eq(st["b"].metric("coxswain_process_dumpable"), 1, "--allow-core-dumps")
+        check("core dumps allowed" in st["b"].log(), "B warns that it may dump core")
+        check("core dumps allowed" not in st["a"].log(), "A does not")
+
     def case_teardown():
         for k in ("a", "b"):
             if k in st:
@@ -218,6 +228,7 @@ def main():
         if "held" in st:
             t.case("delta: reconnect to the other replica resends nothing",
                    case_reconnect_to_other_replica)
+        t.case("process not dumpable unless --allow-core-dumps", case_core_dumps)
     t.case("teardown", case_teardown)
     t.done()
 
