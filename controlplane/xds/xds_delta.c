@@ -183,79 +183,238 @@ static const struct xds_resource *set_find(struct xds_resource *const *items, si
  * ("": told it does not exist; XDS_DELTA_UNKNOWN: never told). */
 #define XDS_DELTA_UNKNOWN "\x01"
 
-static int sub_add(struct xds_delta_stream *s, struct xds_delta_type *t, const char *name)
+/* One request may carry 100,000 names (subscribe, unsubscribe, initial
+ * versions): each list is sorted once and merged into the stream's sorted
+ * arrays in one pass. Inserting names one by one moved the arrays for
+ * every name (quadratic: 100,000 names in reverse order held the main loop
+ * for seconds). */
+
+static int cmp_str(const void *a, const void *b)
 {
-    int found;
-    size_t i = xds_sub_find_str(t->subs, t->nsubs, name, &found);
-    if (found)
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The non-NULL |names| (n), sorted and unique, borrowed; with |full|, "*"
+ * is left out and reported in *star. */
+static int sorted_names(char **names, size_t n, int full, const char ***out, size_t *nout,
+                        int *star)
+{
+    *out = NULL;
+    *nout = 0;
+    *star = 0;
+    if (n == 0)
         return 0;
-    if (t->nsubs >= XDS_ADS_MAX_NAMES)
-        return XDS_ADS_ELIMIT;
-    char **v = realloc(t->subs, (t->nsubs + 1) * sizeof(*v));
+    const char **v = malloc(n * sizeof(*v));
     if (!v)
         return XDS_ADS_ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!names[i])
+            continue;
+        if (full && strcmp(names[i], "*") == 0) {
+            *star = 1;
+            continue;
+        }
+        v[k++] = names[i];
+    }
+    if (k > 1)
+        qsort(v, k, sizeof(*v), cmp_str);
+    size_t u = 0;
+    for (size_t i = 0; i < k; i++)
+        if (u == 0 || strcmp(v[u - 1], v[i]) != 0)
+            v[u++] = v[i];
+    *out = v;
+    *nout = u;
+    return 0;
+}
+
+/* Heap copies of the names of sorted |v| (n) that |have| (nhave, sorted)
+ * lacks, in order; *out NULL when there are none. */
+static int fresh_copies(const char *const *v, size_t n, char *const *have, size_t nhave,
+                        char ***out, size_t *nout)
+{
+    *out = NULL;
+    *nout = 0;
+    size_t fresh = 0;
+    for (size_t i = 0; i < n; i++) {
+        int found;
+        xds_sub_find_str(have, nhave, v[i], &found);
+        fresh += !found;
+    }
+    if (fresh == 0)
+        return 0;
+    char **c = malloc(fresh * sizeof(*c));
+    if (!c)
+        return XDS_ADS_ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        int found;
+        xds_sub_find_str(have, nhave, v[i], &found);
+        if (found)
+            continue;
+        if (!(c[k] = strdup(v[i]))) {
+            while (k > 0)
+                free(c[--k]);
+            free(c);
+            return XDS_ADS_ENOMEM;
+        }
+        k++;
+    }
+    *out = c;
+    *nout = k;
+    return 0;
+}
+
+/* A subscription: name and, in parallel, the version the client holds
+ * ("": told it does not exist; XDS_DELTA_UNKNOWN: never told). */
+#define XDS_DELTA_UNKNOWN "\x01"
+
+/* Subscribes the sorted, unique |add| (n). */
+static int subs_add(struct xds_delta_stream *s, struct xds_delta_type *t, const char *const *add,
+                    size_t n)
+{
+    char **c;
+    size_t nc;
+    int rc = fresh_copies(add, n, t->subs, t->nsubs, &c, &nc);
+    if (rc != 0 || nc == 0)
+        return rc;
+    size_t total = t->nsubs + nc;
+    char **v = total <= XDS_ADS_MAX_NAMES ? malloc(total * sizeof(*v)) : NULL;
+    char(*sv)[XDS_VERSION_LEN + 1] = v ? malloc(total * sizeof(*sv)) : NULL;
+    if (!v || !sv) {
+        free(v);
+        for (size_t i = 0; i < nc; i++)
+            free(c[i]);
+        free(c);
+        return total > XDS_ADS_MAX_NAMES ? XDS_ADS_ELIMIT : XDS_ADS_ENOMEM;
+    }
+    size_t i = 0, j = 0, k = 0;
+    while (i < t->nsubs || j < nc) {
+        if (j == nc || (i < t->nsubs && strcmp(t->subs[i], c[j]) < 0)) {
+            v[k] = t->subs[i];
+            memcpy(sv[k++], t->subver[i++], sizeof(*sv));
+            continue;
+        }
+        v[k] = c[j];
+        xds_sub_copy(sv[k], sizeof(sv[k]), XDS_DELTA_UNKNOWN);
+        if (t->shared) { /* a wildcard client may hold it already */
+            const struct xds_resource *r = set_find(t->shared->items, t->shared->n, c[j]);
+            if (r)
+                xds_sub_copy(sv[k], sizeof(sv[k]), r->version);
+        }
+        charge(s, NAME_COST(strlen(c[j])));
+        k++;
+        j++;
+    }
+    free(c);
+    free(t->subs);
+    free(t->subver);
     t->subs = v;
-    char(*sv)[XDS_VERSION_LEN + 1] = realloc(t->subver, (t->nsubs + 1) * sizeof(*sv));
-    if (!sv)
-        return XDS_ADS_ENOMEM;
     t->subver = sv;
-    char *copy = strdup(name);
-    if (!copy)
-        return XDS_ADS_ENOMEM;
-    memmove(v + i + 1, v + i, (t->nsubs - i) * sizeof(*v));
-    memmove(sv + i + 1, sv + i, (t->nsubs - i) * sizeof(*sv));
-    v[i] = copy;
-    xds_sub_copy(sv[i], sizeof(sv[i]), XDS_DELTA_UNKNOWN);
-    /* a wildcard client may hold it already */
-    if (t->shared) {
-        const struct xds_resource *r = set_find(t->shared->items, t->shared->n, name);
-        if (r)
-            xds_sub_copy(sv[i], sizeof(sv[i]), r->version);
-    }
-    t->nsubs++;
-    return charge(s, NAME_COST(strlen(name)));
+    t->nsubs = total;
+    return 0;
 }
 
-static void sub_del(struct xds_delta_stream *s, struct xds_delta_type *t, const char *name)
+/* Unsubscribes the sorted, unique |del| (n): one pass. */
+static void subs_del(struct xds_delta_stream *s, struct xds_delta_type *t, const char *const *del,
+                     size_t n)
 {
-    int found;
-    size_t i = xds_sub_find_str(t->subs, t->nsubs, name, &found);
-    if (!found)
+    if (n == 0)
         return;
-    uncharge(s, NAME_COST(strlen(name)));
-    free(t->subs[i]);
-    memmove(t->subs + i, t->subs + i + 1, (t->nsubs - i - 1) * sizeof(*t->subs));
-    memmove(t->subver + i, t->subver + i + 1, (t->nsubs - i - 1) * sizeof(*t->subver));
-    t->nsubs--;
+    size_t k = 0;
+    for (size_t i = 0; i < t->nsubs; i++) {
+        int found;
+        xds_sub_find_str((char *const *)del, n, t->subs[i], &found);
+        if (found) {
+            uncharge(s, NAME_COST(strlen(t->subs[i])));
+            free(t->subs[i]);
+            continue;
+        }
+        t->subs[k] = t->subs[i];
+        if (k != i)
+            memcpy(t->subver[k], t->subver[i], sizeof(t->subver[k]));
+        k++;
+    }
+    t->nsubs = k;
 }
 
-/* Puts |name| at |version| in the held table (initial_resource_versions). */
-static int held_put(struct xds_delta_stream *s, struct xds_delta_type *t, const char *name,
-                    const char *version)
+/* Our versions are XDS_VERSION_LEN hex digits; anything else matches none
+ * of them and is sent again. */
+static void held_version(char *dst, const char *version)
 {
-    int found;
-    size_t i = find_held(t->held, t->nheld, name, &found);
-    if (!found) {
-        if (t->nheld >= XDS_ADS_MAX_NAMES)
-            return XDS_ADS_ELIMIT;
-        struct xds_delta_held *v = realloc(t->held, (t->nheld + 1) * sizeof(*v));
-        if (!v)
-            return XDS_ADS_ENOMEM;
-        t->held = v;
-        char *copy = strdup(name);
-        if (!copy)
-            return XDS_ADS_ENOMEM;
-        memmove(v + i + 1, v + i, (t->nheld - i) * sizeof(*v));
-        v[i].name = copy;
-        t->nheld++;
-        charge(s, NAME_COST(strlen(name)));
+    xds_sub_copy(dst, XDS_VERSION_LEN + 1, strlen(version) == XDS_VERSION_LEN ? version : "-");
+}
+
+static int cmp_held(const void *a, const void *b)
+{
+    return strcmp(((const struct xds_delta_held *)a)->name,
+                  ((const struct xds_delta_held *)b)->name);
+}
+
+/* Puts the |n| names at their versions (|in|, borrowed, any order, a name
+ * given twice takes one of its versions) in the held table, one merge. */
+static int held_merge(struct xds_delta_stream *s, struct xds_delta_type *t,
+                      struct xds_delta_held *in, size_t n)
+{
+    if (n == 0)
+        return 0;
+    qsort(in, n, sizeof(*in), cmp_held);
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++)
+        if (u == 0 || strcmp(in[u - 1].name, in[i].name) != 0)
+            in[u++] = in[i];
+    n = u;
+    /* copies of the new names first: past them nothing fails */
+    char **c = calloc(n, sizeof(*c));
+    if (!c)
+        return XDS_ADS_ENOMEM;
+    size_t nc = 0;
+    for (size_t i = 0; i < n; i++) {
+        int found;
+        find_held(t->held, t->nheld, in[i].name, &found);
+        if (!found && (c[i] = strdup(in[i].name)) == NULL)
+            break;
+        nc += !found;
     }
-    /* Our versions are XDS_VERSION_LEN hex digits; anything else matches
-     * none of them and is sent again. */
-    if (strlen(version) == XDS_VERSION_LEN)
-        xds_sub_copy(t->held[i].version, sizeof(t->held[i].version), version);
-    else
-        xds_sub_copy(t->held[i].version, sizeof(t->held[i].version), "-");
+    size_t total = t->nheld + nc;
+    struct xds_delta_held *v = NULL;
+    int rc = 0;
+    if (total > XDS_ADS_MAX_NAMES)
+        rc = XDS_ADS_ELIMIT;
+    else if (!(v = malloc(total * sizeof(*v))))
+        rc = XDS_ADS_ENOMEM;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        int found;
+        find_held(t->held, t->nheld, in[i].name, &found);
+        if (!found && !c[i])
+            rc = XDS_ADS_ENOMEM; /* a strdup failed */
+    }
+    if (rc != 0) {
+        for (size_t i = 0; i < n; i++)
+            free(c[i]);
+        free(c);
+        free(v);
+        return rc;
+    }
+    size_t i = 0, j = 0, k = 0;
+    while (i < t->nheld || j < n) {
+        int cmp = i == t->nheld ? 1 : j == n ? -1 : strcmp(t->held[i].name, in[j].name);
+        if (cmp < 0) {
+            v[k++] = t->held[i++];
+            continue;
+        }
+        if (cmp == 0) {
+            v[k] = t->held[i++];
+        } else {
+            v[k].name = c[j];
+            charge(s, NAME_COST(strlen(c[j])));
+        }
+        held_version(v[k++].version, in[j++].version);
+    }
+    free(c);
+    free(t->held);
+    t->held = v;
+    t->nheld = total;
     return 0;
 }
 
@@ -290,15 +449,21 @@ static int wildcard_on(struct xds_delta_stream *s, struct xds_delta_type *t)
 {
     if (t->wildcard)
         return 0;
+    struct xds_delta_held *in = t->nsubs ? malloc(t->nsubs * sizeof(*in)) : NULL;
+    if (t->nsubs && !in)
+        return XDS_ADS_ENOMEM;
+    size_t n = 0;
     for (size_t i = 0; i < t->nsubs; i++) {
         if (strcmp(t->subver[i], XDS_DELTA_UNKNOWN) == 0 || !t->subver[i][0])
             continue;
-        int rc = held_put(s, t, t->subs[i], t->subver[i]);
-        if (rc != 0)
-            return rc;
+        in[n].name = t->subs[i];
+        xds_sub_copy(in[n++].version, sizeof(in[0].version), t->subver[i]);
     }
-    t->wildcard = 1;
-    return 0;
+    int rc = held_merge(s, t, in, n);
+    free(in);
+    if (rc == 0)
+        t->wildcard = 1;
+    return rc;
 }
 
 int xds_delta_on_request(struct xds_delta_stream *s, const uint8_t *msg, size_t len,
@@ -327,53 +492,61 @@ int xds_delta_on_request(struct xds_delta_stream *s, const uint8_t *msg, size_t 
         goto out;
     }
     int first = !t->x.requested;
-    for (size_t i = 0; i < req->n_resource_names_subscribe; i++) {
-        const char *n = req->resource_names_subscribe[i];
-        if (!n)
-            continue;
-        rc = xds_sub_full_state((enum xds_type)type) && strcmp(n, "*") == 0 ? wildcard_on(s, t)
-                                                                            : sub_add(s, t, n);
-        if (rc != 0)
-            goto out;
-        ev->names_changed = 1;
-    }
-    for (size_t i = 0; i < req->n_resource_names_unsubscribe; i++) {
-        const char *n = req->resource_names_unsubscribe[i];
-        if (!n)
-            continue;
-        if (xds_sub_full_state((enum xds_type)type) && strcmp(n, "*") == 0) {
-            if (t->wildcard)
-                wildcard_off(s, t);
-        } else {
-            sub_del(s, t, n);
-        }
-        ev->names_changed = 1;
-    }
+    int full = xds_sub_full_state((enum xds_type)type), star = 0, unstar = 0;
+    const char **v = NULL;
+    size_t nv = 0;
+    rc = sorted_names(req->resource_names_subscribe, req->n_resource_names_subscribe, full, &v, &nv,
+                      &star);
+    if (rc == 0)
+        rc = subs_add(s, t, v, nv);
+    free(v);
+    if (rc == 0 && star)
+        rc = wildcard_on(s, t);
+    if (rc != 0)
+        goto out;
+    ev->names_changed = nv > 0 || star;
+    rc = sorted_names(req->resource_names_unsubscribe, req->n_resource_names_unsubscribe, full, &v,
+                      &nv, &unstar);
+    if (rc != 0)
+        goto out;
+    subs_del(s, t, v, nv);
+    free(v);
+    if (unstar && t->wildcard)
+        wildcard_off(s, t);
+    ev->names_changed |= nv > 0 || unstar;
     if (first) {
         t->x.requested = 1;
         /* legacy wildcard: a first LDS/CDS request that names nothing */
-        if (xds_sub_full_state((enum xds_type)type) && req->n_resource_names_subscribe == 0 &&
-            (rc = wildcard_on(s, t)) != 0)
+        if (full && req->n_resource_names_subscribe == 0 && (rc = wildcard_on(s, t)) != 0)
             goto out;
-        for (size_t i = 0; i < req->n_initial_resource_versions; i++) {
+        size_t ni = req->n_initial_resource_versions;
+        struct xds_delta_held *in = t->wildcard && ni ? malloc(ni * sizeof(*in)) : NULL;
+        if (t->wildcard && ni && !in) {
+            rc = XDS_ADS_ENOMEM;
+            goto out;
+        }
+        size_t n = 0;
+        for (size_t i = 0; i < ni; i++) {
             const Envoy__Service__Discovery__V3__DeltaDiscoveryRequest__InitialResourceVersionsEntry
                 *e = req->initial_resource_versions[i];
             if (!e || !e->key)
                 continue;
-            if (t->wildcard) {
-                rc = held_put(s, t, e->key, e->value ? e->value : "");
+            const char *ver = e->value ? e->value : "";
+            if (in) {
+                in[n].name = e->key;
+                xds_sub_copy(in[n++].version, sizeof(in[0].version),
+                             strlen(ver) == XDS_VERSION_LEN ? ver : "-");
             } else {
                 int found;
                 size_t k = xds_sub_find_str(t->subs, t->nsubs, e->key, &found);
-                if (found) {
-                    const char *v = e->value ? e->value : "";
-                    xds_sub_copy(t->subver[k], sizeof(t->subver[k]),
-                                 strlen(v) == XDS_VERSION_LEN ? v : "-");
-                }
+                if (found)
+                    held_version(t->subver[k], ver);
             }
-            if (rc != 0)
-                goto out;
         }
+        rc = held_merge(s, t, in, n);
+        free(in);
+        if (rc != 0)
+            goto out;
     }
     t->dirty = 1;
 out:

@@ -60,20 +60,33 @@ def case_nesting():
 
 
 def case_too_many_names():
-    """100,001 names subscribed in one request, and 100,001 over two: the
-    stream ends with RESOURCE_EXHAUSTED naming the limit, its names given
-    back."""
+    """100,000 names subscribed in one request, in reverse order, then
+    unsubscribed in one request: each list is sorted and merged once (one
+    insertion per name moved the whole array each time: seconds of the main
+    loop); the stream keeps working. 100,001 names, in one request or two:
+    RESOURCE_EXHAUSTED naming the limit, the names given back."""
     names = ["n%06d" % i for i in range(100001)]
+    rev = names[:100000][::-1]
     with w.attack("delta-too-many-names", rss_mb=120):
         before = w.metric("coxswain_xds_refused_total", reason="names")
+        code, details, resps = delta(
+            [H.delta_request(H.EDS, sub=rev, node_bytes=legit_node("m0")),
+             H.delta_request(H.EDS, nonce="1"),
+             H.delta_request(H.EDS, unsub=rev),
+             H.delta_request(H.EDS, sub=["after"])], want=2, timeout=30)
+        check_eq(code, "OK", details)
+        _, _, _, removed = H.delta_response_info(resps[0])
+        check_eq(len(removed), 100000, "100,000 names said absent")
+        _, _, _, removed = H.delta_response_info(resps[-1])
+        check_eq(removed, ["after"], "after unsubscribing them, only the new name")
         code, details, _ = delta([H.delta_request(H.EDS, sub=names, node_bytes=legit_node("m1"))],
-                                 wait_close=True, timeout=20)
+                                 wait_close=True, timeout=30)
         check_eq(code, "RESOURCE_EXHAUSTED", details)
         check("100000" in details, "message names the limit: %r" % details)
         code, details, _ = delta([H.delta_request(H.EDS, sub=names[:50000],
                                                   node_bytes=legit_node("m2")),
                                   H.delta_request(H.EDS, sub=names[50000:])],
-                                 wait_close=True, timeout=20)
+                                 wait_close=True, timeout=30)
         check_eq(code, "RESOURCE_EXHAUSTED", details)
         check(w.metric("coxswain_xds_refused_total", reason="names") >= before + 2, "counted")
     budget_given_back()
