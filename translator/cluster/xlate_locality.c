@@ -64,7 +64,11 @@ int xlate_localities(const struct xl_cluster_opts *o, const struct xl_lb_endpoin
         };
         i = j;
     }
-    qsort(locs, k, sizeof(*locs), loc_cmp);
+    /* without spec.localities every zone is at one priority and the
+     * endpoints came sorted by zone: already in order (the common case,
+     * one per Upstream whose endpoints changed) */
+    if (o->nlocalities)
+        qsort(locs, k, sizeof(*locs), loc_cmp);
     /* only zones with endpoints are here: renumber their priorities
      * 0..k-1 in order, so the first priority with a ready endpoint is 0 */
     uint32_t next = 0, prev = locs[0].priority;
