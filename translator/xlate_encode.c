@@ -15,9 +15,11 @@
 #include "envoy/extensions/filters/http/local_ratelimit/v3/local_rate_limit.pb-c.h"
 #include "envoy/extensions/filters/http/router/v3/router.pb-c.h"
 #include "envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.pb-c.h"
+#include "envoy/extensions/transport_sockets/tls/v3/secret.pb-c.h"
 #include "envoy/extensions/transport_sockets/tls/v3/tls.pb-c.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb-c.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +66,10 @@ typedef Envoy__Extensions__TransportSockets__Tls__V3__TlsCertificate TlsCertific
 typedef Envoy__Extensions__TransportSockets__Tls__V3__CertificateValidationContext
     CertificateValidationContext;
 typedef Envoy__Extensions__TransportSockets__Tls__V3__SubjectAltNameMatcher SubjectAltNameMatcher;
+typedef Envoy__Extensions__TransportSockets__Tls__V3__SdsSecretConfig SdsSecretConfig;
+typedef Envoy__Extensions__TransportSockets__Tls__V3__Secret Secret;
+typedef Envoy__Extensions__TransportSockets__Tls__V3__CommonTlsContext__CombinedCertificateValidationContext
+    CombinedValidationContext;
 typedef Envoy__Type__Matcher__V3__StringMatcher StringMatcher;
 
 /* A message of type T in the arena, initialised from its INIT macro. */
@@ -537,14 +543,78 @@ static DataSource *data_source(struct xl_arena *a, const uint8_t *p, size_t n, i
     return d;
 }
 
-static TlsCertificate *tls_certificate(struct xl_arena *a, const struct xl_tls_cert *c)
+/* ---- SDS ---------------------------------------------------------------------------- */
+
+void xlate_sds_cert_name(const char *ns, const char *name, char *out, size_t cap)
 {
-    TlsCertificate *t = NEW(a, TlsCertificate,
-                            ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__TLS_CERTIFICATE__INIT);
-    if (!t || !(t->certificate_chain = data_source(a, c->chain, c->chainlen, 0)) ||
-        !(t->private_key = data_source(a, c->key, c->keylen, 1)))
+    snprintf(out, cap, "secret:%s/%s", ns, name);
+}
+
+void xlate_sds_ca_name(const char *ns, const char *name, const char *key, char *out, size_t cap)
+{
+    snprintf(out, cap, "configmap:%s/%s/%s", ns, name, key);
+}
+
+/* A reference to SDS Secret |name| over the ADS stream. */
+static SdsSecretConfig *sds_ref(struct xl_arena *a, const char *name)
+{
+    SdsSecretConfig *c = NEW(
+        a, SdsSecretConfig, ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__SDS_SECRET_CONFIG__INIT);
+    if (!c || !(c->sds_config = ads_source(a)))
         return NULL;
-    return t;
+    c->name = (char *)name;
+    return c;
+}
+
+/* |ctc|'s certificate: SDS Secret |name|. Returns 0 or -1. */
+static int sds_certificate(struct xl_arena *a, CommonTlsContext *ctc, const char *name)
+{
+    SdsSecretConfig **v = xlate_alloc(a, sizeof(*v));
+    if (!v || !(v[0] = sds_ref(a, name)))
+        return -1;
+    ctc->tls_certificate_sds_secret_configs = v;
+    ctc->n_tls_certificate_sds_secret_configs = 1;
+    return 0;
+}
+
+int xlate_encode_secret_cert(const char *name, const uint8_t *chain, size_t chainlen,
+                             const uint8_t *key, size_t keylen, uint8_t **out, size_t *len)
+{
+    struct xl_arena a = {0};
+    Secret sec = ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__SECRET__INIT;
+    TlsCertificate *t = NEW(&a, TlsCertificate,
+                            ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__TLS_CERTIFICATE__INIT);
+    int rc = -1;
+    if (!t || !(t->certificate_chain = data_source(&a, chain, chainlen, 0)) ||
+        !(t->private_key = data_source(&a, key, keylen, 1)))
+        goto out;
+    sec.name = (char *)name;
+    sec.type_case = ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__SECRET__TYPE_TLS_CERTIFICATE;
+    sec.tls_certificate = t;
+    rc = pack(&sec.base, out, len);
+out:
+    xlate_arena_free(&a);
+    return rc;
+}
+
+int xlate_encode_secret_ca(const char *name, const char *pem, size_t pemlen, uint8_t **out,
+                           size_t *len)
+{
+    struct xl_arena a = {0};
+    Secret sec = ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__SECRET__INIT;
+    CertificateValidationContext *vc =
+        NEW(&a, CertificateValidationContext,
+            ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__CERTIFICATE_VALIDATION_CONTEXT__INIT);
+    int rc = -1;
+    if (!vc || !(vc->trusted_ca = data_source(&a, (const uint8_t *)pem, pemlen, 0)))
+        goto out;
+    sec.name = (char *)name;
+    sec.type_case = ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__SECRET__TYPE_VALIDATION_CONTEXT;
+    sec.validation_context = vc;
+    rc = pack(&sec.base, out, len);
+out:
+    xlate_arena_free(&a);
+    return rc;
 }
 
 /* Sets |ctc|'s tls_params when a version is given. Returns 0 or -1. */
@@ -589,24 +659,16 @@ static FilterChain *tls_chain(struct xl_arena *a, const struct xl_downstream_tls
     CommonTlsContext *ctc =
         NEW(a, CommonTlsContext,
             ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__COMMON_TLS_CONTEXT__INIT);
-    TlsCertificate **certs = xlate_alloc(a, sizeof(*certs));
-    if (!fc || !dtc || !ctc || !certs || !(certs[0] = tls_certificate(a, &c->cert)) ||
+    if (!fc || !dtc || !ctc || sds_certificate(a, ctc, c->secret) != 0 ||
         tls_params(a, ctc, tls->min_version, tls->max_version) != 0)
         return NULL;
-    ctc->tls_certificates = certs;
-    ctc->n_tls_certificates = 1;
     ctc->alpn_protocols = (char **)tls->alpn;
     ctc->n_alpn_protocols = tls->nalpn;
     if (tls->client_ca) {
-        CertificateValidationContext *vc = NEW(
-            a, CertificateValidationContext,
-            ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__CERTIFICATE_VALIDATION_CONTEXT__INIT);
-        if (!vc || !(vc->trusted_ca =
-                         data_source(a, (const uint8_t *)tls->client_ca, tls->client_ca_len, 0)))
+        if (!(ctc->validation_context_sds_secret_config = sds_ref(a, tls->client_ca)))
             return NULL;
         ctc->validation_context_type_case =
-            ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__COMMON_TLS_CONTEXT__VALIDATION_CONTEXT_TYPE_VALIDATION_CONTEXT;
-        ctc->validation_context = vc;
+            ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__COMMON_TLS_CONTEXT__VALIDATION_CONTEXT_TYPE_VALIDATION_CONTEXT_SDS_SECRET_CONFIG;
         if (tls->require_client_cert) {
             dtc->require_client_certificate =
                 NEW(a, Google__Protobuf__BoolValue, GOOGLE__PROTOBUF__BOOL_VALUE__INIT);
@@ -711,45 +773,48 @@ static TransportSocket *upstream_tls(struct xl_arena *a, const struct xl_upstrea
             ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__COMMON_TLS_CONTEXT__INIT);
     if (!utc || !ctc || tls_params(a, ctc, t->min_version, t->max_version) != 0)
         return NULL;
-    if (t->client) {
-        TlsCertificate **certs = xlate_alloc(a, sizeof(*certs));
-        if (!certs || !(certs[0] = tls_certificate(a, t->client)))
+    if (t->client && sds_certificate(a, ctc, t->client) != 0)
+        return NULL;
+    if (t->ca && !t->nsans) {
+        if (!(ctc->validation_context_sds_secret_config = sds_ref(a, t->ca)))
             return NULL;
-        ctc->tls_certificates = certs;
-        ctc->n_tls_certificates = 1;
-    }
-    if (t->ca) {
+        ctc->validation_context_type_case =
+            ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__COMMON_TLS_CONTEXT__VALIDATION_CONTEXT_TYPE_VALIDATION_CONTEXT_SDS_SECRET_CONFIG;
+    } else if (t->ca) {
+        /* the CA from SDS, the names to match inline: Envoy merges the
+         * Secret's validation context into default_validation_context */
         CertificateValidationContext *vc = NEW(
             a, CertificateValidationContext,
             ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__CERTIFICATE_VALIDATION_CONTEXT__INIT);
-        if (!vc || !(vc->trusted_ca = data_source(a, (const uint8_t *)t->ca, t->calen, 0)))
+        CombinedValidationContext *cvc = NEW(
+            a, CombinedValidationContext,
+            ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__COMMON_TLS_CONTEXT__COMBINED_CERTIFICATE_VALIDATION_CONTEXT__INIT);
+        if (!vc || !cvc || !(cvc->validation_context_sds_secret_config = sds_ref(a, t->ca)))
             return NULL;
-        if (t->nsans) {
-            vc->match_typed_subject_alt_names =
-                xlate_alloc(a, t->nsans * sizeof(*vc->match_typed_subject_alt_names));
-            if (!vc->match_typed_subject_alt_names)
-                return NULL;
-            for (size_t i = 0; i < t->nsans; i++) {
-                SubjectAltNameMatcher *m = NEW(
-                    a, SubjectAltNameMatcher,
+        vc->match_typed_subject_alt_names =
+            xlate_alloc(a, t->nsans * sizeof(*vc->match_typed_subject_alt_names));
+        if (!vc->match_typed_subject_alt_names)
+            return NULL;
+        for (size_t i = 0; i < t->nsans; i++) {
+            SubjectAltNameMatcher *m =
+                NEW(a, SubjectAltNameMatcher,
                     ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__SUBJECT_ALT_NAME_MATCHER__INIT);
-                StringMatcher *sm =
-                    NEW(a, StringMatcher, ENVOY__TYPE__MATCHER__V3__STRING_MATCHER__INIT);
-                if (!m || !sm)
-                    return NULL;
-                sm->match_pattern_case =
-                    ENVOY__TYPE__MATCHER__V3__STRING_MATCHER__MATCH_PATTERN_EXACT;
-                sm->exact = t->sans[i];
-                m->san_type =
-                    ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__SUBJECT_ALT_NAME_MATCHER__SAN_TYPE__DNS;
-                m->matcher = sm;
-                vc->match_typed_subject_alt_names[i] = m;
-            }
-            vc->n_match_typed_subject_alt_names = t->nsans;
+            StringMatcher *sm =
+                NEW(a, StringMatcher, ENVOY__TYPE__MATCHER__V3__STRING_MATCHER__INIT);
+            if (!m || !sm)
+                return NULL;
+            sm->match_pattern_case = ENVOY__TYPE__MATCHER__V3__STRING_MATCHER__MATCH_PATTERN_EXACT;
+            sm->exact = t->sans[i];
+            m->san_type =
+                ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__SUBJECT_ALT_NAME_MATCHER__SAN_TYPE__DNS;
+            m->matcher = sm;
+            vc->match_typed_subject_alt_names[i] = m;
         }
+        vc->n_match_typed_subject_alt_names = t->nsans;
+        cvc->default_validation_context = vc;
         ctc->validation_context_type_case =
-            ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__COMMON_TLS_CONTEXT__VALIDATION_CONTEXT_TYPE_VALIDATION_CONTEXT;
-        ctc->validation_context = vc;
+            ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__COMMON_TLS_CONTEXT__VALIDATION_CONTEXT_TYPE_COMBINED_VALIDATION_CONTEXT;
+        ctc->combined_validation_context = cvc;
     }
     utc->common_tls_context = ctc;
     if (t->sni)

@@ -126,21 +126,38 @@ xlate_encode_listener_envoy(const char *name, const char *address, uint32_t port
                             const char *rc_name, const char *stat_prefix, uint8_t **out,
                             size_t *len);
 
-/* A certificate and its private key (PEM), for a TLS context. */
-struct xl_tls_cert {
-    const uint8_t *chain;
-    size_t chainlen;
-    const uint8_t *key;
-    size_t keylen;
-};
+/* TLS material never goes inline into a Listener or a Cluster: their TLS
+ * contexts name SDS Secrets (SdsSecretConfig, sds_config ADS), which the
+ * same stream serves as resources of type XDS_SECRET. A new certificate
+ * changes the Secret, not the Listener or Cluster naming it. */
 
-/* One filter chain of a TLS listener: |cert| for the clients asking (SNI)
- * for one of |server_names|. */
+/* The SDS Secret holding the certificate and key of Secret |ns|/|name|:
+ * "secret:<ns>/<name>" into |out|. */
+void xlate_sds_cert_name(const char *ns, const char *name, char *out, size_t cap);
+/* The SDS Secret holding the CA bundle under |key| of ConfigMap
+ * |ns|/|name|: "configmap:<ns>/<name>/<key>" into |out|. */
+void xlate_sds_ca_name(const char *ns, const char *name, const char *key, char *out, size_t cap);
+#define XL_SDS_NAME_MAX 600
+
+/* A Secret resource named |name| whose tls_certificate holds |chain| and
+ * |key| (PEM; the key is written as inline_bytes, which debug renderings
+ * redact). */
+__attribute__((warn_unused_result)) int
+xlate_encode_secret_cert(const char *name, const uint8_t *chain, size_t chainlen,
+                         const uint8_t *key, size_t keylen, uint8_t **out, size_t *len);
+/* A Secret resource named |name| whose validation_context holds the CA
+ * bundle |pem| as trusted_ca. */
+__attribute__((warn_unused_result)) int xlate_encode_secret_ca(const char *name, const char *pem,
+                                                               size_t pemlen, uint8_t **out,
+                                                               size_t *len);
+
+/* One filter chain of a TLS listener: the certificate of SDS Secret
+ * |secret| for the clients asking (SNI) for one of |server_names|. */
 struct xl_tls_chain {
     const char *name; /* the filter chain's name: the Secret, "namespace/name" */
     char *const *server_names;
     size_t nserver_names;
-    struct xl_tls_cert cert;
+    const char *secret; /* SDS name (xlate_sds_cert_name) */
 };
 
 /* What every filter chain of a TLS listener shares. */
@@ -148,8 +165,7 @@ struct xl_downstream_tls {
     enum xl_tls_version min_version, max_version; /* XL_TLS_AUTO: Envoy's default */
     char *const *alpn;
     size_t nalpn;
-    const char *client_ca; /* PEM bundle verifying client certificates, or NULL */
-    size_t client_ca_len;
+    const char *client_ca; /* SDS name of the CA bundle verifying clients, or NULL */
     int require_client_cert;
 };
 
@@ -180,12 +196,13 @@ __attribute__((warn_unused_result)) int xlate_encode_cluster(const char *name, e
 
 /* TLS to a cluster's endpoints (an UpstreamTlsContext transport socket). */
 struct xl_upstream_tls_enc {
-    const char *sni; /* or NULL */
-    const char *ca;  /* PEM bundle verifying the server, or NULL (no verification) */
-    size_t calen;
-    char *const *sans; /* DNS names the server certificate must carry (any of) */
+    const char *sni;   /* or NULL */
+    const char *ca;    /* SDS name of the CA bundle verifying the server, or NULL (no
+                        * verification) */
+    char *const *sans; /* DNS names the server certificate must carry (any of): an
+                        * inline default_validation_context combined with |ca|'s */
     size_t nsans;
-    const struct xl_tls_cert *client; /* for mTLS, or NULL */
+    const char *client; /* SDS name of the client certificate (mTLS), or NULL */
     enum xl_tls_version min_version, max_version;
 };
 

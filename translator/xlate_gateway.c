@@ -130,6 +130,9 @@ void xlate_gw_memo_free(struct xl_gw_memo *m)
     for (size_t i = 0; i < m->ncert_notes; i++)
         free(m->cert_notes[i]);
     free(m->cert_notes);
+    for (size_t i = 0; i < m->nown_sds; i++)
+        xlate_resource_unref(m->own_sds[i]);
+    free(m->own_sds);
     free(m);
 }
 
@@ -289,10 +292,19 @@ static struct xl_ucount *ucount_get(const struct xl_gw_memo *m, const struct xl_
     return cx_map_get(&m->upcount, &up, sizeof(up));
 }
 
+/* Whether Upstream |up| brings SDS Secrets, or changed them this pass. */
+static int sds_matters(const struct xlate_ctx *ctx, const struct xl_entry *up)
+{
+    const struct xl_up_memo *u = up->up;
+    return u && (u->sds[0] || u->sds[1] || u->sds_changed == ctx->pass);
+}
+
 static int count_upstream(struct xlate_ctx *ctx, struct xl_gw_memo *m, struct xl_entry *up,
                           int delta)
 {
     struct xl_ucount *c = ucount_get(m, up);
+    if (!c || (delta < 0 && c->count == 1))
+        m->sds_dirty |= sds_matters(ctx, up);
     if (delta > 0) {
         if (c) {
             c->count++;
@@ -651,7 +663,6 @@ static int build_lds(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_m
             return -1;
         m->lds_dirty = 0;
         m->lds_tls_digest = t ? t->digest : 0;
-        ctx->stats.resources_built += n;
         int same = n == m->nlisteners;
         for (size_t i = 0; same && i < n; i++)
             same = ls[i]->len == m->listeners[i]->len &&
@@ -665,8 +676,13 @@ static int build_lds(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_m
             xlate_resource_unref(drop[i]);
         }
         free(drop);
-        if (same)
+        /* a new certificate for the same names: the same bytes (the key is
+         * in an SDS Secret), so the same Listeners and no drain */
+        if (same) {
+            ctx->stats.resources_reused += n;
             return 0;
+        }
+        ctx->stats.resources_built += n;
         m->listeners = ls;
         m->nlisteners = n;
         for (size_t i = 0; i < n; i++)
@@ -901,6 +917,8 @@ static int gw_emit(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_mem
 {
     for (size_t i = 0; i < ctx->up_touched.n; i++) {
         struct xl_entry *up = ctx->up_touched.items[i];
+        if (up->up && up->up->sds_changed == ctx->pass && ucount_get(m, up))
+            m->sds_dirty = 1;
         if (up->deleted || !xlate_upstream_usable(up) || !up->up->cla)
             continue;
         /* not sent to, or counted in this pass with the resources as they
@@ -917,6 +935,10 @@ static int gw_emit(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_mem
         return -1;
     m->rc_dirty = 0;
     if (build_lds(ctx, gwe, m, gw_changed) != 0)
+        return -1;
+    if (m->mode == XLATE_MODE_ENVOY && xlate_gw_sds_own(ctx, gwe, m) != 0)
+        return -1;
+    if (m->sds_dirty && xlate_gw_sds_update(m) != 0)
         return -1;
     for (int t = 0; t < XDS_TYPE_COUNT; t++) {
         if (!m->set_dirty[t] && m->sets[t].version[0])

@@ -86,6 +86,11 @@ struct xl_up_memo {
     uint64_t cluster_digest[XL_MODES];
     struct xds_resource *cluster[XL_MODES];
     char *svc_key; /* registered in ctx->svc_ups under this key (malloc) */
+    /* SDS Secrets its envoy-mode Cluster names: the client certificate and
+     * the CA bundle (NULL when not used), built from |tls_key| */
+    struct xds_resource *sds[2];
+    uint64_t sds_key;
+    uint32_t sds_changed; /* pass in which one of them changed */
 };
 
 /* A Gateway's spec.tls resolved against the Secrets and ConfigMap it names
@@ -211,6 +216,13 @@ struct xl_gw_memo {
     struct cx_map uncovered; /* VirtualService key -> DomainNotCovered message (malloc) */
     char **cert_notes;       /* CertificateUnused messages for the Gateway (malloc) */
     size_t ncert_notes;
+    /* SDS: the Secrets its Listener names (certificates, client CA), built
+     * from the xl_gw_tls digest |own_sds_digest|; the SDS set is rebuilt
+     * from them and the counted Upstreams' when |sds_dirty| */
+    struct xds_resource **own_sds;
+    size_t nown_sds;
+    uint64_t own_sds_digest;
+    int sds_dirty;
 };
 
 struct xl_dep_item {
@@ -316,6 +328,16 @@ int xlate_gw_listeners(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw
 /* Resolves an Upstream's spec.tls into e->up (tls_bad, tls_key, errors).
  * Returns 0 or -1. */
 int xlate_up_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *e);
+/* Brings e->up->sds (the Secrets its envoy-mode Cluster names) up to date
+ * with its TLS material. Returns 1 if one changed, 0 if not, -1. */
+int xlate_up_sds_refresh(struct xlate_ctx *ctx, struct xl_entry *e);
+/* Brings the memo's own_sds up to date with gwe->gtls (sds_dirty set when
+ * they change). Returns 0 or -1. */
+int xlate_gw_sds_own(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m);
+/* Rebuilds the memo's SDS set: its own Secrets and those of every usable
+ * Upstream it counts, sorted by name, one per name (set_dirty when it
+ * changed; sds_dirty cleared). Returns 0 or -1. */
+int xlate_gw_sds_update(struct xl_gw_memo *m);
 
 /* xlate_report.c: recomputes the reports of ctx->rep_list (and every
  * Gateway's) and gives |snap| its report block (shared with the previous

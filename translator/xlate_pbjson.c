@@ -20,6 +20,7 @@
 #include "envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.pb-c.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb-c.h"
 #include "envoy/extensions/transport_sockets/tls/v3/common.pb-c.h"
+#include "envoy/extensions/transport_sockets/tls/v3/secret.pb-c.h"
 #include "envoy/extensions/transport_sockets/tls/v3/tls.pb-c.h"
 #include "envoy/extensions/upstreams/http/v3/http_protocol_options.pb-c.h"
 #include "envoy/service/discovery/v3/discovery.pb-c.h"
@@ -92,6 +93,8 @@ static const ProtobufCMessageDescriptor *const known_types[] = {
     &envoy__extensions__transport_sockets__tls__v3__certificate_validation_context__descriptor,
     &envoy__extensions__transport_sockets__tls__v3__subject_alt_name_matcher__descriptor,
     &envoy__extensions__upstreams__http__v3__http_protocol_options__descriptor,
+    &envoy__extensions__transport_sockets__tls__v3__secret__descriptor,
+    &envoy__extensions__transport_sockets__tls__v3__sds_secret_config__descriptor,
     &envoy__service__discovery__v3__discovery_request__descriptor,
     &envoy__service__discovery__v3__discovery_response__descriptor,
     &envoy__service__discovery__v3__control_plane__descriptor,

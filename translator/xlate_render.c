@@ -7,7 +7,7 @@
 #include <string.h>
 
 const char *const xlate_render_type_keys[XDS_TYPE_COUNT] = {"listeners", "routes", "clusters",
-                                                            "endpoints"};
+                                                            "endpoints", "secrets"};
 
 int xlate_render_indent(struct cx_buf *b, int depth)
 {
@@ -50,6 +50,8 @@ int xlate_render_groups_flags(const struct xlate_snapshot *s, int depth, unsigne
                                   grp->mode == XLATE_MODE_PROXYLESS ? "proxyless" : "envoy", 0);
         for (int t = 0; t < XDS_TYPE_COUNT && rc == 0; t++) {
             const struct xds_resource_set *set = &grp->types[t];
+            if (!xlate_group_type_shown(grp, t))
+                continue;
             rc |= xlate_render_indent(out, depth + 3);
             rc |= cx_json_escape(out, xlate_render_type_keys[t]);
             rc |= cx_buf_puts(out, ": {");
@@ -72,7 +74,7 @@ int xlate_render_groups_flags(const struct xlate_snapshot *s, int depth, unsigne
                 rc |= xlate_render_indent(out, depth + 4);
             rc |= cx_buf_puts(out, "]");
             rc |= xlate_render_indent(out, depth + 3);
-            rc |= cx_buf_puts(out, t + 1 < XDS_TYPE_COUNT ? "}," : "}");
+            rc |= cx_buf_puts(out, t < xlate_group_last_type(grp) ? "}," : "}");
         }
         rc |= xlate_render_indent(out, depth + 2);
         rc |= cx_buf_puts(out, "}");

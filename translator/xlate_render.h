@@ -9,10 +9,11 @@
 #define XLATE_RENDER_H
 
 #include "cx_buf.h"
-#include "xlate_snapshot_types.h"
+#include "xlate_snapshot.h"
 
 /* Appends {"version": ..., "groups": [{name, mode, listeners: {version,
- * resources: [...]}, routes, clusters, endpoints}, ...]} (pretty, two-space
+ * resources: [...]}, routes, clusters, endpoints, secrets (when any)},
+ * ...]} (pretty, two-space
  * indents, starting at indent |depth|). Returns 0, or -1 (cap or memory) or
  * -2 (a resource did not decode: a bug). */
 __attribute__((warn_unused_result)) int xlate_render_groups(const struct xlate_snapshot *s,

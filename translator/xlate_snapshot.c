@@ -8,12 +8,10 @@
 #include <string.h>
 
 static const char *const type_urls[XDS_TYPE_COUNT] = {
-    XDS_TYPE_URL_LISTENER,
-    XDS_TYPE_URL_ROUTE,
-    XDS_TYPE_URL_CLUSTER,
-    XDS_TYPE_URL_ENDPOINT,
+    XDS_TYPE_URL_LISTENER, XDS_TYPE_URL_ROUTE,  XDS_TYPE_URL_CLUSTER,
+    XDS_TYPE_URL_ENDPOINT, XDS_TYPE_URL_SECRET,
 };
-static const char *const type_short[XDS_TYPE_COUNT] = {"LDS", "RDS", "CDS", "EDS"};
+static const char *const type_short[XDS_TYPE_COUNT] = {"LDS", "RDS", "CDS", "EDS", "SDS"};
 
 const char *xlate_type_url(enum xds_type t)
 {
@@ -238,7 +236,8 @@ void xlate_snapshot_seal(struct xlate_snapshot *s)
     for (size_t g = 0; g < s->ngroups; g++) {
         rc |= cx_buf_printf(&b, "%s\n", s->groups[g].name);
         for (int t = 0; t < XDS_TYPE_COUNT; t++)
-            rc |= cx_buf_printf(&b, "%s\n", s->groups[g].types[t].version);
+            if (xlate_group_type_shown(&s->groups[g], t))
+                rc |= cx_buf_printf(&b, "%s\n", s->groups[g].types[t].version);
     }
     if (rc == 0)
         cx_sha256_hex(b.data ? b.data : "", b.len, s->version, XDS_VERSION_LEN);

@@ -54,4 +54,17 @@ void xlate_snapshot_seal(struct xlate_snapshot *s);
 
 const char *xlate_state_name(enum xlate_state st); /* "Accepted" / "Warning" / "Rejected" */
 
+/* Whether a group's type |t| is rendered (and counted in the snapshot's
+ * version): every type but an empty SDS set, so that a group without
+ * Secrets renders and hashes as it did before Secrets had a type. */
+static inline int xlate_group_type_shown(const struct xlate_group *g, int t)
+{
+    return t != XDS_SECRET || g->types[t].n > 0;
+}
+/* The last type xlate_group_type_shown() shows for |g|. */
+static inline int xlate_group_last_type(const struct xlate_group *g)
+{
+    return xlate_group_type_shown(g, XDS_SECRET) ? XDS_SECRET : XDS_SECRET - 1;
+}
+
 #endif

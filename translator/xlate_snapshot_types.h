@@ -22,19 +22,22 @@ enum xds_type {
     XDS_ROUTE = 1,
     XDS_CLUSTER = 2,
     XDS_ENDPOINT = 3,
-    XDS_TYPE_COUNT = 4,
+    XDS_SECRET = 4, /* SDS: certificates and CA bundles the others name */
+    XDS_TYPE_COUNT = 5,
 };
 
 #define XDS_TYPE_URL_LISTENER "type.googleapis.com/envoy.config.listener.v3.Listener"
 #define XDS_TYPE_URL_ROUTE    "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
 #define XDS_TYPE_URL_CLUSTER  "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 #define XDS_TYPE_URL_ENDPOINT "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+#define XDS_TYPE_URL_SECRET   "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
 
 /* Versions are lower-case hex content hashes of this many characters. */
 #define XDS_VERSION_LEN 16
 
 /* One encoded xDS resource: the serialised message (Listener,
- * RouteConfiguration, Cluster or ClusterLoadAssignment — not wrapped in Any).
+ * RouteConfiguration, Cluster, ClusterLoadAssignment or Secret — not
+ * wrapped in Any).
  * Immutable after creation; freed when the last reference goes. */
 struct xds_resource {
     _Atomic int refs;

@@ -231,6 +231,206 @@ int xlate_gw_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *gwe)
     return rc;
 }
 
+/* ---- SDS Secrets ------------------------------------------------------------------------ */
+
+/* The SDS name of the certificate in Secret entry |se|, in |a|. */
+static const char *cert_sds_name(struct xl_arena *a, const struct xl_entry *se)
+{
+    char buf[XL_SDS_NAME_MAX];
+    xlate_sds_cert_name(se->obj->meta.ns, se->obj->meta.name, buf, sizeof(buf));
+    return xlate_strdup(a, buf);
+}
+
+/* A Secret resource for the certificate of Secret entry |se|. */
+static struct xds_resource *cert_secret(struct xlate_ctx *ctx, const struct xl_entry *se)
+{
+    const struct xl_secret *s = &se->obj->u.secret;
+    char name[XL_SDS_NAME_MAX];
+    xlate_sds_cert_name(se->obj->meta.ns, se->obj->meta.name, name, sizeof(name));
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    if (xlate_encode_secret_cert(name, s->crt, s->crtlen, s->key, s->keylen, &bytes, &len) != 0)
+        return NULL;
+    return xlate_ctx_resource_new(ctx, XDS_SECRET, name, bytes, len);
+}
+
+/* A Secret resource for the CA bundle |pem| of ConfigMap reference |ref|. */
+static struct xds_resource *ca_secret(struct xlate_ctx *ctx, const struct xl_obj_ref *ref,
+                                      const char *pem)
+{
+    char name[XL_SDS_NAME_MAX];
+    xlate_sds_ca_name(ref->ns, ref->name, ref->key, name, sizeof(name));
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    if (xlate_encode_secret_ca(name, pem, strlen(pem), &bytes, &len) != 0)
+        return NULL;
+    return xlate_ctx_resource_new(ctx, XDS_SECRET, name, bytes, len);
+}
+
+static int same_res(const struct xds_resource *a, const struct xds_resource *b)
+{
+    return a == b ||
+           (a && b && strcmp(a->name, b->name) == 0 && strcmp(a->version, b->version) == 0);
+}
+
+/* Puts |fresh| (one reference, may be NULL) in |*slot| unless the same
+ * resource is there already. Returns 1 if the slot changed. */
+static int sds_swap(struct xlate_ctx *ctx, struct xds_resource **slot, struct xds_resource *fresh)
+{
+    if (same_res(*slot, fresh)) {
+        ctx->stats.resources_reused += fresh != NULL;
+        xlate_resource_unref(fresh);
+        return 0;
+    }
+    ctx->stats.resources_built += fresh != NULL;
+    xlate_resource_unref(*slot);
+    *slot = fresh;
+    return 1;
+}
+
+int xlate_up_sds_refresh(struct xlate_ctx *ctx, struct xl_entry *e)
+{
+    struct xl_up_memo *m = e->up;
+    const struct xl_upstream_tls *tls = xlate_upstream_tls_of(&e->obj->u.up);
+    int want = tls->enabled && xlate_upstream_usable(e);
+    if (want && m->sds_key == m->tls_key)
+        return 0;
+    struct xds_resource *fresh[2] = {NULL, NULL};
+    if (want && m->tls_cert && !(fresh[0] = cert_secret(ctx, m->tls_cert)))
+        return -1;
+    if (want && m->tls_ca_pem && !(fresh[1] = ca_secret(ctx, &tls->ca, m->tls_ca_pem))) {
+        xlate_resource_unref(fresh[0]);
+        return -1;
+    }
+    int changed = sds_swap(ctx, &m->sds[0], fresh[0]) | sds_swap(ctx, &m->sds[1], fresh[1]);
+    m->sds_key = want ? m->tls_key : 0;
+    if (changed)
+        m->sds_changed = ctx->pass;
+    return changed;
+}
+
+static void res_list_free(struct xds_resource **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        xlate_resource_unref(v[i]);
+    free(v);
+}
+
+int xlate_gw_sds_own(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m)
+{
+    const struct xl_gw_tls *t = gwe->gtls;
+    uint64_t d = t && !t->fatal ? t->digest : 0;
+    if (d == m->own_sds_digest && (d == 0 || m->nown_sds))
+        return 0;
+    size_t n = 0, cap = t ? t->ncerts + 1 : 0;
+    struct xds_resource **v = cap ? calloc(cap, sizeof(*v)) : NULL;
+    if (cap && !v)
+        return -1;
+    for (size_t i = 0; d && i < t->ncerts; i++) {
+        struct xds_resource *r = cert_secret(ctx, t->certs[i]);
+        if (!r) {
+            res_list_free(v, n);
+            return -1;
+        }
+        v[n++] = r; /* a Secret listed twice: the collection keeps one */
+    }
+    if (d && t->client_ca) {
+        const struct xl_gateway_tls *gt = xlate_gateway_tls_of(&gwe->obj->u.gw);
+        if (!(v[n] = ca_secret(ctx, &gt->client_ca, t->client_ca))) {
+            res_list_free(v, n);
+            return -1;
+        }
+        n++;
+    }
+    int same = n == m->nown_sds;
+    for (size_t i = 0; i < n; i++) {
+        int kept = i < m->nown_sds && same_res(v[i], m->own_sds[i]);
+        ctx->stats.resources_built += !kept;
+        ctx->stats.resources_reused += kept;
+        same &= kept;
+        if (kept) { /* the same bytes keep their resource */
+            xlate_resource_unref(v[i]);
+            v[i] = xlate_resource_ref(m->own_sds[i]);
+        }
+    }
+    if (same) {
+        res_list_free(v, n);
+    } else {
+        res_list_free(m->own_sds, m->nown_sds);
+        m->own_sds = v;
+        m->nown_sds = n;
+        m->sds_dirty = 1;
+    }
+    m->own_sds_digest = d;
+    return 0;
+}
+
+static int res_name_cmp(const void *a, const void *b)
+{
+    return strcmp((*(struct xds_resource *const *)a)->name,
+                  (*(struct xds_resource *const *)b)->name);
+}
+
+/* The SDS set as it should be (references taken). Returns 0 or -1. */
+static int sds_collect(const struct xl_gw_memo *m, struct xds_resource_set *out)
+{
+    memset(out, 0, sizeof(*out));
+    size_t cap = m->nown_sds, n = 0;
+    const struct cx_map_slot *sl;
+    for (size_t i = 0; cx_map_next(&m->upcount, &i, &sl);) {
+        const struct xl_entry *up = ((const struct xl_ucount *)sl->val)->up;
+        cap += up->up ? (up->up->sds[0] != NULL) + (up->up->sds[1] != NULL) : 0;
+    }
+    if (!cap)
+        return 0;
+    struct xds_resource **v = malloc(cap * sizeof(*v));
+    if (!v)
+        return -1;
+    for (size_t i = 0; i < m->nown_sds; i++)
+        v[n++] = m->own_sds[i];
+    for (size_t i = 0; cx_map_next(&m->upcount, &i, &sl);) {
+        const struct xl_entry *up = ((const struct xl_ucount *)sl->val)->up;
+        if (up->deleted || !up->up || !xlate_upstream_usable(up))
+            continue;
+        for (int k = 0; k < 2; k++)
+            if (up->up->sds[k])
+                v[n++] = up->up->sds[k];
+    }
+    if (n > 1)
+        qsort(v, n, sizeof(*v), res_name_cmp);
+    /* one per name: the same Secret or ConfigMap key named twice gives the
+     * same bytes */
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++)
+        if (u == 0 || strcmp(v[u - 1]->name, v[i]->name) != 0)
+            v[u++] = v[i];
+    for (size_t i = 0; i < u; i++)
+        xlate_resource_ref(v[i]);
+    out->items = v;
+    out->n = u;
+    return 0;
+}
+
+int xlate_gw_sds_update(struct xl_gw_memo *m)
+{
+    struct xds_resource_set fresh;
+    if (sds_collect(m, &fresh) != 0)
+        return -1;
+    struct xds_resource_set *old = &m->sets[XDS_SECRET];
+    int same = fresh.n == old->n;
+    for (size_t i = 0; same && i < fresh.n; i++)
+        same = fresh.items[i] == old->items[i];
+    struct xds_resource_set *drop = same ? &fresh : old;
+    res_list_free(drop->items, drop->n);
+    if (!same) {
+        *old = fresh;
+        m->cap[XDS_SECRET] = fresh.n;
+        m->set_dirty[XDS_SECRET] = 1;
+    }
+    m->sds_dirty = 0;
+    return 0;
+}
+
 /* ---- the TLS listener ------------------------------------------------------------------ */
 
 struct assign {
@@ -364,12 +564,14 @@ int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
             goto out;
         for (size_t k = i; k < j; k++)
             names[k - i] = as[k].host;
-        const struct xl_secret *s = &t->certs[as[i].cert]->obj->u.secret;
+        const char *sds = cert_sds_name(&a, t->certs[as[i].cert]);
+        if (!sds)
+            goto out;
         chains[nchains++] = (struct xl_tls_chain){
             .name = t->certs[as[i].cert]->key,
             .server_names = names,
             .nserver_names = j - i,
-            .cert = {s->crt, s->crtlen, s->key, s->keylen},
+            .secret = sds,
         };
         i = j;
     }
@@ -385,19 +587,23 @@ int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
         if (!(notes[nnotes++] = strdup(buf)))
             goto out;
     }
-    const struct xl_secret *s0 = &t->certs[0]->obj->u.secret;
     struct xl_tls_chain dflt = {
         .name = "default",
-        .cert = {s0->crt, s0->crtlen, s0->key, s0->keylen},
+        .secret = cert_sds_name(&a, t->certs[0]),
     };
+    char ca_sds[XL_SDS_NAME_MAX];
+    if (t->client_ca)
+        xlate_sds_ca_name(gt->client_ca.ns, gt->client_ca.name, gt->client_ca.key, ca_sds,
+                          sizeof(ca_sds));
+    if (!dflt.secret)
+        goto out;
     struct xl_downstream_tls dt = {
         /* explicit, so Envoy's own default may change without us noticing */
         .min_version = gt->min_version ? gt->min_version : XL_TLS_1_2,
         .max_version = gt->max_version,
         .alpn = gt->alpn,
         .nalpn = gt->nalpn,
-        .client_ca = t->client_ca,
-        .client_ca_len = t->client_ca ? strlen(t->client_ca) : 0,
+        .client_ca = t->client_ca ? ca_sds : NULL,
         .require_client_cert = t->client_ca && !gt->client_cert_optional,
     };
     const struct xl_hcm_opts ho = {.envoy_filters = 1, .logs = g->logs, .nlogs = g->nlogs};

@@ -24,6 +24,8 @@ void xlate_up_memo_free(struct xl_up_memo *m)
         xlate_resource_unref(m->cluster[i]);
     xlate_arena_free(&m->ep_arena);
     xlate_arena_free(&m->tls_arena);
+    xlate_resource_unref(m->sds[0]);
+    xlate_resource_unref(m->sds[1]);
     free(m->svc_key);
     free(m->ref_keys[0]);
     free(m->ref_keys[1]);
@@ -217,21 +219,16 @@ static int encode_cluster(struct xlate_ctx *ctx, struct xl_entry *e, int mode)
     /* TLS to the endpoints: envoy mode only (gRPC clients take theirs from
      * certificate providers; the report warns) */
     const struct xl_upstream_tls *t = xlate_upstream_tls_of(u);
-    struct xl_tls_cert client = {0};
     struct xl_upstream_tls_enc tls = {0};
     if (t->enabled && mode == XLATE_MODE_ENVOY) {
+        /* the material by name: the Secrets in e->up->sds */
         tls.sni = t->sni;
-        tls.ca = m->tls_ca_pem;
-        tls.calen = m->tls_ca_pem ? strlen(m->tls_ca_pem) : 0;
+        tls.ca = m->sds[1] ? m->sds[1]->name : NULL;
         tls.sans = t->nsans ? t->sans : NULL;
         tls.nsans = t->nsans;
         tls.min_version = t->min_version;
         tls.max_version = t->max_version;
-        if (m->tls_cert) {
-            const struct xl_secret *sec = &m->tls_cert->obj->u.secret;
-            client = (struct xl_tls_cert){sec->crt, sec->crtlen, sec->key, sec->keylen};
-            tls.client = &client;
-        }
+        tls.client = m->sds[0] ? m->sds[0]->name : NULL;
     }
     const struct xl_cluster_enc c = {.lb = lb,
                                      .ring_min = u->ring_min,
@@ -256,8 +253,12 @@ int xlate_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e)
     const struct xl_upstream *u = &e->obj->u.up;
     if (xlate_up_tls_resolve(ctx, e) != 0)
         return -1;
+    int sds = xlate_up_sds_refresh(ctx, e);
+    if (sds < 0)
+        return -1;
+    changed = sds;
     if (!xlate_upstream_usable(e)) {
-        changed = m->cla != NULL || m->cluster[0] || m->cluster[1];
+        changed |= m->cla != NULL || m->cluster[0] || m->cluster[1];
         xlate_resource_unref(m->cla);
         m->cla = NULL;
         for (int i = 0; i < XL_MODES; i++) {

@@ -24,8 +24,10 @@
 #define PUB_REFUSED_WAIT_NS  (100 * CX_NS_PER_MS)
 #define PUB_MAX_INFLIGHT     4
 
+/* The record's versions and counts (its schema's keys); Secrets count in
+ * the group's version and show in the snapshot JSON. */
 static const char *const type_keys[XDS_TYPE_COUNT] = {"listeners", "routes", "clusters",
-                                                      "endpoints"};
+                                                      "endpoints", NULL};
 
 /* ---- pure helpers --------------------------------------------------------------- */
 
@@ -225,8 +227,9 @@ static cJSON *build_object(struct publish *p, const struct pub_group *pg, const 
                                      g->mode == XLATE_MODE_PROXYLESS ? "proxyless" : "envoy") &&
              cJSON_AddStringToObject(spec, "version", pg->version);
     for (int t = 0; ok && t < XDS_TYPE_COUNT; t++)
-        ok = cJSON_AddStringToObject(versions, type_keys[t], g->types[t].version) &&
-             cJSON_AddNumberToObject(counts, type_keys[t], (double)g->types[t].n);
+        ok = !type_keys[t] ||
+             (cJSON_AddStringToObject(versions, type_keys[t], g->types[t].version) &&
+              cJSON_AddNumberToObject(counts, type_keys[t], (double)g->types[t].n));
     ok = ok && (!b64 || cJSON_AddStringToObject(spec, "snapshot", b64)) &&
          cJSON_AddNumberToObject(spec, "snapshotBytes", (double)json_bytes) &&
          cJSON_AddBoolToObject(spec, "truncated", *truncated);

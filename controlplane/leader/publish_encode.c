@@ -27,7 +27,8 @@ void publish_group_version(const struct xlate_group *g, char out[XDS_VERSION_LEN
     size_t off = (size_t)snprintf(buf, sizeof(buf), "%s",
                                   g->mode == XLATE_MODE_PROXYLESS ? "proxyless" : "envoy");
     for (int t = 0; t < XDS_TYPE_COUNT; t++)
-        off += (size_t)snprintf(buf + off, sizeof(buf) - off, "/%s", g->types[t].version);
+        if (xlate_group_type_shown(g, t))
+            off += (size_t)snprintf(buf + off, sizeof(buf) - off, "/%s", g->types[t].version);
     cx_sha256_hex(buf, off, out, XDS_VERSION_LEN);
 }
 
@@ -93,6 +94,8 @@ static int render_stream(struct enc *e, const struct xlate_group *g, const char 
                               g->mode == XLATE_MODE_PROXYLESS ? "proxyless" : "envoy", 0);
     for (int t = 0; t < XDS_TYPE_COUNT && rc == 0; t++) {
         const struct xds_resource_set *set = &g->types[t];
+        if (!xlate_group_type_shown(g, t))
+            continue;
         rc |= xlate_render_indent(out, 3);
         rc |= cx_json_escape(out, xlate_render_type_keys[t]);
         rc |= cx_buf_puts(out, ": {");
@@ -114,7 +117,7 @@ static int render_stream(struct enc *e, const struct xlate_group *g, const char 
             rc |= xlate_render_indent(out, 4);
         rc |= cx_buf_puts(out, "]");
         rc |= xlate_render_indent(out, 3);
-        rc |= cx_buf_puts(out, t + 1 < XDS_TYPE_COUNT ? "}," : "}");
+        rc |= cx_buf_puts(out, t < xlate_group_last_type(g) ? "}," : "}");
     }
     rc |= xlate_render_indent(out, 2);
     rc |= cx_buf_puts(out, "}");

@@ -11,8 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const enum xds_type mbb_order[XDS_TYPE_COUNT] = {XDS_CLUSTER, XDS_ENDPOINT, XDS_LISTENER,
-                                                        XDS_ROUTE};
+/* Secrets after Clusters and their endpoints, before Listeners: a client
+ * asks for a Secret once a Cluster or Listener names it and warms that
+ * one until the Secret comes, so the Secrets of the Listeners of one push
+ * are answered before the next Listeners would need theirs. */
+static const enum xds_type mbb_order[XDS_TYPE_COUNT] = {XDS_CLUSTER, XDS_ENDPOINT, XDS_SECRET,
+                                                        XDS_LISTENER, XDS_ROUTE};
 
 enum xds_type xds_ads_order(int i)
 {

@@ -15,8 +15,9 @@
  * outstanding (the next waits for the ACK/NACK, which also coalesces pushes);
  * names that do not exist are remembered and sent when they appear;
  * LDS/CDS responses carry the full subscribed state, RDS/EDS only what the
- * client does not hold yet; only changes are sent; several types are
- * answered in Envoy's make-before-break order CDS, EDS, LDS, RDS.
+ * client does not hold yet (and so do SDS Secrets); only changes are sent;
+ * several types are answered in Envoy's make-before-break order CDS, EDS,
+ * then SDS, LDS, RDS.
  *
  * Single-threaded: a stream is touched by the main loop only.
  */
@@ -58,7 +59,7 @@ struct xds_ads_sets {
 };
 
 /* Computes the next response to send, types in make-before-break order
- * (CDS, EDS, LDS, RDS). |origin_ns| is remembered with the response and
+ * (CDS, EDS, SDS, LDS, RDS). |origin_ns| is remembered with the response and
  * handed back with its ACK/NACK (push latency). Returns 1 with |out| filled
  * (caller calls xds_ads_response_clear), 0 when nothing is to be sent, or
  * XDS_ADS_ENOMEM. */

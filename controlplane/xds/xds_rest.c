@@ -14,10 +14,8 @@
 #include <string.h>
 
 static const char *const rest_paths[XDS_TYPE_COUNT] = {
-    "/v3/discovery:listeners",
-    "/v3/discovery:routes",
-    "/v3/discovery:clusters",
-    "/v3/discovery:endpoints",
+    "/v3/discovery:listeners", "/v3/discovery:routes",  "/v3/discovery:clusters",
+    "/v3/discovery:endpoints", "/v3/discovery:secrets",
 };
 
 /* proto3 JSON parsers accept both the proto name and the JSON name. */

@@ -221,6 +221,16 @@ void xds_srv_pump(struct sstream *ss, int64_t origin_ns)
     if (!ss->registered || xds_h2_stream_queued(ss->h2) > XDS_H2_STREAM_LOW)
         return;
     const struct xds_ads_sets *sets = xds_cache_sets(ss->srv->cache, &ss->watch);
+    /* A client served without credentials (the Gateway's
+     * allowUnauthenticated) gets every type but Secrets: the SDS set it
+     * sees is empty, so a Secret it names never comes. */
+    static const struct xds_resource_set no_secrets = {.version = "0"};
+    struct xds_ads_sets masked;
+    if (sets && ss->no_secrets) {
+        masked = *sets;
+        masked.t[XDS_SECRET] = &no_secrets;
+        sets = &masked;
+    }
     if (ss->delta) {
         pump_delta(ss, sets, origin_ns);
         return;

@@ -36,7 +36,8 @@ static void build(void)
     if (done)
         return;
     done = 1;
-    const char *names[XDS_TYPE_COUNT][2] = {{"l1", "*"}, {"r1", ""}, {"c1", "c2"}, {"c1", "e"}};
+    const char *names[XDS_TYPE_COUNT][2] = {
+        {"l1", "*"}, {"r1", ""}, {"c1", "c2"}, {"c1", "e"}, {"s1", "*"}};
     for (int v = 0; v < 2; v++) {
         for (int t = 0; t < XDS_TYPE_COUNT; t++) {
             struct xds_resource_set *s = &sets[v][t];

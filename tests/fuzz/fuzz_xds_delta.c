@@ -39,8 +39,11 @@ static void build(void)
     if (done)
         return;
     done = 1;
-    const char *names[XDS_TYPE_COUNT][3] = {
-        {"*", "l1", "l2"}, {"", "r1", "*"}, {"c1", "c2", "c3"}, {"c1", "c2", "e"}};
+    const char *names[XDS_TYPE_COUNT][3] = {{"*", "l1", "l2"},
+                                            {"", "r1", "*"},
+                                            {"c1", "c2", "c3"},
+                                            {"c1", "c2", "e"},
+                                            {"*", "s1", "s2"}};
     for (int v = 0; v < 2; v++) {
         for (int t = 0; t < XDS_TYPE_COUNT; t++) {
             struct xds_resource_set *s = &sets[v][t];

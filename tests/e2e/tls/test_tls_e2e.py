@@ -2,12 +2,15 @@
 
 - An HTTPS Gateway (certificate from a kubernetes.io/tls Secret) and an
   Upstream with TLS (CA from a ConfigMap, client certificate from a Secret):
-  every replica serves the same listener; REST-JSON shows the certificate
-  chain and "[redacted]" for the key; over ADS (gRPC) the listener and the
-  cluster carry the real keys (what Envoy needs).
+  every replica serves the same listener, which names its certificate by
+  SDS ("secret:app/www"); REST-JSON of the SDS Secret shows the chain and
+  "[redacted]" for the key; over ADS (gRPC) the listener and the cluster
+  carry no key and no PEM, and the SDS Secrets they name carry the real
+  keys (what Envoy needs).
 - Rotation: the Secret gets a new certificate and key -> a new snapshot
-  version on every replica, the new certificate in the Listener within one
-  debounce window (plus the time to poll), only the listener rebuilt.
+  version on every replica, the new certificate in the SDS Secret within
+  one debounce window (plus the time to poll), only that Secret rebuilt;
+  the Listener keeps its version (Envoy does not drain it).
 - Only referenced Secrets and ConfigMaps reach the translator: changes to
   others cost no translation (filter reason "unreferenced"); a reference
   that appears later brings the Secret in, and its removal takes it out.
@@ -87,13 +90,30 @@ def rest(r, type_, gateway="%s/gw" % NS):
     return out
 
 
+def rest_secret(r, name, gateway="%s/gw" % NS):
+    """The SDS Secret |name| from REST-JSON (proto field names)."""
+    body = json.dumps({"node": {"id": "t", "metadata": {"coxswain.dev/gateway": gateway}},
+                       "resource_names": [name]})
+    st, out = r.http("/v3/discovery:secrets", method="POST", body=body)
+    check_eq(st, 200, "%s REST secrets" % r.name)
+    res = json.loads(out)["resources"]
+    check_eq([x["name"] for x in res], [name], "%s: the Secret asked for" % r.name)
+    return res[0] if res else {}
+
+
+def sds_name(ctc):
+    return ctc["tls_certificate_sds_secret_configs"][0]["name"]
+
+
 def listener_chain(r):
-    """The certificate chain of the first SNI filter chain, from REST-JSON."""
+    """The certificate chain of the first SNI filter chain (through the SDS
+    Secret it names), from REST-JSON."""
     doc = json.loads(rest(r, "listeners"))
     res = doc["resources"][0]
     fc = res["filter_chains"][0]
     ctc = fc["transport_socket"]["typed_config"]["common_tls_context"]
-    cert = ctc["tls_certificates"][0]
+    check("tls_certificates" not in ctc, "no certificate inline in the Listener")
+    cert = rest_secret(r, sds_name(ctc))["tls_certificate"]
     return cert["certificate_chain"]["inline_string"], cert["private_key"], fc
 
 
@@ -114,10 +134,12 @@ def _field(num, b):
 ADS = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
 
 
-def ads_fetch(port, type_url, gateway="%s/gw" % NS):
-    """The first DiscoveryResponse (bytes) for |type_url| (wildcard)."""
+def ads_fetch(port, type_url, gateway="%s/gw" % NS, names=()):
+    """The first DiscoveryResponse (bytes) for |type_url| (wildcard, or
+    |names|)."""
     node = _field(1, b"tls-e2e") + _field(2, gateway.encode())  # id, cluster
-    req = _field(2, node) + _field(4, type_url.encode())
+    req = _field(2, node) + b"".join(_field(3, n.encode()) for n in names) + \
+        _field(4, type_url.encode())
     got = threading.Event()
 
     def reqs():
@@ -138,6 +160,7 @@ def ads_fetch(port, type_url, gateway="%s/gw" % NS):
 
 LDS = "type.googleapis.com/envoy.config.listener.v3.Listener"
 CDS = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+SDS = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
 
 
 def setup():
@@ -198,14 +221,22 @@ def case_served_everywhere():
                           secret="%s/spare" % NS), 0, "unreferenced: no series")
     docs = [r.debug("snapshot") for r in reps]
     check(docs[0] == docs[1] == docs[2], "identical /debug/snapshot on every replica")
-    # over ADS (a standby): the real keys, for Envoy
+    # over ADS (a standby): no key, no PEM in the Listener and the Cluster;
+    # the real keys, for Envoy, in the SDS Secrets they name
     standby = [r for r in reps if not r.leader_info()["leading"]][0]
     lds = ads_fetch(standby.xds, LDS)
-    check(read("www.key") in lds, "the listener over ADS carries the private key")
+    check(b"secret:app/www" in lds and b"-----BEGIN" not in lds,
+          "the listener over ADS names its certificate, holds none")
     cds = ads_fetch(standby.xds, CDS)
-    check(read("client.key") in cds and read("ca.crt") in cds,
-          "the cluster over ADS carries the client key and the CA")
+    check(b"secret:app/client" in cds and b"configmap:app/backend-ca/ca.crt" in cds and
+          b"-----BEGIN" not in cds, "the cluster names its client certificate and CA")
+    sds = ads_fetch(standby.xds, SDS, names=["secret:app/www", "secret:app/client",
+                                              "configmap:app/backend-ca/ca.crt"])
+    check(read("www.key") in sds and read("client.key") in sds and read("ca.crt") in sds,
+          "the SDS Secrets over ADS carry the keys and the CA")
     state["version"] = json.loads(docs[0])["version"]
+    g = json.loads(docs[0])["snapshot"]["groups"][0]
+    state["lds"], state["sds"] = g["listeners"]["version"], g["secrets"]["version"]
 
 
 def translations(r):
@@ -228,25 +259,30 @@ def case_rotation():
         return len(seen) == len(reps)
     replicas.wait_for(rotated, 10, step=0.01, what="the rotated certificate on every replica")
     worst = max(seen.values())
-    print("# rotation: new certificate in the Listener after %s (debounce %.0f ms)" % (
+    print("# rotation: new certificate in the SDS Secret after %s (debounce %.0f ms)" % (
         ", ".join("%s %.0f ms" % (n, v * 1000) for n, v in sorted(seen.items())),
         DEBOUNCE * 1000))
     # one debounce window, plus the translation and our polling; generous
     # under sanitizers and on a loaded machine
     check(worst < DEBOUNCE + (3.0 if SAN else 1.0), "worst %.3f s" % worst)
-    versions = {json.loads(r.debug("snapshot"))["version"] for r in reps}
+    docs = [json.loads(r.debug("snapshot")) for r in reps]
+    versions = {d["version"] for d in docs}
     check_eq(len(versions), 1, "one version on every replica")
     check(state["version"] not in versions, "a new snapshot version")
+    for d in docs:
+        g = d["snapshot"]["groups"][0]
+        check_eq(g["listeners"]["version"], state["lds"], "the Listener's version stays")
+        check(g["secrets"]["version"] != state["sds"], "the Secrets' version changes")
     standby = [r for r in reps if not r.leader_info()["leading"]][0]
-    lds = ads_fetch(standby.xds, LDS)
-    check(read("www-rotated.key") in lds and read("www.key") not in lds,
+    sds = ads_fetch(standby.xds, SDS, names=["secret:app/www"])
+    check(read("www-rotated.key") in sds and read("www.key") not in sds,
           "the rotated key over ADS, the old one gone")
     for r in reps:
         n = translations(r) - before[r.name]
         check(1 <= n <= 2, "%s: %d translations for one rotation" % (r.name, n))
         if n == 1:  # the pass that rotated is the last one: its counts
             check_eq(r.metric("coxswain_translation_resources", outcome="built"), 1,
-                     "%s: only the listener rebuilt" % r.name)
+                     "%s: only the SDS Secret rebuilt" % r.name)
 
 
 def case_unreferenced_cost_nothing():
@@ -277,9 +313,11 @@ def case_reference_brings_it_in():
     replicas.wait_for(lambda: all(r.metric("coxswain_store_objects", kind="Secret") == 3
                              for r in reps), 10, what="Secret spare stored on every replica")
     doc = json.loads(rest(reps[1], "listeners", gateway="%s/gw2" % NS))
-    check_eq(doc["resources"][0]["default_filter_chain"]["transport_socket"]["typed_config"][
-        "common_tls_context"]["tls_certificates"][0]["certificate_chain"]["inline_string"],
-        read("shop.crt").decode())
+    name = sds_name(doc["resources"][0]["default_filter_chain"]["transport_socket"][
+        "typed_config"]["common_tls_context"])
+    check_eq(name, "secret:%s/spare" % NS)
+    check_eq(rest_secret(reps[1], name, gateway="%s/gw2" % NS)["tls_certificate"][
+        "certificate_chain"]["inline_string"], read("shop.crt").decode())
     check_eq(reps[2].metric("coxswain_tls_certificate_expiry_timestamp_seconds",
                             secret="%s/spare" % NS), 4859740800.0)
     check_eq(api.delete("Gateway", NS, "gw2")[0], 200)
@@ -373,6 +411,8 @@ def case_redaction():
         surfaces["%s /metrics" % r.name] = r.metrics_text().encode()
         for ty in ("listeners", "routes", "clusters", "endpoints"):
             surfaces["%s REST %s" % (r.name, ty)] = rest(r, ty)
+        surfaces["%s REST secrets" % r.name] = json.dumps(
+            rest_secret(r, "secret:%s/www" % NS)).encode()
     for r in reps:
         rc, _ = r.stop()  # logs complete (shutdown lines too); leaks fail it under ASan
         check_eq(rc, 0, "%s exit status" % r.name)
@@ -385,7 +425,7 @@ def case_redaction():
         raw = json.dumps(p).encode()
         doc = gzip.decompress(base64.b64decode(p["spec"]["snapshot"]))
         check(b"[redacted]" in doc and read("www-rotated.crt").decode().encode()[30:60] in
-              doc.replace(b"\\n", b"\n"), "ProxySnapshot %s holds the listener" %
+              doc.replace(b"\\n", b"\n"), "ProxySnapshot %s holds the Secrets" %
               p["metadata"]["name"])
         surfaces["ProxySnapshot %s" % p["metadata"]["name"]] = raw + doc
     for kind in ("Gateway", "VirtualService", "Upstream"):

@@ -88,21 +88,17 @@ static int repacks_the_same(const ProtobufCMessage *m, const uint8_t *b, size_t 
 
 static void test_cluster_tls_bytes(void)
 {
-    static const uint8_t crt[] = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
-    static const uint8_t key[] = "-----BEGIN PRIVATE KEY-----\nBBBB\n-----END PRIVATE KEY-----\n";
-    const struct xl_tls_cert client = {crt, sizeof(crt) - 1, key, sizeof(key) - 1};
     char *sans[] = {"a.example.com", "b.example.com"};
     const struct xl_upstream_tls_enc cases[] = {
         {.sni = "a.example.com",
-         .ca = (const char *)crt,
-         .calen = sizeof(crt) - 1,
+         .ca = "configmap:ns/ca/ca.crt",
          .sans = sans,
          .nsans = 2,
-         .client = &client,
+         .client = "secret:ns/client",
          .min_version = XL_TLS_1_2,
          .max_version = XL_TLS_1_3},
         {.sni = NULL, .ca = NULL},
-        {.sni = "x", .ca = (const char *)crt, .calen = sizeof(crt) - 1, .sans = sans, .nsans = 1},
+        {.sni = "x", .ca = "configmap:ns/ca/ca.crt", .sans = sans, .nsans = 1},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         uint8_t *b = NULL;

@@ -289,10 +289,28 @@ static void test_changes_rebuild_what_depends(void)
     struct xlate_stats st;
     REQUIRE_INT_EQ(xlate_run(ctx, &(struct xlate_input){w.in, w.n, T2025}, &s1, &st), 0);
     REQUIRE(find(s1, XDS_LISTENER, "default/gw"));
-    /* the key is in the bytes Envoy gets... */
+    /* the key is in the bytes Envoy gets, in the SDS Secret the Listener
+     * names, never in the Listener itself... */
     size_t klen;
     char *key = file("www.key", &klen);
-    CHECK(contains(find(s1, XDS_LISTENER, "default/gw"), key, klen));
+    CHECK(!contains(find(s1, XDS_LISTENER, "default/gw"), key, klen));
+    CHECK(contains(find(s1, XDS_LISTENER, "default/gw"), "secret:default/www", 18));
+    CHECK(contains(find(s1, XDS_LISTENER, "default/gw"), "secret:default/future", 21));
+    CHECK(contains(find(s1, XDS_SECRET, "secret:default/www"), key, klen));
+    /* the Upstream's CA too: by name in the Cluster, the PEM in the Secret */
+    size_t calen;
+    char *ca = file("ca.crt", &calen);
+    CHECK(!contains(find(s1, XDS_CLUSTER, "default/be"), ca, calen));
+    CHECK(contains(find(s1, XDS_CLUSTER, "default/be"), "configmap:default/ca/ca.crt", 27));
+    CHECK(contains(find(s1, XDS_SECRET, "configmap:default/ca/ca.crt"), ca, calen));
+    /* exactly the Secrets it references: not "unrelated" */
+    const struct xlate_group *g1 = xlate_snapshot_group(s1, "default/gw");
+    REQUIRE(g1);
+    CHECK_INT_EQ(g1->types[XDS_SECRET].n, 3);
+    CHECK(!find(s1, XDS_SECRET, "secret:default/unrelated"));
+    for (int t = 0; t < XDS_SECRET; t++)
+        for (size_t i = 0; i < g1->types[t].n; i++)
+            CHECK(!contains(g1->types[t].items[i], "PRIVATE KEY", 11));
     /* ...and nowhere in the JSON, unless asked */
     struct cx_buf b;
     cx_buf_init(&b, 0);
@@ -302,6 +320,8 @@ static void test_changes_rebuild_what_depends(void)
     snprintf(frag, sizeof(frag), "%.40s", line);
     CHECK(b.data && !strstr(b.data, frag));
     CHECK(b.data && strstr(b.data, "\"privateKey\": {\n") && strstr(b.data, "[redacted]"));
+    CHECK(b.data && strstr(b.data, "\"secrets\": {") &&
+          strstr(b.data, "\"tlsCertificateSdsSecretConfigs\": ["));
     cx_buf_free(&b);
     cx_buf_init(&b, 0);
     REQUIRE_INT_EQ(xlate_render_groups_flags(s1, 0, XLATE_PBJSON_SHOW_SECRETS, &b), 0);
@@ -326,27 +346,46 @@ static void test_changes_rebuild_what_depends(void)
     CHECK_STR_EQ(s1->version, s2->version);
     CHECK(s1->report_block == s2->report_block);
 
-    /* www rotates: the listener alone is rebuilt, with the new certificate */
+    /* www rotates: its SDS Secret alone changes; the Listener keeps its
+     * bytes, pointer and version (Envoy does not drain it) */
     cJSON *www2 = secret_obj("www", "www-rotated.crt", "www-rotated.key");
     c = (struct xlate_change){.kind = XLATE_KIND_SECRET, .obj = www2};
     REQUIRE_INT_EQ(xlate_run_changes(ctx, &c, 1, &s3, &st), 0);
     CHECK_INT_EQ(st.vhosts_built, 0);
     CHECK_INT_EQ(st.resources_built, 1);
-    CHECK(find(s2, XDS_LISTENER, "default/gw") != find(s3, XDS_LISTENER, "default/gw"));
+    const struct xlate_group *g2 = xlate_snapshot_group(s2, "default/gw");
+    const struct xlate_group *g3 = xlate_snapshot_group(s3, "default/gw");
+    REQUIRE(g2 && g3);
+    CHECK(find(s2, XDS_LISTENER, "default/gw") == find(s3, XDS_LISTENER, "default/gw"));
+    CHECK_STR_EQ(g2->types[XDS_LISTENER].version, g3->types[XDS_LISTENER].version);
+    for (int t = 0; t < XDS_SECRET; t++)
+        CHECK_STR_EQ(g2->types[t].version, g3->types[t].version);
+    CHECK(strcmp(g2->types[XDS_SECRET].version, g3->types[XDS_SECRET].version) != 0);
+    struct xds_resource *w2 = find(s2, XDS_SECRET, "secret:default/www");
+    struct xds_resource *w3 = find(s3, XDS_SECRET, "secret:default/www");
+    REQUIRE(w2 && w3);
+    CHECK(strcmp(w2->version, w3->version) != 0);
+    CHECK(find(s2, XDS_SECRET, "secret:default/future") ==
+          find(s3, XDS_SECRET, "secret:default/future"));
     CHECK(find(s2, XDS_ROUTE, "default/gw") == find(s3, XDS_ROUTE, "default/gw"));
     CHECK(find(s2, XDS_CLUSTER, "default/be") == find(s3, XDS_CLUSTER, "default/be"));
     size_t rlen;
     char *rkey = file("www-rotated.key", &rlen);
-    CHECK(contains(find(s3, XDS_LISTENER, "default/gw"), rkey, rlen));
-    CHECK(!contains(find(s3, XDS_LISTENER, "default/gw"), key, klen));
+    CHECK(contains(w3, rkey, rlen));
+    CHECK(!contains(w3, key, klen));
     CHECK(strcmp(s2->version, s3->version) != 0);
 
-    /* the CA ConfigMap changes: the Upstream's cluster alone */
+    /* the CA ConfigMap changes: its SDS Secret alone; the Cluster stays */
     cJSON *ca2 = ca_obj("ca", "chain.crt");
     c = (struct xlate_change){.kind = XLATE_KIND_CONFIG_MAP, .obj = ca2};
     REQUIRE_INT_EQ(xlate_run_changes(ctx, &c, 1, &s4, &st), 0);
     CHECK_INT_EQ(st.resources_built, 1);
-    CHECK(find(s3, XDS_CLUSTER, "default/be") != find(s4, XDS_CLUSTER, "default/be"));
+    CHECK(find(s3, XDS_CLUSTER, "default/be") == find(s4, XDS_CLUSTER, "default/be"));
+    CHECK(find(s3, XDS_SECRET, "configmap:default/ca/ca.crt") !=
+          find(s4, XDS_SECRET, "configmap:default/ca/ca.crt"));
+    size_t chlen;
+    char *chain = file("chain.crt", &chlen);
+    CHECK(contains(find(s4, XDS_SECRET, "configmap:default/ca/ca.crt"), chain, chlen));
     CHECK(find(s3, XDS_LISTENER, "default/gw") == find(s4, XDS_LISTENER, "default/gw"));
     CHECK(find(s3, XDS_ENDPOINT, "default/be") == find(s4, XDS_ENDPOINT, "default/be"));
 
@@ -371,6 +410,9 @@ static void test_changes_rebuild_what_depends(void)
     CHECK_INT_EQ(ur->state, XLATE_REJECTED);
     CHECK_STR_EQ(ur->reason, "ConfigMapNotFound");
     CHECK(find(s6, XDS_CLUSTER, "default/be") == NULL);
+    /* ...and the Secret only it named leaves the group */
+    CHECK(find(s6, XDS_SECRET, "configmap:default/ca/ca.crt") == NULL);
+    CHECK(find(s6, XDS_SECRET, "secret:default/www") != NULL);
 
     xlate_snapshot_unref(s1);
     xlate_snapshot_unref(s2);
@@ -384,6 +426,8 @@ static void test_changes_rebuild_what_depends(void)
     cJSON_Delete(ca2);
     free(key);
     free(rkey);
+    free(ca);
+    free(chain);
     world_free(&w);
 }
 

@@ -23,6 +23,7 @@ static struct xlate_snapshot *mk(const char *spec)
             enum xds_type t = it[0] == 'L'   ? XDS_LISTENER
                               : it[0] == 'R' ? XDS_ROUTE
                               : it[0] == 'C' ? XDS_CLUSTER
+                              : it[0] == 'S' ? XDS_SECRET
                                              : XDS_ENDPOINT;
             char *eq = strchr(it + 2, '=');
             *eq = '\0';
@@ -372,20 +373,21 @@ static void test_coalesces_while_awaiting_ack(void)
 static void test_make_before_break_order(void)
 {
     struct fx f;
-    fx_init(&f, "ns/gw L:l=1 R:r=1 C:c=1 E:c=1");
+    fx_init(&f, "ns/gw L:l=1 R:r=1 C:c=1 E:c=1 S:s=1");
     struct xds_ads_response r;
-    const char *want[4] = {"LDS l", "RDS r", "CDS c", "EDS c"};
-    enum xds_type ts[4] = {XDS_LISTENER, XDS_ROUTE, XDS_CLUSTER, XDS_ENDPOINT};
-    const char *names[4] = {"l", "r", "c", "c"};
-    for (int i = 0; i < 4; i++) {
+    const char *want[5] = {"LDS l", "RDS r", "CDS c", "EDS c", "SDS s"};
+    enum xds_type ts[5] = {XDS_LISTENER, XDS_ROUTE, XDS_CLUSTER, XDS_ENDPOINT, XDS_SECRET};
+    const char *names[5] = {"l", "r", "c", "c", "s"};
+    for (int i = 0; i < 5; i++) {
         REQUIRE_INT_EQ(rq(&f, ts[i], names[i], "", "", NULL), 0);
         REQUIRE_STR_EQ(nx(&f, &r), want[i]);
         REQUIRE_INT_EQ(rq(&f, ts[i], names[i], r.version, r.nonce, NULL), 0);
         xds_ads_response_clear(&r);
     }
-    fx_set(&f, "ns/gw L:l=2 R:r=2 C:c=2 E:c=2");
+    fx_set(&f, "ns/gw L:l=2 R:r=2 C:c=2 E:c=2 S:s=2");
     CHECK_STR_EQ(nx(&f, NULL), "CDS c");
     CHECK_STR_EQ(nx(&f, NULL), "EDS c");
+    CHECK_STR_EQ(nx(&f, NULL), "SDS s");
     CHECK_STR_EQ(nx(&f, NULL), "LDS l");
     CHECK_STR_EQ(nx(&f, NULL), "RDS r");
     CHECK_STR_EQ(nx(&f, NULL), "");
@@ -439,7 +441,7 @@ static void test_bad_requests(void)
     /* an unknown type is ignored, not an error */
     Envoy__Service__Discovery__V3__DiscoveryRequest req =
         ENVOY__SERVICE__DISCOVERY__V3__DISCOVERY_REQUEST__INIT;
-    req.type_url = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret";
+    req.type_url = "type.googleapis.com/envoy.config.route.v3.ScopedRouteConfiguration";
     uint8_t buf[256];
     size_t n = envoy__service__discovery__v3__discovery_request__pack(&req, buf);
     CHECK_INT_EQ(xds_ads_on_request(&st, buf, n, NULL, &ev), 0);

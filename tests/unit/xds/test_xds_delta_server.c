@@ -350,6 +350,70 @@ static void test_delta_needs_credentials(void)
     xds_server_free(srv);
 }
 
+/* Secrets over delta: "ns/gw" references Secret "s" and opts in to clients
+ * without credentials; "ns/other" holds "s-other". Such a client gets the
+ * Listener and never a Secret; a stream of auth none gets "s", never the
+ * other group's. */
+static struct xlate_snapshot *secrets_world(void)
+{
+    struct xlate_snapshot *s = xdsc_snapshot_new();
+    if (xdsc_snapshot_add(s, GW, xdsc_fake_resource(XDS_LISTENER, "l1", "listener")) != 0 ||
+        xdsc_snapshot_add(s, GW, xdsc_fake_resource(XDS_SECRET, "s", "key-of-gw")) != 0 ||
+        xdsc_snapshot_add(s, "ns/other", xdsc_fake_resource(XDS_SECRET, "s-other", "key")) != 0 ||
+        xdsc_snapshot_seal(s) != 0)
+        abort();
+    struct xlate_group *g = (struct xlate_group *)xlate_snapshot_group(s, GW);
+    g->access.unauthenticated = 1;
+    return s;
+}
+
+static const char *const secret_names[] = {"s", "s-other", "*"};
+
+static void test_delta_secrets(void)
+{
+    for (int auth = 0; auth < 2; auth++) {
+        struct xds_server *srv = server(auth ? XDS_AUTH_REQUIRED : XDS_AUTH_NONE);
+        REQUIRE(srv != NULL);
+        publish(srv, secrets_world());
+        struct xdsc *c = xdsc_connect(base, "127.0.0.1", xds_server_port(srv), NULL, NULL);
+        struct xdsc_ads *d = delta(c, "anon");
+        REQUIRE_INT_EQ(
+            xdsc_ads_delta_request(d, XDS_LISTENER, star, 1, NULL, 0, NULL, NULL, 0, NULL, NULL),
+            0);
+        xdsc_delta_response *r = xdsc_ads_delta_wait(d, base, WAIT_MS);
+        REQUIRE(r != NULL);
+        CHECK_STR_EQ(r->type_url, XDS_TYPE_URL_LISTENER);
+        REQUIRE_INT_EQ(xdsc_ads_delta_request(d, XDS_LISTENER, NULL, 0, NULL, 0, NULL, NULL, 0,
+                                              r->nonce, NULL),
+                       0);
+        xdsc_delta_response_free(r);
+        REQUIRE_INT_EQ(xdsc_ads_delta_request(d, XDS_SECRET, secret_names, 3, NULL, 0, NULL, NULL,
+                                              0, NULL, NULL),
+                       0);
+        /* names the stream may not have are said absent (removed), once */
+        r = xdsc_ads_delta_wait(d, base, WAIT_MS);
+        REQUIRE(r != NULL);
+        CHECK_STR_EQ(r->type_url, XDS_TYPE_URL_SECRET);
+        if (auth) {
+            /* admitted by the opt-in, without credentials: no Secret */
+            CHECK_INT_EQ(r->n_resources, 0);
+            CHECK_INT_EQ(r->n_removed_resources, 3);
+            CHECK(!xdsc_ads_closed(d, NULL, NULL));
+        } else {
+            REQUIRE_INT_EQ(r->n_resources, 1);
+            CHECK_STR_EQ(r->resources[0]->name, "s");
+            CHECK_INT_EQ(r->n_removed_resources, 2); /* "s-other" (another group's), "*" */
+            for (size_t i = 0; i < r->n_removed_resources; i++)
+                CHECK(strcmp(r->removed_resources[i], "s") != 0);
+        }
+        CHECK_INT_EQ(xdsc_ads_count(d, XDS_SECRET), auth ? 0 : 1);
+        xdsc_delta_response_free(r);
+        xdsc_ads_free(d);
+        xdsc_free(c);
+        xds_server_free(srv);
+    }
+}
+
 static void setup_and_run(void (*fn)(void))
 {
     base = event_base_new();
@@ -368,6 +432,7 @@ CASE(test_reconnect_to_another_replica)
 CASE(test_sotw_and_delta_agree)
 CASE(test_nack_recorded)
 CASE(test_delta_needs_credentials)
+CASE(test_delta_secrets)
 
 static const struct cxt_case cases[] = {
     {"test_clusters_change_and_removal", run_test_clusters_change_and_removal},
@@ -375,5 +440,6 @@ static const struct cxt_case cases[] = {
     {"test_sotw_and_delta_agree", run_test_sotw_and_delta_agree},
     {"test_nack_recorded", run_test_nack_recorded},
     {"test_delta_needs_credentials", run_test_delta_needs_credentials},
+    {"test_delta_secrets", run_test_delta_secrets},
 };
 CXT_MAIN(cases)
