@@ -7,10 +7,13 @@ token instead of the in-cluster files), against kubesim with TLS and RBAC.
     import chartrun as cr
     ks = cr.rbac_kubesim()                       # TLS, admin + SA tokens
     dep = cr.deployment(manifest_docs)           # the Deployment object
+    cr.create_tls_secret(ks, "coxswain-xds-tls") # the xDS certificate it mounts
     r = cr.ChartReplica(ks, dep, "coxswain-0")   # POD_NAME coxswain-0
     r.identity                                   # <pod>_<8 hex>, from its ports file
 """
+import base64
 import os
+import subprocess
 import tempfile
 
 from kubesim import KubeSim
@@ -61,6 +64,60 @@ users:
     return path
 
 
+def create_tls_secret(ks, name, namespace=NAMESPACE, dns="coxswain-xds.coxswain-system.svc"):
+    """A kubernetes.io/tls Secret |name| with a fresh self-signed P-256
+    certificate for |dns| (what the operator creates before installing,
+    docs/operations.md). Returns the certificate's path (the proxies' CA)."""
+    d = tempfile.mkdtemp(prefix="xds-tls-")
+    crt, key = os.path.join(d, "tls.crt"), os.path.join(d, "tls.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", "/CN=" + dns,
+                    "-addext", "subjectAltName=DNS:" + dns, "-keyout", key, "-out", crt],
+                   check=True, capture_output=True, timeout=30)
+    data = {}
+    for k, path in (("tls.crt", crt), ("tls.key", key)):
+        with open(path, "rb") as f:
+            data[k] = base64.b64encode(f.read()).decode()
+    st, out = ks.request("POST", "/api/v1/namespaces/%s/secrets" % namespace, {
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"namespace": namespace, "name": name}, "data": data}, token=ADMIN_TOKEN)
+    assert st == 201, "create Secret %s: %s %s" % (name, st, out)
+    return crt
+
+
+def ensure_tls_secret(ks, name="coxswain-xds-tls", namespace=NAMESPACE):
+    """create_tls_secret unless Secret |name| exists already."""
+    st, _ = ks.request("GET", "/api/v1/namespaces/%s/secrets/%s" % (namespace, name),
+                       token=ADMIN_TOKEN)
+    if st != 200:
+        create_tls_secret(ks, name, namespace)
+
+
+def mount_secrets(ks, pod_spec, namespace, into):
+    """The pod's Secret volumes as the kubelet mounts them: each Secret read
+    from kubesim (as the admin) and written under |into|. Returns {mount
+    path: local dir}. A missing Secret fails, as the pod would not start."""
+    vols = {v["name"]: v["secret"] for v in pod_spec.get("volumes") or [] if "secret" in v}
+    out = {}
+    for m in pod_spec["containers"][0].get("volumeMounts") or []:
+        sec = vols.get(m["name"])
+        if sec is None:
+            continue
+        st, obj = ks.request("GET", "/api/v1/namespaces/%s/secrets/%s" % (
+            namespace, sec["secretName"]), token=ADMIN_TOKEN)
+        if st != 200:
+            raise AssertionError("Secret %s/%s (volume %s) not found: the kubelet would not "
+                                 "start the pod" % (namespace, sec["secretName"], m["name"]))
+        d = os.path.join(into, "mounts", m["name"])
+        os.makedirs(d, exist_ok=True)
+        items = sec.get("items") or [{"key": k, "path": k} for k in obj.get("data", {})]
+        for it in items:
+            with open(os.path.join(d, it["path"]), "wb") as f:
+                f.write(base64.b64decode(obj["data"][it["key"]]))
+        out[m["mountPath"]] = d
+    return out
+
+
 def deployment(docs):
     deps = [d for d in docs if d and d.get("kind") == "Deployment"]
     assert len(deps) == 1, "want one Deployment, got %d" % len(deps)
@@ -106,10 +163,13 @@ class ChartReplica(Replica):
         self.ports_file = os.path.join(self.dir, "ports.json")
         self.xds = self.admin = self.xds_port = self.admin_port = None
         ctr = dep["spec"]["template"]["spec"]["containers"][0]
+        mounts = mount_secrets(ks, dep["spec"]["template"]["spec"], self.namespace, self.dir)
         args = []
         for a in ctr["args"]:
             if a.startswith(("--xds-listen=", "--admin-listen=", "--leader-elect-peer-listen=")):
                 a = a.split("=", 1)[0] + "=127.0.0.1:0"  # tests never use fixed ports
+            for path, d in mounts.items():  # files where the pod mounts them
+                a = a.replace("=" + path + "/", "=" + d + "/")
             args.append(a)
         self.chart_args = list(ctr["args"])
         self.args = args + ["--kubeconfig", self.kubeconfig, "--ports-file", self.ports_file] + \

@@ -153,11 +153,31 @@ class Replica:
             return f.read()
 
 
+_XDS_TLS = {}
+
+
+def xds_tls_dir():
+    """The xDS certificate the pod mounts at /etc/coxswain/xds-tls (TLS is on
+    by default), as local files: a self-signed one."""
+    if "dir" not in _XDS_TLS:
+        d = tempfile.mkdtemp(prefix="lp-xds-tls-")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj",
+                        "/CN=coxswain-xds", "-keyout", os.path.join(d, "tls.key"),
+                        "-out", os.path.join(d, "tls.crt")],
+                       check=True, capture_output=True, timeout=30)
+        _XDS_TLS["dir"] = d
+    return _XDS_TLS["dir"]
+
+
 def daemon_args(rendered):
     """The container args the chart renders, with loopback listeners on
-    free ports (everything else exactly as rendered)."""
+    free ports and the mounted xDS certificate as local files (everything
+    else exactly as rendered)."""
     args = []
     for a in rendered.container()["args"]:
+        if "=/etc/coxswain/xds-tls/" in a:
+            a = a.replace("=/etc/coxswain/xds-tls/", "=" + xds_tls_dir() + "/")
         if a.startswith("--xds-listen="):
             a = "--xds-listen=127.0.0.1:0"
         elif a.startswith("--admin-listen="):

@@ -142,6 +142,7 @@ def last_seq():
 
 def start_replica(pod):
     dep = cr.deployment(manifest_docs())
+    cr.ensure_tls_secret(E.ks, "coxswain-xds-tls", NS)  # xDS over TLS by default
     r = cr.ChartReplica(E.ks, dep, pod)
     E.reps.append(r)
     wait_for(r.ready, WAIT, what="%s ready:\n%s" % (pod, r.log_tail()))

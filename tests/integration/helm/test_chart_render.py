@@ -80,6 +80,8 @@ def case_default_flags():
         "--admin-listen": "0.0.0.0:18080",
         "--xds-token-audience": "coxswain",
         "--xds-spiffe-trust-domain": "cluster.local",
+        "--xds-tls-cert-file": "/etc/coxswain/xds-tls/tls.crt",
+        "--xds-tls-key-file": "/etc/coxswain/xds-tls/tls.key",
         "--leader-elect": "true",
         "--leader-elect-lease-duration": "15s",
         "--leader-elect-renew-deadline": "10s",
@@ -196,7 +198,8 @@ def case_security_context():
     check_eq(c["seccompProfile"], {"type": "RuntimeDefault"})
     # read-only root: the only writable path is a bounded emptyDir on /tmp
     mounts = {m["mountPath"]: m["name"] for m in D.container()["volumeMounts"]}
-    check_eq(mounts, {"/tmp": "tmp"})
+    # /tmp, and the xDS certificate (TLS by default), read-only
+    check_eq(mounts, {"/tmp": "tmp", "/etc/coxswain/xds-tls": "xds-tls"})
 
 
 def case_spread_and_disruption_budget():
@@ -407,7 +410,16 @@ def case_ha_xds_tls():
     check(r.ok, r.err)
     vols = {v["name"]: v for v in r.deployment()["spec"]["template"]["spec"]["volumes"]}
     check_eq(vols["xds-client-ca"]["secret"]["secretName"], "srv")
-    check("--xds-tls-cert-file" not in D.args(), "TLS is off by default")
+    # TLS is on by default: the certificate from <fullname>-xds-tls, which
+    # the operator creates (or cert-manager writes); no client CA
+    a = D.args()
+    check_eq(a.get("--xds-tls-cert-file"), "/etc/coxswain/xds-tls/tls.crt", "TLS by default")
+    check("--xds-tls-client-ca-file" not in a, "no client CA by default")
+    vols = {v["name"]: v for v in D.deployment()["spec"]["template"]["spec"]["volumes"]}
+    check_eq(vols["xds-tls"]["secret"]["secretName"], "coxswain-xds-tls")
+    r = h.render(sets={"xds.tls.enabled": False})
+    check(r.ok, r.err)
+    check("--xds-tls-cert-file" not in r.args(), "xds.tls.enabled=false: plaintext")
 
 
 def case_xds_tls_cert_manager():

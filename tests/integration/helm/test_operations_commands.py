@@ -218,6 +218,8 @@ def case_install_from_manifests():
     # the manifests' Deployment, with a short lease so the test is quick
     docs = h.load_yaml_docs(os.path.join(TOP, "deploy", "manifests", "coxswain.yaml"))
     dep = cr.deployment(docs)
+    # the xDS certificate the guide has the operator create (any CA)
+    cr.ensure_tls_secret(E.ks, "coxswain-xds-tls", NS)
     E.rep = cr.ChartReplica(E.ks, dep, "coxswain-0", kubeconfig=E.ks.kubeconfig,
                             extra=["--leader-elect-lease-duration=2s",
                                    "--leader-elect-renew-deadline=1500ms",
@@ -486,6 +488,7 @@ def case_lock_change_through_helm_upgrade():
         def dep():
             return cr.deployment([d for d in yaml.safe_load_all(
                 sh("helm get manifest coxswain -n %s" % NS, kubeconfig=ks.kubeconfig)) if d])
+        cr.ensure_tls_secret(ks, "coxswain-xds-tls", NS)
         old = cr.ChartReplica(ks, dep(), "coxswain-old-0")
         reps.append(old)
         check(wait(lambda: json.loads(sh("kubectl -n %s get configmap coxswain -o json" % NS,

@@ -83,7 +83,7 @@ as milliseconds (a float, printed). Units ms, s, m and h. */}}
 
 {{/*
 The Secret holding the xDS server's certificate: xds.tls.secretName, else
-(cert-manager) <fullname>-xds-tls.
+<fullname>-xds-tls (what cert-manager writes, or the user creates).
 */}}
 {{- define "coxswain.xdsTlsSecret" -}}
 {{- if .Values.xds.tls.secretName -}}

@@ -67,8 +67,6 @@ deployment.yaml, so any violation fails the whole render.
 {{- if $v.xds.tls.enabled -}}
 {{- if $v.xds.tls.certManager.enabled -}}
 {{- $_ := required "xds.tls.certManager.enabled=true needs xds.tls.certManager.issuerRef.name" $v.xds.tls.certManager.issuerRef.name -}}
-{{- else -}}
-{{- $_ := required "xds.tls.enabled=true needs xds.tls.secretName: a Secret of type kubernetes.io/tls in the release namespace (or xds.tls.certManager.enabled=true)" $v.xds.tls.secretName -}}
 {{- end -}}
 {{- else if $v.xds.tls.clientAuth.enabled -}}
 {{- fail "xds.tls.clientAuth.enabled=true needs xds.tls.enabled=true: client certificates are only checked over TLS" -}}
