@@ -13,6 +13,7 @@
  */
 #include "cx_buf.h"
 #include "cx_time.h"
+#include "store_obj.h"
 #include "xlate.h"
 
 #include <stdatomic.h>
@@ -145,7 +146,8 @@ struct world {
     char **text;                   /* every object's JSON */
     cJSON **obj;                   /* cJSON inputs (the form before records), or NULL */
     struct xlate_object *in;       /* the inputs: records, or the cJSON trees */
-    size_t hint[XLATE_KIND_COUNT]; /* xlate_record_new's per-kind memory */
+    struct kube_obj **kept;        /* the daemon's form of each input (records) */
+    struct store_decoder dec;      /* the informers' decode */
 };
 
 static int build_world(struct world *w, size_t n)
@@ -154,8 +156,10 @@ static int build_world(struct world *w, size_t n)
     w->nobj = 1 + 4 * n;
     w->text = calloc(w->nobj, sizeof(char *));
     w->in = calloc(w->nobj, sizeof(*w->in));
-    if (!w->text || !w->in)
+    w->kept = calloc(w->nobj, sizeof(*w->kept));
+    if (!w->text || !w->in || !w->kept)
         return -1;
+    store_decoder_init(&w->dec, NULL);
     w->text[0] = strdup("{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"Gateway\",\"metadata\":"
                         "{\"name\":\"gw\",\"namespace\":\"edge\"},\"spec\":{\"bindPort\":8080,"
                         "\"virtualServiceNamespaces\":[\"*\"]}}");
@@ -180,6 +184,39 @@ static int64_t cpu_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* The form the daemon keeps an arriving object in (its informers'
+ * decode, controlplane/store/store_obj.h): a kube_obj holding the record,
+ * the filter digest computed during the decode, the JSON freed. NULL (and
+ * |obj| freed) if it cannot be kept so. */
+static struct kube_obj *keep(struct world *w, cJSON *obj)
+{
+    if (!obj)
+        return NULL;
+    enum xlate_kind k = xlate_kind_of(obj);
+    struct kube_obj *o = kube_obj_new(obj);
+    if (!o) {
+        cJSON_Delete(obj);
+        return NULL;
+    }
+    struct store_obj *so = store_obj_decode(&w->dec, k, obj, NULL, 0);
+    if (!so) {
+        kube_obj_unref(o);
+        return NULL;
+    }
+    kube_obj_keep_rec(o, so, &store_obj_ops);
+    return o;
+}
+
+/* |o| (taken over) replaces input |i|; returns its record or NULL. */
+static const struct xlate_record *put(struct world *w, size_t i, struct kube_obj *o)
+{
+    kube_obj_unref(w->kept[i]);
+    w->kept[i] = o;
+    const struct store_obj *so = store_obj_of(o);
+    w->in[i] = (struct xlate_object){.rec = so ? so->rec : NULL};
+    return so ? so->rec : NULL;
+}
+
 /* What a replica does when an object arrives, one object at a time as its
  * informers do: cJSON_Parse (the baseline, timed alone: |parse_ms|), the
  * decode into a record with its digest (|decode_ms|), the JSON freed. The
@@ -191,18 +228,11 @@ static const struct xlate_record *receive(struct world *w, size_t i, const char 
     int64_t c0 = cpu_ns();
     cJSON *obj = cJSON_Parse(text);
     int64_t c1 = cpu_ns();
-    struct xlate_record *r = NULL;
-    if (obj) {
-        enum xlate_kind k = xlate_kind_of(obj);
-        r = xlate_record_new(k, obj, 0, NULL, k >= 0 ? &w->hint[k] : NULL);
-    }
+    struct kube_obj *o = keep(w, obj);
     int64_t c2 = cpu_ns();
-    cJSON_Delete(obj);
     *parse_ms += (double)(c1 - c0) / 1e6;
     *decode_ms += (double)(c2 - c1) / 1e6;
-    xlate_record_unref(w->in[i].rec);
-    w->in[i] = (struct xlate_object){.rec = r};
-    return r;
+    return put(w, i, o);
 }
 
 /* Every object received again, as receive() does, in batches of BATCH
@@ -222,17 +252,8 @@ static int receive_all(struct world *w, double *parse_ms, double *decode_ms)
             batch[j] = cJSON_Parse(w->text[i0 + j]);
         int64_t c1 = cpu_ns();
         int bad = 0;
-        for (size_t j = 0; j < nb; j++) {
-            struct xlate_record *r = NULL;
-            if (batch[j]) {
-                enum xlate_kind k = xlate_kind_of(batch[j]);
-                r = xlate_record_new(k, batch[j], 0, NULL, k >= 0 ? &w->hint[k] : NULL);
-            }
-            cJSON_Delete(batch[j]);
-            xlate_record_unref(w->in[i0 + j].rec);
-            w->in[i0 + j] = (struct xlate_object){.rec = r};
-            bad |= !r;
-        }
+        for (size_t j = 0; j < nb; j++)
+            bad |= !put(w, i0 + j, keep(w, batch[j]));
         int64_t c2 = cpu_ns();
         *parse_ms += (double)(c1 - c0) / 1e6;
         *decode_ms += (double)(c2 - c1) / 1e6;
@@ -606,10 +627,11 @@ int main(int argc, char **argv)
     printf("{\"benchmark\":\"translator\",\"title\":\"Translator: full and incremental "
            "translation\",\"notes\":\"N VirtualServices x %d routes, N Upstreams, Services and "
            "EndpointSlices x %d endpoints, 1 envoy Gateway; one core (CPU time of the thread); "
-           "each size in its own process. Inputs: every object received as a replica will "
-           "(cJSON_Parse, decoded once into a record with xlate_record_new, the JSON freed at "
-           "once; decode_cpu_ms: the decodes' CPU, paid once per object received, "
-           "records_mb: the records' memory) and translated from the records. The "
+           "each size in its own process. Inputs: every object received as a replica's "
+           "informers receive it (cJSON_Parse, then the daemon's decode, store_obj_decode: "
+           "the record by xlate_record_new and the filter digest, kept by a kube_obj, the "
+           "JSON freed at once; decode_cpu_ms: the decodes' CPU, paid once per object "
+           "received, records_mb: the records' memory) and translated from the records. The "
            "'cJSON inputs' rows: the same objects held and translated as cJSON trees, the "
            "form before records, in the same run. Full rows: %d repetitions, each with a "
            "fresh context and the inputs received again; the first (cold_cpu_ms: every page "

@@ -427,8 +427,8 @@ def slug(title):
     return re.sub(r"\s", "-", s)
 
 
-ORDER = ("kubesim", "informer", "filters", "translator", "xds", "election", "takeover",
-         "latency", "chaos")
+ORDER = ("kubesim", "informer", "filters", "translator", "replica", "xds", "election",
+         "takeover", "latency", "chaos")
 
 
 def bench_order(benchmarks):
