@@ -1,7 +1,7 @@
 """End to end: locality weights and priority failover by zone (an
 Upstream's spec.localities over a Service's EndpointSlice zones), proven
 with both of gRPC's own xDS clients routing real RPCs to real backends
-(tests/e2e/gateway/zone_backend.py) through `coxswain run` on kubesim:
+(tests/e2e/xds/backend.py) through `coxswain run` on kubesim:
 @grpc/grpc-js-xds 1.14 (npm) and gRPC C-core 1.51.1 (Debian's
 python3-grpcio). RoundRobin within a zone: C-core 1.51.1 crashes in its
 ring-hash picker (grpc/grpc#31766).
@@ -32,7 +32,7 @@ TARGET = "echo.zones.test"
 PATH = "/svc.Zones/Call"
 CALLS = 400
 HERE = os.path.dirname(os.path.abspath(__file__))
-BACKEND = os.path.join(HERE, "zone_backend.py")
+BACKEND = os.path.join(HERE, "..", "xds", "backend.py")
 PYCLIENT = os.path.join(R.TOP, "tests", "e2e", "xds", "grpc_client.py")
 NPM = os.path.join(R.TOP, "build", "npm-xds")
 NPM_PKGS = ["@grpc/grpc-js@1.14.7", "@grpc/grpc-js-xds@1.14.1"]
