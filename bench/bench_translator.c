@@ -143,11 +143,11 @@ static char *slice_json(size_t i, int variant)
 struct world {
     size_t n; /* VirtualServices */
     size_t nobj;
-    char **text;                   /* every object's JSON */
-    cJSON **obj;                   /* cJSON inputs (the form before records), or NULL */
-    struct xlate_object *in;       /* the inputs: records, or the cJSON trees */
-    struct kube_obj **kept;        /* the daemon's form of each input (records) */
-    struct store_decoder dec;      /* the informers' decode */
+    char **text;              /* every object's JSON */
+    cJSON **obj;              /* cJSON inputs (the form before records), or NULL */
+    struct xlate_object *in;  /* the inputs: records, or the cJSON trees */
+    struct kube_obj **kept;   /* the daemon's form of each input (records) */
+    struct store_decoder dec; /* the informers' decode */
 };
 
 static int build_world(struct world *w, size_t n)

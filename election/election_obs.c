@@ -153,8 +153,8 @@ int election_status_json(struct election *e, struct cx_buf *out)
     /* The peer channel: where it listens and what it advertises (fixed
      * before the elector's thread starts), and its counters. */
     if (e->peer) {
-        rc |= cx_buf_printf(out, ",\"peer\":{\"port\":%d,\"advertise\":",
-                            election_peer_port(e->peer));
+        rc |= cx_buf_printf(out,
+                            ",\"peer\":{\"port\":%d,\"advertise\":", election_peer_port(e->peer));
         rc |= cx_json_escape(out, e->cfg.peer_advertise);
         rc |= cx_buf_printf(out,
                             ",\"accepted\":%llu,\"connects\":%llu,\"ended\":%llu,"

@@ -16,12 +16,13 @@
 #include <stddef.h>
 
 /* Limits on what one client can make the admin server hold or wait for. */
-#define ADMIN_MAX_HEADERS       8192      /* request line + headers, bytes */
-#define ADMIN_MAX_BODY          (1 << 20) /* request body, bytes */
-#define ADMIN_TIMEOUT_S_DEFAULT 10        /* silence allowed while sending / reading */
-#define ADMIN_MAX_CONNECTIONS_DEFAULT 256 /* open connections */
-#define ADMIN_REQUEST_DEADLINE_S_DEFAULT 30 /* a request, from its connection's start (or
-                                             * the previous request) to its answer's end */
+#define ADMIN_MAX_HEADERS             8192      /* request line + headers, bytes */
+#define ADMIN_MAX_BODY                (1 << 20) /* request body, bytes */
+#define ADMIN_TIMEOUT_S_DEFAULT       10        /* silence allowed while sending / reading */
+#define ADMIN_MAX_CONNECTIONS_DEFAULT 256       /* open connections */
+#define ADMIN_REQUEST_DEADLINE_S_DEFAULT             \
+    30 /* a request, from its connection's start (or \
+        * the previous request) to its answer's end */
 
 struct admin_server;
 

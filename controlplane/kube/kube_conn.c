@@ -222,8 +222,10 @@ void kube_conn_detach(struct kube_client *c, struct kube_xfer *x, CURL *e, CURLc
          * which an idle one never does: the server would keep serving the
          * stream (a watch until its timeoutSeconds). Closing the idle
          * connection ends every stream on it at once. */
-        cx_debug("kube", "closing idle HTTP/2 connection (local port %d): its last stream was "
-                         "cancelled (client %s)", k->port, c->report.client);
+        cx_debug("kube",
+                 "closing idle HTTP/2 connection (local port %d): its last stream was "
+                 "cancelled (client %s)",
+                 k->port, c->report.client);
         k->dead = 1;
         if (shutdown(k->fd, SHUT_RDWR) != 0)
             cx_debug("kube", "shutdown of an idle connection: %s", strerror(errno));

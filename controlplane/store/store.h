@@ -73,7 +73,7 @@ struct store_view {
     size_t n;
     /* n entries: rec is objs[i]'s record (store_obj.h), or obj its JSON */
     struct xlate_object *objects;
-    struct kube_obj **objs;       /* n references */
+    struct kube_obj **objs; /* n references */
     /* Since the previous view, one per object: adds/updates (obj set) and
      * deletions (namespace and name set). changes_complete is 0 when a
      * change could not be recorded (memory): translate the full view. */

@@ -21,8 +21,7 @@ int ks_form_negotiate(struct ks_req *r)
 {
     r->as = KS_AS_NONE;
     snprintf(r->as_version, sizeof(r->as_version), "v1");
-    const char *accept =
-        ks_req_header(r, "Accept");
+    const char *accept = ks_req_header(r, "Accept");
     if (!accept || !*accept || !r->rt)
         return 0;
     bool v1beta1;

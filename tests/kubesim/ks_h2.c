@@ -450,8 +450,7 @@ static int on_begin_headers(nghttp2_session *sess, const nghttp2_frame *f, void 
 }
 
 static int on_header(nghttp2_session *sess, const nghttp2_frame *f, const uint8_t *name,
-                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
-                     void *ud)
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags, void *ud)
 {
     (void)flags;
     (void)ud;
@@ -497,9 +496,9 @@ static enum evhttp_cmd_type method_of(const char *m)
     static const struct {
         const char *name;
         enum evhttp_cmd_type t;
-    } tab[] = {{"GET", EVHTTP_REQ_GET},         {"POST", EVHTTP_REQ_POST},
-               {"PUT", EVHTTP_REQ_PUT},         {"PATCH", EVHTTP_REQ_PATCH},
-               {"DELETE", EVHTTP_REQ_DELETE},   {"HEAD", EVHTTP_REQ_HEAD},
+    } tab[] = {{"GET", EVHTTP_REQ_GET},        {"POST", EVHTTP_REQ_POST},
+               {"PUT", EVHTTP_REQ_PUT},        {"PATCH", EVHTTP_REQ_PATCH},
+               {"DELETE", EVHTTP_REQ_DELETE},  {"HEAD", EVHTTP_REQ_HEAD},
                {"OPTIONS", EVHTTP_REQ_OPTIONS}};
     for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
         if (strcmp(m, tab[i].name) == 0)
@@ -628,8 +627,7 @@ static int take_over(SSL *ssl)
         if (ss.ss_family == AF_INET)
             inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, c->peer, sizeof(c->peer));
         else if (ss.ss_family == AF_INET6)
-            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, c->peer,
-                      sizeof(c->peer));
+            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, c->peer, sizeof(c->peer));
     }
     if (fd >= 0) {
         int one = 1;
@@ -681,9 +679,8 @@ int ks_h2_setup(struct ks_server *s, SSL_CTX *ctx)
 
 struct bufferevent *ks_h2_new_bev(struct ks_server *s, SSL *ssl)
 {
-    struct bufferevent *bev = bufferevent_openssl_socket_new(s->base, -1, ssl,
-                                                             BUFFEREVENT_SSL_ACCEPTING,
-                                                             BEV_OPT_CLOSE_ON_FREE);
+    struct bufferevent *bev = bufferevent_openssl_socket_new(
+        s->base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
     if (bev)
         SSL_set_ex_data(ssl, g.idx_bev, bev);
     return bev;
@@ -720,12 +717,12 @@ static void list_conns(struct ks_req *r)
         rc |= cx_json_escape(&b, c->peer);
         rc |= cx_buf_puts(&b, ",\"user\":");
         rc |= cx_json_escape(&b, c->user);
-        rc |= cx_buf_printf(&b,
-                            ",\"streams\":%zu,\"streamsTotal\":%llu,\"blackholed\":%s,"
-                            "\"goaway\":%s,\"closing\":%s}",
-                            n, (unsigned long long)c->streams_total,
-                            c->blackholed ? "true" : "false", c->goaway ? "true" : "false",
-                            c->dead ? "true" : "false");
+        rc |=
+            cx_buf_printf(&b,
+                          ",\"streams\":%zu,\"streamsTotal\":%llu,\"blackholed\":%s,"
+                          "\"goaway\":%s,\"closing\":%s}",
+                          n, (unsigned long long)c->streams_total, c->blackholed ? "true" : "false",
+                          c->goaway ? "true" : "false", c->dead ? "true" : "false");
         first = false;
     }
     rc |= cx_buf_puts(&b, "]}");

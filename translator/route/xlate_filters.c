@@ -74,8 +74,9 @@ static int origin_ok(const char *s)
 
 static void parse_cors(struct pctx *p, const cJSON *v, struct xl_cors *c)
 {
-    static const char *const allowed[] = {"allowOrigins",  "allowOriginRegexes", "allowMethods",
-                                          "allowHeaders",  "exposeHeaders",      "maxAge",
+    static const char *const allowed[] = {"allowOrigins",     "allowOriginRegexes",
+                                          "allowMethods",     "allowHeaders",
+                                          "exposeHeaders",    "maxAge",
                                           "allowCredentials", NULL};
     enum { F_ORIGINS, F_REGEXES, F_METHODS, F_HEADERS, F_EXPOSE, F_MAX_AGE, F_CREDS };
     const cJSON *f[7];
@@ -120,10 +121,8 @@ static void parse_cors(struct pctx *p, const cJSON *v, struct xl_cors *c)
     }
     c->methods = joined(p, f[F_METHODS], "allowMethods", XLATE_MAX_CORS, token_ok,
                         "an HTTP method (a token such as GET)");
-    c->headers = joined(p, f[F_HEADERS], "allowHeaders", XLATE_MAX_CORS, token_ok,
-                        "a header name");
-    c->expose = joined(p, f[F_EXPOSE], "exposeHeaders", XLATE_MAX_CORS, token_ok,
-                       "a header name");
+    c->headers = joined(p, f[F_HEADERS], "allowHeaders", XLATE_MAX_CORS, token_ok, "a header name");
+    c->expose = joined(p, f[F_EXPOSE], "exposeHeaders", XLATE_MAX_CORS, token_ok, "a header name");
     int64_t age = 0;
     if (duration_v(p, f[F_MAX_AGE], "maxAge", &age) == 1) {
         if (age < 0 || age % CX_NS_PER_S)
@@ -323,10 +322,10 @@ static void enc_all_percent(struct cx_wire *w, uint32_t field)
 static void close_entry(struct cx_wire *w, uint32_t field, size_t mark, const char *type_url,
                         const char *filter)
 {
-    cx_wire_close(w, 2, mark);           /* Any.value */
-    cx_wire_str(w, 1, type_url);         /* Any.type_url */
-    cx_wire_close(w, 2, mark);           /* entry value */
-    cx_wire_str(w, 1, filter);           /* entry key */
+    cx_wire_close(w, 2, mark);   /* Any.value */
+    cx_wire_str(w, 1, type_url); /* Any.type_url */
+    cx_wire_close(w, 2, mark);   /* entry value */
+    cx_wire_str(w, 1, filter);   /* entry key */
     cx_wire_close(w, field, mark);
 }
 
@@ -336,10 +335,10 @@ static void enc_rate_limit(struct cx_wire *w, uint32_t field, const struct xl_ra
     enc_all_percent(w, 5); /* filter_enforced: 100% (default 0%) */
     enc_all_percent(w, 4); /* filter_enabled: 100% (default 0%) */
     size_t tb = cx_wire_mark(w);
-    cx_wire_duration(w, 3, rl->per_ns);       /* fill_interval */
-    cx_wire_wrapped(w, 2, rl->requests);      /* tokens_per_fill */
-    cx_wire_uint(w, 1, rl->burst);            /* max_tokens */
-    cx_wire_close(w, 3, tb);                  /* token_bucket */
+    cx_wire_duration(w, 3, rl->per_ns);                /* fill_interval */
+    cx_wire_wrapped(w, 2, rl->requests);               /* tokens_per_fill */
+    cx_wire_uint(w, 1, rl->burst);                     /* max_tokens */
+    cx_wire_close(w, 3, tb);                           /* token_bucket */
     cx_wire_str(w, 1, XL_LOCAL_RATELIMIT_STAT_PREFIX); /* stat_prefix */
     close_entry(w, field, mark, XL_TYPE_URL_LOCAL_RATELIMIT, XL_LOCAL_RATELIMIT_FILTER_NAME);
 }
@@ -363,7 +362,7 @@ static void enc_cors(struct cx_wire *w, uint32_t field, const struct xl_cors *c)
             xlate_enc_regex(w, 5, c->origins[i].value); /* safe_regex */
         else
             cx_wire_str(w, 1, c->origins[i].value); /* exact */
-        cx_wire_close(w, 1, m); /* allow_origin_string_match */
+        cx_wire_close(w, 1, m);                     /* allow_origin_string_match */
     }
     close_entry(w, field, mark, XL_TYPE_URL_CORS_POLICY, XL_CORS_FILTER_NAME);
 }

@@ -79,8 +79,8 @@ void xlate_parse_gateway_listeners(struct pctx *p, const cJSON *v, struct xl_gat
         for (size_t k = 0; k + 1 < i; k++) {
             const struct xl_listener *q = &g->listeners[k];
             if (l->name && q->name && strcmp(l->name, q->name) == 0)
-                REJECT_AT(p, "name", XL_R_INVALID_SPEC, "\"%s\" is used by listeners[%zu]",
-                          l->name, k);
+                REJECT_AT(p, "name", XL_R_INVALID_SPEC, "\"%s\" is used by listeners[%zu]", l->name,
+                          k);
             if (l->port && l->port == q->port)
                 REJECT_AT(p, "port", XL_R_INVALID_PORT, "%u is used by listeners[%zu]",
                           (unsigned)l->port, k);
@@ -120,11 +120,10 @@ int xlate_gw_listeners(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw
         }
         uint8_t *bytes = NULL;
         size_t len = 0;
-        if ((l->https && t)
-                ? xlate_gw_tls_listener(ctx, gwe, m, name, l->address, l->port, sp, &bytes,
-                                        &len) != 0
-                : xlate_encode_listener_envoy_ex(name, l->address, l->port, gwe->key, sp, &ho,
-                                                 &bytes, &len) != 0)
+        if ((l->https && t) ? xlate_gw_tls_listener(ctx, gwe, m, name, l->address, l->port, sp,
+                                                    &bytes, &len) != 0
+                            : xlate_encode_listener_envoy_ex(name, l->address, l->port, gwe->key,
+                                                             sp, &ho, &bytes, &len) != 0)
             break;
         if (!(rs[k] = xlate_ctx_resource_new(ctx, XDS_LISTENER, name, bytes, len)))
             break;

@@ -808,7 +808,6 @@ static void test_watch_backlog_pauses_and_resumes(void)
     fx_free(&f);
 }
 
-
 /* A burst (here ~2.4 MB of events at once, as a streaming list's initial
  * events come) grows the watch's receive buffer; once delivered, an open,
  * idle watch does not keep it. */

@@ -173,15 +173,30 @@ static void test_cluster_hashing(void)
         uint64_t min, max;
     } cases[] = {
         {{.lb = XL_LB_RING_HASH, .ring_min = 1024, .ring_max = 8388608},
-         ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RING_HASH, 1, 1024, 8388608},
+         ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RING_HASH,
+         1,
+         1024,
+         8388608},
         {{.lb = XL_LB_RING_HASH, .ring_max = 4096},
-         ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RING_HASH, 1, 0, 4096},
+         ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RING_HASH,
+         1,
+         0,
+         4096},
         {{.lb = XL_LB_RING_HASH, .ring_min = 1},
-         ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RING_HASH, 1, 1, 0},
-        {{.lb = XL_LB_RING_HASH}, ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RING_HASH, 0, 0,
+         ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RING_HASH,
+         1,
+         1,
+         0},
+        {{.lb = XL_LB_RING_HASH},
+         ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RING_HASH,
+         0,
+         0,
          0},
         {{.lb = XL_LB_MAGLEV, .has_connect_timeout = 1, .connect_timeout_ns = 1},
-         ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__MAGLEV, 0, 0, 0},
+         ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__MAGLEV,
+         0,
+         0,
+         0},
     };
     CHECK_INT_EQ(ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__MAGLEV, 5);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -661,7 +676,10 @@ static void test_vhost_bytes(void)
     const struct xl_cluster_weight wc[] = {{"ns/a", 1}, {"ns/b", 3}, {long_str, 300000}};
     const struct xl_hash_policy hash[] = {
         {.kind = XL_HASH_HEADER, .name = "x-user", .terminal = 1},
-        {.kind = XL_HASH_COOKIE, .name = "s", .cookie_path = "/api", .has_ttl = 1,
+        {.kind = XL_HASH_COOKIE,
+         .name = "s",
+         .cookie_path = "/api",
+         .has_ttl = 1,
          .cookie_ttl_ns = 3600000000001},
         {.kind = XL_HASH_COOKIE, .name = "session", .has_ttl = 1, .cookie_ttl_ns = 0},
         {.kind = XL_HASH_COOKIE, .name = long_str},

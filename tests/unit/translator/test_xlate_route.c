@@ -43,12 +43,14 @@ struct field_want {
 static void test_proto_fields_match_envoy(void)
 {
     const ProtobufCMessageDescriptor *route = &envoy__config__route__v3__route__descriptor;
-    const ProtobufCMessageDescriptor *redir = &envoy__config__route__v3__redirect_action__descriptor;
+    const ProtobufCMessageDescriptor *redir =
+        &envoy__config__route__v3__redirect_action__descriptor;
     const ProtobufCMessageDescriptor *act = &envoy__config__route__v3__route_action__descriptor;
     const ProtobufCMessageDescriptor *match = &envoy__config__route__v3__route_match__descriptor;
     const ProtobufCMessageDescriptor *qpm =
         &envoy__config__route__v3__query_parameter_matcher__descriptor;
-    const ProtobufCMessageDescriptor *hvo = &envoy__config__core__v3__header_value_option__descriptor;
+    const ProtobufCMessageDescriptor *hvo =
+        &envoy__config__core__v3__header_value_option__descriptor;
     const ProtobufCMessageDescriptor *hv = &envoy__config__core__v3__header_value__descriptor;
     const ProtobufCMessageDescriptor *sm = &envoy__type__matcher__v3__string_matcher__descriptor;
     const ProtobufCMessageDescriptor *rms =
@@ -143,8 +145,8 @@ struct parsed {
     cJSON *json;
 };
 
-#define VS(routes)                                                                            \
-    "{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"VirtualService\",\"metadata\":{\"name\":" \
+#define VS(routes)                                                                              \
+    "{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"VirtualService\",\"metadata\":{\"name\":"   \
     "\"v\",\"namespace\":\"ns\"},\"spec\":{\"domains\":[\"a.example.com\"],\"routes\":[" routes \
     "]}}"
 
@@ -257,7 +259,7 @@ static void refused(int line, const char *route, enum xl_reason reason, const ch
     done(&p);
 }
 
-#define REFUSED(route, msg)    refused(__LINE__, route, XL_R_INVALID_SPEC, msg)
+#define REFUSED(route, msg)       refused(__LINE__, route, XL_R_INVALID_SPEC, msg)
 #define REFUSED_AS(r, route, msg) refused(__LINE__, route, r, msg)
 
 static void test_refused_like_envoy(void)
@@ -268,7 +270,8 @@ static void test_refused_like_envoy(void)
     /* response_code: defined values only */
     REFUSED("{\"redirect\":{\"path\":\"/a\",\"statusCode\":300}}",
             "spec.routes[0].redirect.statusCode: must be 301, 302, 303, 307 or 308");
-    REFUSED("{\"redirect\":{\"scheme\":\"ftp\"}}", "redirect.scheme: must be \"http\" or \"https\"");
+    REFUSED("{\"redirect\":{\"scheme\":\"ftp\"}}",
+            "redirect.scheme: must be \"http\" or \"https\"");
     REFUSED_AS(XL_R_INVALID_PORT, "{\"redirect\":{\"port\":0}}",
                "redirect.port: must be between 1 and 65535");
     REFUSED("{\"redirect\":{\"stripQuery\":true}}", "redirect: changes nothing");
@@ -425,28 +428,50 @@ static void test_encoding_is_protobuf_c(void)
                            {"r", "[0-9]+", XL_QUERY_REGEX, 0},
                            {"e", "", XL_QUERY_EXACT, 0}};
     const struct xl_query *qp[] = {&q[0], &q[1], &q[2], &q[3], &q[4]};
-    struct xl_redirect rd1 = {.scheme = XL_SCHEME_HTTPS, .host = "b.example.com", .port = 8443,
-                              .prefix = "", .code = 4, .strip_query = 1};
+    struct xl_redirect rd1 = {.scheme = XL_SCHEME_HTTPS,
+                              .host = "b.example.com",
+                              .port = 8443,
+                              .prefix = "",
+                              .code = 4,
+                              .strip_query = 1};
     struct xl_redirect rd2 = {.scheme = XL_SCHEME_HTTP, .path = "/p"};
     struct xl_header mh = {.name = ":method", .value = "GET", .kind = XL_HDR_EXACT};
     const struct xl_header *mhp[] = {&mh};
     struct xl_rroute routes[] = {
-        {.kind = XL_PATH_PREFIX, .path = "/a", .case_sensitive = 1, .cluster = "ns/u",
-         .headers = mhp, .nheaders = 1, .query = qp, .nquery = 5, .req_headers = &req,
-         .resp_headers = &resp, .host_rewrite = "in.example", .regex_pattern = "^/a/(.*)$",
-         .regex_subst = "/\\1", .has_timeout = 1, .timeout_ns = 1000000000,
+        {.kind = XL_PATH_PREFIX,
+         .path = "/a",
+         .case_sensitive = 1,
+         .cluster = "ns/u",
+         .headers = mhp,
+         .nheaders = 1,
+         .query = qp,
+         .nquery = 5,
+         .req_headers = &req,
+         .resp_headers = &resp,
+         .host_rewrite = "in.example",
+         .regex_pattern = "^/a/(.*)$",
+         .regex_subst = "/\\1",
+         .has_timeout = 1,
+         .timeout_ns = 1000000000,
          .prefix_rewrite = NULL},
-        {.kind = XL_PATH_EXACT, .path = "/r", .case_sensitive = 1, .redirect = &rd1,
+        {.kind = XL_PATH_EXACT,
+         .path = "/r",
+         .case_sensitive = 1,
+         .redirect = &rd1,
          .resp_headers = &resp},
         {.kind = XL_PATH_PREFIX, .path = "/", .case_sensitive = 1, .redirect = &rd2},
-        {.kind = XL_PATH_PREFIX, .path = "/h", .case_sensitive = 1, .cluster = "ns/u",
-         .auto_host_rewrite = 1, .prefix_rewrite = "/x"},
+        {.kind = XL_PATH_PREFIX,
+         .path = "/h",
+         .case_sensitive = 1,
+         .cluster = "ns/u",
+         .auto_host_rewrite = 1,
+         .prefix_rewrite = "/x"},
     };
     char *domains[] = {"a.example.com"};
     uint8_t *b = NULL;
     size_t len = 0;
-    REQUIRE_INT_EQ(
-        xlate_encode_vhost("ns/v", domains, 1, routes, 4, XLATE_MODE_ENVOY, 0, &b, &len), 0);
+    REQUIRE_INT_EQ(xlate_encode_vhost("ns/v", domains, 1, routes, 4, XLATE_MODE_ENVOY, 0, &b, &len),
+                   0);
 
     /* the same VirtualHost built with protobuf-c */
     Hv hv[2] = {ENVOY__CONFIG__CORE__V3__HEADER_VALUE__INIT,
@@ -493,8 +518,7 @@ static void test_encoding_is_protobuf_c(void)
         }
     }
     Qpm *qms[] = {&qm[0], &qm[1], &qm[2], &qm[3], &qm[4]};
-    Envoy__Config__Route__V3__HeaderMatcher hm =
-        ENVOY__CONFIG__ROUTE__V3__HEADER_MATCHER__INIT;
+    Envoy__Config__Route__V3__HeaderMatcher hm = ENVOY__CONFIG__ROUTE__V3__HEADER_MATCHER__INIT;
     hm.name = ":method";
     hm.header_match_specifier_case =
         ENVOY__CONFIG__ROUTE__V3__HEADER_MATCHER__HEADER_MATCH_SPECIFIER_EXACT_MATCH;
@@ -692,10 +716,11 @@ static void test_filter_proto_fields_match_envoy(void)
                      ->value,
                  0);
     /* VirtualHost.TlsRequirementType ALL is 2 */
-    CHECK_INT_EQ(protobuf_c_enum_descriptor_get_value_by_name(
-                     &envoy__config__route__v3__virtual_host__tls_requirement_type__descriptor, "ALL")
-                     ->value,
-                 2);
+    CHECK_INT_EQ(
+        protobuf_c_enum_descriptor_get_value_by_name(
+            &envoy__config__route__v3__virtual_host__tls_requirement_type__descriptor, "ALL")
+            ->value,
+        2);
 }
 
 static void test_filters_refused_like_envoy(void)
@@ -725,8 +750,11 @@ static Envoy__Config__Route__V3__VirtualHost *vhost_of(const char *json)
         return NULL;
     }
     const struct xl_route *r = &p.o.u.vs.routes[0];
-    struct xl_rroute rr = {.kind = XL_PATH_PREFIX, .path = "/", .case_sensitive = 1,
-                           .cluster = "ns/u", .rate_limit = r->ext ? r->ext->rl : NULL};
+    struct xl_rroute rr = {.kind = XL_PATH_PREFIX,
+                           .path = "/",
+                           .case_sensitive = 1,
+                           .cluster = "ns/u",
+                           .rate_limit = r->ext ? r->ext->rl : NULL};
     uint8_t *b = NULL;
     size_t len = 0;
     Envoy__Config__Route__V3__VirtualHost *vh = NULL;
@@ -747,8 +775,9 @@ static Envoy__Config__Route__V3__VirtualHost *vhost_of(const char *json)
     return vh;
 }
 
-static const Google__Protobuf__Any *filter_config(Envoy__Config__Route__V3__VirtualHost__TypedPerFilterConfigEntry **e,
-                                                  size_t n, const char *name)
+static const Google__Protobuf__Any *
+filter_config(Envoy__Config__Route__V3__VirtualHost__TypedPerFilterConfigEntry **e, size_t n,
+              const char *name)
 {
     for (size_t i = 0; i < n; i++)
         if (strcmp(e[i]->key, name) == 0)
@@ -769,11 +798,11 @@ static void test_cors_and_rate_limit_encoding(void)
                  "\"routes\":[{\"upstream\":{\"name\":\"u\"},"
                  "\"rateLimit\":{\"requests\":5,\"per\":\"1m\"}}]}}");
     REQUIRE(vh);
-    CHECK_INT_EQ(vh->require_tls, ENVOY__CONFIG__ROUTE__V3__VIRTUAL_HOST__TLS_REQUIREMENT_TYPE__ALL);
+    CHECK_INT_EQ(vh->require_tls,
+                 ENVOY__CONFIG__ROUTE__V3__VIRTUAL_HOST__TLS_REQUIREMENT_TYPE__ALL);
     REQUIRE_INT_EQ(vh->n_typed_per_filter_config, 2);
-    const Google__Protobuf__Any *ca =
-        filter_config(vh->typed_per_filter_config, vh->n_typed_per_filter_config,
-                      XL_CORS_FILTER_NAME);
+    const Google__Protobuf__Any *ca = filter_config(
+        vh->typed_per_filter_config, vh->n_typed_per_filter_config, XL_CORS_FILTER_NAME);
     REQUIRE(ca);
     CHECK_STR_EQ(ca->type_url, XL_TYPE_URL_CORS_POLICY);
     Envoy__Extensions__Filters__Http__Cors__V3__CorsPolicy *cp =
@@ -793,9 +822,8 @@ static void test_cors_and_rate_limit_encoding(void)
     CHECK_INT_EQ(cp->allow_credentials->value, 0);
     protobuf_c_message_free_unpacked(&cp->base, NULL);
 
-    const Google__Protobuf__Any *ra =
-        filter_config(vh->typed_per_filter_config, vh->n_typed_per_filter_config,
-                      XL_LOCAL_RATELIMIT_FILTER_NAME);
+    const Google__Protobuf__Any *ra = filter_config(
+        vh->typed_per_filter_config, vh->n_typed_per_filter_config, XL_LOCAL_RATELIMIT_FILTER_NAME);
     REQUIRE(ra);
     CHECK_STR_EQ(ra->type_url, XL_TYPE_URL_LOCAL_RATELIMIT);
     Envoy__Extensions__Filters__Http__LocalRatelimit__V3__LocalRateLimit *rl =
