@@ -93,9 +93,9 @@ def ensure_tls_secret(ks, name="coxswain-xds-tls", namespace=NAMESPACE):
         create_tls_secret(ks, name, namespace)
 
 
-def mount_secrets(ks, pod_spec, namespace, into):
+def mount_secrets(ks, pod_spec, namespace, into, token=None):
     """The pod's Secret volumes as the kubelet mounts them: each Secret read
-    from kubesim (as the admin) and written under |into|. Returns {mount
+    from kubesim (as the admin, or with |token|) and written under |into|. Returns {mount
     path: local dir}. A missing Secret fails, as the pod would not start."""
     vols = {v["name"]: v["secret"] for v in pod_spec.get("volumes") or [] if "secret" in v}
     out = {}
@@ -104,7 +104,7 @@ def mount_secrets(ks, pod_spec, namespace, into):
         if sec is None:
             continue
         st, obj = ks.request("GET", "/api/v1/namespaces/%s/secrets/%s" % (
-            namespace, sec["secretName"]), token=ADMIN_TOKEN)
+            namespace, sec["secretName"]), token=token or ADMIN_TOKEN)
         if st != 200:
             raise AssertionError("Secret %s/%s (volume %s) not found: the kubelet would not "
                                  "start the pod" % (namespace, sec["secretName"], m["name"]))

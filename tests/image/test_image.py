@@ -37,6 +37,7 @@ sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 
 from kubesim import KubeSim  # noqa: E402
 sys.path.insert(0, os.path.join(TOP, "tests", "helm"))
+from chartrun import mount_secrets  # noqa: E402
 from helmlib import guide_commands, helm_binary  # noqa: E402
 from tap import Tap, check, check_eq  # noqa: E402
 
@@ -497,6 +498,22 @@ def case_replica_leads_in_cluster():
             check_eq(p.returncode, 0, p.stderr)
         p = kubectl(ks, "apply", "-f", os.path.join(TOP, "examples"))
         check_eq(p.returncode, 0, p.stderr)
+        # the xDS server certificate Secret, as operations.md has the operator create it
+        crt, key = os.path.join(tmp, "xds.crt"), os.path.join(tmp, "xds.key")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj",
+                        "/CN=coxswain-xds", "-keyout", key, "-out", crt],
+                       check=True, capture_output=True)
+        p = kubectl(ks, "-n", NS, "create", "secret", "tls", "coxswain-xds-tls",
+                    "--cert=" + crt, "--key=" + key)
+        check_eq(p.returncode, 0, p.stderr)
+        # the pod's Secret volumes, as the kubelet mounts them (readable by 65532)
+        mounts = mount_secrets(ks, dep["spec"]["template"]["spec"], NS, tmp, token=ADMIN_TOKEN)
+        check_eq(sorted(mounts), ["/etc/coxswain/xds-tls"])
+        for root, _, files in os.walk(os.path.join(tmp, "mounts")):
+            os.chmod(root, 0o755)
+            for f in files:
+                os.chmod(os.path.join(root, f), 0o644)
         sa = os.path.join(tmp, "serviceaccount")
         os.makedirs(sa)
         for name, text in (("token", SA_TOKEN), ("namespace", NS),
@@ -509,19 +526,21 @@ def case_replica_leads_in_cluster():
         os.chmod(out, 0o777)
         args = []
         for a in ctr["args"]:
-            if a.startswith(("--xds-listen=", "--admin-listen=")):
+            if a.startswith(("--xds-listen=", "--admin-listen=", "--leader-elect-peer-listen=")):
                 a = a.split("=")[0] + "=127.0.0.1:0"  # tests never use fixed ports
+            for path in mounts:  # the image's root is read-only: mounts go under /run
+                a = a.replace("=" + path + "/", "=/run" + path + "/")
             args.append(a)
         # a path unique to this run: how the process is found from outside
         inside_out = "/tmp/" + os.path.basename(tmp)
         args += ["--ports-file", inside_out + "/ports.json"]
-        env = {"POD_NAME": "coxswain-image-0", "POD_NAMESPACE": NS,
+        env = {"POD_NAME": "coxswain-image-0", "POD_NAMESPACE": NS, "POD_IP": "127.0.0.1",
                "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(ks.port)}
-        check_eq(sorted(e["name"] for e in ctr["env"]), ["POD_NAME", "POD_NAMESPACE"])
+        check_eq(sorted(e["name"] for e in ctr["env"]), ["POD_IP", "POD_NAME", "POD_NAMESPACE"])
         log = open(os.path.join(tmp, "coxswain.log"), "wb")
         proc = in_image(["/usr/local/bin/coxswain"] + args, env=env, popen=True, stdout=log,
                         binds=[(sa, "/run/secrets/kubernetes.io/serviceaccount"),
-                               (out, inside_out)])
+                               (out, inside_out)] + [(d, "/run" + m) for m, d in mounts.items()])
         log.close()
         ports = wait(lambda: json.load(open(os.path.join(out, "ports.json"))))
         logtext = lambda: open(os.path.join(tmp, "coxswain.log"), errors="replace").read()  # noqa

@@ -259,12 +259,15 @@ def case_no_leader_fires_and_recovers():
         raise SkipCase("no Prometheus (first case)")
     old = leader()
     check(old, "no leader")
-    old.kill(signal.SIGKILL)
-    killed = time.monotonic()
-    # the API refuses every write to the lock: nobody can take over
+    # the API refuses every write to the lock: nobody can take over. Before
+    # the kill: a standby with proof of death takes over within
+    # milliseconds, and would lead (for a renew deadline) if the lock could
+    # still be written when it tried.
     rules = [E.ks.add_fault(verb=v, resource="configmaps", namespace=NS, name="coxswain",
                             action="fail", code=503) for v in ("update", "create")]
     check(all(rules), rules)
+    old.kill(signal.SIGKILL)
+    killed = time.monotonic()
     firing = wait_for(lambda: [a for a in alerts("CoxswainLeaderCount")
                                if a["state"] == "firing"], 40 * SLOW,
                       what="CoxswainLeaderCount firing")
