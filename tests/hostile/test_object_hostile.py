@@ -68,11 +68,13 @@ def remove(objs):
         w.api.delete(o["kind"], NS, o["metadata"]["name"])
 
 
-def wait_state(kind, name, timeout=60, reason=None):
+def wait_state(kind, name, timeout=60, reason=None, needles=()):
     """The object's status once it has a state (the leader wrote it); with
-    |reason|, once its first condition has that reason (the objects of one
-    case reach the informers one by one, so an early translation may have
-    seen only some of them). On timeout the last status is returned."""
+    |reason|, once its first condition has that reason and its message
+    every one of |needles| (the objects of one case reach the informers one
+    by one, so an early translation may have seen only some of them: the
+    bomb without its last RouteTable is refused by another budget, with the
+    same reason). On timeout the last status is returned."""
     out = {}
 
     def has():
@@ -81,7 +83,10 @@ def wait_state(kind, name, timeout=60, reason=None):
         out.update(st)
         if not st.get("state"):
             return False
-        return reason is None or condition(st)[0] == reason
+        if reason is None:
+            return True
+        r, msg = condition(st)
+        return r == reason and all(n in msg for n in needles)
 
     try:
         R.wait_for(has, timeout * H.slowdown(), what="%s %s status" % (kind, name))
@@ -97,7 +102,7 @@ def condition(st):
 
 
 def check_rejected(kind, name, reason, *needles):
-    st = wait_state(kind, name, reason=reason)
+    st = wait_state(kind, name, reason=reason, needles=needles)
     r, msg = condition(st)
     check_eq(st.get("state"), "Rejected", "%s %s: %s %s" % (kind, name, r, msg))
     check_eq(r, reason, msg)
