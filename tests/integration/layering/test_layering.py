@@ -11,6 +11,8 @@
   election/election_kube.h, which the daemon implements).
 - No product source file passes 1,000 lines; no folder holds more than 20
   C files.
+- Every module folder has a README.md saying what it owns, whose
+  "May include:" line is the module's include list in the Makefile.
 """
 import functools
 import glob
@@ -106,6 +108,43 @@ def case_file_and_folder_sizes():
     check(not big, "\n".join(big))
 
 
+def include_list(folder):
+    """The module folders (and gen) on a module's include list."""
+    out = []
+    for f in _cflags(folder, ".c"):
+        if not f.startswith("-I"):
+            continue
+        d = os.path.normpath(f[2:])
+        if os.path.isabs(d):
+            continue  # system packages (pkg-config)
+        if d == os.path.normpath(os.path.relpath(os.path.join(BUILD, "gen"), TOP)):
+            d = "gen"
+        out.append(d)
+    return out
+
+
+def case_module_readmes():
+    bad = []
+    for m in PRODUCT:
+        path = os.path.join(TOP, m, "README.md")
+        if not os.path.exists(path):
+            bad.append("%s: no README.md (what the folder owns and may include)" % m)
+            continue
+        text = open(path).read()
+        if not text.startswith("# %s/ " % m):
+            bad.append("%s/README.md: the first line is not '# %s/ - ...'" % (m, m))
+        lines = [ln for ln in text.splitlines() if ln.startswith("May include: ")]
+        if len(lines) != 1:
+            bad.append("%s/README.md: want one 'May include:' line" % m)
+            continue
+        said = [x.strip() for x in lines[0][len("May include: "):].split(",")]
+        want = include_list(m)
+        if sorted(said) != sorted(want):
+            bad.append("%s/README.md says it may include %s; the Makefile's list is %s"
+                       % (m, said, want))
+    check(not bad, "\n".join(bad))
+
+
 t = Tap()
 t.case("I/O-free cores include no libevent, curl or nghttp2 header", case_io_free_cores)
 t.case("every product source compiles with its module's include list",
@@ -113,4 +152,6 @@ t.case("every product source compiles with its module's include list",
 t.case("election/ reaches nothing under controlplane/ (daemon, kube client, writers, xDS)",
        case_election_does_not_reach_the_daemon)
 t.case("no product file over 1,000 lines, no folder over 20 C files", case_file_and_folder_sizes)
+t.case("every module folder's README.md says what it owns and matches its include list",
+       case_module_readmes)
 t.done()
