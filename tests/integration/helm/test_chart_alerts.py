@@ -54,9 +54,12 @@ def case_check_rules():
         check("SUCCESS: 8 rules found" in p.stdout, p.stdout)
 
 
-def leader_series(values):
+def leader_series(values, ups=None):
+    """leader_election_master_status of pods p0, p1...; with the `up` of
+    each target (scraped fine throughout unless |ups| says otherwise)."""
+    ups = ups or ["1x60"] * len(values)
     return [{"series": 'leader_election_master_status{%s,name="%s",pod="p%d"}' % (SEL, LOCK, i),
-             "values": v} for i, v in enumerate(values)]
+             "values": v} for i, v in enumerate(values)] + up_series(ups)
 
 
 def up_series(values):
@@ -116,7 +119,7 @@ def case_two_locks_two_leaders_fire():
               {"series": 'leader_election_master_status{%s,name="%s",pod="p1"}' % (SEL, LOCK),
                "values": "0x20"},
               {"series": 'leader_election_master_status{%s,name="renamed",pod="p2"}' % SEL,
-               "values": "1x20"}]
+               "values": "1x20"}] + up_series(["1x20"] * 3)
     run_tests([{"interval": "15s", "input_series": series,
                 "alert_rule_test": [{"eval_time": "2m", "alertname": "CoxswainLeaderCount",
                                      "exp_alerts": [leader_alert(2)]}]}])
@@ -135,6 +138,71 @@ def case_short_handover_is_quiet():
                 "alert_rule_test": [
                     {"eval_time": "1m", "alertname": "CoxswainLeaderCount", "exp_alerts": []},
                     {"eval_time": "3m", "alertname": "CoxswainLeaderCount", "exp_alerts": []}]}])
+
+
+def case_failover_with_a_dead_leaders_last_scrape_is_quiet():
+    # Scraped every 30 s (the chart's ServiceMonitor; timeout 10 s): a
+    # takeover on proof of death within milliseconds gives the new leader
+    # its 1 at its next scrape, while the dead leader's last 1 stays the
+    # latest sample of its series until Prometheus marks it stale. Its pod
+    # deleted (a force delete, or a rolling update right after a release):
+    # the target leaves service discovery and Prometheus writes the
+    # staleness markers at the second scrape tick after that, plus 10 % of
+    # an interval (scrape.go, endOfRunStaleness), after up to 5 s of
+    # discovery updates: its last 1 stays visible up to ~75 s after its
+    # last scrape. Modelled: last scraped at 60 s, stale at 150 s, the new
+    # leader's 1 from 75 s. The sum alone said 2 from 75 s to 150 s, over
+    # the 1m "for": it paged at 2m15s.
+    dead = "1x4 _x5 stale"
+    series = leader_series([dead, "0x4 1x30", "0x35"], ups=[dead, "1x35", "1x35"])
+    run_tests([{"interval": "15s", "input_series": series,
+                "alert_rule_test": [
+                    {"eval_time": t, "alertname": "CoxswainLeaderCount", "exp_alerts": []}
+                    for t in ("1m15s", "1m45s", "2m", "2m15s", "2m30s", "3m", "6m")]}])
+    # The pod stays and the process is killed (kill -9, OOM): the next
+    # scrape fails (up 0, the series stale), the restarted process stands by.
+    series = leader_series(["1x4 stale 0x20", "0x4 1x20", "0x25"],
+                           ups=["1x4 0 1x20", "1x25", "1x25"])
+    run_tests([{"interval": "15s", "input_series": series,
+                "alert_rule_test": [
+                    {"eval_time": t, "alertname": "CoxswainLeaderCount", "exp_alerts": []}
+                    for t in ("1m15s", "1m30s", "2m", "3m", "6m")]}])
+
+
+def case_vanished_leader_counts_as_none():
+    # The leader's target is gone and nobody took over: its last 1 no
+    # longer counts once its scrape is 45 s old, and "no leader" pages a
+    # minute later, long before its series would go stale on its own.
+    series = leader_series(["1x4", "0x30", "0x30"], ups=["1x4", "1x30", "1x30"])
+    run_tests([{"interval": "15s", "input_series": series,
+                "alert_rule_test": [
+                    {"eval_time": "1m30s", "alertname": "CoxswainLeaderCount", "exp_alerts": []},
+                    {"eval_time": "3m", "alertname": "CoxswainLeaderCount",
+                     "exp_alerts": [leader_alert(0)]}]}])
+
+
+def case_two_live_leaders_still_fire_with_scrape_gaps():
+    # Two leaders that are really alive, both scraped every 30 s: they
+    # count however their scrapes interleave.
+    series = [{"series": 'leader_election_master_status{%s,name="%s",pod="p%d"}' % (SEL, LOCK, i),
+               "values": v} for i, v in enumerate(["1 _ 1 _ 1 _ 1 _ 1 _ 1 _ 1 _ 1",
+                                                   "_ 1 _ 1 _ 1 _ 1 _ 1 _ 1 _ 1 _"])]
+    series += up_series(["1 _ 1 _ 1 _ 1 _ 1 _ 1 _ 1 _ 1", "_ 1 _ 1 _ 1 _ 1 _ 1 _ 1 _ 1 _"])
+    run_tests([{"interval": "15s", "input_series": series,
+                "alert_rule_test": [{"eval_time": "2m", "alertname": "CoxswainLeaderCount",
+                                     "exp_alerts": [leader_alert(2)]}]}])
+
+
+def case_freshness_follows_the_interval():
+    r = h.render(sets={"metrics.prometheusRule.enabled": True,
+                       "metrics.serviceMonitor.interval": "1m",
+                       "metrics.serviceMonitor.scrapeTimeout": "15s",
+                       "metrics.prometheusRule.leaderAlertFor": "2m"})
+    check(r.ok, r.err)
+    lc = [x for x in r.all("PrometheusRule")[0]["spec"]["groups"][0]["rules"]
+          if x["alert"] == "CoxswainLeaderCount"][0]
+    check("timestamp(up{" in lc["expr"] and lc["expr"].endswith("< 80)) != 1"),
+          "freshness is interval + timeout + 5 s: " + lc["expr"])
 
 
 def case_down_and_missing_replicas():
@@ -243,8 +311,11 @@ def case_alerts_follow_release():
     check(r.ok, r.err)
     spec = r.all("PrometheusRule")[0]["spec"]
     lc = [x for x in spec["groups"][0]["rules"] if x["alert"] == "CoxswainLeaderCount"][0]
-    check_eq(lc["expr"], 'sum by (namespace) (leader_election_master_status{namespace="gw-system",'
-                         'job="edge-coxswain-admin"}) != 1')
+    sel = 'namespace="gw-system",job="edge-coxswain-admin"'
+    check_eq(lc["expr"], 'sum by (namespace) (leader_election_master_status{%s} '
+                         'and on (namespace, pod) (up{%s} == 1) '
+                         'and on (namespace, pod) (time() - timestamp(up{%s}) < 45)) != 1'
+             % (sel, sel, sel))
     check_eq(lc["for"], "3m")
     # the job label Prometheus gives the ServiceMonitor's targets is the
     # admin Service's name
@@ -258,6 +329,15 @@ t.case("two leaders: CoxswainLeaderCount fires with value 2", case_two_leaders_f
 t.case("two locks with a leader each (a renamed lock): CoxswainLeaderCount fires",
        case_two_locks_two_leaders_fire)
 t.case("a 45 s failover does not page", case_short_handover_is_quiet)
+t.case("a proof-of-death failover while the dead leader's last scrape is still the latest "
+       "(pod deleted, or process killed): CoxswainLeaderCount stays quiet",
+       case_failover_with_a_dead_leaders_last_scrape_is_quiet)
+t.case("a leader whose target vanished counts as none: CoxswainLeaderCount fires with 0",
+       case_vanished_leader_counts_as_none)
+t.case("two live leaders scraped at different times still fire",
+       case_two_live_leaders_still_fire_with_scrape_gaps)
+t.case("the freshness window follows the scrape interval and timeout",
+       case_freshness_follows_the_interval)
 t.case("CoxswainDown and CoxswainReplicasMissing", case_down_and_missing_replicas)
 t.case("NACKs, inconsistent standby, status write and renew failures fire",
        case_nacks_snapshot_and_status_failures)
