@@ -7,6 +7,7 @@ same data: invariants.py.
 import json
 import re
 import subprocess
+import threading
 
 from replicas import coxswain
 
@@ -17,21 +18,71 @@ def identity_of(user):
     return m.group(1) if m else None
 
 
-def lease_timeline(ks, ns, name, audit):
+class LeaseHolders:
+    """The holder of every version of one Lease, recorded as it happens by a
+    watch kept open from the start of a test: kubesim's event window, like
+    kube-apiserver's watch cache, forgets events older than 75 s, so a long
+    test cannot read its lock's history back at the end. .holders: {rv:
+    holderIdentity}. close() stops the watch."""
+
+    def __init__(self, ks, ns, name):
+        self.ks, self.ns, self.name = ks, ns, name
+        self.holders = {}
+        self.errors = []
+        self._stop = threading.Event()
+        self._watch = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        rv = "0"
+        while not self._stop.is_set():
+            path = ("/apis/coordination.k8s.io/v1/namespaces/%s/leases?watch=1"
+                    "&resourceVersion=%s&timeoutSeconds=30&fieldSelector=metadata.name%%3D%s"
+                    % (self.ns, rv, self.name))
+            try:
+                self._watch = self.ks.watch(path, timeout=40)
+                for ev in self._watch:
+                    o = ev.get("object", {})
+                    if ev.get("type") == "ERROR":
+                        self.errors.append(o)  # 410: lost versions; start over
+                        rv = "0"
+                        break
+                    v = o.get("metadata", {}).get("resourceVersion")
+                    if v and ev.get("type") != "BOOKMARK":
+                        self.holders[int(v)] = (o.get("spec") or {}).get("holderIdentity") or ""
+                    if v:
+                        rv = v
+            except Exception as e:  # noqa: BLE001 - kubesim closed or restarting
+                if self._stop.wait(0.2):
+                    return
+                self.errors.append(str(e))
+
+    def close(self):
+        self._stop.set()
+        if self._watch is not None:
+            self._watch.close()
+        self._thread.join(5)
+
+
+def lease_timeline(ks, ns, name, audit, holders=None):
     """[(mono_ns, rv, holder)] of every successful write of the Lease, from
-    kubesim's watch history (holders) joined with its audit log (times)."""
-    path = "/apis/coordination.k8s.io/v1/namespaces/%s/leases?watch=1&resourceVersion=1" \
-           "&timeoutSeconds=1&fieldSelector=metadata.name%%3D%s" % (ns, name)
-    holders = {}
-    w = ks.watch(path, timeout=10)
-    try:
-        for ev in w:
-            o = ev.get("object", {})
-            rv = o.get("metadata", {}).get("resourceVersion")
-            if rv:
-                holders[int(rv)] = (o.get("spec") or {}).get("holderIdentity") or ""
-    finally:
-        w.close()
+    the Lease's versions (|holders|, a LeaseHolders' record; else kubesim's
+    watch history, which keeps only recent events) joined with its audit log
+    (times)."""
+    if holders is None:
+        holders = {}
+        path = "/apis/coordination.k8s.io/v1/namespaces/%s/leases?watch=1&resourceVersion=1" \
+               "&timeoutSeconds=1&fieldSelector=metadata.name%%3D%s" % (ns, name)
+        w = ks.watch(path, timeout=10)
+        try:
+            for ev in w:
+                o = ev.get("object", {})
+                rv = o.get("metadata", {}).get("resourceVersion")
+                if rv:
+                    holders[int(rv)] = (o.get("spec") or {}).get("holderIdentity") or ""
+        finally:
+            w.close()
     out = []
     for a in audit:
         if a.get("resource") == "leases" and a.get("name") == name and a.get("code") in (200, 201) \

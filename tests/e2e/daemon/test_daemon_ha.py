@@ -23,7 +23,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__))))), "tests", "lib"))
-from audit import leader_only_writes, lease_timeline  # noqa: E402
+from audit import LeaseHolders, leader_only_writes, lease_timeline  # noqa: E402
 import objects  # noqa: E402
 import replicas  # noqa: E402
 from tap import Tap, check, check_eq  # noqa: E402
@@ -33,7 +33,7 @@ NS = "app"
 NVS = 100
 BURST = 1000
 
-ks = api = None
+ks = api = lock = None
 reps = []
 t = Tap()
 
@@ -43,8 +43,9 @@ def names():
 
 
 def setup():
-    global ks, api, reps
+    global ks, api, reps, lock
     ks = objects.start_kubesim(["--bookmark-interval", "2s"], **objects.AS_1_28)
+    lock = LeaseHolders(ks, "coxswain-system", "coxswain")
     api = objects.Api(ks)
     objects.namespace(api, "coxswain-system")
     objects.namespace(api, NS)
@@ -257,8 +258,9 @@ def sigterm_hands_over():
 
 def writes_only_by_the_holder():
     audit = ks.audit()
-    tl = lease_timeline(ks, "coxswain-system", "coxswain", audit)
+    tl = lease_timeline(ks, "coxswain-system", "coxswain", audit, lock.holders)
     check(len(tl) > 0, "lease writes seen")
+    check_eq(lock.errors, [], "the Lease's watch lost versions")
     writes, bad = leader_only_writes(audit, tl)
     holders = []
     for _, _, h in tl:
@@ -277,6 +279,8 @@ def teardown():
     for r in reps:
         rc, took = r.stop()
         check(rc == 0, "%s exit %s" % (r.name, rc))
+    if lock:
+        lock.close()
     if ks:
         ks.close()
 
