@@ -187,9 +187,19 @@ def run(t, ks):
                     head = "%s %s %s: no answer (transport): " % (verb, res, obj)
                 else:
                     head = "%s %s %s: HTTP %d (" % (verb, res, obj, code)
-                lines = [ln for ln in log_lines(e, head) if "retrying with backoff" in ln]
                 if code == "hang" and verb == "watch":
                     return 1  # a silent watch is a quiet lock until the stall timer (150 s)
+
+                def retried():
+                    return [ln for ln in log_lines(e, head) if "retrying with backoff" in ln]
+                lines = retried()
+                if code == "hang" and not lines:
+                    # a request that hung near the phase's end is said when
+                    # its timeout passes, after the phase
+                    end = time.monotonic() + 10 * SLACK
+                    while not lines and time.monotonic() < end:
+                        time.sleep(0.2)
+                        lines = retried()
                 if code == 404 and verb == "get":
                     return 1  # a GET's 404 is an answer: the lock is missing
                 if code == 409 and verb == "update":
