@@ -6,6 +6,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +100,15 @@ static void *thread_main(void *arg)
         have_world = ok;
         res.duration_ns = cx_mono_ns() - res.started_ns;
         store_view_unref(view);
+#ifdef __GLIBC__
+        /* A full pass follows a (re)list: the informers' JSON and the
+         * pass's own scratch are freed by now, in holes between the
+         * records that stay. Handing those pages back costs a few ms
+         * once per full pass and 7% of a replica's steady RSS
+         * (bench/bench_replica.py, 10k world: 139 -> 129 MB). */
+        if (!res.incremental)
+            malloc_trim(0);
+#endif
 
         pthread_mutex_lock(&w->mu);
         w->done = snap;
