@@ -32,9 +32,17 @@ uint64_t cx_map_hash(const void *key, size_t len)
     return h ? h : 1;
 }
 
-static struct cx_map_slot *find(const struct cx_map *m, uint64_t h, const void *key, size_t klen)
+/* What a slot keeps of the hash: its low half, never 0. Probes start at
+ * it too, so a rehash needs nothing else (tables stay under 2^32 slots). */
+static inline uint32_t slot_hash(const void *key, size_t klen)
 {
-    if (!m->cap)
+    uint32_t h = (uint32_t)cx_map_hash(key, klen);
+    return h ? h : 1;
+}
+
+static struct cx_map_slot *find(const struct cx_map *m, uint32_t h, const void *key, size_t klen)
+{
+    if (!m->cap || klen > UINT32_MAX)
         return NULL;
     size_t mask = m->cap - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
@@ -48,7 +56,7 @@ static struct cx_map_slot *find(const struct cx_map *m, uint64_t h, const void *
 
 void *cx_map_get(const struct cx_map *m, const void *key, size_t klen)
 {
-    struct cx_map_slot *s = find(m, cx_map_hash(key, klen), key, klen);
+    struct cx_map_slot *s = find(m, slot_hash(key, klen), key, klen);
     return s ? s->val : NULL;
 }
 
@@ -90,7 +98,9 @@ int cx_map_reserve(struct cx_map *m, size_t n)
 
 int cx_map_put(struct cx_map *m, const void *key, size_t klen, void *val, void **old)
 {
-    uint64_t h = cx_map_hash(key, klen);
+    if (klen > UINT32_MAX)
+        return -1;
+    uint32_t h = slot_hash(key, klen);
     struct cx_map_slot *s = find(m, h, key, klen);
     if (s) {
         if (old)
@@ -109,7 +119,7 @@ int cx_map_put(struct cx_map *m, const void *key, size_t klen, void *val, void *
         i = (i + 1) & mask;
     if (m->slots[i].key == TOMB)
         m->tombs--;
-    m->slots[i] = (struct cx_map_slot){.hash = h, .key = key, .klen = klen, .val = val};
+    m->slots[i] = (struct cx_map_slot){.hash = h, .klen = (uint32_t)klen, .key = key, .val = val};
     m->len++;
     if (old)
         *old = NULL;
@@ -118,7 +128,7 @@ int cx_map_put(struct cx_map *m, const void *key, size_t klen, void *val, void *
 
 void *cx_map_del(struct cx_map *m, const void *key, size_t klen)
 {
-    struct cx_map_slot *s = find(m, cx_map_hash(key, klen), key, klen);
+    struct cx_map_slot *s = find(m, slot_hash(key, klen), key, klen);
     if (!s)
         return NULL;
     void *v = s->val;

@@ -23,10 +23,12 @@
 #include <stdint.h>
 #include <string.h>
 
+/* 24 bytes: the daemon holds a few maps of every object (the informers'
+ * caches, the store, the translator's indexes), 1.3-2.7 slots an entry. */
 struct cx_map_slot {
-    uint64_t hash; /* 0: never used */
+    uint32_t hash; /* the low half of cx_map_hash (never 0); 0: never used */
+    uint32_t klen; /* keys are names: cx_map_put refuses longer than 4 GiB */
     const void *key;
-    size_t klen;
     void *val;
 };
 
@@ -46,7 +48,7 @@ void *cx_map_get(const struct cx_map *m, const void *key, size_t klen);
 
 /* Sets |key| to |val| (key borrowed, see above). When |old| is not NULL it
  * receives the value replaced, NULL if the key was new. Returns 0, or -1
- * when memory ran out (the map unchanged). */
+ * when memory ran out or |klen| is over UINT32_MAX (the map unchanged). */
 __attribute__((warn_unused_result)) int cx_map_put(struct cx_map *m, const void *key, size_t klen,
                                                    void *val, void **old);
 
@@ -91,7 +93,7 @@ static inline void *cx_map_dels(struct cx_map *m, const char *key)
 static inline void cx_map_prefetch(const struct cx_map *m, const void *key, size_t klen)
 {
     if (m->cap)
-        __builtin_prefetch(&m->slots[cx_map_hash(key, klen) & (m->cap - 1)]);
+        __builtin_prefetch(&m->slots[(uint32_t)cx_map_hash(key, klen) & (m->cap - 1)]);
 }
 
 #endif

@@ -332,7 +332,7 @@ struct xlate_record *xlate_record_new(enum xlate_kind kind, const cJSON *obj, ui
         return NULL;
     }
     memcpy(r->key, key, keylen + 1);
-    r->keylen = keylen;
+    r->keylen = (uint32_t)keylen;
     r->kind = kind;
     r->digest = digest ? digest : xlate_digest(obj);
     r->regex_program_size = lim->regex_program_size;
@@ -342,11 +342,13 @@ struct xlate_record *xlate_record_new(enum xlate_kind kind, const cJSON *obj, ui
     }
     r->parse_state = xlate_errors_state(&r->obj.errors);
     if (hint) {
-        size_t want = (a.live + 15) & ~(size_t)15;
+        size_t want = (a.live + 7) & ~(size_t)7;
         if (want > *hint)
             *hint = want;
     }
-    r->arena = a;
+    r->chunks = a.head;
+    r->bytes = a.total > UINT32_MAX ? UINT32_MAX : (uint32_t)a.total;
+    r->live = a.live > UINT32_MAX ? UINT32_MAX : (uint32_t)a.live;
     atomic_init(&r->refs, 1);
     return r;
 }
@@ -365,7 +367,7 @@ void xlate_record_unref(const struct xlate_record *r)
     if (!w || atomic_fetch_sub_explicit(&w->refs, 1, memory_order_acq_rel) != 1)
         return;
     xlate_object_release(&w->obj);
-    struct xl_arena a = w->arena; /* the record lives in it */
+    struct xl_arena a = {.head = w->chunks}; /* the record lives in it */
     xlate_arena_free(&a);
 }
 
@@ -386,5 +388,5 @@ const char *xlate_record_key(const struct xlate_record *r)
 
 size_t xlate_record_bytes(const struct xlate_record *r)
 {
-    return r->arena.total;
+    return r->bytes;
 }

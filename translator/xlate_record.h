@@ -20,15 +20,22 @@
 
 #include <stdatomic.h>
 
+struct xl_chunk;
+
+/* Laid out tight (48 bytes before obj): one per input object. */
 struct xlate_record {
     atomic_int refs;
     enum xlate_kind kind;
     enum xlate_state parse_state; /* from obj.errors */
-    uint64_t digest;              /* never 0 */
-    long regex_program_size;      /* the budget it was decoded under (xlate_limits) */
-    struct xl_arena arena;        /* owns this record and everything obj points at */
+    uint32_t keylen;
+    uint64_t digest;         /* never 0 */
+    long regex_program_size; /* the budget it was decoded under (xlate_limits) */
+    /* the arena's chunks: they hold this record and everything obj points
+     * at (the arena's bookkeeping is not kept past the decode) */
+    struct xl_chunk *chunks;
+    uint32_t bytes; /* allocated for it, all chunks */
+    uint32_t live;  /* of which used */
     struct xl_object obj;
-    size_t keylen;
     char key[]; /* "namespace/name" ("default" when the namespace is empty) */
 };
 

@@ -1,6 +1,7 @@
 #include "xlate_util.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,9 +51,17 @@ static unsigned char *arena_get(struct xl_arena *a, size_t n, size_t align)
     return p;
 }
 
+/* Every type the arenas hold (pointers, sizes, 64-bit integers) needs 8 at
+ * most: a 16-byte alignment wasted 8 bytes a block on average, ~10 blocks a
+ * record (an EndpointSlice's address lists, a VirtualService's headers). */
+#define XL_ALIGN 8
+_Static_assert(_Alignof(int64_t) <= XL_ALIGN && _Alignof(void *) <= XL_ALIGN &&
+                   _Alignof(double) <= XL_ALIGN && _Alignof(size_t) <= XL_ALIGN,
+               "arena alignment");
+
 void *xlate_alloc(struct xl_arena *a, size_t n)
 {
-    unsigned char *p = arena_get(a, n ? n : 1, 16);
+    unsigned char *p = arena_get(a, n ? n : 1, XL_ALIGN);
     if (p)
         memset(p, 0, n);
     return p;

@@ -11,8 +11,10 @@
 #include <string.h>
 
 /* A record's first chunk is sized by the previous record of its kind (the
- * informer of a kind delivers objects alike), with an eighth more; one
- * object far larger than the rest does not size the others. */
+ * informer of a kind delivers objects alike), with a sixteenth more (the
+ * room left unused in every record: an eighth cost 4.6 MB of a 10k world's
+ * 40 MB of records); one object far larger than the rest does not size the
+ * others. */
 #define HINT_MAX 8192
 
 void store_decoder_init(struct store_decoder *d, const struct xlate_limits *lim)
@@ -56,8 +58,8 @@ struct store_obj *store_obj_decode(struct store_decoder *d, enum xlate_kind kind
     struct xlate_record *rec = xlate_record_new(kind, json, digest, &d->lim, &hint);
     if (!rec)
         return NULL;
-    size_t live = rec->arena.live;
-    live = (live + live / 8 + 15) & ~(size_t)15;
+    size_t live = rec->live;
+    live = (live + live / 16 + 7) & ~(size_t)7;
     if (live <= HINT_MAX)
         d->hint[kind] = live;
     /* the status text and the references share the object's allocation */
