@@ -284,15 +284,16 @@ static int finish(struct xlate_ctx *ctx, int rc, struct xlate_stats *stats)
  * given count for every kind. */
 static int reserve(struct xlate_ctx *ctx, const struct xlate_input *in)
 {
-    size_t n[XLATE_KIND_COUNT] = {0}, unknown = 0;
+    size_t n[XLATE_KIND_COUNT] = {0}, unknown = 0, trees = 0;
     for (size_t i = 0; i < in->n; i++) {
+        trees += !in->objects[i].rec; /* records are not in by_ptr */
         int k = in->objects[i].rec ? (int)in->objects[i].rec->kind : (int)in->objects[i].kind;
         if (k > XLATE_KIND_UNKNOWN && k < XLATE_KIND_COUNT)
             n[k]++;
         else
             unknown++;
     }
-    int rc = cx_map_reserve(&ctx->by_ptr, in->n);
+    int rc = trees ? cx_map_reserve(&ctx->by_ptr, trees) : 0;
     for (int k = 0; k < XLATE_KIND_COUNT; k++)
         rc |= cx_map_reserve(&ctx->by_key[k], n[k] + unknown);
     rc |= cx_map_reserve(&ctx->slices_by_svc, n[XLATE_KIND_ENDPOINT_SLICE] + unknown);

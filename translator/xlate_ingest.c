@@ -54,16 +54,24 @@ static const void *ptrkey_entry(const struct xl_entry *e)
 }
 
 /* The (digest, pointer) index: in a full view, an input object that is the
- * very one of the previous pass is known without reading it. */
+ * very one of the previous pass is known without reading it. Only cJSON
+ * inputs are in it: a record carries its key, and the by_key lookup that
+ * finds its entry tells as much (one map less: 24-48 bytes an object). */
 static void ptr_del(struct xlate_ctx *ctx, struct xl_entry *e)
 {
-    if (e->obj_ptr)
+    if (e->in_by_ptr)
         cx_map_del(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN);
+    e->in_by_ptr = 0;
 }
 
-static int ptr_put(struct xlate_ctx *ctx, struct xl_entry *e)
+static int ptr_put(struct xlate_ctx *ctx, struct xl_entry *e, int is_record)
 {
-    return cx_map_put(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN, e, NULL);
+    if (!e->obj_ptr || is_record)
+        return 0;
+    if (cx_map_put(&ctx->by_ptr, ptrkey_entry(e), PTRKEY_LEN, e, NULL) != 0)
+        return -1;
+    e->in_by_ptr = 1;
+    return 0;
 }
 
 static int mark_key(struct cx_map *m, const char *key)
@@ -358,7 +366,7 @@ static int reparse(struct xlate_ctx *ctx, struct xl_entry *e, const void *obj,
         return -1;
     if ((!listed && xlate_list_push(&ctx->changed, e) != 0) || xlate_rep_dirty(ctx, e) != 0)
         return -1;
-    return ptr_put(ctx, e);
+    return ptr_put(ctx, e, given != NULL);
 }
 
 static struct xl_entry *entry_new(struct xlate_ctx *ctx, enum xlate_kind kind, const char *key,
@@ -421,7 +429,7 @@ static int commit_one(struct xlate_ctx *ctx, struct xl_entry *e)
         /* same content, another cJSON: only the fast-lookup key moves */
         ptr_del(ctx, e);
         e->obj_ptr = e->cand_obj;
-        return ptr_put(ctx, e);
+        return ptr_put(ctx, e, e->cand_rec != NULL);
     }
     return reparse(ctx, e, e->cand_obj, e->cand_rec, e->cand_digest);
 }
@@ -473,9 +481,15 @@ int xlate_ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *j
         if (!digest)
             digest = xlate_digest(json);
     }
-    struct ptrkey probe = {digest, obj};
-    struct xl_entry *e = cx_map_get(&ctx->by_ptr, &probe, PTRKEY_LEN);
-    if (e && e->kind == kind && e->seen != ctx->pass && e->digest == digest) {
+    struct xl_entry *e;
+    if (rec) {
+        e = cx_map_get(&ctx->by_key[kind], rec->key, rec->keylen);
+    } else {
+        struct ptrkey probe = {digest, obj};
+        e = cx_map_get(&ctx->by_ptr, &probe, PTRKEY_LEN);
+    }
+    if (e && e->kind == kind && e->obj_ptr == obj && e->seen != ctx->pass &&
+        e->digest == digest) {
         /* the very object of last pass: nothing to do */
         e->seen = ctx->pass;
         ctx->nseen[kind]++;
@@ -494,7 +508,8 @@ int xlate_ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *j
     } else if (!(n = xlate_object_key(json, buf, sizeof(buf)))) {
         return 0; /* names this long cannot exist in Kubernetes */
     }
-    e = cx_map_get(&ctx->by_key[kind], key, n);
+    if (!rec)
+        e = cx_map_get(&ctx->by_key[kind], key, n);
     if (!e) {
         e = entry_new(ctx, kind, key, n);
         if (!e)

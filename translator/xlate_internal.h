@@ -110,9 +110,11 @@ struct xl_gw_tls {
     char ca_msg[300];
 };
 
-/* One input object. */
+/* One input object (one per object of the world: fields ordered so that
+ * none leaves a hole). */
 struct xl_entry {
     enum xlate_kind kind;
+    enum xlate_state parse_state;
     uint64_t digest;
     const void *obj_ptr;  /* the input last seen, cJSON or record (fast lookup); follows
                            * digest */
@@ -125,17 +127,18 @@ struct xl_entry {
     int duplicate;        /* the input held it more than once this pass */
     int pending;          /* in ctx->pending */
     int deleted;          /* in the graveyard */
+    int in_by_ptr;        /* keyed in ctx->by_ptr (its input is a cJSON tree) */
     const void *cand_obj; /* this pass's input for the key (smallest digest) */
     const struct xlate_record *cand_rec; /* cand_obj when it is a record, else NULL */
     uint64_t cand_digest;
     struct xlate_record *rec;    /* the decoded object (one reference), NULL before */
     const struct xl_object *obj; /* &rec->obj, or an empty object of the kind before */
-    enum xlate_state parse_state;
-    uint64_t label_hash;   /* metadata.labels: Gateway selection depends on it */
-    uint64_t claim_hash;   /* creation time + domains (VirtualService) */
-    int64_t created;       /* VirtualService: metadata.creationTimestamp, Unix seconds */
-    int has_created;       /* ... when it has a readable one */
-    struct xl_vs_res *res; /* VirtualService: [XL_MODES], else NULL */
+    uint64_t label_hash;         /* metadata.labels: Gateway selection depends on it */
+    uint64_t claim_hash;         /* creation time + domains (VirtualService) */
+    int64_t created;             /* VirtualService: metadata.creationTimestamp, Unix seconds */
+    int has_created;             /* ... when it has a readable one */
+    int cert_phase;              /* Secret: enum xl_cert_phase at the last pass's time */
+    struct xl_vs_res *res;       /* VirtualService: [XL_MODES], else NULL */
     /* per mode: domains + creation + served, what domain claims read; kept
      * across resolutions to notice when it changes */
     uint64_t claim_key[XL_MODES];
@@ -144,12 +147,11 @@ struct xl_entry {
     struct xl_entry_list contrib; /* RouteTable: VirtualServices with problems about it */
     int up_exists, up_valid;      /* Upstream: what dependants saw last */
     int up_hashing;               /* ... and whether it balances by hash (routes' hashPolicy) */
-    struct xl_gw_tls *gtls;       /* Gateway with spec.tls (envoy mode), else NULL */
-    int cert_phase;               /* Secret: enum xl_cert_phase at the last pass's time */
     /* report memo */
     enum xlate_state rep_state;
     const char *rep_reason;
-    char *rep_msg; /* malloc */
+    char *rep_msg;          /* malloc */
+    struct xl_gw_tls *gtls; /* Gateway with spec.tls (envoy mode), else NULL */
     size_t keylen;
     char *skey; /* sort key: key with the '/' as '\x01', so strcmp orders
                  * by (namespace, name); points after key */
@@ -241,7 +243,8 @@ struct xlate_ctx {
     uint32_t pass;
     int broken; /* a pass ran out of memory: the next must be a full view */
     struct cx_map by_key[XLATE_KIND_COUNT];   /* "ns/name" -> entry */
-    struct cx_map by_ptr;                     /* (digest, cJSON*) -> entry */
+    struct cx_map by_ptr;                     /* (digest, cJSON*) -> entry; records are
+                                               * found by key (rec->key) */
     struct xl_entry **list[XLATE_KIND_COUNT]; /* sorted by (namespace, name); none for
                                                * Services and EndpointSlices */
     size_t nlist[XLATE_KIND_COUNT], caplist[XLATE_KIND_COUNT];
