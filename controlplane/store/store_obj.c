@@ -7,6 +7,9 @@
 #include "xlate_api.h"
 #include "xlate_record.h"
 
+#include "cx_map.h"
+
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +33,66 @@ void store_decoder_init(struct store_decoder *d, const struct xlate_limits *lim)
 void store_decoder_free(struct store_decoder *d)
 {
     cx_buf_free(&d->scratch);
+}
+
+/* ---- statuses, shared ------------------------------------------------------ *
+ * The leader writes the statuses, so objects accepted together carry the
+ * same text (state, reason, message, transition time, generation): kept
+ * once, counted. A 10k world's 20k statuses (~250 bytes each) are a handful
+ * of texts; a text held by one object costs its map slot more than a copy.
+ * Records are decoded on the informers' thread and freed on whichever
+ * drops the last reference (a view on the translator's): a lock. */
+
+struct st_text {
+    size_t refs; /* under st_mu */
+    size_t len;
+    char text[];
+};
+
+static pthread_mutex_t st_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct cx_map st_map; /* text -> struct st_text */
+
+static const char *status_intern(const char *text)
+{
+    size_t len = strlen(text);
+    pthread_mutex_lock(&st_mu);
+    struct st_text *t = cx_map_get(&st_map, text, len);
+    if (t) {
+        t->refs++;
+    } else if ((t = malloc(sizeof(*t) + len + 1))) {
+        t->refs = 1;
+        t->len = len;
+        memcpy(t->text, text, len + 1);
+        if (cx_map_put(&st_map, t->text, len, t, NULL) != 0) {
+            free(t);
+            t = NULL;
+        }
+    }
+    pthread_mutex_unlock(&st_mu);
+    return t ? t->text : NULL;
+}
+
+static void status_release(const char *text)
+{
+    if (!text)
+        return;
+    struct st_text *t = (struct st_text *)(text - offsetof(struct st_text, text));
+    pthread_mutex_lock(&st_mu);
+    if (--t->refs == 0) {
+        cx_map_del(&st_map, t->text, t->len);
+        if (cx_map_len(&st_map) == 0)
+            cx_map_free(&st_map); /* nothing left behind at exit */
+        free(t);
+    }
+    pthread_mutex_unlock(&st_mu);
+}
+
+size_t store_status_texts(void)
+{
+    pthread_mutex_lock(&st_mu);
+    size_t n = cx_map_len(&st_map);
+    pthread_mutex_unlock(&st_mu);
+    return n;
 }
 
 static void so_free(void *p)
@@ -62,19 +125,24 @@ struct store_obj *store_obj_decode(struct store_decoder *d, enum xlate_kind kind
     live = (live + live / 16 + 7) & ~(size_t)7;
     if (live <= HINT_MAX)
         d->hint[kind] = live;
-    /* the status text and the references share the object's allocation */
-    char *status = NULL;
+    /* the references share the object's allocation; the status is shared */
+    const char *status = NULL;
     const cJSON *st = store_kind_has_status(kind) ? cx_json_member(json, "status") : NULL;
-    if (st && !(status = cJSON_PrintUnformatted(st))) {
-        xlate_record_unref(rec);
-        return NULL;
+    if (st) {
+        char *text = cJSON_PrintUnformatted(st);
+        status = text ? status_intern(text) : NULL;
+        free(text);
+        if (!status) {
+            xlate_record_unref(rec);
+            return NULL;
+        }
     }
-    size_t sl = status ? strlen(status) + 1 : 0, rl = 0;
+    size_t rl = 0;
     for (size_t i = 0; i < nrefs; i++)
         rl += strlen(refs[i]) + 1;
-    struct store_obj *so = malloc(sizeof(*so) + nrefs * sizeof(char *) + sl + rl);
+    struct store_obj *so = malloc(sizeof(*so) + nrefs * sizeof(char *) + rl);
     if (!so) {
-        free(status);
+        status_release(status);
         xlate_record_unref(rec);
         return NULL;
     }
@@ -83,12 +151,7 @@ struct store_obj *store_obj_decode(struct store_decoder *d, enum xlate_kind kind
     so->nrefs = nrefs;
     so->refs = nrefs ? (char **)(so + 1) : NULL;
     char *p = (char *)(so + 1) + nrefs * sizeof(char *);
-    so->status = NULL;
-    if (status) {
-        so->status = memcpy(p, status, sl);
-        p += sl;
-        free(status);
-    }
+    so->status = status;
     for (size_t i = 0; i < nrefs; i++) {
         size_t n = strlen(refs[i]) + 1;
         so->refs[i] = memcpy(p, refs[i], n);
@@ -102,6 +165,7 @@ void store_obj_free(struct store_obj *so)
     if (!so)
         return;
     xlate_record_unref(so->rec);
+    status_release(so->status);
     free(so);
 }
 

@@ -12,7 +12,8 @@
  *   - the change-significance digest (filter_digest), computed during the
  *     decode: the filters compare it and the store keeps it;
  *   - for the kinds whose status the leader writes, .status as compact
- *     JSON (the status writer compares it with the one it would write);
+ *     JSON (the status writer compares it with the one it would write),
+ *     one copy per distinct text (objects accepted together share it);
  *   - the Secrets and ConfigMaps it names (the caller's list: daemon_refs).
  *
  * Immutable once made, owned by its kube_obj (freed with it).
@@ -30,7 +31,8 @@
 struct store_obj {
     struct xlate_record *rec; /* one reference */
     uint64_t digest;          /* filter_digest of the JSON it was decoded from */
-    char *status;             /* .status as compact JSON; NULL when absent or not kept */
+    const char *status;       /* .status as compact JSON, shared by the objects whose
+                               * status is the same text; NULL when absent or not kept */
     size_t nrefs;
     char **refs; /* "S/namespace/name" (Secret) or "C/namespace/name" (ConfigMap) */
 };
@@ -62,6 +64,9 @@ static inline const struct store_obj *store_obj_of(const struct kube_obj *o)
 {
     return o && o->rec_ops == &store_obj_ops ? (const struct store_obj *)o->rec : NULL;
 }
+
+/* Distinct status texts kept (all objects together). */
+size_t store_status_texts(void);
 
 /* metadata.labels[key] of a kept object, or NULL. */
 const char *store_obj_label(const struct store_obj *so, const char *key);

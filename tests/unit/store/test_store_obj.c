@@ -95,6 +95,50 @@ static void test_decode_keeps_what_readers_need(void)
     cJSON_Delete(j);
 }
 
+/* Objects whose statuses are the same text hold one copy of it, counted:
+ * it outlives the first holder, goes with the last, and a different text
+ * is a copy of its own. Each object still reads back its own status. */
+static void test_equal_statuses_are_shared(void)
+{
+    size_t before = store_status_texts();
+    cJSON *j = cx_json_parse(VS_JSON, strlen(VS_JSON));
+    REQUIRE(j != NULL);
+    struct store_decoder d;
+    store_decoder_init(&d, NULL);
+    struct store_obj *a = store_obj_decode(&d, XLATE_KIND_VIRTUAL_SERVICE, j, NULL, 0);
+    cJSON *md = cJSON_GetObjectItemCaseSensitive(j, "metadata");
+    cJSON_ReplaceItemInObjectCaseSensitive(md, "name", cJSON_CreateString("other"));
+    struct store_obj *b = store_obj_decode(&d, XLATE_KIND_VIRTUAL_SERVICE, j, NULL, 0);
+    REQUIRE(a && b && a->status && b->status);
+    CHECK(a->status == b->status); /* one copy */
+    CHECK_INT_EQ(store_status_texts(), before + 1);
+    /* another status: its own text */
+    cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "status");
+    cJSON_ReplaceItemInObjectCaseSensitive(st, "state", cJSON_CreateString("Rejected"));
+    struct store_obj *c = store_obj_decode(&d, XLATE_KIND_VIRTUAL_SERVICE, j, NULL, 0);
+    REQUIRE(c && c->status);
+    CHECK(c->status != a->status);
+    CHECK(strstr(c->status, "\"Rejected\"") != NULL);
+    CHECK(strstr(a->status, "\"Accepted\"") != NULL);
+    CHECK_INT_EQ(store_status_texts(), before + 2);
+    /* the first holder goes: the second still reads the text */
+    store_obj_free(a);
+    CHECK_INT_EQ(store_status_texts(), before + 2);
+    cJSON *orig = cx_json_parse(VS_JSON, strlen(VS_JSON));
+    REQUIRE(orig != NULL);
+    char *want = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(orig, "status"));
+    REQUIRE(want != NULL);
+    CHECK_STR_EQ(b->status, want);
+    free(want);
+    cJSON_Delete(orig);
+    store_obj_free(b);
+    CHECK_INT_EQ(store_status_texts(), before + 1);
+    store_obj_free(c);
+    CHECK_INT_EQ(store_status_texts(), before);
+    store_decoder_free(&d);
+    cJSON_Delete(j);
+}
+
 /* ---- kept objects translate as their JSON does --------------------------------- */
 
 static char *render(const struct xlate_snapshot *s)
@@ -227,6 +271,7 @@ static void test_kept_objects_translate_as_their_json(void)
 
 static const struct cxt_case cases[] = {
     CXT(test_decode_keeps_what_readers_need),
+    CXT(test_equal_statuses_are_shared),
     CXT(test_kept_objects_translate_as_their_json),
 };
 CXT_MAIN(cases)
