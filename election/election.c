@@ -695,21 +695,32 @@ struct election *election_new(const struct election_opts *o, char *err, size_t e
         goto fail;
     e->lock.conn = e->conn;
     /* The peer listener is bound before the core copies the config: the
-     * advertised endpoint carries the bound port. */
+     * advertised endpoint carries the bound port. With no address to
+     * advertise (no POD_IP, a wildcard listen address, no
+     * --leader-elect-peer-advertise) nobody could connect to it: no
+     * listener at all (no port open for nothing), said once; the replica
+     * still follows a holder that advertises one. */
     if (e->cfg.peer) {
-        e->peer =
-            election_peer_new(e->base, e->cfg.identity, e->cfg.peer_listen, e->cfg.peer_advertise,
-                              sizeof(e->cfg.peer_advertise), on_peer_dead, e, err, errlen);
+        bool serve = e->cfg.peer_advertise[0] != '\0';
+        e->peer = election_peer_new(e->base, e->cfg.identity, serve ? e->cfg.peer_listen : NULL,
+                                    e->cfg.peer_advertise, sizeof(e->cfg.peer_advertise),
+                                    on_peer_dead, e, err, errlen);
         if (!e->peer)
             goto fail;
-        if (e->cfg.peer_advertise[0])
+        if (serve) {
+            e->peer_off_why = "";
             cx_info(LOG, "peer channel: listening on %s (port %d), advertising %s",
                     e->cfg.peer_listen, election_peer_port(e->peer), e->cfg.peer_advertise);
-        else
+        } else {
+            e->peer_off_why = "no address to advertise";
             cx_warn(LOG,
-                    "peer channel: listening on %s (port %d) but no address to advertise "
-                    "(set POD_IP or --leader-elect-peer-advertise): standbys wait for the lease",
-                    e->cfg.peer_listen, election_peer_port(e->peer));
+                    "peer channel: not listening on %s: no address to advertise (set POD_IP or "
+                    "--leader-elect-peer-advertise); while this replica leads, standbys wait "
+                    "for its lease after a crash (it still follows a leader that advertises one)",
+                    e->cfg.peer_listen);
+        }
+    } else {
+        e->peer_off_why = "turned off (--leader-elect-peer=false)";
     }
     e->core = election_core_new(&e->cfg, &e->guard);
     e->timer = evtimer_new(e->base, on_timer, e);

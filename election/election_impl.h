@@ -42,6 +42,7 @@ struct election_metrics {
     struct cx_metric *requests;                   /* {name,purpose,outcome} */
     struct cx_metric *stepdowns;                  /* {name,reason} */
     struct cx_series *errors[ELECTION_ERR_COUNT]; /* {name,class} */
+    struct cx_series *peer_listening;
 };
 
 struct election {
@@ -67,6 +68,9 @@ struct election {
     struct event_base *base;
     struct election_kube_conn *conn;
     struct election_peer *peer; /* NULL: the peer channel is off */
+    /* Why the peer listener does not run ("" when it does): the channel is
+     * off, or there is no address to advertise. Fixed before the thread. */
+    const char *peer_off_why;
     struct election_core *core;
     struct election_lock lock;
     struct event *timer;

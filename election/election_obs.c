@@ -66,6 +66,13 @@ void election_metrics_init(struct election *e)
     for (int c = 1; c < ELECTION_ERR_COUNT && m; c++)
         if (c != ELECTION_ERR_CANCELLED)
             e->m.errors[c] = cx_metric_with(m, name, election_err_class_name(c));
+    m = cx_gauge("coxswain_leader_election_peer_listening",
+                 "1 if this replica serves the peer liveness channel (proof of death), 0 if the "
+                 "channel is off or there is no address to advertise (no POD_IP)",
+                 "name");
+    e->m.peer_listening = m ? cx_metric_with(m, name) : NULL;
+    if (e->m.peer_listening)
+        cx_series_set(e->m.peer_listening, e->peer_off_why && !*e->peer_off_why ? 1 : 0);
     if (e->m.master)
         cx_series_set(e->m.master, 0);
 }
@@ -153,9 +160,14 @@ int election_status_json(struct election *e, struct cx_buf *out)
     /* The peer channel: where it listens and what it advertises (fixed
      * before the elector's thread starts), and its counters. */
     if (e->peer) {
-        rc |= cx_buf_printf(out,
-                            ",\"peer\":{\"port\":%d,\"advertise\":", election_peer_port(e->peer));
+        bool listening = e->peer_off_why && !*e->peer_off_why;
+        rc |= cx_buf_printf(out, ",\"peer\":{\"listening\":%s,\"port\":%d,\"advertise\":",
+                            listening ? "true" : "false", election_peer_port(e->peer));
         rc |= cx_json_escape(out, e->cfg.peer_advertise);
+        if (!listening) {
+            rc |= cx_buf_puts(out, ",\"notListening\":");
+            rc |= cx_json_escape(out, e->peer_off_why ? e->peer_off_why : "");
+        }
         rc |= cx_buf_printf(out,
                             ",\"accepted\":%llu,\"connects\":%llu,\"ended\":%llu,"
                             "\"proofs\":%llu,\"noProofs\":%llu}",

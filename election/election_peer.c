@@ -436,7 +436,7 @@ struct election_peer *election_peer_new(struct event_base *base, const char *ide
 {
     struct sockaddr_storage ss;
     unsigned len = 0;
-    if (election_peer_parse(listen_addr, &ss, &len) != 0) {
+    if (listen_addr && election_peer_parse(listen_addr, &ss, &len) != 0) {
         snprintf(err, errlen, "--leader-elect-peer-listen \"%s\": not a numeric host:port",
                  listen_addr);
         return NULL;
@@ -451,6 +451,14 @@ struct election_peer *election_peer_new(struct event_base *base, const char *ide
     p->on_dead = on_dead;
     p->arg = arg;
     snprintf(p->identity, sizeof(p->identity), "%s", identity);
+    p->lfd = -1;
+    p->retry = evtimer_new(base, on_retry, p);
+    if (!p->retry) {
+        snprintf(err, errlen, "no memory");
+        goto fail;
+    }
+    if (!listen_addr)
+        return p; /* following only: nothing to serve */
     p->lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
     if (p->lfd < 0 || setsockopt(p->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
@@ -471,8 +479,7 @@ struct election_peer *election_peer_new(struct event_base *base, const char *ide
     if (colon && strcmp(colon, ":0") == 0)
         snprintf(colon, adv_cap - (size_t)(colon - advertise), ":%d", p->port);
     p->lev = event_new(base, p->lfd, EV_READ | EV_PERSIST, on_accept, p);
-    p->retry = evtimer_new(base, on_retry, p);
-    if (!p->lev || !p->retry || event_add(p->lev, NULL) != 0) {
+    if (!p->lev || event_add(p->lev, NULL) != 0) {
         snprintf(err, errlen, "cannot serve the peer listener");
         goto fail;
     }

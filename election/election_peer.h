@@ -70,7 +70,8 @@ struct election_peer_stats {
  * |advertise| (capacity |adv_cap|) is the endpoint to advertise: when its
  * port is 0 (or it is empty and the listen host is concrete) the bound
  * port is filled in. NULL with a message in |err| when the address cannot
- * be bound. */
+ * be bound. |listen_addr| NULL: no listener at all (a replica with no
+ * address to advertise); it still follows a holder (port 0). */
 struct election_peer *election_peer_new(struct event_base *base, const char *identity,
                                         const char *listen_addr, char *advertise, size_t adv_cap,
                                         election_peer_dead_fn on_dead, void *arg, char *err,

@@ -8,7 +8,9 @@ middlebox that closes the peer connections and resets new ones, or one
 that goes silent) gives no takeover while the leader renews; a leader
 restarted on the same address is proven dead by the new process's other
 identity; an advertised endpoint nobody answers (the port blocked) falls
-back to the lease. Guarded writes: none of an old leader after the new
+back to the lease; a replica with no address to advertise opens no
+listener, says so once (log, /debug/leader, metric), still proves an
+advertising leader's death, and is replaced by lease expiry. Guarded writes: none of an old leader after the new
 one's first lock write.
 """
 import json
@@ -46,8 +48,9 @@ def leader_of(electors, timeout=20.0):
 
 
 def elector(ks, name, extra=PEER):
+    # POD_IP never comes from the test's own environment
     return Elector(ks, name, lease=LEASE[0], renew=LEASE[1], retry=LEASE[2], admin=True,
-                   extra=list(extra))
+                   extra=list(extra), env={"POD_IP": ""})
 
 
 def peer(e):
@@ -77,6 +80,34 @@ def takeovers(e, cause):
                 'cause="%s"' % cause in line:
             return float(line.rsplit(" ", 1)[1])
     return None
+
+
+def gauge(e, name):
+    for line in e.http("/metrics")[1].decode().splitlines():
+        if line.startswith(name + "{") or line.startswith(name + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def listening_ports(pid):
+    """The TCP ports process |pid| listens on (its sockets in LISTEN)."""
+    inodes = set()
+    fd_dir = "/proc/%d/fd" % pid
+    for fd in os.listdir(fd_dir):
+        try:
+            link = os.readlink(os.path.join(fd_dir, fd))
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                cols = line.split()
+                if cols[3] == "0A" and cols[9] in inodes:
+                    ports.add(int(cols[1].rsplit(":", 1)[1], 16))
+    return ports
 
 
 def no_overlap(ks, old, new, after_ns):
@@ -284,6 +315,64 @@ def run(t, ks):
         check(s >= 12.9, "taken over %.1f s after the kill" % s)
         check_eq(takeovers(new, "lease-expiry"), 1.0, "takeovers by lease expiry")
     t.case("peer endpoint blocked: kill -9 falls back to the lease", blocked)
+
+    def unadvertised():
+        # No address to advertise (no POD_IP, a wildcard listen address, no
+        # --leader-elect-peer-advertise): nobody could reach the listener,
+        # so there is none; said once, shown in /debug/leader and a metric.
+        # The replica still follows a leader that advertises itself, and
+        # while it leads itself the lease decides.
+        for e in electors:
+            e.stop()
+        electors.clear()
+        adv = elector(ks, "ua")
+        electors.append(adv)
+        leader_of(electors)
+        un = elector(ks, "ub", extra=["--leader-elect-peer-listen", "0.0.0.0:0"])
+        electors.append(un)
+        p = peer(un)
+        check_eq((p["listening"], p["port"], p.get("notListening")),
+                 (False, 0, "no address to advertise"), "/debug/leader peer: %r" % p)
+        check_eq(peer(adv)["listening"], True, "the advertising replica listens")
+        check_eq(gauge(un, "coxswain_leader_election_peer_listening"), 0.0, "metric (ub)")
+        check_eq(gauge(adv, "coxswain_leader_election_peer_listening"), 1.0, "metric (ua)")
+        check_eq(listening_ports(un.pid), {un.admin_port},
+                 "listening sockets of ub (only its admin port)")
+        # the standby still holds its connection to the leader...
+        wait_for(lambda: peer(adv)["accepted"] >= 1, "ub's connection to ua")
+        renewed(ks)
+        time.sleep(0.2)
+        t0 = time.monotonic_ns()
+        adv.send_signal(signal.SIGKILL)
+        # ...so it proves the leader's death
+        got = un.wait("started-leading", after=t0, timeout=20)
+        ms = (got["mono"] - t0) / 1e6
+        note("kill -9 of an advertising leader: the unadvertised standby leads after %.0f ms", ms)
+        check(ms < 1000 * SLACK, "takeover took %.0f ms" % ms)
+        check_eq(takeovers(un, "proof-of-death"), 1.0, "takeovers by proof of death")
+        adv.stop()
+        electors.remove(adv)
+        renewed(ks)
+        holder, obj = lease_holder(ks)
+        check_eq(holder, un.name, "holder")
+        check_eq((obj["metadata"].get("annotations") or {}).get("coxswain.dev/peer"), None,
+                 "a peer endpoint advertised by a replica with none")
+        sb = elector(ks, "uc")
+        electors.append(sb)
+        time.sleep(3.0)
+        check_eq(peer(sb)["connects"], 0, "connections to a leader with no endpoint")
+        t0 = time.monotonic_ns()
+        un.send_signal(signal.SIGKILL)
+        got = sb.wait("started-leading", after=t0, timeout=25)
+        s = (got["mono"] - t0) / 1e9
+        note("kill -9 of the unadvertised leader: %s leads after %.1f s (lease)", sb.name, s)
+        check(s >= 12.9, "taken over %.1f s after the kill" % s)
+        check_eq(takeovers(sb, "lease-expiry"), 1.0, "takeovers by lease expiry")
+        warned = [ln for ln in un.log().splitlines() if "peer channel: not listening" in ln]
+        check_eq(len(warned), 1, "the warning, once: %r" % warned)
+        check("set POD_IP or --leader-elect-peer-advertise" in warned[0], warned[0])
+    t.case("no address to advertise: no peer listener (said once, /debug/leader, metric); it "
+           "still proves a leader's death; while it leads, the lease decides", unadvertised)
 
     for e in electors:
         e.stop()

@@ -4,7 +4,8 @@
  * proof; the same identity again, or a port that accepts but never
  * greets, or no connection ever established, is none. Bounds: connections
  * beyond PEER_MAX_CONNS are closed at once; garbage sent to a server is
- * dropped. */
+ * dropped. A replica with no listener (nothing to advertise) still
+ * follows and proves. */
 #include "cxtest.h"
 #include "election_peer.h"
 
@@ -380,7 +381,39 @@ static void test_parse(void)
     CHECK_INT_EQ(election_peer_parse("[fd00::1:1", &ss, &len), -1);
 }
 
+/* No address to advertise: no listener (port 0, nothing bound), and
+ * following a holder still works: its death is proven. */
+static void test_no_listener_still_follows(void)
+{
+    struct event_base *b = event_base_new();
+    char adv[ELECTION_PEER_MAX];
+    struct election_peer *a = server(b, "a", 0, adv);
+    REQUIRE(a != NULL);
+    struct got g = {0};
+    char none[ELECTION_PEER_MAX] = "", err[256] = "";
+    struct election_peer *s =
+        election_peer_new(b, "s", NULL, none, sizeof(none), on_dead, &g, err, sizeof(err));
+    REQUIRE(s != NULL);
+    CHECK_INT_EQ(election_peer_port(s), 0);
+    CHECK_STR_EQ(none, "");
+    election_peer_follow(s, "a", adv, "3");
+    spin(b, 100);
+    held(s);
+    election_peer_free(a);
+    spin(b, 100);
+    CHECK_INT_EQ(g.n, 1);
+    CHECK_STR_EQ(g.holder, "a");
+    CHECK_STR_EQ(g.rv, "3");
+    struct election_peer_stats st;
+    election_peer_stats(s, &st);
+    CHECK_INT_EQ(st.accepted, 0);
+    CHECK_INT_EQ(st.proofs, 1);
+    election_peer_free(s);
+    event_base_free(b);
+}
+
 static const struct cxt_case cases[] = {
+    CXT(test_no_listener_still_follows),
     CXT(test_refused_after_end_is_proof),
     CXT(test_other_identity_after_end_is_proof_same_is_not),
     CXT(test_no_greeting_proves_nothing),
