@@ -127,6 +127,12 @@ int daemon_config_init(struct daemon_config *c)
       .min = 0.1, .max = 600,
       .help = "a connection that does not answer its health check within this is closed and "
               "its requests and watches move to a new one (client-go's PingTimeout)");
+    F(.name = "kube-api-watch-timeout", .type = CX_FLAG_DURATION,
+      .target = &c->kube_api_watch_timeout_ns, .def = "5m",
+      .env = "COXSWAIN_KUBE_API_WATCH_TIMEOUT", .min = 1, .max = 3600,
+      .help = "timeoutSeconds of the informers' watches: the API server ends each watch after "
+              "this and it resumes from its resourceVersion; also how long a watch stream "
+              "stalled on a live HTTP/2 connection can go unnoticed (client-go: 5-10 min)");
     F(.name = "snapshot-max-bytes", .type = CX_FLAG_INT, .target = &c->snapshot_max_bytes,
       .def = "524288", .min = 0, .max = 1048576,
       .help = "cap on the gzip+base64 snapshot a ProxySnapshot carries; larger ones are left "

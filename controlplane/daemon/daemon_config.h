@@ -50,6 +50,7 @@ struct daemon_config {
     long kube_api_burst;
     int64_t kube_api_read_idle_ns; /* dead-connection check (kube_conn.c); 0: none */
     int64_t kube_api_ping_timeout_ns;
+    int64_t kube_api_watch_timeout_ns; /* the informers' watch timeoutSeconds */
     long snapshot_max_bytes;
     int64_t shutdown_grace_ns;
     char *ports_file;

@@ -30,6 +30,12 @@ static const char *const input_kinds[XLATE_KIND_COUNT] = {
     "Service", "EndpointSlice",  "Secret",     "ConfigMap",
 };
 
+/* The informers' watch timeoutSeconds (--kube-api-watch-timeout). */
+static int feed_watch_timeout_s(const struct daemon *d)
+{
+    return (int)(d->cfg->kube_api_watch_timeout_ns / 1000000000);
+}
+
 static int tls_kind(enum xlate_kind k)
 {
     return k == XLATE_KIND_SECRET || k == XLATE_KIND_CONFIG_MAP;
@@ -508,6 +514,7 @@ int daemon_feed_setup(struct daemon *d, char *err, size_t errlen)
             .field_selector = di->fields,
             .name = di->name,
             .trim = 1,
+            .watch_timeout_s = feed_watch_timeout_s(d),
             /* Secrets and ConfigMaps: metadata; daemon_fetch reads the
              * referenced ones whole. */
             .metadata_only = tls_kind(di->kind),
@@ -528,8 +535,10 @@ int daemon_feed_setup(struct daemon *d, char *err, size_t errlen)
         };
         d->ns_inf = (struct daemon_inf){.d = d, .role = DAEMON_INF_NAMESPACE};
         snprintf(d->ns_inf.name, sizeof(d->ns_inf.name), "namespaces");
-        struct kube_informer_opts o = {
-            .res = &store_res_namespaces, .name = "namespaces", .trim = 1};
+        struct kube_informer_opts o = {.res = &store_res_namespaces,
+                                       .name = "namespaces",
+                                       .trim = 1,
+                                       .watch_timeout_s = feed_watch_timeout_s(d)};
         d->ns_inf.inf = kube_informer_new(d->kc, &o, &ns_h, &d->ns_inf);
         if (!d->ns_inf.inf) {
             snprintf(err, errlen, "cannot create the namespaces informer");
@@ -549,6 +558,7 @@ int daemon_feed_setup(struct daemon *d, char *err, size_t errlen)
         .ns = d->ns,
         .label_selector = PUBLISH_LABEL_KEY "=" PUBLISH_LABEL_VALUE,
         .name = "proxysnapshots",
+        .watch_timeout_s = feed_watch_timeout_s(d),
     };
     d->snap_inf.inf = kube_informer_new(d->kc, &so, &snap_h, &d->snap_inf);
     if (!d->snap_inf.inf) {
