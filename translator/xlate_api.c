@@ -460,8 +460,8 @@ static void parse_upstream(struct pctx *p, const cJSON *spec)
                         pop(p, o2);
                         continue;
                     }
-                    static const char *const hallowed[] = {"address", "port", "weight", "zone",
-                                                           NULL};
+                    static const char *const hallowed[] = {"address", "port",     "weight",
+                                                           "zone",    "hostname", NULL};
                     xlate_check_fields(p, h, hallowed);
                     if (get_str(p, h, "address", 1, &x->address) == 1 && !xlate_is_ip(x->address)) {
                         size_t o3 = push_lit(p, ".address");
@@ -482,6 +482,13 @@ static void parse_upstream(struct pctx *p, const cJSON *spec)
                         REJECT_AT(p, "zone", XL_R_INVALID_SPEC,
                                   "must be 1-253 characters without control characters");
                         x->zone = "";
+                    }
+                    if (get_str(p, h, "hostname", 0, &x->hostname) == 1 &&
+                        !cx_kname_is_subdomain(x->hostname)) {
+                        REJECT_AT(p, "hostname", XL_R_INVALID_SPEC,
+                                  "\"%.64s\" is not a DNS name (" CX_KNAME_SUBDOMAIN_ERR ")",
+                                  x->hostname);
+                        x->hostname = NULL;
                     }
                     for (size_t k = 0; k + 1 < i && x->address; k++)
                         if (u->hosts[k].address && u->hosts[k].port == x->port &&
@@ -602,7 +609,7 @@ static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
         memset(x, 0, sizeof(*x));
         /* one walk over the endpoint's members (Kubernetes writes several
          * more: nodeName, targetRef, hints...); the first of a name counts */
-        const cJSON *addrs = NULL, *conds = NULL, *zm = NULL, *c;
+        const cJSON *addrs = NULL, *conds = NULL, *zm = NULL, *hm = NULL, *c;
         for (c = cJSON_IsObject(e) ? e->child : NULL; c; c = c->next) {
             cx_json_prefetch(c);
             if (!c->string)
@@ -613,6 +620,8 @@ static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
                 conds = c;
             else if (!zm && c->string[0] == 'z' && keyeq(c->string, "zone"))
                 zm = c;
+            else if (!hm && c->string[0] == 'h' && keyeq(c->string, "hostname"))
+                hm = c;
         }
         size_t na = cx_json_count(addrs);
         if (!cJSON_IsArray(addrs) || na == 0)
@@ -636,6 +645,10 @@ static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
                 x->zone = zones[z];
         if (!x->zone && (x->zone = pstrdup(p, zone)) && nzones < sizeof(zones) / sizeof(zones[0]))
             zones[nzones++] = x->zone;
+        /* Endpoint.hostname, for auto host rewrite: what the API server
+         * admits (a DNS-1123 label there; a subdomain here), else none */
+        if (cJSON_IsString(hm) && cx_kname_is_subdomain(hm->valuestring))
+            x->hostname = pstrdup(p, hm->valuestring);
         if (x->naddresses)
             s->nendpoints++;
     }

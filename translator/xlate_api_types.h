@@ -328,6 +328,7 @@ struct xl_static_host {
     uint32_t port;
     uint32_t weight; /* default 1 */
     char *zone;      /* its locality's zone; "" when none */
+    char *hostname;  /* Endpoint.hostname (auto host rewrite), or NULL */
 };
 
 /* spec.localities[]: a zone's weight and priority (ClusterLoadAssignment
@@ -423,8 +424,9 @@ struct xl_service {
 struct xl_slice_endpoint {
     char **addresses;
     size_t naddresses;
-    int ready;  /* conditions.ready, absent counts as ready */
-    char *zone; /* "" when absent */
+    int ready;      /* conditions.ready, absent counts as ready */
+    char *zone;     /* "" when absent */
+    char *hostname; /* a DNS-1123 subdomain, or NULL (absent or not one) */
 };
 
 struct xl_endpoint_slice {

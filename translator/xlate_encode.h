@@ -233,6 +233,7 @@ struct xl_lb_endpoint {
     uint32_t port;
     uint32_t weight; /* >= 1 */
     const char *zone;
+    const char *hostname; /* Endpoint.hostname, or NULL */
 };
 
 /* A ClusterLoadAssignment. |eps| must be sorted by zone, then address and

@@ -117,7 +117,8 @@ static int collect(struct xl_entry *e, struct xl_up_memo *m, const struct xl_ent
         for (size_t i = 0; i < u->nhosts; i++)
             eps[n++] =
                 (struct xl_lb_endpoint){u->hosts[i].address, u->hosts[i].port, u->hosts[i].weight,
-                                        u->hosts[i].zone ? u->hosts[i].zone : ""};
+                                        u->hosts[i].zone ? u->hosts[i].zone : "",
+                                        u->hosts[i].hostname};
         goto done;
     }
     if (!svc) {
@@ -170,7 +171,8 @@ static int collect(struct xl_entry *e, struct xl_up_memo *m, const struct xl_ent
                     }
                     eps = ne;
                 }
-                eps[n++] = (struct xl_lb_endpoint){ep->addresses[a], port, 1, ep->zone};
+                eps[n++] =
+                    (struct xl_lb_endpoint){ep->addresses[a], port, 1, ep->zone, ep->hostname};
             }
         }
     }

@@ -98,6 +98,7 @@ enum {
     LB_ENDPOINT_HEALTH_STATUS = 2,
     LB_ENDPOINT_WEIGHT = 4,
     ENDPOINT_ADDRESS = 1,
+    ENDPOINT_HOSTNAME = 3,
     ADDRESS_SOCKET_ADDRESS = 1,
     SOCKET_ADDRESS_ADDRESS = 2,
     SOCKET_ADDRESS_PORT_VALUE = 3,
@@ -110,7 +111,10 @@ static void enc_lb_endpoint(struct cx_wire *w, const struct xl_lb_endpoint *e)
     if (e->weight != 1)
         cx_wire_wrapped(w, LB_ENDPOINT_WEIGHT, e->weight);
     cx_wire_uint(w, LB_ENDPOINT_HEALTH_STATUS, HEALTH_STATUS_HEALTHY);
-    size_t ep = cx_wire_mark(w), addr = ep, sa = ep;
+    size_t ep = cx_wire_mark(w);
+    if (e->hostname) /* after the address: written first, back to front */
+        cx_wire_str3(w, ENDPOINT_HOSTNAME, e->hostname);
+    size_t addr = cx_wire_mark(w), sa = addr;
     cx_wire_uint(w, SOCKET_ADDRESS_PORT_VALUE, e->port); /* a oneof member: even when 0 */
     cx_wire_str3(w, SOCKET_ADDRESS_ADDRESS, e->address);
     cx_wire_close(w, ADDRESS_SOCKET_ADDRESS, sa);

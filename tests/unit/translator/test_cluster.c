@@ -253,8 +253,8 @@ static void test_localities(void)
     /* sorted by zone: a has none (all unready), b two, c one, d one
      * (unlisted: after c) and "" one (unlisted too) */
     struct xl_lb_endpoint eps[] = {
-        {"10.0.0.9", 80, 1, ""},  {"10.0.0.1", 80, 2, "b"}, {"10.0.0.2", 80, 5, "b"},
-        {"10.0.0.3", 80, 1, "c"}, {"10.0.0.4", 80, 1, "d"},
+        {"10.0.0.9", 80, 1, "", NULL},  {"10.0.0.1", 80, 2, "b", NULL}, {"10.0.0.2", 80, 5, "b", NULL},
+        {"10.0.0.3", 80, 1, "c", NULL}, {"10.0.0.4", 80, 1, "d", NULL},
     };
     struct xl_cla_locality *locs = NULL;
     size_t n = 0;
@@ -273,7 +273,7 @@ static void test_localities(void)
     CHECK_INT_EQ(locs[3].priority, 2);
     free(locs);
     /* once a's endpoint is ready, a takes its weight 3 at priority 0 */
-    struct xl_lb_endpoint eps2[] = {{"10.0.0.8", 80, 1, "a"}, {"10.0.0.1", 80, 2, "b"}};
+    struct xl_lb_endpoint eps2[] = {{"10.0.0.8", 80, 1, "a", NULL}, {"10.0.0.1", 80, 2, "b", NULL}};
     REQUIRE_INT_EQ(xlate_localities(&o, eps2, 2, &locs, &n), 0);
     REQUIRE_INT_EQ(n, 2);
     CHECK_STR_EQ(locs[0].zone, "a");
@@ -299,7 +299,7 @@ static int repacks_the_same(const ProtobufCMessage *m, const uint8_t *b, size_t 
 
 static void test_cla_priorities_bytes(void)
 {
-    struct xl_lb_endpoint eps[] = {{"10.0.0.1", 80, 1, "a"}, {"10.0.0.2", 81, 4, "b"}};
+    struct xl_lb_endpoint eps[] = {{"10.0.0.1", 80, 1, "a", NULL}, {"10.0.0.2", 81, 4, "b", NULL}};
     struct xl_cla_locality locs[] = {{"a", &eps[0], 1, 3, 0}, {"b", &eps[1], 1, 1, 1}};
     uint8_t *b = NULL;
     size_t len = 0;

@@ -231,9 +231,9 @@ static void test_cluster_hashing(void)
 static void test_cla(void)
 {
     const struct xl_lb_endpoint eps[] = {
-        {"10.0.0.1", 80, 1, ""},
-        {"10.0.0.2", 80, 3, ""},
-        {"10.0.1.1", 8080, 1, "zone-a"},
+        {"10.0.0.1", 80, 1, "", NULL},
+        {"10.0.0.2", 80, 3, "", NULL},
+        {"10.0.1.1", 8080, 1, "zone-a", "db-0"},
     };
     uint8_t *b = NULL;
     size_t len = 0;
@@ -262,6 +262,14 @@ static void test_cla(void)
                  "10.0.1.1");
     CHECK_INT_EQ(c->endpoints[1]->lb_endpoints[0]->endpoint->address->socket_address->port_value,
                  8080);
+    /* Endpoint.hostname (3): what auto_host_rewrite puts in Host */
+    CHECK_STR_EQ(c->endpoints[1]->lb_endpoints[0]->endpoint->hostname, "db-0");
+    CHECK_STR_EQ(c->endpoints[0]->lb_endpoints[0]->endpoint->hostname, "");
+    const ProtobufCFieldDescriptor *hf = protobuf_c_message_descriptor_get_field_by_name(
+        &envoy__config__endpoint__v3__endpoint__descriptor, "hostname");
+    REQUIRE(hf);
+    CHECK_INT_EQ(hf->id, 3);
+    CHECK_INT_EQ(hf->type, PROTOBUF_C_TYPE_STRING);
     protobuf_c_message_free_unpacked(&c->base, NULL);
     free(b);
     /* no endpoints: an empty assignment, still named */
@@ -314,6 +322,8 @@ static uint8_t *reference_cla(const char *name, const struct xl_lb_endpoint *eps
             addr[k].address_case = ENVOY__CONFIG__CORE__V3__ADDRESS__ADDRESS_SOCKET_ADDRESS;
             addr[k].socket_address = &sa[k];
             ep[k].address = &addr[k];
+            if (eps[k].hostname)
+                ep[k].hostname = (char *)eps[k].hostname;
             lbe[k].host_identifier_case =
                 ENVOY__CONFIG__ENDPOINT__V3__LB_ENDPOINT__HOST_IDENTIFIER_ENDPOINT;
             lbe[k].endpoint = &ep[k];
@@ -350,10 +360,13 @@ static void test_cla_bytes(void)
                                           (uint32_t)(i % 7 == 3 ? 0
                                                      : i % 5    ? 1
                                                                 : 100000 * i),
-                                          i < 150 ? "" : "zone-b"};
+                                          i < 150 ? "" : "zone-b", i % 3 ? NULL : long_name};
     const struct xl_lb_endpoint mixed[] = {
-        {"10.0.0.1", 0, 1, ""}, {"10.0.0.2", 65535, 4294967295u, ""}, {"::1", 443, 2, "a"},
-        {"", 80, 1, "a"},       {"10.0.0.3", 80, 1, long_name},
+        {"10.0.0.1", 0, 1, "", "h-1"},
+        {"10.0.0.2", 65535, 4294967295u, "", NULL},
+        {"::1", 443, 2, "a", "db-0.db.ns.svc.cluster.local"},
+        {"", 80, 1, "a", NULL},
+        {"10.0.0.3", 80, 1, long_name, long_name},
     };
     struct {
         const char *name;
