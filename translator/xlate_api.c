@@ -51,6 +51,8 @@ static const char *const reason_names[XL_R_COUNT] = {
     [XL_R_CERT_UNUSED] = "CertificateUnused",
     [XL_R_BUDGET] = "BudgetExceeded",
     [XL_R_HASH_IGNORED] = "HashPolicyIgnored",
+    [XL_R_LISTENER_CONFLICT] = "ListenerConflict",
+    [XL_R_LISTENER_NOT_FOUND] = "ListenerNotFound",
 };
 
 const char *xlate_reason_name(enum xl_reason r)
@@ -328,11 +330,11 @@ static void parse_gateway(struct pctx *p, const cJSON *spec)
 static void parse_virtual_service(struct pctx *p, const cJSON *spec)
 {
     struct xl_virtual_service *vs = &p->o->u.vs;
-    static const char *const allowed[] = {"domains", "routes", "requireTls", "cors",
-                                          "rateLimit", NULL};
-    const cJSON *f[5];
+    static const char *const allowed[] = {"domains",   "routes",    "requireTls", "cors",
+                                          "rateLimit", "listeners", NULL};
+    const cJSON *f[6];
     xlate_fields(p, spec, allowed, f);
-    xlate_parse_vs_ext(p, f[2], f[3], f[4], vs);
+    xlate_parse_vs_ext(p, f[2], f[3], f[4], f[5], vs);
     const cJSON *doms = arr_v(p, f[0], "domains", 1, XLATE_MAX_DOMAINS);
     if (doms) {
         vs->domains = palloc(p, cx_json_count(doms) * sizeof(char *));

@@ -87,6 +87,8 @@ enum xl_reason {
     XL_R_CERT_UNUSED,           /* CertificateUnused: covers no served domain */
     XL_R_BUDGET,                /* BudgetExceeded: over a struct xlate_limits budget */
     XL_R_HASH_IGNORED,          /* HashPolicyIgnored: the Upstream does not balance by hash */
+    XL_R_LISTENER_CONFLICT,     /* ListenerConflict: two listeners on one socket */
+    XL_R_LISTENER_NOT_FOUND,    /* ListenerNotFound: no listener of the Gateway serves it */
     XL_R_COUNT,
 };
 

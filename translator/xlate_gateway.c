@@ -113,6 +113,9 @@ void xlate_gw_memo_free(struct xl_gw_memo *m)
     xlate_map_free_vals(&m->conflicts);
     xlate_map_free_vals(&m->upcount);
     xlate_resource_unref(m->rc);
+    for (size_t i = 0; i < m->nlrc; i++)
+        xlate_resource_unref(m->lrc[i].rc);
+    free(m->lrc);
     for (size_t i = 0; i < m->nlisteners; i++)
         xlate_resource_unref(m->listeners[i]);
     free(m->listeners);
@@ -251,6 +254,17 @@ static void set_del(struct xl_gw_memo *m, int t, const char *name, const struct 
     memmove(&s->items[at], &s->items[at + 1], (s->n - at - 1) * sizeof(*s->items));
     s->n--;
     m->set_dirty[t] = 1;
+}
+
+int xlate_gw_set_put(struct xl_gw_memo *m, int t, struct xds_resource *r)
+{
+    return set_put(m, t, r);
+}
+
+void xlate_gw_set_del(struct xl_gw_memo *m, int t, const char *name,
+                      const struct xds_resource *only)
+{
+    set_del(m, t, name, only);
 }
 
 /* The set's version, exactly as xlate_resource_set_seal computes it (sha256
@@ -460,6 +474,7 @@ static int refuse(struct xl_gw_memo *m, const struct xl_entry *v, enum xl_reason
         return -1;
     }
     m->nbudget += why == XL_R_BUDGET;
+    m->nnolistener += why == XL_R_LISTENER_NOT_FOUND;
     return 0;
 }
 
@@ -491,6 +506,7 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
     }
     xlate_map_free_vals(&m->conflicts);
     m->nbudget = 0;
+    m->nnolistener = 0;
     size_t n = 0;
     for (size_t i = 0; i < m->nsel; i++) {
         struct xl_entry *v = m->sel[i];
@@ -514,7 +530,9 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
         char buf[900];
         enum xl_reason why = XL_R_NONE;
         int fits = 1;
-        if (other) {
+        if (m->mode == XLATE_MODE_ENVOY && !xlate_gw_serves(gwe, vs, buf, sizeof(buf))) {
+            why = XL_R_LISTENER_NOT_FOUND; /* claims no domain here */
+        } else if (other) {
             char rule[400];
             claim_rule(other, v, rule, sizeof(rule));
             snprintf(buf, sizeof(buf),
@@ -601,47 +619,15 @@ static void stat_prefix(char *out, size_t cap, const char *key)
 
 static int build_rc(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m)
 {
-    uint8_t hbuf[CX_SHA256_LEN];
-    size_t klen = strlen(gwe->key);
-    size_t hl = klen + 1 + m->nacc * 16;
-    uint8_t *hin = malloc(hl);
-    if (!hin)
+    struct xds_resource *r;
+    if (xlate_gw_encode_rc(ctx, gwe->key, m->acc, m->nacc, 0, NULL, m->rc_hash, m->rc, &r) != 0)
         return -1;
-    memcpy(hin, gwe->key, klen);
-    hin[klen] = '\n';
-    for (size_t i = 0; i < m->nacc; i++)
-        memcpy(hin + klen + 1 + i * 16, m->acc[i].hash, 16);
-    cx_sha256_with(ctx->sha, hin, hl, hbuf);
-    free(hin);
-    if (m->rc && memcmp(hbuf, m->rc_hash, sizeof(m->rc_hash)) == 0) {
-        ctx->stats.resources_reused++;
+    if (!r) /* the same virtual hosts */
         return 0;
-    }
-    struct xl_bytes *vh = malloc((m->nacc ? m->nacc : 1) * sizeof(*vh));
-    if (!vh)
-        return -1;
-    for (size_t i = 0; i < m->nacc; i++)
-        vh[i] = (struct xl_bytes){m->acc[i].vh, m->acc[i].vhlen};
-    uint8_t *bytes = NULL;
-    size_t len = 0;
-    int rc = xlate_encode_route_config(gwe->key, vh, m->nacc, &bytes, &len);
-    free(vh);
-    if (rc != 0)
-        return -1;
-    static const char hex[] = "0123456789abcdef";
-    char ver[XDS_VERSION_LEN + 1];
-    for (int i = 0; i < XDS_VERSION_LEN; i++)
-        ver[i] = hex[(hbuf[i / 2] >> (i % 2 ? 0 : 4)) & 0xf];
-    ver[XDS_VERSION_LEN] = '\0';
-    struct xds_resource *r = xlate_resource_new_versioned(XDS_ROUTE, gwe->key, bytes, len, ver);
-    if (!r)
-        return -1;
     if (m->rc)
-        set_del(m, XDS_ROUTE, m->rc->name, NULL);
+        set_del(m, XDS_ROUTE, m->rc->name, m->rc);
     xlate_resource_unref(m->rc);
     m->rc = r;
-    memcpy(m->rc_hash, hbuf, sizeof(m->rc_hash));
-    ctx->stats.resources_built++;
     return set_put(m, XDS_ROUTE, r);
 }
 
@@ -654,35 +640,37 @@ static int build_lds(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_m
         const struct xl_gw_tls *t = gwe->gtls;
         /* a TLS listener also follows its certificates and the served
          * domains (SNI) */
-        if (m->nlisteners && !gw_changed &&
+        if (m->nlisteners && !gw_changed && !m->lds_names_dirty &&
             (!t || (!m->lds_dirty && m->lds_tls_digest == t->digest)))
             return 0;
         struct xds_resource **ls = NULL;
         size_t n = 0;
         if (xlate_gw_listeners(ctx, gwe, m, sp, &ls, &n) != 0)
             return -1;
-        m->lds_dirty = 0;
+        m->lds_dirty = m->lds_names_dirty = 0;
         m->lds_tls_digest = t ? t->digest : 0;
-        int same = n == m->nlisteners;
-        for (size_t i = 0; same && i < n; i++)
-            same = ls[i]->len == m->listeners[i]->len &&
-                   strcmp(ls[i]->name, m->listeners[i]->name) == 0 &&
-                   memcmp(ls[i]->bytes, m->listeners[i]->bytes, ls[i]->len) == 0;
-        struct xds_resource **drop = same ? ls : m->listeners;
-        size_t ndrop = same ? n : m->nlisteners;
-        for (size_t i = 0; i < ndrop; i++) {
-            if (!same)
-                set_del(m, XDS_LISTENER, drop[i]->name, drop[i]);
-            xlate_resource_unref(drop[i]);
+        /* a Listener whose bytes did not change keeps its resource (a new
+         * certificate for the same names: the key is in an SDS Secret; a
+         * sibling's RouteConfiguration changed), so no drain */
+        size_t kept = 0;
+        for (size_t i = 0; i < n && i < m->nlisteners; i++) {
+            struct xds_resource *o = m->listeners[i];
+            if (ls[i]->len == o->len && strcmp(ls[i]->name, o->name) == 0 &&
+                memcmp(ls[i]->bytes, o->bytes, o->len) == 0) {
+                xlate_resource_unref(ls[i]);
+                ls[i] = o; /* with the memo's reference */
+                m->listeners[i] = NULL;
+                kept++;
+            }
         }
-        free(drop);
-        /* a new certificate for the same names: the same bytes (the key is
-         * in an SDS Secret), so the same Listeners and no drain */
-        if (same) {
-            ctx->stats.resources_reused += n;
-            return 0;
-        }
-        ctx->stats.resources_built += n;
+        for (size_t i = 0; i < m->nlisteners; i++)
+            if (m->listeners[i]) {
+                set_del(m, XDS_LISTENER, m->listeners[i]->name, m->listeners[i]);
+                xlate_resource_unref(m->listeners[i]);
+            }
+        free(m->listeners);
+        ctx->stats.resources_reused += kept;
+        ctx->stats.resources_built += n - kept;
         m->listeners = ls;
         m->nlisteners = n;
         for (size_t i = 0; i < n; i++)
@@ -931,7 +919,8 @@ static int gw_emit(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_mem
             set_put(m, XDS_ENDPOINT, up->up->cla) != 0)
             return -1;
     }
-    if ((m->rc_dirty || !m->rc) && build_rc(ctx, gwe, m) != 0)
+    if ((m->rc_dirty || !m->rc) &&
+        (build_rc(ctx, gwe, m) != 0 || xlate_gw_listener_rcs(ctx, gwe, m) != 0))
         return -1;
     m->rc_dirty = 0;
     if (build_lds(ctx, gwe, m, gw_changed) != 0)

@@ -181,6 +181,13 @@ struct xl_ucount {
     uint32_t put_pass; /* pass in which its resources were put in the sets */
 };
 
+/* An envoy-mode listener's own RouteConfiguration, when it serves fewer
+ * than every accepted VirtualService (they name listeners). */
+struct xl_listener_rc {
+    struct xds_resource *rc; /* NULL: it uses the Gateway's */
+    uint8_t hash[16];
+};
+
 /* A proxyless Gateway's API Listener for one domain. */
 struct xl_api_listener {
     struct xds_resource *r;
@@ -199,6 +206,7 @@ struct xl_gw_memo {
     size_t acc_routes, acc_bytes; /* the accepted ones' routes and RouteConfiguration bytes */
     struct cx_map conflicts;      /* VirtualService key -> struct xl_refusal (malloc) */
     size_t nbudget;               /* refusals for a budget among them */
+    size_t nnolistener;           /* refusals for no listener serving it among them */
     struct cx_map upcount;        /* Upstream key -> struct xl_ucount (malloc) */
     int claims_dirty, rc_dirty, lds_dirty;
     int bulk; /* compute_claims: append to sets, sort after */
@@ -209,6 +217,9 @@ struct xl_gw_memo {
     struct xds_resource *rc;
     struct xds_resource **listeners;              /* envoy mode, in spec order (malloc) */
     size_t nlisteners;
+    struct xl_listener_rc *lrc; /* per spec.listeners entry (malloc), or NULL */
+    size_t nlrc;
+    int lds_names_dirty; /* a listener's RouteConfiguration name changed */
     struct cx_map api_listeners;                  /* proxyless: domain -> struct xl_api_listener */
     struct xds_resource_set sets[XDS_TYPE_COUNT]; /* sorted by name; refs held */
     size_t cap[XDS_TYPE_COUNT];
@@ -320,7 +331,7 @@ void xlate_gw_tls_free(struct xl_gw_tls *t);
  * records the VirtualServices' uncovered domains and the unused
  * certificates in the memo. Returns 0 or -1. */
 int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
-                          const char *name, const char *address, uint32_t port,
+                          const struct xl_listener *l, const char *name, const char *rc_name,
                           const char *stat_prefix, uint8_t **out, size_t *len);
 /* translator/route/xlate_listeners.c: the socket Listeners of envoy-mode
  * Gateway |gwe| (spec.listeners, else bindAddress:bindPort), new resources
@@ -328,6 +339,30 @@ int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
  * Returns 0 or -1. */
 int xlate_gw_listeners(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
                        const char *stat_prefix, struct xds_resource ***out, size_t *n);
+/* 1 if a listener named |lname| (NULL: the unnamed one of a Gateway
+ * without spec.listeners) serves VirtualService |vs|: it names none, or
+ * names |lname|. */
+int xlate_listener_serves(const struct xl_virtual_service *vs, const char *lname);
+/* 1 if some listener of envoy-mode Gateway |gwe| serves |vs|; else 0 with
+ * why in |msg|. */
+int xlate_gw_serves(const struct xl_entry *gwe, const struct xl_virtual_service *vs, char *msg,
+                    size_t n);
+/* RouteConfiguration |name| of the accepted slots (|filter|: only those
+ * listener |lname| serves). When |cur| is set and their hash is |hash|,
+ * *fresh is NULL (reused); else *fresh is a new resource (one reference)
+ * and |hash| its hash. Returns 0 or -1. */
+int xlate_gw_encode_rc(struct xlate_ctx *ctx, const char *name, const struct xl_slot *acc,
+                       size_t nacc, int filter, const char *lname, uint8_t hash[16],
+                       const struct xds_resource *cur, struct xds_resource **fresh);
+/* Brings the memo's per-listener RouteConfigurations (lrc) up to date with
+ * its accepted slots, in the XDS_ROUTE set; lds_names_dirty when one
+ * appears or goes. Returns 0 or -1. */
+int xlate_gw_listener_rcs(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m);
+/* The memo's sorted resource sets (xlate_gateway.c): put (replacing the
+ * same name; 0 or -1) and delete (only |only|, when set). */
+int xlate_gw_set_put(struct xl_gw_memo *m, int t, struct xds_resource *r);
+void xlate_gw_set_del(struct xl_gw_memo *m, int t, const char *name,
+                      const struct xds_resource *only);
 /* Resolves an Upstream's spec.tls into e->up (tls_bad, tls_key, errors).
  * Returns 0 or -1. */
 int xlate_up_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *e);

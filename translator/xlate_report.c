@@ -160,7 +160,7 @@ static int report_gateway(struct xlate_ctx *ctx, struct xl_entry *e)
         add(&l, XLATE_WARNING, XL_R_CERT_UNUSED, m->cert_notes[i]);
     ok[0] = '\0';
     if (m) {
-        size_t conflicts = cx_map_len(&m->conflicts) - m->nbudget;
+        size_t conflicts = cx_map_len(&m->conflicts) - m->nbudget - m->nnolistener;
         size_t nl = m->sets[XDS_LISTENER].n, nc = m->sets[XDS_CLUSTER].n;
         char budget[64] = "";
         if (m->nbudget)
@@ -210,8 +210,9 @@ static int report_virtual_service(struct xlate_ctx *ctx, struct xl_entry *e)
             }
             for (size_t i = 0; i < nuses; i++) {
                 const struct xl_refusal *c = cx_map_get(&memos[i]->conflicts, e->key, e->keylen);
-                if (c)
-                    add(&l, XLATE_REJECTED, c->reason, c->msg);
+                if (c) /* no listener of that Gateway: others may serve it */
+                    add(&l, c->reason == XL_R_LISTENER_NOT_FOUND ? XLATE_WARNING : XLATE_REJECTED,
+                        c->reason, c->msg);
                 const char *u = cx_map_get(&memos[i]->uncovered, e->key, e->keylen);
                 if (u)
                     add(&l, XLATE_WARNING, XL_R_DOMAIN_NOT_COVERED, u);

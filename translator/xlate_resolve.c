@@ -848,6 +848,10 @@ int xlate_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gatew
                 what[0], nw > 1 ? ", " : "", nw > 1 ? what[1] : "", nw > 2 ? ", " : "",
                 nw > 2 ? what[2] : "");
     }
+    if (mode == XLATE_MODE_PROXYLESS && vs->ext && vs->ext->nlisteners)
+        msg(&rc, e, XLATE_WARNING, XL_R_UNSUPPORTED,
+            "spec.listeners: ignored for proxyless gRPC clients (they open no listener: every "
+            "proxyless Gateway selecting it serves it)");
     if (mode == XLATE_MODE_PROXYLESS)
         for (size_t i = 0; i < vs->ndomains; i++)
             if (strchr(vs->domains[i], '*'))
@@ -894,6 +898,9 @@ int xlate_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gatew
     res->valid = 1;
     int served = res->nroutes > 0;
     uint64_t ck = xlate_fnv(e->claim_hash, &served, sizeof(served));
+    /* the listeners it names decide which Gateways take its claims */
+    for (size_t i = 0; vs->ext && i < vs->ext->nlisteners; i++)
+        ck = xlate_fnv_str(ck, vs->ext->listeners[i]);
     if (ck != e->claim_key[mode]) {
         e->claim_key[mode] = ck;
         e->claim_changed[mode] = ctx->pass;

@@ -490,8 +490,20 @@ static int dirty_keys(struct xlate_ctx *ctx, const struct cx_map *m)
     return 0;
 }
 
+/* Whether an HTTPS listener of |g| serves |vs| (its domains then need a
+ * certificate). */
+static int served_tls(const struct xl_gateway *g, const struct xl_virtual_service *vs)
+{
+    if (!g->nlisteners)
+        return 1;
+    for (size_t i = 0; i < g->nlisteners; i++)
+        if (g->listeners[i].https && xlate_listener_serves(vs, g->listeners[i].name))
+            return 1;
+    return 0;
+}
+
 int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
-                          const char *name, const char *address, uint32_t port,
+                          const struct xl_listener *l, const char *name, const char *rc_name,
                           const char *stat_prefix, uint8_t **out, size_t *len)
 {
     const struct xl_gateway *g = &gwe->obj->u.gw;
@@ -516,6 +528,11 @@ int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
     for (size_t i = 0; i < m->nacc; i++) {
         const struct xl_entry *vs = m->acc[i].vs;
         const struct xl_virtual_service *v = &vs->obj->u.vs;
+        /* coverage: the same on every HTTPS listener (they share the
+         * certificates); this listener's chains: the domains it serves */
+        int mine = xlate_listener_serves(v, l->name);
+        if (!mine && !served_tls(g, v))
+            continue;
         msg.len = 0;
         for (size_t k = 0; k < v->ndomains; k++) {
             char host[300];
@@ -540,11 +557,13 @@ int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
                     goto out;
                 continue;
             }
+            used[best] = 1;
+            if (!mine)
+                continue;
             char *h = xlate_strdup(&a, host);
             if (!h || cx_map_put(&seen, h, strlen(h), h, NULL) != 0)
                 goto out;
             as[nas++] = (struct assign){best, h};
-            used[best] = 1;
         }
         if (msg.len) {
             char *c = strndup(msg.data, msg.len);
@@ -607,8 +626,8 @@ int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
         .require_client_cert = t->client_ca && !gt->client_cert_optional,
     };
     const struct xl_hcm_opts ho = {.envoy_filters = 1, .logs = g->logs, .nlogs = g->nlogs};
-    if (xlate_encode_listener_envoy_tls(name, address, port, gwe->key, stat_prefix, &dt, chains,
-                                        nchains, &dflt, &ho, out, len) != 0)
+    if (xlate_encode_listener_envoy_tls(name, l->address, l->port, rc_name, stat_prefix, &dt,
+                                        chains, nchains, &dflt, &ho, out, len) != 0)
         goto out;
     /* the VirtualServices whose coverage messages come or go */
     if (dirty_keys(ctx, &m->uncovered) != 0 || dirty_keys(ctx, &fresh) != 0)

@@ -421,6 +421,12 @@ SPECS = {
                 "requireTls": {"type": "boolean", "enum": [True]},
                 "cors": CORS,
                 "rateLimit": RATE_LIMIT,
+                "listeners": {
+                    "type": "array", "minItems": 1, "maxItems": 16,
+                    "x-kubernetes-list-type": "set",
+                    "items": {"type": "string", "minLength": 1, "maxLength": 63,
+                              "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},
+                },
             },
         },
         "columns": [("Domains", "string", ".spec.domains[*]")],

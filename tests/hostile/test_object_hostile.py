@@ -251,6 +251,123 @@ def case_offline_translate_bomb():
         check(peak < 300 * 1024 * H.slowdown(), "translate peak RSS %d KB" % peak)
 
 
+# ---- the bounds of the route and cluster features (issue 22) ------------------------
+
+BIG_RE = "/[a-z]{60}/[0-9]{60}"  # an RE2 program of 126 instructions: over 100
+
+
+def feature_vs(name, route_extra=None, spec_extra=None):
+    r = O.route("/", "legit-backend", **(route_extra or {}))
+    vs = O.virtual_service(NS, name, ["%s.hostile.example" % name], [r])
+    vs["spec"].update(spec_extra or {})
+    return vs
+
+
+def feature_upstream(name, **spec):
+    up = O.upstream_static(NS, name, [("127.0.0.1", 50051)])
+    up["spec"].update(spec)
+    return up
+
+
+# (object, reason, what its message must name): one bound each, the count
+# one past the translator's limit (the CRDs say the same: see below)
+def count_bombs():
+    hdr = [{"name": "x-h%d" % i, "exact": "v"} for i in range(33)]
+    ops = [{"name": "x-s%d" % i, "value": "v"} for i in range(33)]
+    return [
+        (feature_vs("fb-match-headers", {"match": {"prefix": "/", "headers": hdr}}),
+         "InvalidSpec", ["spec.routes[0].match.headers", "at most 32 items allowed, got 33"]),
+        (feature_vs("fb-header-ops", {"requestHeaders": {"set": ops}}),
+         "InvalidSpec", ["spec.routes[0].requestHeaders.set", "at most 32 items allowed, got 33"]),
+        (feature_vs("fb-query", {"match": {"prefix": "/", "queryParams": [
+            {"name": "q%d" % i} for i in range(17)]}}),
+         "InvalidSpec", ["spec.routes[0].match.queryParams", "at most 16 items allowed, got 17"]),
+        (feature_vs("fb-cors", spec_extra={"cors": {"allowOrigins": [
+            "https://o%d.example" % i for i in range(33)]}}),
+         "InvalidSpec", ["spec.cors.allowOrigins", "at most 32 items allowed, got 33"]),
+        (feature_vs("fb-hash", {"hashPolicy": [{"header": "x-h%d" % i} for i in range(9)]}),
+         "InvalidSpec", ["spec.routes[0].hashPolicy", "at most 8 items allowed, got 9"]),
+        (feature_vs("fb-listeners", spec_extra={"listeners": ["l%d" % i for i in range(17)]}),
+         "InvalidSpec", ["spec.listeners", "at most 16 items allowed, got 17"]),
+        (feature_upstream("fb-localities", localities=[
+            {"zone": "z%d" % i, "weight": 1} for i in range(65)]),
+         "InvalidSpec", ["spec.localities", "at most 64 items allowed, got 65"]),
+        (feature_upstream("fb-priority", localities=[{"zone": "z", "priority": 128}]),
+         "InvalidSpec", ["spec.localities[0].priority", "between 0 and 127, got 128"]),
+        (feature_upstream("fb-health-checks", healthChecks=[
+            {"timeout": "1s", "interval": "5s", "tcp": {}} for _ in range(9)]),
+         "InvalidSpec", ["spec.healthChecks", "at most 8 items allowed, got 9"]),
+    ]
+
+
+def case_feature_count_bounds():
+    """Every list the route and cluster features added has a bound, in the
+    CRD schema (the API server refuses the object, 422, naming the field
+    and the limit) and in the translator (for objects stored before a CRD
+    update, or in files given to `coxswain translate`: the object Rejected
+    with the field path, the limit and the count, everything else
+    translated)."""
+    import json
+    bombs = count_bombs()
+    for obj, _, needles in bombs:
+        st, out = w.api.create(obj)
+        check_eq(st, 422, "create %s: %s" % (obj["metadata"]["name"], out))
+        text = json.dumps(out)
+        check(needles[0].split(".")[-1].split("[")[0] in text, "%s: %s" % (needles[0], text))
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "bounds.json")
+        objs = [O.gateway(NS, "gw", mode="envoy"),
+                O.upstream_static(NS, "legit-backend", [("127.0.0.1", 50051)]),
+                O.virtual_service(NS, "legit", ["legit.hostile.example"],
+                                  [O.route("/", "legit-backend")])] + [b[0] for b in bombs]
+        with open(path, "w") as f:
+            json.dump({"apiVersion": "v1", "kind": "List", "items": objs}, f)
+        p = subprocess.run([R.coxswain(), "translate", "-f", path], capture_output=True,
+                           text=True, timeout=60 * H.slowdown())
+        check_eq(p.returncode, 1, p.stderr)
+        out = json.loads(p.stdout)
+        reports = {(r["kind"], r["name"]): r for r in out["reports"]}
+        for obj, reason, needles in bombs:
+            r = reports[(obj["kind"], obj["metadata"]["name"])]
+            check_eq(r["state"], "Rejected", r)
+            check_eq(r["reason"], reason, r)
+            for n in needles:
+                check(n in r["message"], "%r not in %r" % (n, r["message"]))
+        check_eq(reports[("VirtualService", "legit")]["state"], "Accepted",
+                 reports[("VirtualService", "legit")])
+        (group,) = out["snapshot"]["groups"]
+        check_eq([c["name"] for c in group["clusters"]], ["%s/legit-backend" % NS], group)
+
+
+def case_feature_regex_bombs():
+    """Regexes in the fields the route features added (CORS origin regexes,
+    regexRewrite, query-parameter matchers) pass the same RE2 checks as
+    path regexes: a program over Envoy's limit Rejects the object, live,
+    naming the limit and the flag; the legitimate VirtualService stays
+    Accepted and served."""
+    cors = feature_vs("fb-re-cors", spec_extra={"cors": {"allowOriginRegexes": [BIG_RE]}})
+    rewrite = feature_vs("fb-re-rewrite", {"regexRewrite": {"pattern": BIG_RE,
+                                                            "substitution": "/"}})
+    query = feature_vs("fb-re-query", {"match": {"prefix": "/", "queryParams": [
+        {"name": "q", "regex": BIG_RE}]}})
+    backref = feature_vs("fb-re-backref", {"regexRewrite": {"pattern": "(a)\\1",
+                                                            "substitution": "/"}})
+    objs = [cors, rewrite, query, backref]
+    with w.attack("feature-regex-bombs", rss_mb=150):
+        create(objs)
+        check_rejected("VirtualService", "fb-re-cors", "RegexProgramSize",
+                       "spec.cors.allowOriginRegexes[0]", "limit of 100",
+                       "--max-regex-program-size")
+        check_rejected("VirtualService", "fb-re-rewrite", "RegexProgramSize",
+                       "spec.routes[0].regexRewrite.pattern", "limit of 100")
+        check_rejected("VirtualService", "fb-re-query", "RegexProgramSize",
+                       "spec.routes[0].match.queryParams[0]", "limit of 100")
+        check_rejected("VirtualService", "fb-re-backref", "InvalidRegex",
+                       "spec.routes[0].regexRewrite.pattern", "invalid escape sequence")
+        check_legit_accepted()
+    remove(objs)
+
+
 def main():
     global w
     w = H.World(extra=WORLD_FLAGS)
@@ -261,6 +378,8 @@ def main():
         t.case("huge route list: the Gateway's routes budget", case_gateway_route_budget)
         t.case("one resource over the bytes budget", case_resource_bytes)
         t.case("regex bombs", case_regex_bombs)
+        t.case("route and cluster features: count bounds", case_feature_count_bounds)
+        t.case("route and cluster features: regex bombs", case_feature_regex_bombs)
     finally:
         w.close()
     t.done()

@@ -134,6 +134,10 @@ struct xl_vs_ext {
     int require_tls; /* VirtualHost.require_tls ALL */
     struct xl_cors *cors;
     struct xl_rate_limit *rl;
+    /* spec.listeners: the names of the Gateway listeners serving it (none:
+     * every listener) */
+    char **listeners;
+    size_t nlisteners;
 };
 
 #define XL_CORS_FILTER_NAME            "envoy.filters.http.cors"
@@ -175,10 +179,11 @@ void xlate_parse_route_ext(struct pctx *p, const struct xl_route_members *m, str
  * Returns NULL or why not (a static string). */
 const char *xlate_format_problem(const char *s);
 
-/* A VirtualService's requireTls, cors and rateLimit (the members, or
- * NULL) into vs->ext. */
+/* A VirtualService's requireTls, cors, rateLimit and listeners (the
+ * members, or NULL) into vs->ext. */
 void xlate_parse_vs_ext(struct pctx *p, const cJSON *require_tls, const cJSON *cors,
-                        const cJSON *rate_limit, struct xl_virtual_service *vs);
+                        const cJSON *rate_limit, const cJSON *listeners,
+                        struct xl_virtual_service *vs);
 
 /* xlate_vhost_filters.c: a rateLimit object (|v|: the member, or NULL) in
  * the arena, or NULL; cors and rateLimit of a VirtualService into |x|;

@@ -545,12 +545,53 @@ void xlate_parse_route_match_ext(struct pctx *p, const cJSON *q, const cJSON *m,
         method_header(p, x);
 }
 
+/* ---- VirtualService: listeners ---------------------------------------------- */
+
+/* spec.listeners: the names of the Gateway listeners that serve it (DNS
+ * labels, unique, at most XLATE_MAX_LISTENERS). */
+static void parse_vs_listeners(struct pctx *p, const cJSON *v, struct xl_vs_ext *x)
+{
+    const cJSON *arr = arr_v(p, v, "listeners", 0, XLATE_MAX_LISTENERS);
+    if (!arr)
+        return;
+    size_t n = cx_json_count(arr);
+    if (!n) {
+        REJECT_AT(p, "listeners", XL_R_INVALID_SPEC,
+                  "must not be empty (leave it out to be served on every listener)");
+        return;
+    }
+    if (!(x->listeners = palloc(p, n * sizeof(*x->listeners))))
+        return;
+    size_t i = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr)
+    {
+        size_t o = xlate_path_push(p, ".listeners[%zu]", i++);
+        if (!cJSON_IsString(e)) {
+            REJECT(p, XL_R_INVALID_SPEC, "must be a string, got %s", jtype(e));
+        } else if (!cx_kname_is_label(e->valuestring)) {
+            REJECT(p, XL_R_INVALID_SPEC, "\"%.64s\" is not a listener name (a DNS label: %s)",
+                   e->valuestring, CX_KNAME_LABEL_ERR);
+        } else {
+            int dup = 0;
+            for (size_t k = 0; k < x->nlisteners && !dup; k++)
+                dup = strcmp(x->listeners[k], e->valuestring) == 0;
+            if (dup)
+                REJECT(p, XL_R_INVALID_SPEC, "\"%s\" is listed twice", e->valuestring);
+            else
+                x->listeners[x->nlisteners++] = pstrdup(p, e->valuestring);
+        }
+        pop(p, o);
+    }
+}
+
 /* ---- VirtualService: requireTls -------------------------------------------- */
 
 void xlate_parse_vs_ext(struct pctx *p, const cJSON *require_tls, const cJSON *cors,
-                        const cJSON *rate_limit, struct xl_virtual_service *vs)
+                        const cJSON *rate_limit, const cJSON *listeners,
+                        struct xl_virtual_service *vs)
 {
-    if (!require_tls && !cors && !rate_limit)
+    if (!require_tls && !cors && !rate_limit && !listeners)
         return;
     if (!(vs->ext = palloc(p, sizeof(*vs->ext))))
         return;
@@ -558,4 +599,5 @@ void xlate_parse_vs_ext(struct pctx *p, const cJSON *require_tls, const cJSON *c
     if (bool_v(p, require_tls, "requireTls", &vs->ext->require_tls) == 1 && !vs->ext->require_tls)
         REJECT_AT(p, "requireTls", XL_R_INVALID_SPEC, "false is the default; leave it out");
     xlate_parse_vs_filters(p, cors, rate_limit, vs->ext);
+    parse_vs_listeners(p, listeners, vs->ext);
 }

@@ -410,6 +410,10 @@ static void test_incremental_equals_fresh(void)
         "tls_validity",
         "tls_cross_namespace",
         "tls_reject_bad_ca",
+        "gateway_listeners",
+        "gateway_listener_routes",
+        "gateway_listener_routes_invalid",
+        "endpoint_hostname",
     };
     int steps = getenv("COXSWAIN_SANITIZE") && strcmp(getenv("COXSWAIN_SANITIZE"), "0") ? 25 : 60;
     if (getenv("XLATE_WALK_STEPS"))
@@ -977,6 +981,90 @@ static void test_digest(void)
     cJSON_Delete(c);
 }
 
+/* Occurrences of |needle| in resource |r|'s bytes. */
+static int occurrences(const struct xds_resource *r, const char *needle)
+{
+    int n = 0;
+    size_t nl = strlen(needle);
+    for (size_t i = 0; r && i + nl <= r->len; i++)
+        n += memcmp(r->bytes + i, needle, nl) == 0;
+    return n;
+}
+
+static const char *LISTENERS_WORLD =
+    "apiVersion: coxswain.dev/v1\nkind: Gateway\nmetadata: {name: gw, namespace: default}\n"
+    "spec: {listeners: [{name: web, port: 8080}, {name: ops, port: 9000, bindAddress: "
+    "127.0.0.1}]}\n---\n"
+    "apiVersion: coxswain.dev/v1\nkind: VirtualService\nmetadata: {name: a, namespace: default}\n"
+    "spec: {domains: [a.example.com], routes: [{upstream: {name: ua}}]}\n---\n"
+    "apiVersion: coxswain.dev/v1\nkind: VirtualService\nmetadata: {name: b, namespace: default}\n"
+    "spec: {domains: [b.example.com], routes: [{upstream: {name: ua}}]}\n---\n"
+    "apiVersion: coxswain.dev/v1\nkind: Upstream\nmetadata: {name: ua, namespace: default}\n"
+    "spec: {static: {hosts: [{address: 10.0.0.1, port: 80}]}}\n";
+
+/* A VirtualService's spec.listeners, changed pass by pass: a listener
+ * serving fewer than every VirtualService gets its own RouteConfiguration
+ * and its Listener names it over RDS; when it serves them all again, both
+ * go back to the Gateway's (the same bytes as before); a listener whose
+ * set did not change keeps its resource; naming a listener the Gateway
+ * lacks is a Warning and serves nothing there. */
+static void test_listener_routes_follow_changes(void)
+{
+    struct world w;
+    world_load(&w, LISTENERS_WORLD);
+    struct xlate_ctx *ctx = xlate_ctx_new();
+    struct xlate_snapshot *s[4] = {0};
+    REQUIRE_INT_EQ(xlate_run(ctx, &(struct xlate_input){w.in, w.n, 0}, &s[0], NULL), 0);
+    const char *g = "default/gw";
+    struct xds_resource *web0 = find(s[0], g, XDS_LISTENER, "default/gw/web");
+    struct xds_resource *ops0 = find(s[0], g, XDS_LISTENER, "default/gw/ops");
+    REQUIRE(web0 && ops0);
+    CHECK_INT_EQ(xlate_snapshot_group(s[0], g)->types[XDS_ROUTE].n, 1);
+    CHECK_INT_EQ(occurrences(web0, "default/gw/web"), 1); /* its name; RDS: default/gw */
+
+    /* b on ops only: web serves a alone, with default/gw/web */
+    cJSON *b2 = cJSON_Duplicate(w.in[2].obj, 1);
+    cJSON *names = cJSON_AddArrayToObject(cJSON_GetObjectItem(b2, "spec"), "listeners");
+    cJSON_AddItemToArray(names, cJSON_CreateString("ops"));
+    struct xlate_change c = {.kind = XLATE_KIND_VIRTUAL_SERVICE, .obj = b2};
+    REQUIRE_INT_EQ(xlate_run_changes(ctx, &c, 1, &s[1], NULL), 0);
+    const struct xds_resource *own = find(s[1], g, XDS_ROUTE, "default/gw/web");
+    REQUIRE(own);
+    CHECK(occurrences(own, "default/a") > 0);
+    CHECK_INT_EQ(occurrences(own, "default/b"), 0);
+    CHECK(find(s[1], g, XDS_ROUTE, "default/gw/ops") == NULL); /* ops serves both */
+    CHECK(occurrences(find(s[1], g, XDS_ROUTE, g), "default/b") > 0);
+    CHECK_INT_EQ(occurrences(find(s[1], g, XDS_LISTENER, "default/gw/web"), "default/gw/web"), 2);
+    CHECK(find(s[1], g, XDS_LISTENER, "default/gw/ops") == ops0);
+    const struct xlate_report *rb = report_of(s[1], "VirtualService", "b");
+    REQUIRE(rb);
+    CHECK_INT_EQ(rb->state, XLATE_ACCEPTED);
+
+    /* b names a listener the Gateway lacks: not served, web back to default/gw */
+    cJSON_ReplaceItemInArray(names, 0, cJSON_CreateString("nope"));
+    REQUIRE_INT_EQ(xlate_run_changes(ctx, &c, 1, &s[2], NULL), 0);
+    rb = report_of(s[2], "VirtualService", "b");
+    REQUIRE(rb);
+    CHECK_INT_EQ(rb->state, XLATE_WARNING);
+    CHECK_STR_EQ(rb->reason, "ListenerNotFound");
+    CHECK(strstr(rb->message, "(nope; the Gateway's: web, ops)") != NULL);
+    CHECK_INT_EQ(xlate_snapshot_group(s[2], g)->types[XDS_ROUTE].n, 1);
+    CHECK_INT_EQ(occurrences(find(s[2], g, XDS_ROUTE, g), "default/b"), 0);
+    const struct xds_resource *web2 = find(s[2], g, XDS_LISTENER, "default/gw/web");
+    REQUIRE(web2);
+    CHECK(web2->len == web0->len && memcmp(web2->bytes, web0->bytes, web0->len) == 0);
+
+    /* b on every listener again: the first pass's resources' bytes */
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(b2, "spec"), "listeners");
+    REQUIRE_INT_EQ(xlate_run_changes(ctx, &c, 1, &s[3], NULL), 0);
+    CHECK(same_versions(s[0], s[3]));
+    for (int i = 0; i < 4; i++)
+        xlate_snapshot_unref(s[i]);
+    xlate_ctx_free(ctx);
+    cJSON_Delete(b2);
+    cJSON_Delete(w.docs);
+}
+
 static const struct cxt_case cases[] = {
     CXT(test_repeated_changes_do_not_grow),
     CXT(test_incremental_equals_fresh),
@@ -989,5 +1077,6 @@ static const struct cxt_case cases[] = {
     CXT(test_many_entries_sorted_by_name),
     CXT(test_large_first_pass_order_free),
     CXT(test_digest),
+    CXT(test_listener_routes_follow_changes),
 };
 CXT_MAIN(cases)
