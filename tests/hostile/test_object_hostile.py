@@ -336,7 +336,8 @@ def case_feature_count_bounds():
         check_eq(reports[("VirtualService", "legit")]["state"], "Accepted",
                  reports[("VirtualService", "legit")])
         (group,) = out["snapshot"]["groups"]
-        check_eq([c["name"] for c in group["clusters"]], ["%s/legit-backend" % NS], group)
+        check_eq([c["name"] for c in group["clusters"]["resources"]], ["%s/legit-backend" % NS],
+                 group["clusters"])
 
 
 def case_feature_regex_bombs():
