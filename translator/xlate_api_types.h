@@ -423,12 +423,13 @@ struct xl_service {
     size_t nports;
 };
 
+/* 32 bytes, as before hostname came: one per endpoint of every slice */
 struct xl_slice_endpoint {
     char **addresses;
-    size_t naddresses;
-    int ready;      /* conditions.ready, absent counts as ready */
-    char *zone;     /* "" when absent */
-    char *hostname; /* a DNS-1123 subdomain, or NULL (absent or not one) */
+    uint32_t naddresses; /* Kubernetes allows 100 */
+    int ready;           /* conditions.ready, absent counts as ready */
+    char *zone;          /* "" when absent */
+    char *hostname;      /* a DNS-1123 subdomain, or NULL (absent or not one) */
 };
 
 struct xl_endpoint_slice {
