@@ -215,11 +215,11 @@ struct xl_gw_memo {
     int set_dirty[XDS_TYPE_COUNT];
     uint8_t rc_hash[16];
     struct xds_resource *rc;
-    struct xds_resource **listeners;              /* envoy mode, in spec order (malloc) */
+    struct xds_resource **listeners; /* envoy mode, in spec order (malloc) */
     size_t nlisteners;
     struct xl_listener_rc *lrc; /* per spec.listeners entry (malloc), or NULL */
     size_t nlrc;
-    int lds_names_dirty; /* a listener's RouteConfiguration name changed */
+    int lds_names_dirty;                          /* a listener's RouteConfiguration name changed */
     struct cx_map api_listeners;                  /* proxyless: domain -> struct xl_api_listener */
     struct xds_resource_set sets[XDS_TYPE_COUNT]; /* sorted by name; refs held */
     size_t cap[XDS_TYPE_COUNT];

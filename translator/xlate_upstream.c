@@ -115,10 +115,9 @@ static int collect(struct xl_entry *e, struct xl_up_memo *m, const struct xl_ent
         if (!eps)
             return -1;
         for (size_t i = 0; i < u->nhosts; i++)
-            eps[n++] =
-                (struct xl_lb_endpoint){u->hosts[i].address, u->hosts[i].port, u->hosts[i].weight,
-                                        u->hosts[i].zone ? u->hosts[i].zone : "",
-                                        u->hosts[i].hostname};
+            eps[n++] = (struct xl_lb_endpoint){
+                u->hosts[i].address, u->hosts[i].port, u->hosts[i].weight,
+                u->hosts[i].zone ? u->hosts[i].zone : "", u->hosts[i].hostname};
         goto done;
     }
     if (!svc) {

@@ -110,9 +110,8 @@ void xlate_parse_gateway_listeners(struct pctx *p, const cJSON *v, struct xl_gat
                           "%s on port %u conflicts with listeners[%zu] (\"%s\"), %s on the same "
                           "port of an overlapping address (%s, %s): one socket cannot serve "
                           "both HTTP and HTTPS; use another port",
-                          l->https ? "HTTPS" : "HTTP", (unsigned)l->port, k,
-                          q->name ? q->name : "", q->https ? "HTTPS" : "HTTP", l->address,
-                          q->address);
+                          l->https ? "HTTPS" : "HTTP", (unsigned)l->port, k, q->name ? q->name : "",
+                          q->https ? "HTTPS" : "HTTP", l->address, q->address);
             else
                 REJECT_AT(p, "port", XL_R_LISTENER_CONFLICT,
                           "port %u is used by listeners[%zu] (\"%s\") on an overlapping address "
@@ -157,10 +156,10 @@ int xlate_gw_listeners(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw
         const char *rcn = k < m->nlrc && m->lrc[k].rc ? m->lrc[k].rc->name : gwe->key;
         uint8_t *bytes = NULL;
         size_t len = 0;
-        if ((l->https && t) ? xlate_gw_tls_listener(ctx, gwe, m, l, name, rcn, sp, &bytes, &len) !=
-                                  0
-                            : xlate_encode_listener_envoy_ex(name, l->address, l->port, rcn, sp,
-                                                             &ho, &bytes, &len) != 0)
+        if ((l->https && t)
+                ? xlate_gw_tls_listener(ctx, gwe, m, l, name, rcn, sp, &bytes, &len) != 0
+                : xlate_encode_listener_envoy_ex(name, l->address, l->port, rcn, sp, &ho, &bytes,
+                                                 &len) != 0)
             break;
         if (!(rs[k] = xlate_ctx_resource_new(ctx, XDS_LISTENER, name, bytes, len)))
             break;

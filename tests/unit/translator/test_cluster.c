@@ -253,8 +253,9 @@ static void test_localities(void)
     /* sorted by zone: a has none (all unready), b two, c one, d one
      * (unlisted: after c) and "" one (unlisted too) */
     struct xl_lb_endpoint eps[] = {
-        {"10.0.0.9", 80, 1, "", NULL},  {"10.0.0.1", 80, 2, "b", NULL}, {"10.0.0.2", 80, 5, "b", NULL},
-        {"10.0.0.3", 80, 1, "c", NULL}, {"10.0.0.4", 80, 1, "d", NULL},
+        {"10.0.0.9", 80, 1, "", NULL},  {"10.0.0.1", 80, 2, "b", NULL},
+        {"10.0.0.2", 80, 5, "b", NULL}, {"10.0.0.3", 80, 1, "c", NULL},
+        {"10.0.0.4", 80, 1, "d", NULL},
     };
     struct xl_cla_locality *locs = NULL;
     size_t n = 0;
