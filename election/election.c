@@ -18,9 +18,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#define LOG                "election"
-#define EVENT_TIMEOUT_MS   2000
-#define WATCH_STALL_MS     INT64_C(150000) /* real servers bookmark about once a minute */
+#define LOG              "election"
+#define EVENT_TIMEOUT_MS 2000
+/* The lock's watch hears the holder's renewal every retryPeriod: no byte
+ * for two leases means nobody leads (a new watch costs nothing then) or a
+ * stalled stream (over HTTP/2 too: election_kube.h's stall is protocol
+ * blind), which would hide every change of the lock, a release or the
+ * record a proof of death must name. */
+#define WATCH_STALL_MIN_MS INT64_C(10000)
+#define WATCH_STALL_MAX_MS INT64_C(150000)
 #define WATCH_RETRY_MIN_NS (INT64_C(100) * 1000000)
 #define WATCH_RETRY_CAP    4 /* x retryPeriod; the core polls meanwhile */
 
@@ -507,6 +513,14 @@ static void on_watch_event(void *arg, enum election_watch_ev type, cJSON *obj)
     }
 }
 
+static int64_t watch_stall_ms(const struct election *e)
+{
+    int64_t ms = 2 * (e->cfg.lease_ns / 1000000);
+    return ms < WATCH_STALL_MIN_MS   ? WATCH_STALL_MIN_MS
+           : ms > WATCH_STALL_MAX_MS ? WATCH_STALL_MAX_MS
+                                     : ms;
+}
+
 static void on_watch_end(void *arg, const struct election_kube_result *err)
 {
     struct election *e = arg;
@@ -521,7 +535,7 @@ static void on_watch_end(void *arg, const struct election_kube_result *err)
         static const struct election_kube_watch_handlers h = {on_watch_event, on_watch_end};
         e->watch_proven = false;
         e->watch_started = election_clock_ns();
-        e->watch = election_lock_watch(&e->lock, e->watch_rv, WATCH_STALL_MS, &h, e);
+        e->watch = election_lock_watch(&e->lock, e->watch_rv, watch_stall_ms(e), &h, e);
         if (e->watch)
             return;
     }
@@ -566,7 +580,7 @@ static void on_list(struct election_kube_result *r, void *arg)
     static const struct election_kube_watch_handlers h = {on_watch_event, on_watch_end};
     e->watch_proven = false;
     e->watch_started = election_clock_ns();
-    e->watch = election_lock_watch(&e->lock, e->watch_rv, WATCH_STALL_MS, &h, e);
+    e->watch = election_lock_watch(&e->lock, e->watch_rv, watch_stall_ms(e), &h, e);
     election_core_observe(e->core, election_now_pair(), &o);
     pump(e);
     if (!e->watch) {

@@ -322,6 +322,9 @@ ek_watch(struct election_kube_conn *c, enum election_kube_res res, const char *n
         .field_selector = field_selector,
         .allow_bookmarks = 1,
         .stall_ms = stall_ms,
+        /* The lock moves every retryPeriod while held: silence longer than
+         * stall_ms is a stalled stream even over HTTP/2. */
+        .stall_any_protocol = 1,
     };
     static const struct kube_watch_handlers kh = {on_watch_event, on_watch_end};
     x->w = kube_watch_start(c->kc, resource(res), ns, &wo, &kh, x);

@@ -237,9 +237,15 @@ struct kube_watch_opts {
     int allow_bookmarks;
     int send_initial_events; /* streaming list (adds resourceVersionMatch=NotOlderThan) */
     int64_t stall_ms;        /* end the watch after this long without bytes; 0 = never */
-    size_t max_event;        /* cap on one event; 0 = KUBE_WATCH_EVENT_MAX */
-    uint32_t quiet;          /* KUBE_QUIET() bits: endings the caller expects */
-    const char *accept;      /* Accept header; NULL: application/json */
+    /* Over HTTP/2 with the connection check on, silence is no stall (a
+     * quiet resource gets nothing from a real server) unless this is set:
+     * a watch that must hear something every so often (a held lock is
+     * renewed every retryPeriod) ends after stall_ms whatever the protocol,
+     * so a stream stalled on a live connection is not kept forever. */
+    int stall_any_protocol;
+    size_t max_event;   /* cap on one event; 0 = KUBE_WATCH_EVENT_MAX */
+    uint32_t quiet;     /* KUBE_QUIET() bits: endings the caller expects */
+    const char *accept; /* Accept header; NULL: application/json */
 };
 
 struct kube_watch_handlers {

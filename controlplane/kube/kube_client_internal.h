@@ -94,6 +94,7 @@ struct kube_watch {
     struct event *deliver_ev;
     struct event *stall_ev;
     int64_t stall_ms;
+    int stall_any_protocol;
     int paused;
     int busy;    /* inside deliver (user callbacks may run) */
     int stopped; /* kube_watch_stop was called while busy */

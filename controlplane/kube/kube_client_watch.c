@@ -173,7 +173,7 @@ static void on_stall(evutil_socket_t fd, short what, void *arg)
      * ends every watch on it, and a stream stalled on a live connection by
      * the transfer's timeout (timeoutSeconds + WATCH_GRACE_MS). */
     long v = 0;
-    if (w->c->read_idle_ns > 0 && w->easy &&
+    if (!w->stall_any_protocol && w->c->read_idle_ns > 0 && w->easy &&
         curl_easy_getinfo(w->easy, CURLINFO_HTTP_VERSION, &v) == CURLE_OK &&
         v >= CURL_HTTP_VERSION_2_0) {
         arm_stall(w);
@@ -303,6 +303,7 @@ struct kube_watch *kube_watch_start(struct kube_client *c, const struct kube_res
     w->hd = *h;
     w->user_data = user_data;
     w->stall_ms = o->stall_ms;
+    w->stall_any_protocol = o->stall_any_protocol;
     w->timeout_seconds = o->timeout_seconds;
     w->accept = o->accept ? strdup(o->accept) : NULL;
     kube_watch_parser_init(&w->parser, o->max_event, watch_event_cb, w);
