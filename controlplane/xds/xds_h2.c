@@ -256,6 +256,19 @@ void xds_h2_server_counts(const struct xds_h2_server *s, struct xds_h2_counts *o
     *out = s->counts;
 }
 
+void xds_h2_server_mem(const struct xds_h2_server *s, struct xds_h2_mem_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    xds_h2_mem_usage(&out->heap, &out->mapped);
+    struct cx_list *l;
+    cx_list_for_each (l, &s->conns) {
+        const struct h2_conn *c = cx_list_entry(l, struct h2_conn, link);
+        size_t r = xds_h2_mem_resident(&c->mem);
+        if (r != SIZE_MAX)
+            out->resident += r;
+    }
+}
+
 static void on_done(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;

@@ -91,6 +91,16 @@ int xds_h2_server_port(const struct xds_h2_server *s);
 
 void xds_h2_server_counts(const struct xds_h2_server *s, struct xds_h2_counts *out);
 
+/* nghttp2's memory: |heap| the bytes of every session's heap blocks in the
+ * process (malloc_usable_size), |mapped| the length of their mapped blocks,
+ * |resident| how much of this server's mapped blocks is resident now. */
+struct xds_h2_mem_stats {
+    size_t heap, mapped, resident;
+};
+void xds_h2_server_mem(const struct xds_h2_server *s, struct xds_h2_mem_stats *out);
+/* The process-wide part of the above (no server needed). */
+void xds_h2_mem_usage(size_t *heap, size_t *mapped);
+
 /* Stops accepting, ends every call with UNAVAILABLE, sends GOAWAY and closes
  * each connection once its output is flushed, or after |grace_ms| at the
  * latest. |done| (may be NULL) runs from the loop once every connection is

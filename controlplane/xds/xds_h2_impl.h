@@ -25,6 +25,18 @@
 
 struct h2_conn;
 
+/* nghttp2's allocator of one connection (xds_h2_mem.c): its large blocks
+ * are mapped, and the frame buffer's pages are handed back when idle. */
+#define H2_MEM_MAPS 4
+struct h2_mem {
+    nghttp2_mem mem; /* mem_user_data: this struct */
+    void *map[H2_MEM_MAPS];
+    size_t map_len[H2_MEM_MAPS];
+    void *framebuf;   /* the session's frame buffer (mapped), or NULL */
+    uint8_t creating; /* inside nghttp2_session_*_new */
+    uint8_t dirty;    /* frames were written since the last trim */
+};
+
 struct xds_h2_stream {
     struct h2_conn *conn;
     struct cx_list link; /* in conn->streams */
@@ -64,9 +76,11 @@ struct h2_conn {
     struct event *timer;
     int64_t last_rx_ns;
     int64_t accepted_ns;
-    int64_t idle_since_ns; /* when the last stream went (or accept); valid while no streams */
-    int64_t ping_sent_ns;
+    int64_t idle_since_ns;    /* when the last stream went (or accept); valid while no streams */
+    int64_t ping_sent_ns;     /* or when the peer last acknowledged bytes since */
+    uint64_t ping_acked;      /* the peer's acknowledged bytes then */
     struct xds_budget budget; /* this connection's share of the server's memory budget */
+    struct h2_mem mem;
     uint8_t preface_ok;
     uint8_t ping_out;
     uint8_t closing;  /* GOAWAY submitted */
@@ -120,6 +134,11 @@ void xds_h2_stream_free_(struct xds_h2_stream *st);
 nghttp2_session_callbacks *xds_h2_callbacks_new(void);
 
 /* xds_h2_mem.c */
-extern nghttp2_mem xds_h2_mem;
+void xds_h2_mem_init(struct h2_mem *m);
+/* Hands the frame buffer's pages back to the kernel if frames were written
+ * since the last call; only when the session has no frame under way. */
+void xds_h2_mem_trim(struct h2_mem *m);
+/* Resident bytes of the connection's mapped blocks (mincore). */
+size_t xds_h2_mem_resident(const struct h2_mem *m);
 
 #endif

@@ -204,6 +204,7 @@ static ssize_t cb_send(nghttp2_session *session, const uint8_t *data, size_t len
     (void)flags;
     struct h2_conn *c = user_data;
     struct evbuffer *out = bufferevent_get_output(c->bev);
+    c->mem.dirty = 1;
     if (evbuffer_get_length(out) >= CONN_OUT_HIGH)
         return NGHTTP2_ERR_WOULDBLOCK;
     if (evbuffer_add(out, data, length) != 0)
@@ -218,6 +219,7 @@ static int cb_send_data(nghttp2_session *session, nghttp2_frame *frame, const ui
     struct h2_conn *c = user_data;
     struct xds_h2_stream *st = source->ptr;
     struct evbuffer *out = bufferevent_get_output(c->bev);
+    c->mem.dirty = 1;
     if (evbuffer_get_length(out) >= CONN_OUT_HIGH)
         return NGHTTP2_ERR_WOULDBLOCK;
     if (evbuffer_add(out, framehd, 9) != 0)

@@ -16,8 +16,7 @@ const char *const xds_srv_auth_reason_names[AUTH_COUNT] = {
 const char *const xds_srv_auth_method_names[3] = {"none", "token", "certificate"};
 const char *const xds_srv_refuse_names[REFUSE_COUNT] = {"invalid", "decode_bounds", "names",
                                                         "groups", "memory_budget"};
-const char *const xds_srv_verdict_names[5] = {"subscribe", "ack", "nack", "stale",
-                                              "unknown_type"};
+const char *const xds_srv_verdict_names[5] = {"subscribe", "ack", "nack", "stale", "unknown_type"};
 
 static void metrics_init(struct xds_metrics *m)
 {
@@ -100,9 +99,9 @@ struct xds_server *xds_server_new(struct event_base *base, const struct xds_serv
     s->accept_backoffs = cx_metric_with(
         cx_counter("coxswain_xds_accept_backoffs_total",
                    "Pauses of accept() for lack of file descriptors (EMFILE/ENFILE).", NULL));
-    struct cx_metric *ar = cx_counter(
-        "coxswain_xds_auth_refused_total",
-        "Streams refused by authentication or authorization, by reason.", "reason");
+    struct cx_metric *ar =
+        cx_counter("coxswain_xds_auth_refused_total",
+                   "Streams refused by authentication or authorization, by reason.", "reason");
     for (int r = 0; r < AUTH_COUNT; r++)
         s->auth_refused[r] = ar ? cx_metric_with(ar, xds_srv_auth_reason_names[r]) : NULL;
     struct cx_metric *as = cx_counter(
@@ -118,9 +117,9 @@ struct xds_server *xds_server_new(struct event_base *base, const struct xds_serv
     }
     s->token_cache_entries = cx_metric_with(
         cx_gauge("coxswain_xds_token_cache_entries", "Reviewed tokens remembered.", NULL));
-    s->token_cache_hits = cx_metric_with(cx_counter(
-        "coxswain_xds_token_cache_hits_total",
-        "Streams whose token's review was remembered (no TokenReview).", NULL));
+    s->token_cache_hits = cx_metric_with(
+        cx_counter("coxswain_xds_token_cache_hits_total",
+                   "Streams whose token's review was remembered (no TokenReview).", NULL));
     s->auth = cfg->auth == XDS_AUTH_NONE ? XDS_AUTH_NONE : XDS_AUTH_REQUIRED;
     cx_ratelimit_init(&s->auth_log_rl, 1, 5, cx_mono_ns());
     s->trust_domain =
@@ -130,10 +129,9 @@ struct xds_server *xds_server_new(struct event_base *base, const struct xds_serv
         goto fail;
     }
     if (s->auth != XDS_AUTH_NONE && cfg->reviewer) {
-        s->tokens = xds_tokens_new(cfg->reviewer,
-                                   cfg->token_audience ? cfg->token_audience
-                                                       : XDS_AUTH_AUDIENCE_DEFAULT,
-                                   0, 0);
+        s->tokens = xds_tokens_new(
+            cfg->reviewer, cfg->token_audience ? cfg->token_audience : XDS_AUTH_AUDIENCE_DEFAULT, 0,
+            0);
         if (!s->tokens) {
             snprintf(err, errlen, "out of memory");
             goto fail;
@@ -161,8 +159,7 @@ struct xds_server *xds_server_new(struct event_base *base, const struct xds_serv
         /* With authentication, a client may present a certificate or a
          * token: certificates are verified when presented, not required. */
         ctx = xds_h2_tls_ctx(cfg->tls_cert, cfg->tls_key, cfg->tls_client_ca,
-                             s->auth == XDS_AUTH_NONE && cfg->tls_require_client_cert, err,
-                             errlen);
+                             s->auth == XDS_AUTH_NONE && cfg->tls_require_client_cert, err, errlen);
         if (!ctx)
             goto fail;
     }
@@ -292,6 +289,11 @@ void xds_server_stats(const struct xds_server *s, struct xds_server_stats *out)
     out->accept_backoffs_total = hc.accept_backoffs;
     out->groups = xds_cache_ngroups(s->cache);
     out->budget_used = s->budget.used;
+    struct xds_h2_mem_stats ms;
+    xds_h2_server_mem(s->h2, &ms);
+    out->h2_heap_bytes = ms.heap;
+    out->h2_mapped_bytes = ms.mapped;
+    out->h2_resident_bytes = ms.resident;
 }
 
 void xds_server_latency(const struct xds_server *s, uint64_t out[XDS_LATENCY_BUCKETS])

@@ -289,7 +289,11 @@ struct xds_server_stats {
     uint64_t groups;               /* node groups tracked now */
     uint64_t idle_closed_total;    /* connections closed for holding no stream */
     uint64_t accept_backoffs_total;
-    size_t budget_used;           /* bytes charged to the memory budget now */
+    size_t budget_used; /* bytes charged to the memory budget now */
+    /* nghttp2's memory (xds_h2_server_mem): heap bytes of every session of
+     * the process, the length of their mapped blocks, and how much of this
+     * server's mapped blocks is resident (an idle connection's is none). */
+    size_t h2_heap_bytes, h2_mapped_bytes, h2_resident_bytes;
     uint64_t auth_refused_total;  /* streams refused by authentication or authorization */
     uint64_t delta_removed_total; /* names sent in removed_resources (delta) */
 };

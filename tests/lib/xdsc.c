@@ -34,6 +34,7 @@ struct xdsc {
     nghttp2_session *session;
     struct xdsc_call *calls;
     struct event *flush_ev;
+    struct ev_token_bucket_cfg *rate; /* xdsc_limit_read */
     uint8_t alive, goaway, ignore_pings;
     unsigned pings;
 };
@@ -312,6 +313,24 @@ void xdsc_ignore_pings(struct xdsc *c)
     c->ignore_pings = 1;
 }
 
+int xdsc_limit_read(struct xdsc *c, size_t bytes_per_s)
+{
+    if (c->rate) {
+        bufferevent_set_rate_limit(c->bev, NULL);
+        ev_token_bucket_cfg_free(c->rate);
+        c->rate = NULL;
+    }
+    if (!bytes_per_s)
+        return 0;
+    /* ten refills a second */
+    struct timeval tick = {0, 100000};
+    size_t per = bytes_per_s / 10 ? bytes_per_s / 10 : 1;
+    c->rate = ev_token_bucket_cfg_new(per, per, EV_RATE_LIMIT_MAX, EV_RATE_LIMIT_MAX, &tick);
+    if (!c->rate)
+        return -1;
+    return bufferevent_set_rate_limit(c->bev, c->rate);
+}
+
 void xdsc_free(struct xdsc *c)
 {
     if (!c)
@@ -329,6 +348,8 @@ void xdsc_free(struct xdsc *c)
         nghttp2_session_del(c->session);
     if (c->bev)
         bufferevent_free(c->bev);
+    if (c->rate)
+        ev_token_bucket_cfg_free(c->rate);
     if (c->flush_ev)
         event_free(c->flush_ev);
     free(c);

@@ -52,6 +52,8 @@ int xdsc_goaway(const struct xdsc *c);
 unsigned xdsc_pings(const struct xdsc *c);
 /* Stops answering PINGs (simulates a dead peer). */
 void xdsc_ignore_pings(struct xdsc *c);
+/* Reads at most |bytes_per_s| from the socket (a slow reader); 0: no limit. */
+int xdsc_limit_read(struct xdsc *c, size_t bytes_per_s);
 void xdsc_free(struct xdsc *c);
 
 struct xdsc_call *xdsc_call_open(struct xdsc *c, const char *path, const char *content_type,
