@@ -153,8 +153,14 @@ static void parse_meta(struct pctx *p, const cJSON *obj)
     }
     m->ns = pstrdup(p, ns && *ns ? ns : "default");
     m->name = pstrdup(p, name ? name : "");
-    m->uid = uid ? pstrdup(p, uid) : NULL;
-    m->creation = pstrdup(p, creation);
+    /* what reads them: reports (uid: the kinds with a status) and domain
+     * claims (creation: VirtualServices); the other kinds, most of a
+     * world's objects, keep neither (~60 bytes a record) */
+    enum xlate_kind k = p->o->kind;
+    int reported = k == XLATE_KIND_GATEWAY || k == XLATE_KIND_VIRTUAL_SERVICE ||
+                   k == XLATE_KIND_ROUTE_TABLE || k == XLATE_KIND_UPSTREAM;
+    m->uid = uid && reported ? pstrdup(p, uid) : NULL;
+    m->creation = k == XLATE_KIND_VIRTUAL_SERVICE ? pstrdup(p, creation) : NULL;
     m->generation = cJSON_IsNumber(gen) ? (int64_t)gen->valuedouble : 0;
     size_t n = 0;
     const cJSON *l;

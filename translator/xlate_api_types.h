@@ -112,8 +112,10 @@ struct xl_label {
 };
 
 struct xl_meta {
-    char *ns, *name, *uid;
-    char *creation; /* metadata.creationTimestamp (orders domain claims) */
+    char *ns, *name;
+    char *uid;      /* Gateways, VirtualServices, RouteTables, Upstreams (reports); else NULL */
+    char *creation; /* metadata.creationTimestamp (orders domain claims): VirtualServices
+                     * only, else NULL */
     int64_t generation;
     struct xl_label *labels; /* sorted by key */
     size_t nlabels;

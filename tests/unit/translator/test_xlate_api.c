@@ -77,6 +77,7 @@ static void test_gateway_defaults_and_errors(void)
     CHECK_STR_EQ(p.o.meta.ns, "default"); /* no namespace in the manifest */
     CHECK_INT_EQ(p.o.meta.generation, 3);
     CHECK_STR_EQ(p.o.meta.uid, "u1");
+    CHECK(p.o.meta.creation == NULL); /* read for VirtualServices' claims only */
     CHECK_STR_EQ(p.o.meta.labels[0].key, "a"); /* sorted */
     CHECK_STR_EQ(xlate_meta_label(&p.o.meta, "z"), "1");
     CHECK(xlate_meta_label(&p.o.meta, "q") == NULL);
@@ -266,11 +267,14 @@ static void test_core_kinds_are_lenient(void)
     struct parsed p;
     parse(&p, XLATE_KIND_ENDPOINT_SLICE,
           "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\",\"metadata\":{"
-          "\"name\":\"s\",\"namespace\":\"n\",\"labels\":{\"kubernetes.io/service-name\":\"svc\"}},"
+          "\"name\":\"s\",\"namespace\":\"n\",\"uid\":\"u9\",\"creationTimestamp\":"
+          "\"2026-01-01T00:00:00Z\",\"labels\":{\"kubernetes.io/service-name\":\"svc\"}},"
           "\"addressType\":\"IPv6\",\"ports\":[{\"port\":80},{\"name\":\"x\",\"port\":null}],"
           "\"endpoints\":[{\"addresses\":[\"fd00::1\",\"nope\"],\"conditions\":{\"ready\":false}},"
           "{\"addresses\":[]},{\"addresses\":[\"fd00::2\"]}],\"whatever\":true}");
     CHECK_INT_EQ(p.o.errors.n, 0);
+    /* no report, no domain claim reads them: not kept */
+    CHECK(p.o.meta.uid == NULL && p.o.meta.creation == NULL);
     const struct xl_endpoint_slice *s = &p.o.u.eps;
     CHECK_STR_EQ(s->service, "svc");
     CHECK_INT_EQ(s->ip_family, 6);
