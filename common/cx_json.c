@@ -44,6 +44,20 @@ const char *cx_json_path_str(const cJSON *obj, ...)
     return cJSON_IsString(r) ? r->valuestring : NULL;
 }
 
+int64_t cx_json_int(const cJSON *n, int64_t lo, int64_t hi, int64_t otherwise)
+{
+    if (!cJSON_IsNumber(n) || isnan(n->valuedouble))
+        return otherwise;
+    double v = n->valuedouble;
+    /* (double)hi may round up past hi (INT64_MAX): >= keeps the cast in range. */
+    if (v <= (double)lo)
+        return lo;
+    if (v >= (double)hi)
+        return hi;
+    int64_t r = (int64_t)v; /* in range: (double)lo < v < (double)hi */
+    return r < lo ? lo : r > hi ? hi : r;
+}
+
 int cx_json_escape(struct cx_buf *b, const char *s)
 {
     static const char hex[] = "0123456789abcdef";

@@ -68,6 +68,11 @@ cJSON *cx_json_path(const cJSON *obj, ...) __attribute__((sentinel));
 /* Like cx_json_path but the leaf must be a string. */
 const char *cx_json_path_str(const cJSON *obj, ...) __attribute__((sentinel));
 
+/* The integer of number |n| (truncated toward zero) clamped to [lo, hi];
+ * |otherwise| when |n| is not a number or is NaN. For numbers from the
+ * wire: a cast of 1e300 or inf to an integer is undefined behaviour. */
+int64_t cx_json_int(const cJSON *n, int64_t lo, int64_t hi, int64_t otherwise);
+
 /* Appends |s| as a JSON string literal (quotes and escapes). Returns 0/-1. */
 __attribute__((warn_unused_result)) int cx_json_escape(struct cx_buf *b, const char *s);
 

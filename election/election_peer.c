@@ -283,18 +283,49 @@ static void c_connect(struct election_peer *p, enum cstate st)
         retry_later(p);
 }
 
-/* A complete greeting line in p->line: its identity, or NULL if garbled. */
-static const char *greeting_identity(struct election_peer *p)
+int election_peer_line_feed(char *line, size_t cap, size_t *len, const char *buf, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (buf[i] == '\n') {
+            line[*len] = '\0';
+            return 1;
+        }
+        if (*len + 1 >= cap)
+            return -1;
+        line[(*len)++] = buf[i];
+    }
+    return 0;
+}
+
+const char *election_peer_greeting_identity(const char *line, size_t len)
 {
     static const char magic[] = "coxswain-peer/1 ";
-    if (strncmp(p->line, magic, sizeof(magic) - 1) != 0)
+    const size_t ml = sizeof(magic) - 1;
+    if (len < ml || memcmp(line, magic, ml) != 0)
         return NULL;
-    const char *s = p->line + sizeof(magic) - 1;
-    const char *sp = strchr(s, ' ');
-    if (!sp)
+    /* Printable bytes only: a NUL would cut the identity short, and a cut
+     * or garbled identity must never read as another process's. */
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
+            return NULL;
+    const char *s = line + ml, *end = line + len;
+    const char *role_end = memchr(s, ' ', (size_t)(end - s));
+    if (!role_end)
         return NULL;
-    sp = strchr(sp + 1, ' ');
-    return sp ? sp + 1 : NULL;
+    size_t rl = (size_t)(role_end - s);
+    if (!((rl == 6 && memcmp(s, "leader", 6) == 0) || (rl == 7 && memcmp(s, "standby", 7) == 0)))
+        return NULL;
+    const char *t = role_end + 1;
+    const char *term_end = memchr(t, ' ', (size_t)(end - t));
+    if (!term_end || term_end == t || term_end - t > 20)
+        return NULL;
+    for (const char *q = t; q < term_end; q++)
+        if (*q < '0' || *q > '9')
+            return NULL;
+    const char *id = term_end + 1;
+    if (id >= end || (size_t)(end - id) >= ELECTION_IDENTITY_MAX)
+        return NULL;
+    return id;
 }
 
 static void c_io(evutil_socket_t fd, short what, void *arg)
@@ -354,20 +385,16 @@ static void c_io(evutil_socket_t fd, short what, void *arg)
             retry_later(p);
         return;
     }
-    for (ssize_t i = 0; i < n; i++) {
-        if (buf[i] != '\n') {
-            if (p->linelen + 1 >= sizeof(p->line)) {
-                if (recheck)
-                    no_proof(p, "the new connection's greeting is too long");
-                else
-                    retry_later(p);
-                return;
-            }
-            p->line[p->linelen++] = buf[i];
-            continue;
-        }
-        p->line[p->linelen] = '\0';
-        const char *who = greeting_identity(p);
+    int got = election_peer_line_feed(p->line, sizeof(p->line), &p->linelen, buf, (size_t)n);
+    if (got < 0) {
+        if (recheck)
+            no_proof(p, "the new connection's greeting is too long");
+        else
+            retry_later(p);
+        return;
+    }
+    if (got == 1) {
+        const char *who = election_peer_greeting_identity(p->line, p->linelen);
         if (!who) {
             if (recheck)
                 no_proof(p, "the new connection's greeting is garbled");

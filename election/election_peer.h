@@ -98,4 +98,18 @@ void election_peer_free(struct election_peer *p);
 /* Splits "host:port" / "[v6]:port" into a numeric address. 0, or -1. */
 int election_peer_parse(const char *hostport, void *sockaddr_storage, unsigned *len);
 
+/* The greeting a standby reads, in pieces as they arrive: appends |n|
+ * bytes of |buf| to |line| (capacity |cap|, *len bytes so far). Returns 1
+ * once the newline arrived (|line| then holds the line, NUL-terminated,
+ * without it; bytes after it are ignored), 0 while more is needed, -1
+ * when the line does not fit. */
+int election_peer_line_feed(char *line, size_t cap, size_t *len, const char *buf, size_t n);
+
+/* The identity a whole greeting line (|len| bytes, from the network) says:
+ * "coxswain-peer/1 <leader|standby> <term digits> <identity>", printable
+ * bytes only, the identity non-empty and under ELECTION_IDENTITY_MAX.
+ * Returns a pointer into |line| (its end is the line's end), or NULL when
+ * garbled: a garbled greeting proves nothing. */
+const char *election_peer_greeting_identity(const char *line, size_t len);
+
 #endif

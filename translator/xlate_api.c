@@ -161,7 +161,7 @@ static void parse_meta(struct pctx *p, const cJSON *obj)
                    k == XLATE_KIND_ROUTE_TABLE || k == XLATE_KIND_UPSTREAM;
     m->uid = uid && reported ? pstrdup(p, uid) : NULL;
     m->creation = k == XLATE_KIND_VIRTUAL_SERVICE ? pstrdup(p, creation) : NULL;
-    m->generation = cJSON_IsNumber(gen) ? (int64_t)gen->valuedouble : 0;
+    m->generation = cx_json_int(gen, 0, INT64_MAX, 0); /* 1e300 or -1 from the wire */
     size_t n = 0;
     const cJSON *l;
     cJSON_ArrayForEach(l, labels)

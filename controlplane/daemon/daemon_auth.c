@@ -73,6 +73,29 @@ static void call_error(const struct kube_result *res, const char *what, char *ou
         snprintf(out, cap, "%s: %.200s", what, res->err.message);
 }
 
+void daemon_auth_sar_answer(const cJSON *obj, const char *path, struct xds_review_result *out)
+{
+    memset(out, 0, sizeof(*out));
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
+    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
+    const cJSON *user_j = cJSON_GetObjectItemCaseSensitive(spec, "user");
+    const char *uname = cJSON_IsString(user_j) ? user_j->valuestring : "";
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "allowed")) &&
+        strlen(uname) < sizeof(out->username)) {
+        out->outcome = XDS_REVIEW_OK;
+        memcpy(out->username, uname, strlen(uname) + 1);
+        return;
+    }
+    out->outcome = XDS_REVIEW_REJECTED;
+    snprintf(out->message, sizeof(out->message),
+             "User \"%.120s\" may not get %.100s (SubjectAccessReview)", uname, path ? path : "");
+}
+
+static void finish_with(struct review *r, const struct xds_review_result *res)
+{
+    finish(r, res->outcome, res->outcome == XDS_REVIEW_OK ? res->username : NULL, res->message);
+}
+
 static void sar_done(struct kube_result *res, void *user)
 {
     struct review *r = user;
@@ -83,17 +106,9 @@ static void sar_done(struct kube_result *res, void *user)
         finish(r, XDS_REVIEW_UNAVAILABLE, NULL, msg);
         return;
     }
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(res->object, "status");
-    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(res->object, "spec");
-    const cJSON *user_j = cJSON_GetObjectItemCaseSensitive(spec, "user");
-    const char *uname = cJSON_IsString(user_j) ? user_j->valuestring : "";
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "allowed"))) {
-        finish(r, XDS_REVIEW_OK, uname, NULL);
-        return;
-    }
-    snprintf(msg, sizeof(msg), "User \"%.200s\" may not get %s (SubjectAccessReview)", uname,
-             r->path);
-    finish(r, XDS_REVIEW_REJECTED, NULL, msg);
+    struct xds_review_result v;
+    daemon_auth_sar_answer(res->object, r->path, &v);
+    finish_with(r, &v);
 }
 
 /* The authenticated user of a TokenReview: asks the SubjectAccessReview. */
@@ -120,6 +135,34 @@ static void start_sar(struct review *r, const cJSON *user)
         finish(r, XDS_REVIEW_UNAVAILABLE, NULL, "cannot send a SubjectAccessReview");
 }
 
+const cJSON *daemon_auth_token_answer(const cJSON *obj, struct xds_review_result *out)
+{
+    memset(out, 0, sizeof(*out));
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
+    const cJSON *user_j = cJSON_GetObjectItemCaseSensitive(st, "user");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(user_j, "username");
+    out->outcome = XDS_REVIEW_REJECTED;
+    if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "authenticated")) ||
+        !cJSON_IsString(name) || !*name->valuestring) {
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(st, "error");
+        snprintf(out->message, sizeof(out->message), "%s",
+                 cJSON_IsString(e) ? e->valuestring : "not authenticated");
+        return NULL;
+    }
+    /* Cut, a name would be someone else's (a ServiceAccount's name is
+     * read from its end): refused instead. */
+    size_t n = strlen(name->valuestring);
+    if (n >= sizeof(out->username)) {
+        snprintf(out->message, sizeof(out->message),
+                 "the TokenReview's username is over %zu bytes (%zu)", sizeof(out->username) - 1,
+                 n);
+        return NULL;
+    }
+    out->outcome = XDS_REVIEW_OK;
+    memcpy(out->username, name->valuestring, n + 1);
+    return user_j;
+}
+
 static void token_done(struct kube_result *res, void *user)
 {
     struct review *r = user;
@@ -134,21 +177,13 @@ static void token_done(struct kube_result *res, void *user)
         finish(r, XDS_REVIEW_UNAVAILABLE, NULL, msg);
         return;
     }
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(res->object, "status");
-    const cJSON *user_j = cJSON_GetObjectItemCaseSensitive(st, "user");
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(user_j, "username");
-    if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "authenticated")) ||
-        !cJSON_IsString(name)) {
-        const cJSON *e = cJSON_GetObjectItemCaseSensitive(st, "error");
-        finish(r, XDS_REVIEW_REJECTED, NULL,
-               cJSON_IsString(e) ? e->valuestring : "not authenticated");
-        return;
-    }
-    if (r->path) {
+    struct xds_review_result v;
+    const cJSON *user_j = daemon_auth_token_answer(res->object, &v);
+    if (v.outcome == XDS_REVIEW_OK && r->path) {
         start_sar(r, user_j);
         return;
     }
-    finish(r, XDS_REVIEW_OK, name->valuestring, NULL);
+    finish_with(r, &v);
 }
 
 static struct review *start_token_review(struct kube_client *kc, const char *token,

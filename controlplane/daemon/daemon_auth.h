@@ -28,4 +28,16 @@ struct daemon_admin_auth *daemon_auth_admin_new(struct kube_client *kc, struct a
                                                 int trust_loopback);
 void daemon_auth_admin_free(struct daemon_admin_auth *a);
 
+/* The verdict of a TokenReview's answer |obj| (a 2xx response, from the
+ * API server): OK with status.user.username, or REJECTED with
+ * status.error (also when the username is empty or does not fit
+ * xds_review_result.username: never cut). Returns status.user on OK (for
+ * the SubjectAccessReview), else NULL. Pure. */
+const cJSON *daemon_auth_token_answer(const cJSON *obj, struct xds_review_result *out);
+
+/* The verdict of a SubjectAccessReview's answer |obj| for the non-resource
+ * URL |path|: OK when status.allowed is true, else REJECTED naming the
+ * user and path. Pure. */
+void daemon_auth_sar_answer(const cJSON *obj, const char *path, struct xds_review_result *out);
+
 #endif

@@ -161,8 +161,13 @@ static void on_read(struct kube_result *r, void *arg)
         e->f->st.failures++;
         e->fails++;
         int64_t d = kube_backoff_nth_ns(e->fails, RETRY_FIRST_NS, RETRY_MAX_NS, &e->f->rng);
+        /* The server's Retry-After, up to the backoff's ceiling: a day
+         * would leave a referenced Secret unread for a day after the
+         * server recovered. */
         if (r->err.retry_after_ms > 0 && r->err.retry_after_ms * CX_NS_PER_MS > d)
-            d = r->err.retry_after_ms * CX_NS_PER_MS;
+            d = r->err.retry_after_ms < RETRY_MAX_NS / CX_NS_PER_MS
+                    ? r->err.retry_after_ms * CX_NS_PER_MS
+                    : RETRY_MAX_NS;
         struct timeval tv = {.tv_sec = (time_t)(d / CX_NS_PER_S),
                              .tv_usec = (suseconds_t)((d % CX_NS_PER_S) / 1000)};
         if (!e->retry)

@@ -130,6 +130,27 @@ int kube_obj_metadata_only(cJSON *json)
     return 0;
 }
 
+int kube_obj_admit(cJSON *json, int metadata_only, int trim, size_t max_object, const char *kind,
+                   const char *api_version, size_t *size_out)
+{
+    if (metadata_only)
+        (void)kube_obj_metadata_only(json);
+    else if (trim)
+        kube_obj_trim(json);
+    size_t size = kube_json_size(json, max_object);
+    if (size_out)
+        *size_out = size;
+    if (size > max_object)
+        return -1;
+    if (!cJSON_IsObject(json))
+        return 0; /* nothing to fill in: kube_obj_new refuses it */
+    if (!cJSON_GetObjectItemCaseSensitive(json, "kind"))
+        cJSON_AddStringToObject(json, "kind", kind ? kind : "");
+    if (!cJSON_GetObjectItemCaseSensitive(json, "apiVersion"))
+        cJSON_AddStringToObject(json, "apiVersion", api_version ? api_version : "");
+    return 0;
+}
+
 struct kube_obj *kube_obj_ref(struct kube_obj *o)
 {
     if (o)

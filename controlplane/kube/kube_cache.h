@@ -66,6 +66,14 @@ int kube_obj_metadata_only(cJSON *json);
  * annotation from |json| (before kube_obj_new; objects are immutable after).
  * Drops metadata.annotations when that leaves it empty. */
 void kube_obj_trim(cJSON *json);
+/* Makes an arriving object (a list item or a watch event's object) what a
+ * cache keeps: cut to its metadata when |metadata_only|, else trimmed when
+ * |trim|; then kind and apiVersion filled in when absent (list items carry
+ * neither) from |kind| and |api_version|. Returns 0, or -1 when it is over
+ * |max_object| (kube_json_size; *size_out tells the size, capped just past
+ * the limit): the caller treats it as absent. */
+int kube_obj_admit(cJSON *json, int metadata_only, int trim, size_t max_object, const char *kind,
+                   const char *api_version, size_t *size_out);
 struct kube_obj *kube_obj_ref(struct kube_obj *o);
 /* Drops a reference; the last one frees the object. NULL is ignored. */
 void kube_obj_unref(struct kube_obj *o);

@@ -42,6 +42,16 @@ static char *read_file(const char *path, size_t max, size_t *len_out)
     return buf;
 }
 
+/* A bearer token goes into an Authorization header line: a control byte
+ * (CR, LF, NUL...) would end the line or cut the token there. */
+static int token_ok(const char *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)t[i] < 0x20 || t[i] == 0x7f)
+            return 0;
+    return 1;
+}
+
 char *kube_config_read_token(const char *path)
 {
     size_t n = 0;
@@ -55,7 +65,7 @@ char *kube_config_read_token(const char *path)
     while (n > start &&
            (t[n - 1] == ' ' || t[n - 1] == '\n' || t[n - 1] == '\r' || t[n - 1] == '\t'))
         n--;
-    if (n == start) {
+    if (n == start || !token_ok(t + start, n - start)) {
         free(t);
         return NULL;
     }
@@ -357,7 +367,13 @@ int kube_config_parse(const char *text, size_t len, const char *base_dir, const 
         goto out;
     }
     if (user) {
-        out->token = xstrdup(cx_json_str(user, "token"));
+        const char *tok = cx_json_str(user, "token");
+        if (tok && !token_ok(tok, strlen(tok))) {
+            snprintf(err, errlen, "the token of user \"%s\" holds a control character",
+                     user_name);
+            goto out;
+        }
+        out->token = xstrdup(tok);
         out->token_file = resolve_path(base_dir, cx_json_str(user, "tokenFile"));
         out->client_cert_file = resolve_path(base_dir, cx_json_str(user, "client-certificate"));
         out->client_key_file = resolve_path(base_dir, cx_json_str(user, "client-key"));

@@ -87,8 +87,9 @@ __attribute__((warn_unused_result)) int kube_config_copy(struct kube_config *dst
 /* Frees everything |c| owns and zeroes it. */
 void kube_config_free(struct kube_config *c);
 
-/* Reads a token file: trims surrounding whitespace; refuses empty files and
- * files larger than KUBE_TOKEN_FILE_MAX. Returns a string the caller frees,
+/* Reads a token file: trims surrounding whitespace; refuses empty files,
+ * files larger than KUBE_TOKEN_FILE_MAX and tokens with a control byte
+ * inside (it goes into a header line). Returns a string the caller frees,
  * or NULL. */
 char *kube_config_read_token(const char *path);
 

@@ -151,8 +151,8 @@ int64_t kube_retry_after_parse(const char *s)
         end++;
     if (*end != '\0')
         return -1;
-    if (v > 86400)
-        v = 86400;
+    if (v > KUBE_RETRY_AFTER_MAX_S)
+        v = KUBE_RETRY_AFTER_MAX_S;
     return (int64_t)v * 1000;
 }
 
@@ -162,7 +162,8 @@ void kube_error_from_status(struct kube_error *e, const cJSON *status)
     const char *reason = cx_json_str(status, "reason");
     const char *message = cx_json_str(status, "message");
     const cJSON *code = cJSON_GetObjectItemCaseSensitive(status, "code");
-    int http = cJSON_IsNumber(code) ? (int)code->valuedouble : 0;
+    /* A number from the wire is cast only once in range (1e300: 999). */
+    int http = (int)cx_json_int(code, 0, 999, 0);
     if (reason)
         copy_str(e->reason, sizeof(e->reason), reason, strlen(reason));
     if (message)
@@ -171,10 +172,12 @@ void kube_error_from_status(struct kube_error *e, const cJSON *status)
     e->code = kube_error_code_for(http, reason);
     if (e->code == KUBE_OK)
         e->code = KUBE_E_OTHER; /* a Status Failure with a 2xx code: still a failure */
-    /* details.retryAfterSeconds is how a Status carries Retry-After. */
+    /* details.retryAfterSeconds is how a Status carries Retry-After;
+     * capped at a day like the header. */
     const cJSON *ras = cx_json_path(status, "details", "retryAfterSeconds", NULL);
-    if (cJSON_IsNumber(ras) && ras->valuedouble >= 0)
-        e->retry_after_ms = (int64_t)ras->valuedouble * 1000;
+    int64_t ra_s = cx_json_int(ras, -1, KUBE_RETRY_AFTER_MAX_S, -1);
+    if (ra_s >= 0)
+        e->retry_after_ms = ra_s * 1000;
 }
 
 void kube_error_from_http(struct kube_error *e, int status, const char *body, size_t body_len,

@@ -39,8 +39,12 @@ enum kube_err_code kube_error_code_for(int http_status, const char *reason);
  * and metric labels. */
 const char *kube_error_name(enum kube_err_code code);
 
+/* The longest Retry-After taken (header or Status details), in seconds. */
+#define KUBE_RETRY_AFTER_MAX_S 86400
+
 /* Parses a Retry-After value: delta-seconds only (what the API server
- * sends); returns milliseconds, or -1 if |s| is NULL or not a number. */
+ * sends), capped at KUBE_RETRY_AFTER_MAX_S; returns milliseconds, or -1 if
+ * |s| is NULL or not a number. */
 int64_t kube_retry_after_parse(const char *s);
 
 /* Exponential backoff with jitter. Delay n (n = 0, 1, ...) is

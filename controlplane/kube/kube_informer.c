@@ -393,19 +393,12 @@ static void note_refused(struct kube_informer *inf, const cJSON *obj, size_t siz
  * it as absent. */
 static int admit(struct kube_informer *inf, cJSON *obj)
 {
-    if (inf->metadata_only)
-        (void)kube_obj_metadata_only(obj);
-    else if (inf->trim)
-        kube_obj_trim(obj);
-    size_t size = kube_json_size(obj, inf->max_object);
-    if (size > inf->max_object) {
+    size_t size = 0;
+    if (kube_obj_admit(obj, inf->metadata_only, inf->trim, inf->max_object, inf->res->kind,
+                       inf->api_version, &size) != 0) {
         note_refused(inf, obj, size);
         return -1;
     }
-    if (!cJSON_GetObjectItemCaseSensitive(obj, "kind"))
-        cJSON_AddStringToObject(obj, "kind", inf->res->kind ? inf->res->kind : "");
-    if (!cJSON_GetObjectItemCaseSensitive(obj, "apiVersion"))
-        cJSON_AddStringToObject(obj, "apiVersion", inf->api_version);
     return 0;
 }
 

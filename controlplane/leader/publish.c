@@ -166,13 +166,13 @@ static void park(struct publish *p, struct pub_item *it, int64_t delay_ns)
     leader_queue_park(&p->q, &it->li, delay_ns);
 }
 
-static int is_ours(const struct kube_obj *o)
+int publish_obj_is_ours(const struct kube_obj *o)
 {
     const char *v = cx_json_path_str(o->json, "metadata", "labels", PUBLISH_LABEL_KEY, NULL);
     return v && strcmp(v, PUBLISH_LABEL_VALUE) == 0;
 }
 
-static const char *published_version(const struct kube_obj *o)
+const char *publish_obj_version(const struct kube_obj *o)
 {
     const char *v = o ? cx_json_path_str(o->json, "spec", "version", NULL) : NULL;
     return v ? v : "";
@@ -183,7 +183,7 @@ static const char *published_version(const struct kube_obj *o)
 static void update_consistency(struct publish *p, struct pub_group *pg)
 {
     struct kube_obj *o = p->o.lookup(p->o.user, pg->name);
-    int ok = o && strcmp(published_version(o), pg->version) == 0;
+    int ok = o && strcmp(publish_obj_version(o), pg->version) == 0;
     if (pg->consistent)
         cx_series_set(pg->consistent, ok ? 1 : 0);
 }
@@ -193,7 +193,7 @@ static void recount(struct publish *p)
     size_t c = 0;
     for (size_t i = 0; i < p->nglist; i++) {
         struct kube_obj *o = p->o.lookup(p->o.user, p->glist[i]->name);
-        c += o && strcmp(published_version(o), p->glist[i]->version) == 0;
+        c += o && strcmp(publish_obj_version(o), p->glist[i]->version) == 0;
     }
     p->st.groups = p->nglist;
     p->st.consistent = c;
@@ -320,7 +320,7 @@ static enum leader_check reconcile(void *user, struct leader_item *l, int64_t *w
     struct kube_obj *pub = p->o.lookup(p->o.user, it->name);
     const char *pub_rv = pub ? pub->rv : "";
     int exists = pub != NULL;
-    const char *version = published_version(pub);
+    const char *version = publish_obj_version(pub);
     if (it->w_valid) {
         if (it->w_rv_before && strcmp(pub_rv, it->w_rv_before) == 0) {
             exists = !it->w_deleted; /* the informer has not shown our write yet */
@@ -348,7 +348,7 @@ static enum leader_check reconcile(void *user, struct leader_item *l, int64_t *w
             return LEADER_CHECK_DONE;
         }
     } else {
-        if (!exists || (pub && !is_ours(pub)))
+        if (!exists || (pub && !publish_obj_is_ours(pub)))
             return LEADER_CHECK_DONE;
         del = 1;
     }
@@ -523,7 +523,7 @@ struct stale_ctx {
 static int want_stale(void *user, struct kube_obj *o)
 {
     struct stale_ctx *c = user;
-    if (is_ours(o) && !cx_map_gets(&c->p->groups, o->name))
+    if (publish_obj_is_ours(o) && !cx_map_gets(&c->p->groups, o->name))
         want(c->p, o->name);
     return 0;
 }

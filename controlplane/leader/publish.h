@@ -101,4 +101,11 @@ int publish_idle(const struct publish *p);
  * |out|. Returns 0 or -1 (does not fit, or not "ns/name"). */
 int publish_name(const char *group, char *out, size_t n);
 
+/* What the leader reads of a ProxySnapshot a previous leader (or anyone
+ * with write access to the namespace) wrote: its spec.version ("" when
+ * absent or not a string; NULL |o| too), and whether it carries our
+ * managed-by label (only those are ever deleted). */
+const char *publish_obj_version(const struct kube_obj *o);
+int publish_obj_is_ours(const struct kube_obj *o);
+
 #endif

@@ -194,5 +194,5 @@ int64_t store_kube_generation(const struct kube_obj *o)
     if (so)
         return store_obj_generation(so);
     const cJSON *gen = o && o->json ? cx_json_path(o->json, "metadata", "generation", NULL) : NULL;
-    return cJSON_IsNumber(gen) ? (int64_t)gen->valuedouble : 0;
+    return cx_json_int(gen, 0, INT64_MAX, 0);
 }

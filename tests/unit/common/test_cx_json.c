@@ -2,6 +2,7 @@
 #include "cx_json.h"
 #include "cxtest.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -100,11 +101,45 @@ static void test_hashes(void)
     CHECK(cx_fnv64(CX_FNV64_INIT, "foobar", 6) == UINT64_C(0x85944171f73967e8));
 }
 
+/* Numbers from the wire into integers: in range, or clamped; never a cast
+ * of 1e300, inf or NaN (undefined behaviour). */
+static void test_int_clamped(void)
+{
+    const struct {
+        const char *json;
+        int64_t lo, hi, otherwise, want;
+    } rows[] = {
+        {"42", 0, 100, -1, 42},
+        {"42.9", 0, 100, -1, 42},
+        {"-3.5", -10, 10, 0, -3},
+        {"1e300", 0, INT64_MAX, -1, INT64_MAX},
+        {"1e999", 0, INT64_MAX, -1, INT64_MAX}, /* inf */
+        {"-1e999", -5, 5, 0, -5},
+        {"9223372036854775807", 0, INT64_MAX, -1, INT64_MAX},
+        {"-9223372036854775808", INT64_MIN, 0, 1, INT64_MIN},
+        {"1e20", 0, 999, 0, 999},
+        {"-7", 0, 999, 0, 0},
+        {"\"12\"", 0, 100, -1, -1}, /* not a number */
+        {"null", 0, 100, -2, -2},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        cJSON *j = cJSON_Parse(rows[i].json);
+        REQUIRE(j != NULL);
+        CHECK_INT_EQ(cx_json_int(j, rows[i].lo, rows[i].hi, rows[i].otherwise), rows[i].want);
+        cJSON_Delete(j);
+    }
+    CHECK_INT_EQ(cx_json_int(NULL, 0, 1, 9), 9);
+    cJSON *nan = cJSON_CreateNumber(NAN);
+    CHECK_INT_EQ(cx_json_int(nan, 0, 1, 9), 9);
+    cJSON_Delete(nan);
+}
+
 static const struct cxt_case cases[] = {
     CXT(test_canonical_sorts_keys),
     CXT(test_canonical_numbers_and_strings),
     CXT(test_canonical_cap),
     CXT(test_path),
     CXT(test_hashes),
+    CXT(test_int_clamped),
 };
 CXT_MAIN(cases)

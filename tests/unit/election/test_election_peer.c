@@ -412,6 +412,49 @@ static void test_no_listener_still_follows(void)
     event_base_free(b);
 }
 
+static const char *ident(const char *line, size_t len)
+{
+    return election_peer_greeting_identity(line, len);
+}
+#define IDENT(lit) ident(lit, sizeof(lit) - 1)
+
+/* A greeting is bytes from the network: an identity is read only from a
+ * well-formed one. Before, "coxswain-peer/1 x y \0a" read as identity ""
+ * (not the holder's): garbage on a recheck was a proof of death. */
+static void test_greeting_parse(void)
+{
+    CHECK_STR_EQ(IDENT("coxswain-peer/1 leader 7 pod-a"), "pod-a");
+    CHECK_STR_EQ(IDENT("coxswain-peer/1 standby 0 pod b"), "pod b"); /* the rest of the line */
+    CHECK(IDENT("coxswain-peer/1 leader 7 a\0b") == NULL);          /* a NUL: garbled */
+    CHECK(IDENT("coxswain-peer/1 leader 7 \0a") == NULL);
+    CHECK(IDENT("coxswain-peer/1 leader 7 pod-a\r") == NULL); /* CRLF: not ours */
+    CHECK(IDENT("coxswain-peer/1 leader 7 ") == NULL);       /* no identity */
+    CHECK(IDENT("coxswain-peer/1 king 7 pod-a") == NULL);
+    CHECK(IDENT("coxswain-peer/1 leader -7 pod-a") == NULL);
+    CHECK(IDENT("coxswain-peer/1 leader  pod-a") == NULL);
+    CHECK(IDENT("coxswain-peer/1 leader 123456789012345678901 pod-a") == NULL);
+    CHECK(IDENT("coxswain-peer/2 leader 7 pod-a") == NULL);
+    CHECK(IDENT("coxswain-peer/1") == NULL);
+    char big[ELECTION_IDENTITY_MAX + 40];
+    int n = snprintf(big, sizeof(big), "coxswain-peer/1 leader 1 ");
+    memset(big + n, 'x', ELECTION_IDENTITY_MAX);
+    CHECK(ident(big, (size_t)n + ELECTION_IDENTITY_MAX) == NULL); /* would not fit */
+    CHECK(ident(big, (size_t)n + ELECTION_IDENTITY_MAX - 1) != NULL);
+
+    /* the line, in pieces */
+    char line[PEER_LINE_MAX];
+    size_t len = 0;
+    CHECK_INT_EQ(election_peer_line_feed(line, sizeof(line), &len, "coxswain-pe", 11), 0);
+    CHECK_INT_EQ(election_peer_line_feed(line, sizeof(line), &len, "er/1 leader 3 a\nxx", 18), 1);
+    CHECK_STR_EQ(line, "coxswain-peer/1 leader 3 a");
+    CHECK_INT_EQ(len, 26);
+    char junk[PEER_LINE_MAX + 10];
+    memset(junk, 'j', sizeof(junk));
+    len = 0;
+    CHECK_INT_EQ(election_peer_line_feed(line, sizeof(line), &len, junk, sizeof(junk)), -1);
+    CHECK(len < sizeof(line));
+}
+
 static const struct cxt_case cases[] = {
     CXT(test_no_listener_still_follows),
     CXT(test_refused_after_end_is_proof),
@@ -422,5 +465,6 @@ static const struct cxt_case cases[] = {
     CXT(test_never_held_is_no_proof),
     CXT(test_bounds),
     CXT(test_parse),
+    CXT(test_greeting_parse),
 };
 CXT_MAIN(cases)

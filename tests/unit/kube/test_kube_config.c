@@ -128,6 +128,11 @@ static void test_errors(void)
                  "clusters:\n- name: y\n  cluster: {server: https://a}\n"
                  "users:\n- name: u\n  user: {exec: {command: aws}}\n",
                  NULL, "exec");
+    /* a token goes into a header line: no CR/LF (fuzz_kubeconfig) */
+    expect_error("current-context: x\ncontexts:\n- name: x\n  context: {cluster: y, user: u}\n"
+                 "clusters:\n- name: y\n  cluster: {server: https://a}\n"
+                 "users:\n- name: u\n  user: {token: \"abc\\r\\nX-Injected: 1\"}\n",
+                 NULL, "control character");
 }
 
 static void test_alias_bomb_bounded(void)
@@ -182,6 +187,22 @@ static void test_in_cluster_and_files(void)
     CHECK_INT_EQ(kube_config_in_cluster("/nonexistent", "h", "1", &c, err, sizeof(err)), -1);
     write_file("token", "\n  \n");
     CHECK_INT_EQ(kube_config_in_cluster(tmpdir, "h", "1", &c, err, sizeof(err)), -1);
+    /* A token with a line break inside would split the Authorization
+     * header (found by fuzz_kubeconfig): refused; a namespace file with
+     * one falls back to "default". */
+    write_file("token", "tok\r\nX-Injected: 1\n");
+    CHECK_INT_EQ(kube_config_in_cluster(tmpdir, "h", "1", &c, err, sizeof(err)), -1);
+    char tpath[512];
+    snprintf(tpath, sizeof(tpath), "%s/token", tmpdir);
+    CHECK(kube_config_read_token(tpath) == NULL);
+    write_file("token", "tok-\x01\n");
+    CHECK(kube_config_read_token(tpath) == NULL);
+    write_file("token", "tok-456\n");
+    write_file("namespace", "a\nb\n");
+    REQUIRE_INT_EQ(kube_config_in_cluster(tmpdir, "h", "1", &c, err, sizeof(err)), 0);
+    CHECK_STR_EQ(c.namespace, "default");
+    kube_config_free(&c);
+    write_file("namespace", "coxswain-system\n");
 
     /* A kubeconfig file on disk, its relative paths resolved next to it;
      * $KUBECONFIG with a missing first entry. */

@@ -196,8 +196,43 @@ static void test_retry_policy(void)
     }
 }
 
+/* Numbers from the wire that no integer holds (found by fuzz_kube_error:
+ * casting them was undefined behaviour, and a retryAfterSeconds of 1e13
+ * overflowed the milliseconds): clamped like the header is. */
+static void test_status_numbers_out_of_range(void)
+{
+    struct kube_error e;
+    http(&e, 500,
+         "{"kind":"Status","reason":"InternalError","code":1e20,"
+         ""details":{"retryAfterSeconds":1e300}}",
+         NULL);
+    CHECK_INT_EQ(e.code, KUBE_E_INTERNAL);
+    CHECK_INT_EQ(e.http_status, 500);
+    CHECK_INT_EQ(e.retry_after_ms, (int64_t)KUBE_RETRY_AFTER_MAX_S * 1000);
+
+    cJSON *st = cJSON_Parse("{\"kind\":\"Status\",\"code\":-1e300,\"reason\":\"Expired\","
+                            "\"details\":{\"retryAfterSeconds\":-5}}");
+    REQUIRE(st != NULL);
+    kube_error_from_status(&e, st);
+    CHECK_INT_EQ(e.http_status, 0);
+    CHECK_INT_EQ(e.code, KUBE_E_EXPIRED);
+    CHECK_INT_EQ(e.retry_after_ms, -1);
+    cJSON_Delete(st);
+
+    st = cJSON_Parse("{\"kind\":\"Status\",\"code\":429,\"details\":{\"retryAfterSeconds\":7}}");
+    REQUIRE(st != NULL);
+    kube_error_from_status(&e, st);
+    CHECK_INT_EQ(e.http_status, 429);
+    CHECK_INT_EQ(e.code, KUBE_E_TOO_MANY);
+    CHECK_INT_EQ(e.retry_after_ms, 7000);
+    cJSON_Delete(st);
+    /* the header: a day at most */
+    CHECK_INT_EQ(kube_retry_after_parse("999999"), (int64_t)KUBE_RETRY_AFTER_MAX_S * 1000);
+}
+
 static const struct cxt_case cases[] = {
     CXT(test_status_shapes),          CXT(test_plain_text_and_retry_after), CXT(test_error_names),
     CXT(test_backoff_growth_and_cap), CXT(test_backoff_jitter_spread),      CXT(test_retry_policy),
+    CXT(test_status_numbers_out_of_range),
 };
 CXT_MAIN(cases)
