@@ -219,7 +219,9 @@ static void read_now(struct entry *e)
     size_t nslen = (size_t)(strchr(e->key, '/') - e->key);
     snprintf(ns, sizeof(ns), "%.*s", (int)nslen, e->key);
     struct kube_list_opts lo = {.field_selector = fs};
-    struct kube_req_opts ro = {.max_response = READ_MAX};
+    /* One attempt: on_read owns the retry (backoff, Retry-After up to its
+     * ceiling), and two nested retry loops multiply the waits. */
+    struct kube_req_opts ro = {.max_response = READ_MAX, .max_attempts = 1};
     set_busy(e, 1);
     e->call = kube_list(e->f->kc, store_kind_resource(e->kind), ns, &lo, &ro, on_read, e);
     if (!e->call) {

@@ -352,6 +352,14 @@ fail:
     return NULL;
 }
 
+/* A bearer token leaves memory wiped (freed memory and cores keep none). */
+static void free_token(char *t)
+{
+    if (t)
+        explicit_bzero(t, strlen(t));
+    free(t);
+}
+
 void kube_client_free(struct kube_client *c)
 {
     if (!c)
@@ -374,7 +382,7 @@ void kube_client_free(struct kube_client *c)
     free(c->host_header);
     kube_config_free(&c->cfg);
     free(c->user_agent);
-    free(c->token);
+    free_token(c->token);
     free(c);
 }
 
@@ -429,7 +437,7 @@ static void refresh_token(struct kube_client *c)
     c->token_read_ns = now;
     c->token_stale = 0;
     if (t) {
-        free(c->token);
+        free_token(c->token);
         c->token = t;
     }
 }
@@ -518,6 +526,8 @@ int kube_client_setup_easy(struct kube_client *c, CURL *e, const char *path_quer
         if (cx_buf_printf(&auth, "Authorization: Bearer %s", c->token) == 0 &&
             (t = curl_slist_append(h, auth.data)))
             h = t;
+        if (auth.data)
+            explicit_bzero(auth.data, auth.len);
         cx_buf_free(&auth);
     }
     if (!h)

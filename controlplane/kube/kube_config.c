@@ -232,8 +232,17 @@ static char *dup_trim_slash(const char *s)
     return r;
 }
 
+void kube_config_wipe_secrets(struct kube_config *c)
+{
+    if (c->client_key_data)
+        explicit_bzero(c->client_key_data, c->client_key_data_len);
+    if (c->token)
+        explicit_bzero(c->token, strlen(c->token));
+}
+
 void kube_config_free(struct kube_config *c)
 {
+    kube_config_wipe_secrets(c);
     free(c->server);
     free(c->ca_file);
     free(c->ca_data);

@@ -84,6 +84,11 @@ __attribute__((warn_unused_result)) int kube_config_load_default(const char *kub
 __attribute__((warn_unused_result)) int kube_config_copy(struct kube_config *dst,
                                                          const struct kube_config *src);
 
+/* Overwrites the secrets |c| holds (client key bytes, static token) with
+ * zeros in place; kube_config_free does it before freeing them, so freed
+ * memory (and a core) does not keep them. */
+void kube_config_wipe_secrets(struct kube_config *c);
+
 /* Frees everything |c| owns and zeroes it. */
 void kube_config_free(struct kube_config *c);
 

@@ -13,6 +13,7 @@ cap), cJSON's nesting limit, and Secrets and ConfigMaps
 held as metadata unless a Gateway or Upstream references them.
 """
 import base64
+import json
 import os
 import sys
 import time
@@ -200,6 +201,64 @@ def case_huge_referenced_secret():
     check_eq(w.api.delete("Gateway", H.NS, "tls-huge")[0], 200)
 
 
+def case_status_numbers_and_controls():
+    # Error answers whose numbers no integer holds (code 1e300, a
+    # retryAfterSeconds of -1e300 or minus infinity: casting them was
+    # undefined behaviour; a huge positive one is a 30 s pause, in the unit
+    # tests) and whose message carries a terminal escape and a forged
+    # log line: as an HTTP 500 for one informer's watch and as a watch
+    # ERROR event for another's. The informers back off and recover; the
+    # message is logged escaped.
+    forged = "boom \x1b[31m red\n2026-01-01T00:00:00Z error forged line"
+    status = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Expired",
+              "code": 1e300, "message": forged, "details": {"retryAfterSeconds": -1e300}}
+    body = json.dumps(status)
+    # -1e999 is JSON for minus infinity (cJSON reads it as -inf)
+    event = json.dumps({"type": "ERROR", "object": dict(
+        status, reason="InternalError",
+        details={"retryAfterSeconds": -1e300})}).replace("-1e+300}}", "-1e999}}") + "\n"
+    with w.attack("kube: absurd numbers and escapes in Status answers", rss_mb=60):
+        fault(verb="watch", resource="endpointslices", action="respond", code=500,
+              content_type="application/json", body=body, count=2)
+        fault(verb="watch", resource="services", action="respond", code=200, body=event,
+              end=True, count=2)
+        restart_informers(relist=False)
+        wait_requests("watch", "endpointslices", 2)
+        wait_requests("watch", "services", 2)
+    working_again("endpointslices", "services")
+    log = w.replica.log()
+    check("boom" in log, "the server's message is not in the log")
+    check("\x1b" not in log, "a raw ESC in the log")
+    check("\n2026-01-01T00:00:00Z error forged" not in log, "a forged log line")
+
+
+def case_retry_after_a_day():
+    # The API server tells the read of a referenced Secret to come back in
+    # a day (503, Retry-After: 86400). The read is tried again at the
+    # backoff's ceiling (30 s) at the latest, not a day later: a Gateway
+    # would have gone without its certificate for a day after the server
+    # recovered.
+    with w.attack("kube: Retry-After of a day on a referenced Secret", rss_mb=60):
+        st, _ = w.api.create(secret("ra-day", b"-----BEGIN CERTIFICATE-----\n"))
+        check_eq(st, 201)
+        before = counts("list", "secrets")
+        fault(verb="list", resource="secrets", action="fail", code=503, retry_after=86400,
+              count=1)
+        gw = H.cxd.gateway(H.NS, "tls-ra-day")
+        gw["spec"]["tls"] = {"certificates": [{"secretRef": {"name": "ra-day"}}]}
+        st, _ = w.api.create(gw)
+        check_eq(st, 201)
+        H.cxd.wait_for(lambda: counts("list", "secrets") >= before + 1, 20 * H.slowdown(),
+                       what="the refused read")
+        t0 = time.monotonic()
+        H.cxd.wait_for(lambda: counts("list", "secrets") >= before + 2, 45 * H.slowdown(),
+                       what="the read tried again within the 30 s ceiling")
+        waited = time.monotonic() - t0
+    check(waited < 45 * H.slowdown(), "the read came back after %.1f s" % waited)
+    w.ks.clear_faults()
+    check_eq(w.api.delete("Gateway", H.NS, "tls-ra-day")[0], 200)
+
+
 def setup():
     global w, UA
     w = H.World()
@@ -212,7 +271,10 @@ for name, fn in (("16 MiB watch events", case_huge_watch_event),
                  ("wrong types in objects", case_wrong_types),
                  ("non-JSON watch streams", case_garbage_body),
                  ("a tenant's hundred 1 MB ConfigMaps", case_hundred_1mb_configmaps),
-                 ("a huge answer for a referenced Secret", case_huge_referenced_secret)):
+                 ("a huge answer for a referenced Secret", case_huge_referenced_secret),
+                 ("absurd numbers and escapes in Status answers",
+                  case_status_numbers_and_controls),
+                 ("Retry-After of a day on a referenced Secret", case_retry_after_a_day)):
     if w is not None:
         t.case(name, fn)
 if w is not None:

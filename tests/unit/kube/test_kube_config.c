@@ -95,6 +95,24 @@ static void test_json_kubeconfig(void)
     CHECK_STR_EQ(c.server, "https://h:1");
     CHECK_STR_EQ(c.token, "t");
     kube_config_free(&c);
+
+    /* The client key and the token are wiped in place before they are
+     * freed (kube_config_free calls this): freed memory and cores keep
+     * no secret. */
+    const char *k = "{\"current-context\":\"c\",\"clusters\":[{\"name\":\"k\",\"cluster\":"
+                    "{\"server\":\"https://h:1\"}}],\"contexts\":[{\"name\":\"c\",\"context\":"
+                    "{\"cluster\":\"k\",\"user\":\"u\"}}],\"users\":[{\"name\":\"u\",\"user\":"
+                    "{\"token\":\"secret-token\",\"client-key-data\":\"a2V5LWJ5dGVz\"}}]}";
+    REQUIRE_INT_EQ(kube_config_parse(k, strlen(k), NULL, NULL, &c, err, sizeof(err)), 0);
+    REQUIRE(c.client_key_data != NULL && c.token != NULL);
+    CHECK_STR_EQ(c.client_key_data, "key-bytes");
+    size_t tl = strlen(c.token);
+    kube_config_wipe_secrets(&c);
+    for (size_t i = 0; i < c.client_key_data_len; i++)
+        CHECK_INT_EQ(c.client_key_data[i], 0);
+    for (size_t i = 0; i < tl; i++)
+        CHECK_INT_EQ(c.token[i], 0);
+    kube_config_free(&c);
 }
 
 static void expect_error(const char *text, const char *ctx, const char *needle)

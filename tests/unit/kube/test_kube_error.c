@@ -203,8 +203,8 @@ static void test_status_numbers_out_of_range(void)
 {
     struct kube_error e;
     http(&e, 500,
-         "{"kind":"Status","reason":"InternalError","code":1e20,"
-         ""details":{"retryAfterSeconds":1e300}}",
+         "{\"kind\":\"Status\",\"reason\":\"InternalError\",\"code\":1e20,"
+         "\"details\":{\"retryAfterSeconds\":1e300}}",
          NULL);
     CHECK_INT_EQ(e.code, KUBE_E_INTERNAL);
     CHECK_INT_EQ(e.http_status, 500);
