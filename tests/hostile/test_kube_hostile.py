@@ -222,9 +222,11 @@ def case_status_numbers_and_controls():
               content_type="application/json", body=body, count=2)
         fault(verb="watch", resource="services", action="respond", code=200, body=event,
               end=True, count=2)
+        before = {r: counts("watch", r) for r in ("endpointslices", "services")}
         restart_informers(relist=False)
-        wait_requests("watch", "endpointslices", 2)
-        wait_requests("watch", "services", 2)
+        for r in ("endpointslices", "services"):
+            H.cxd.wait_for(lambda: counts("watch", r) >= before[r] + 3, 20 * H.slowdown(),
+                           what="%s watched again after two faulted answers" % r)
     working_again("endpointslices", "services")
     log = w.replica.log()
     check("boom" in log, "the server's message is not in the log")
