@@ -378,8 +378,7 @@ int kube_config_parse(const char *text, size_t len, const char *base_dir, const 
     if (user) {
         const char *tok = cx_json_str(user, "token");
         if (tok && !token_ok(tok, strlen(tok))) {
-            snprintf(err, errlen, "the token of user \"%s\" holds a control character",
-                     user_name);
+            snprintf(err, errlen, "the token of user \"%s\" holds a control character", user_name);
             goto out;
         }
         out->token = xstrdup(tok);

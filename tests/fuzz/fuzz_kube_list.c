@@ -25,9 +25,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const enum xlate_kind kinds[] = {
-    XLATE_KIND_GATEWAY,     XLATE_KIND_VIRTUAL_SERVICE, XLATE_KIND_ROUTE_TABLE,
-    XLATE_KIND_UPSTREAM,    XLATE_KIND_SERVICE,         XLATE_KIND_ENDPOINT_SLICE,
-    XLATE_KIND_SECRET,      XLATE_KIND_CONFIG_MAP,
+    XLATE_KIND_GATEWAY, XLATE_KIND_VIRTUAL_SERVICE, XLATE_KIND_ROUTE_TABLE, XLATE_KIND_UPSTREAM,
+    XLATE_KIND_SERVICE, XLATE_KIND_ENDPOINT_SLICE,  XLATE_KIND_SECRET,      XLATE_KIND_CONFIG_MAP,
 };
 
 static struct store_decoder decoder;
@@ -89,8 +88,8 @@ static struct kube_cache *take_items(const cJSON *items, size_t from, size_t to,
         if (!json)
             continue;
         size_t sz = 0;
-        if (kube_obj_admit(json, metadata_only, !metadata_only, max_object, res->kind, "v1",
-                           &sz) != 0) {
+        if (kube_obj_admit(json, metadata_only, !metadata_only, max_object, res->kind, "v1", &sz) !=
+            0) {
             if (sz <= max_object)
                 abort();
             cJSON_Delete(json);
@@ -189,8 +188,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     diff(cache, fresh);
     kube_cache_free(cache);
     kube_cache_free(fresh);
-    next_request(store_kind_resource(kind),
-                 cx_json_path_str(page, "metadata", "continue", NULL),
+    next_request(store_kind_resource(kind), cx_json_path_str(page, "metadata", "continue", NULL),
                  cx_json_path_str(page, "metadata", "resourceVersion", NULL));
     cJSON_Delete(page);
     return 0;

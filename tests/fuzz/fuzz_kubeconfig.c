@@ -78,8 +78,7 @@ static void check_config(const struct kube_config *c)
                     c->client_key_data_len) ||
         !same(cp.token, c->token) || !same(cp.token_file, c->token_file) ||
         !same(cp.tls_server_name, c->tls_server_name) || !same(cp.namespace, c->namespace) ||
-        !same(cp.context, c->context) ||
-        cp.insecure_skip_tls_verify != c->insecure_skip_tls_verify)
+        !same(cp.context, c->context) || cp.insecure_skip_tls_verify != c->insecure_skip_tls_verify)
         abort();
     kube_config_free(&cp);
 }

@@ -425,10 +425,10 @@ static void test_greeting_parse(void)
 {
     CHECK_STR_EQ(IDENT("coxswain-peer/1 leader 7 pod-a"), "pod-a");
     CHECK_STR_EQ(IDENT("coxswain-peer/1 standby 0 pod b"), "pod b"); /* the rest of the line */
-    CHECK(IDENT("coxswain-peer/1 leader 7 a\0b") == NULL);          /* a NUL: garbled */
+    CHECK(IDENT("coxswain-peer/1 leader 7 a\0b") == NULL);           /* a NUL: garbled */
     CHECK(IDENT("coxswain-peer/1 leader 7 \0a") == NULL);
     CHECK(IDENT("coxswain-peer/1 leader 7 pod-a\r") == NULL); /* CRLF: not ours */
-    CHECK(IDENT("coxswain-peer/1 leader 7 ") == NULL);       /* no identity */
+    CHECK(IDENT("coxswain-peer/1 leader 7 ") == NULL);        /* no identity */
     CHECK(IDENT("coxswain-peer/1 king 7 pod-a") == NULL);
     CHECK(IDENT("coxswain-peer/1 leader -7 pod-a") == NULL);
     CHECK(IDENT("coxswain-peer/1 leader  pod-a") == NULL);

@@ -231,8 +231,12 @@ static void test_status_numbers_out_of_range(void)
 }
 
 static const struct cxt_case cases[] = {
-    CXT(test_status_shapes),          CXT(test_plain_text_and_retry_after), CXT(test_error_names),
-    CXT(test_backoff_growth_and_cap), CXT(test_backoff_jitter_spread),      CXT(test_retry_policy),
+    CXT(test_status_shapes),
+    CXT(test_plain_text_and_retry_after),
+    CXT(test_error_names),
+    CXT(test_backoff_growth_and_cap),
+    CXT(test_backoff_jitter_spread),
+    CXT(test_retry_policy),
     CXT(test_status_numbers_out_of_range),
 };
 CXT_MAIN(cases)
