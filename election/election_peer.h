@@ -47,8 +47,12 @@
 #define PEER_LINE_MAX   (ELECTION_IDENTITY_MAX + 64)
 #define PEER_TIMEOUT_MS 1000
 /* A recheck connection ended before its greeting is tried again after
- * 10, 20, 40, 80 ms: at most 5 connections, ~150 ms in all. */
-#define PEER_PROBES_MAX 5
+ * 10, 20, 40, ... 640 ms: at most 8 connections, ~1.3 s in all. A dying
+ * process can take hundreds of milliseconds to close its listener on a
+ * loaded machine (or under a sanitizer, which unmaps its shadow memory at
+ * exit); 5 connections (~150 ms) once gave up there. Still far below any
+ * lease. */
+#define PEER_PROBES_MAX 8
 #define PEER_REPROBE_MS 10
 
 struct election_peer;

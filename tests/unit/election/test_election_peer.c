@@ -308,7 +308,7 @@ static void test_live_holder_closing_new_connections_is_no_proof(void)
     spin(b, 100);
     REQUIRE(r.held >= 0);
     close(r.held);
-    spin(b, 600);
+    spin(b, 2000); /* every probe: 10 + 20 + ... + 640 ms of waits */
     CHECK_INT_EQ(g.n, 0);
     struct election_peer_stats st;
     election_peer_stats(s, &st);
