@@ -488,8 +488,7 @@ int xlate_ingest_one(struct xlate_ctx *ctx, enum xlate_kind kind, const cJSON *j
         struct ptrkey probe = {digest, obj};
         e = cx_map_get(&ctx->by_ptr, &probe, PTRKEY_LEN);
     }
-    if (e && e->kind == kind && e->obj_ptr == obj && e->seen != ctx->pass &&
-        e->digest == digest) {
+    if (e && e->kind == kind && e->obj_ptr == obj && e->seen != ctx->pass && e->digest == digest) {
         /* the very object of last pass: nothing to do */
         e->seen = ctx->pass;
         ctx->nseen[kind]++;

@@ -24,8 +24,8 @@ struct xl_arena {
     size_t live;  /* bytes handed out since the last free */
 };
 
-/* Zeroed memory, 8-byte aligned (what every type it holds needs), valid until xlate_arena_free. NULL when memory
- * ran out. */
+/* Zeroed memory, 8-byte aligned (what every type it holds needs), valid until xlate_arena_free.
+ * NULL when memory ran out. */
 void *xlate_alloc(struct xl_arena *a, size_t n);
 /* Copies of strings, packed without alignment. */
 char *xlate_strdup(struct xl_arena *a, const char *s);

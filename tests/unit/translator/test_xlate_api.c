@@ -77,7 +77,7 @@ static void test_gateway_defaults_and_errors(void)
     CHECK_STR_EQ(p.o.meta.ns, "default"); /* no namespace in the manifest */
     CHECK_INT_EQ(p.o.meta.generation, 3);
     CHECK_STR_EQ(p.o.meta.uid, "u1");
-    CHECK(p.o.meta.creation == NULL); /* read for VirtualServices' claims only */
+    CHECK(p.o.meta.creation == NULL);          /* read for VirtualServices' claims only */
     CHECK_STR_EQ(p.o.meta.labels[0].key, "a"); /* sorted */
     CHECK_STR_EQ(xlate_meta_label(&p.o.meta, "z"), "1");
     CHECK(xlate_meta_label(&p.o.meta, "q") == NULL);
