@@ -613,8 +613,7 @@ static int sotw_vs_delta(int clusters, int nstreams, int pushes, int delta, stru
         if (st.streams >= (unsigned long long)nstreams)
             break;
         if (tries == 600) {
-            fprintf(stderr, "bench_xds: %llu of %d calls open after 60 s\n", st.streams,
-                    nstreams);
+            fprintf(stderr, "bench_xds: %llu of %d calls open after 60 s\n", st.streams, nstreams);
             return -1;
         }
     }

@@ -244,9 +244,16 @@ static void parse_gateway_access(struct pctx *p, const cJSON *acc, struct xl_gat
 static void parse_gateway(struct pctx *p, const cJSON *spec)
 {
     struct xl_gateway *g = &p->o->u.gw;
-    static const char *const allowed[] = {
-        "mode", "bindAddress", "bindPort",  "virtualServiceSelector", "virtualServiceNamespaces",
-        "tls",  "xdsAccess",   "listeners", "accessLog", NULL};
+    static const char *const allowed[] = {"mode",
+                                          "bindAddress",
+                                          "bindPort",
+                                          "virtualServiceSelector",
+                                          "virtualServiceNamespaces",
+                                          "tls",
+                                          "xdsAccess",
+                                          "listeners",
+                                          "accessLog",
+                                          NULL};
     xlate_check_fields(p, spec, allowed);
     char *mode = NULL;
     g->mode = XLATE_MODE_ENVOY;

@@ -212,7 +212,7 @@ static void parse_retries(struct pctx *p, const cJSON *v, struct xl_route *r)
  * cookie) and its path starts with "/". */
 static void parse_hash(struct pctx *p, const cJSON *v, struct xl_hash_policy *h)
 {
-    static const char *const allowed[] = {"header", "cookie",   "sourceIP",
+    static const char *const allowed[] = {"header",         "cookie",   "sourceIP",
                                           "queryParameter", "terminal", NULL};
     if (!cJSON_IsObject(v)) {
         REJECT(p, XL_R_INVALID_SPEC, "must be an object, got %s", jtype(v));
@@ -261,8 +261,7 @@ static void parse_hash(struct pctx *p, const cJSON *v, struct xl_hash_policy *h)
         xlate_check_fields(p, c, callowed);
         if (get_str(p, c, "name", 1, &h->name) == 1 &&
             (h->name[0] == ':' || !xlate_header_name_ok(h->name)))
-            REJECT_AT(p, "name", XL_R_INVALID_SPEC, "\"%s\" is not a valid cookie name",
-                      h->name);
+            REJECT_AT(p, "name", XL_R_INVALID_SPEC, "\"%s\" is not a valid cookie name", h->name);
         if (get_duration(p, c, "ttl", &h->cookie_ttl_ns) == 1) {
             h->has_ttl = 1;
             if (h->cookie_ttl_ns < 0)
@@ -306,10 +305,10 @@ static void parse_hashes(struct pctx *p, const cJSON *v, struct xl_route *r)
 static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
 {
     static const char *const allowed[] = {
-        "match",           "upstream",    "weighted",        "delegate",     "timeout",
-        "retries",         "prefixRewrite", "hashPolicy",    "redirect",     "requestHeaders",
-        "responseHeaders", "hostRewrite", "autoHostRewrite", "regexRewrite", "rateLimit",
-        NULL};
+        "match",           "upstream",       "weighted",        "delegate",
+        "timeout",         "retries",        "prefixRewrite",   "hashPolicy",
+        "redirect",        "requestHeaders", "responseHeaders", "hostRewrite",
+        "autoHostRewrite", "regexRewrite",   "rateLimit",       NULL};
     if (!cJSON_IsObject(v)) {
         REJECT(p, XL_R_INVALID_SPEC, "must be an object, got %s", jtype(v));
         return;
@@ -470,8 +469,9 @@ static void parse_route(struct pctx *p, const cJSON *v, struct xl_route *r)
     xlate_parse_route_ext(p, &ext, r);
     if (r->action == XL_ACT_DELEGATE && r->ext &&
         (r->ext->host_rewrite || r->ext->auto_host || r->ext->regex_pattern))
-        REJECT(p, XL_R_INVALID_SPEC,
-               "hostRewrite, autoHostRewrite and regexRewrite cannot be used on a delegating route");
+        REJECT(
+            p, XL_R_INVALID_SPEC,
+            "hostRewrite, autoHostRewrite and regexRewrite cannot be used on a delegating route");
 }
 
 /* spec.routes, |v| as xlate_fields() or get() found it. */

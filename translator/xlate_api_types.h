@@ -277,9 +277,9 @@ struct xl_listener {
 #define XLATE_MAX_ACCESS_LOGS 4
 #define XLATE_MAX_LOG_FIELDS  64
 struct xl_access_log {
-    char *path;             /* absolute */
-    char *text;             /* text format, or NULL */
-    struct xl_label *json;  /* json format: key -> format, in spec order; or NULL */
+    char *path;            /* absolute */
+    char *text;            /* text format, or NULL */
+    struct xl_label *json; /* json format: key -> format, in spec order; or NULL */
     size_t njson;
 };
 

@@ -172,7 +172,7 @@ static void enc_route_match(struct cx_wire *w, const struct xl_rroute *r)
     size_t mark = cx_wire_mark(w);
     if (r->kind == XL_PATH_REGEX)
         xlate_enc_regex(w, 10, r->path); /* safe_regex */
-    xlate_enc_query(w, r);         /* query_parameters (7) */
+    xlate_enc_query(w, r);               /* query_parameters (7) */
     for (size_t i = r->nheaders; i-- > 0;)
         enc_header(w, r->headers[i]);
     if (!r->case_sensitive)
@@ -365,7 +365,8 @@ static AccessLog *access_log(struct xl_arena *a, const struct xl_access_log *l)
     if (l->text) {
         text.specifier_case = ENVOY__CONFIG__CORE__V3__DATA_SOURCE__SPECIFIER_INLINE_STRING;
         text.inline_string = l->text;
-        fmt.format_case = ENVOY__CONFIG__CORE__V3__SUBSTITUTION_FORMAT_STRING__FORMAT_TEXT_FORMAT_SOURCE;
+        fmt.format_case =
+            ENVOY__CONFIG__CORE__V3__SUBSTITUTION_FORMAT_STRING__FORMAT_TEXT_FORMAT_SOURCE;
         fmt.text_format_source = &text;
     } else if (l->njson) {
         js.fields = xlate_alloc(a, l->njson * sizeof(*js.fields));
@@ -375,7 +376,8 @@ static AccessLog *access_log(struct xl_arena *a, const struct xl_access_log *l)
             Google__Protobuf__Struct__FieldsEntry *fe =
                 NEW(a, Google__Protobuf__Struct__FieldsEntry,
                     GOOGLE__PROTOBUF__STRUCT__FIELDS_ENTRY__INIT);
-            Google__Protobuf__Value *v = NEW(a, Google__Protobuf__Value, GOOGLE__PROTOBUF__VALUE__INIT);
+            Google__Protobuf__Value *v =
+                NEW(a, Google__Protobuf__Value, GOOGLE__PROTOBUF__VALUE__INIT);
             if (!fe || !v)
                 return NULL;
             v->kind_case = GOOGLE__PROTOBUF__VALUE__KIND_STRING_VALUE;
@@ -432,8 +434,8 @@ static Hcm *hcm(struct xl_arena *a, const char *rc_name, const char *stat_prefix
             ENVOY__EXTENSIONS__FILTERS__HTTP__LOCAL_RATELIMIT__V3__LOCAL_RATE_LIMIT__INIT;
         rl.stat_prefix = XL_LOCAL_RATELIMIT_STAT_PREFIX;
         if (!(hfs[n++] = http_filter(a, XL_CORS_FILTER_NAME, XL_TYPE_URL_CORS, &cors.base)) ||
-            !(hfs[n++] = http_filter(a, XL_LOCAL_RATELIMIT_FILTER_NAME,
-                                     XL_TYPE_URL_LOCAL_RATELIMIT, &rl.base)))
+            !(hfs[n++] = http_filter(a, XL_LOCAL_RATELIMIT_FILTER_NAME, XL_TYPE_URL_LOCAL_RATELIMIT,
+                                     &rl.base)))
             return NULL;
     }
     if (!(hfs[n++] = http_filter(a, XL_ROUTER_FILTER_NAME, XL_TYPE_URL_ROUTER, &router.base)))

@@ -320,8 +320,7 @@ static int grpc_route(struct rctx *rc, struct xl_entry *owner, const char *path,
             path);
     if (x && x->rl)
         msg(rc, owner, XLATE_WARNING, XL_R_UNSUPPORTED,
-            "%s.rateLimit: proxyless gRPC clients have no local rate limit filter; left out",
-            path);
+            "%s.rateLimit: proxyless gRPC clients have no local rate limit filter; left out", path);
     if (x && (x->host_rewrite || x->auto_host || x->regex_pattern))
         msg(rc, owner, XLATE_WARNING, XL_R_UNSUPPORTED,
             "%s: hostRewrite, autoHostRewrite and regexRewrite are ignored by proxyless gRPC "
@@ -717,9 +716,9 @@ static void expand_routes(struct rctx *rc, struct xl_entry *owner, const struct 
                 }
                 for (size_t k = 0; k < r->nweighted; k++)
                     if (r->weighted[k].weight)
-                        ups[nups++] = xlate_find(rc->ctx, XLATE_KIND_UPSTREAM,
-                                                 r->weighted[k].upstream.ns,
-                                                 r->weighted[k].upstream.name);
+                        ups[nups++] =
+                            xlate_find(rc->ctx, XLATE_KIND_UPSTREAM, r->weighted[k].upstream.ns,
+                                       r->weighted[k].upstream.name);
             }
             set_hashes(rc, owner, path, hfrom, ups, nups, out);
         }
@@ -867,9 +866,9 @@ int xlate_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gatew
         /* proxyless clients get none of the host-wide settings (ignored,
          * or NACKed for filters they lack) */
         const struct xl_vs_ext *x = mode == XLATE_MODE_PROXYLESS ? NULL : vs->ext;
-        int er = xlate_encode_vhost_ex(e->key, vs->domains, vs->ndomains, rc.routes.items,
-                                       rc.routes.n, x, mode, (size_t)max_bytes, &res->vh,
-                                       &res->vhlen);
+        int er =
+            xlate_encode_vhost_ex(e->key, vs->domains, vs->ndomains, rc.routes.items, rc.routes.n,
+                                  x, mode, (size_t)max_bytes, &res->vh, &res->vhlen);
         if (er == -2) {
             rc.over = 1;
             snprintf(rc.over_msg, sizeof(rc.over_msg),

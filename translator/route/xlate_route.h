@@ -93,8 +93,8 @@ struct xl_route_ext {
     struct xl_redirect redirect;
     int has_req, has_resp; /* requestHeaders / responseHeaders written */
     struct xl_header_ops req, resp;
-    char *host_rewrite; /* host_rewrite_literal, or NULL */
-    int auto_host;      /* auto_host_rewrite */
+    char *host_rewrite;                /* host_rewrite_literal, or NULL */
+    int auto_host;                     /* auto_host_rewrite */
     char *regex_pattern, *regex_subst; /* regex_rewrite, or NULL */
     struct xl_rate_limit *rl;          /* rateLimit, or NULL */
     struct xl_query *query;
@@ -144,7 +144,7 @@ struct xl_vs_ext {
 #define XL_LOCAL_RATELIMIT_FILTER_NAME "envoy.filters.http.local_ratelimit"
 #define XL_LOCAL_RATELIMIT_STAT_PREFIX "http_local_rate_limiter"
 #define XL_FILE_ACCESS_LOG_NAME        "envoy.access_loggers.file"
-#define XL_TYPE_URL_CORS "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors"
+#define XL_TYPE_URL_CORS               "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors"
 #define XL_TYPE_URL_CORS_POLICY \
     "type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy"
 #define XL_TYPE_URL_LOCAL_RATELIMIT \

@@ -120,9 +120,9 @@ void xlate_enc_regex_rewrite(struct cx_wire *w, const struct xl_rroute *r)
     if (!r->regex_pattern)
         return;
     size_t mark = cx_wire_mark(w);
-    cx_wire_str3(w, 2, r->regex_subst);       /* substitution */
-    xlate_enc_regex(w, 1, r->regex_pattern);  /* pattern */
-    cx_wire_close(w, 32, mark);               /* RouteAction.regex_rewrite */
+    cx_wire_str3(w, 2, r->regex_subst);      /* substitution */
+    xlate_enc_regex(w, 1, r->regex_pattern); /* pattern */
+    cx_wire_close(w, 32, mark);              /* RouteAction.regex_rewrite */
 }
 
 void xlate_enc_host_rewrite(struct cx_wire *w, const struct xl_rroute *r)

@@ -181,8 +181,7 @@ static void parse_header_ops(struct pctx *p, const cJSON *v, struct xl_header_op
                 h->remove[i] = pstrdup(p, e->valuestring);
                 lower(h->remove[i]);
                 for (size_t k = 0; k < h->nops; k++)
-                    if (h->ops[k].name && h->remove[i] &&
-                        strcmp(h->ops[k].name, h->remove[i]) == 0)
+                    if (h->ops[k].name && h->remove[i] && strcmp(h->ops[k].name, h->remove[i]) == 0)
                         REJECT(p, XL_R_INVALID_SPEC,
                                "header \"%s\" is both added and removed (Envoy removes first, "
                                "then adds)",
@@ -240,7 +239,7 @@ static int host_ok(const char *h)
 static void parse_redirect(struct pctx *p, const cJSON *v, struct xl_route *r,
                            struct xl_redirect *rd)
 {
-    static const char *const allowed[] = {"scheme",        "host",       "port", "path",
+    static const char *const allowed[] = {"scheme",        "host",       "port",       "path",
                                           "prefixRewrite", "statusCode", "stripQuery", NULL};
     enum { F_SCHEME, F_HOST, F_PORT, F_PATH, F_PREFIX, F_CODE, F_STRIP };
     const cJSON *f[7];
@@ -418,9 +417,9 @@ static const struct {
     const char *name;
     unsigned bit;
 } methods[] = {
-    {"GET", XL_M_GET},         {"HEAD", XL_M_HEAD},       {"POST", XL_M_POST},
-    {"PUT", XL_M_PUT},         {"DELETE", XL_M_DELETE},   {"CONNECT", XL_M_CONNECT},
-    {"OPTIONS", XL_M_OPTIONS}, {"TRACE", XL_M_TRACE},     {"PATCH", XL_M_PATCH},
+    {"GET", XL_M_GET},         {"HEAD", XL_M_HEAD},     {"POST", XL_M_POST},
+    {"PUT", XL_M_PUT},         {"DELETE", XL_M_DELETE}, {"CONNECT", XL_M_CONNECT},
+    {"OPTIONS", XL_M_OPTIONS}, {"TRACE", XL_M_TRACE},   {"PATCH", XL_M_PATCH},
 };
 #define NMETHODS (sizeof(methods) / sizeof(methods[0]))
 
@@ -492,8 +491,7 @@ static void parse_query(struct pctx *p, const cJSON *e, struct xl_query *q)
                   "applies to exact and prefix only (use (?i) in a regex)");
 }
 
-void xlate_parse_route_match_ext(struct pctx *p, const cJSON *q, const cJSON *m,
-                                 struct xl_route *r)
+void xlate_parse_route_match_ext(struct pctx *p, const cJSON *q, const cJSON *m, struct xl_route *r)
 {
     const cJSON *qa = arr_v(p, q, "queryParams", 0, XLATE_MAX_QUERY);
     const cJSON *ma = arr_v(p, m, "methods", 0, (int)NMETHODS);

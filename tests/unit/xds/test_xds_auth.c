@@ -18,15 +18,15 @@ static void test_spiffe_parse(void)
     CHECK_STR_EQ(id.ns, "team-a");
     CHECK_STR_EQ(id.name, "edge-proxy");
     static const char *const bad[] = {
-        "spiffe://other.domain/ns/team-a/sa/edge",      /* another trust domain */
+        "spiffe://other.domain/ns/team-a/sa/edge",       /* another trust domain */
         "spiffe://cluster.local.evil/ns/team-a/sa/edge", /* a longer one */
-        "spiffe://cluster.local/ns/team-a/sa/edge/x",   /* more path */
-        "spiffe://cluster.local/ns/team-a/edge",        /* no /sa/ */
-        "spiffe://cluster.local/ns//sa/edge",           /* empty namespace */
-        "spiffe://cluster.local/ns/Team-A/sa/edge",     /* not a namespace name */
-        "spiffe://cluster.local/ns/team-a/sa/",         /* empty name */
-        "https://cluster.local/ns/team-a/sa/edge",      /* another scheme */
-        "spiffe://cluster.local",                       /* nothing */
+        "spiffe://cluster.local/ns/team-a/sa/edge/x",    /* more path */
+        "spiffe://cluster.local/ns/team-a/edge",         /* no /sa/ */
+        "spiffe://cluster.local/ns//sa/edge",            /* empty namespace */
+        "spiffe://cluster.local/ns/Team-A/sa/edge",      /* not a namespace name */
+        "spiffe://cluster.local/ns/team-a/sa/",          /* empty name */
+        "https://cluster.local/ns/team-a/sa/edge",       /* another scheme */
+        "spiffe://cluster.local",                        /* nothing */
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         CHECK_INT_EQ(xds_spiffe_parse(bad[i], strlen(bad[i]), "cluster.local", &id), -1);
@@ -319,7 +319,8 @@ static void test_tokens_refusals(void)
     struct xds_auth_verdict v;
     /* rejected: UNAUTHENTICATED with the API server's words, remembered briefly */
     CHECK_INT_EQ(xds_tokens_check(t, "bad", &v, &w[0], got_cb, &g[0]), 0);
-    answer(0, XDS_REVIEW_REJECTED, NULL, "[invalid bearer token, service account token has expired]");
+    answer(0, XDS_REVIEW_REJECTED, NULL,
+           "[invalid bearer token, service account token has expired]");
     CHECK_INT_EQ(g[0].v.status, XDS_GRPC_UNAUTHENTICATED);
     CHECK_STR_CONTAINS(g[0].v.message, "has expired");
     CHECK_INT_EQ(xds_tokens_check(t, "bad", &v, &w[0], got_cb, &g[0]), 1);
