@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 /* ---- lexer ----------------------------------------------------------------
  * Token order and literals follow selector.go; TOK_ERROR is never produced
  * because every single special symbol is itself a token. */
@@ -252,7 +251,6 @@ static void sort_unique(struct value *v, size_t *n)
     *n = w;
 }
 
-
 /* Renders a []string the way encoding/json would ("null" for nil). */
 static char *json_list(const struct value *v, size_t n, int is_nil)
 {
@@ -275,6 +273,18 @@ static char *json_list(const struct value *v, size_t n, int is_nil)
         return NULL;
     }
     return cx_buf_steal(&b, NULL);
+}
+
+/* Adds "values: Invalid value: <the list as JSON>: |msg|" to |a|. */
+static void values_error(struct agg *a, size_t key_off, const struct parser *p, int is_nil,
+                         const char *msg)
+{
+    char *j = json_list(p->vals, p->nvals, is_nil);
+    if (!j)
+        a->oom = 1;
+    else
+        filter_agg_add(a, key_off, "values", j, msg);
+    free(j);
 }
 
 /* NewRequirement: validates |key|, |op| and the values in p->vals (in the
@@ -303,52 +313,28 @@ static int new_requirement(struct parser *p, struct filter_selector *sel, const 
     switch (op) {
     case FILTER_OP_IN:
     case FILTER_OP_NOT_IN:
-        if (p->nvals == 0) {
-            char *j = json_list(p->vals, p->nvals, values_nil > 0);
-            if (!j)
-                a.oom = 1;
-            else
-                filter_agg_add(&a, key_off, "values", j,
-                        "for 'in', 'notin' operators, values set can't be empty");
-            free(j);
-        }
+        if (p->nvals == 0)
+            values_error(&a, key_off, p, values_nil > 0,
+                         "for 'in', 'notin' operators, values set can't be empty");
         break;
     case FILTER_OP_EQUALS:
     case FILTER_OP_DOUBLE_EQUALS:
     case FILTER_OP_NOT_EQUALS:
-        if (p->nvals != 1) {
-            char *j = json_list(p->vals, p->nvals, values_nil > 0 && p->nvals == 0);
-            if (!j)
-                a.oom = 1;
-            else
-                filter_agg_add(&a, key_off, "values", j,
-                        "exact-match compatibility requires one single value");
-            free(j);
-        }
+        if (p->nvals != 1)
+            values_error(&a, key_off, p, values_nil > 0 && p->nvals == 0,
+                         "exact-match compatibility requires one single value");
         break;
     case FILTER_OP_EXISTS:
     case FILTER_OP_NOT_EXISTS:
-        if (p->nvals != 0) {
-            char *j = json_list(p->vals, p->nvals, 0);
-            if (!j)
-                a.oom = 1;
-            else
-                filter_agg_add(&a, key_off, "values", j,
-                        "values set must be empty for exists and does not exist");
-            free(j);
-        }
+        if (p->nvals != 0)
+            values_error(&a, key_off, p, 0,
+                         "values set must be empty for exists and does not exist");
         break;
     case FILTER_OP_GT:
     case FILTER_OP_LT:
-        if (p->nvals != 1) {
-            char *j = json_list(p->vals, p->nvals, values_nil > 0 && p->nvals == 0);
-            if (!j)
-                a.oom = 1;
-            else
-                filter_agg_add(&a, key_off, "values", j,
-                        "for 'Gt', 'Lt' operators, exactly one value is required");
-            free(j);
-        }
+        if (p->nvals != 1)
+            values_error(&a, key_off, p, values_nil > 0 && p->nvals == 0,
+                         "for 'Gt', 'Lt' operators, exactly one value is required");
         for (size_t i = 0; i < p->nvals; i++) {
             if (filter_parse_int64(p->vals[i].s, &num) != 0) {
                 char *q = filter_quoted(p->vals[i].s);
@@ -357,7 +343,7 @@ static int new_requirement(struct parser *p, struct filter_selector *sel, const 
                     a.oom = 1;
                 else
                     filter_agg_add(&a, p->vals[i].off, path, q,
-                            "for 'Gt', 'Lt' operators, the value must be an integer");
+                                   "for 'Gt', 'Lt' operators, the value must be an integer");
                 free(q);
             }
         }
@@ -574,7 +560,6 @@ out:
     free(key);
     return rc;
 }
-
 
 static int req_cmp_key(const void *a, const void *b)
 {
@@ -813,4 +798,3 @@ out:
     *out = sel;
     return FILTER_OK;
 }
-
