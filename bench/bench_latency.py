@@ -14,12 +14,12 @@ the API write itself (PATCH round trip), measured in the same rounds.
 """
 import json
 import os
-import subprocess
 import sys
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
+import grpcxds  # noqa: E402
 import objects  # noqa: E402
 import replicas  # noqa: E402
 
@@ -43,12 +43,8 @@ def run(debounce):
     try:
         objects.namespace(api, "coxswain-system")
         objects.namespace(api, NS)
-        ports = []
-        for name in ("b1", "b2"):
-            p = subprocess.Popen(["/usr/bin/python3", os.path.join(TOP, "tests/e2e/xds/backend.py"),
-                                  name], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-            procs.append(p)
-            ports.append(int(p.stdout.readline()))
+        procs.extend(grpcxds.Backend(name) for name in ("b1", "b2"))
+        ports = [b.port for b in procs]
         api.create(objects.gateway(NS, "grpc"))
         api.create(objects.upstream_static(NS, "u1", [("127.0.0.1", ports[0])]))
         api.create(objects.upstream_static(NS, "u2", [("127.0.0.1", ports[1])]))
@@ -57,25 +53,12 @@ def run(debounce):
         replicas.wait_ready(reps)
         leader = replicas.wait_leader(reps)
         standby = [r for r in reps if r is not leader][0]
-        boot = os.path.join(standby.dir, "bootstrap.json")
-        with open(boot, "w") as f:
-            json.dump({"xds_servers": [{"server_uri": "127.0.0.1:%d" % standby.xds,
-                                        "channel_creds": [{"type": "insecure"}],
-                                        "server_features": ["xds_v3"]}],
-                       "node": {"id": "bench", "cluster": "c", "locality": {"zone": "z"},
-                                "metadata": {"coxswain.dev/gateway": NS + "/grpc"}}}, f)
-        env = dict(os.environ, GRPC_XDS_BOOTSTRAP=boot,
-                   GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS="20")
-        client = subprocess.Popen(["/usr/bin/python3",
-                                   os.path.join(TOP, "tests/e2e/xds/grpc_client.py"), "echo.test"],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
+        boot = grpcxds.bootstrap(standby.dir, standby.xds, "bench", NS + "/grpc", zone="z")
+        client = grpcxds.Client("c-core", boot, "echo.test",
+                                env={"GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS": "20"},
+                                echo=False)
         procs.append(client)
-        client.stdout.readline()
-
-        def ask(cmd):
-            client.stdin.write(cmd + "\n")
-            client.stdin.flush()
-            return json.loads(client.stdout.readline())
+        ask = client.ask
         r = ask("call /svc.A/M 5")
         assert r["ok"].get("b1") == 5, r
         lat, write = [], []
@@ -95,11 +78,7 @@ def run(debounce):
         return lat, write
     finally:
         for p in procs:
-            try:
-                p.stdin.close()
-                p.wait(5)
-            except Exception:
-                p.kill()
+            p.close()
         for r in reps:
             r.stop()
         ks.close()

@@ -18,13 +18,12 @@ ring-hash picker, grpc/grpc#31766, fixed in 1.52: it cannot take part.)
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "lib"))
+import grpcxds  # noqa: E402
 import objects as O  # noqa: E402
 import replicas as R  # noqa: E402
 from tap import Tap, check, check_eq  # noqa: E402
@@ -33,33 +32,15 @@ from tcpproxy import Proxy  # noqa: E402
 NS = "affinity"
 TARGET = "echo.affinity.test"
 USERS = ["user-%02d" % i for i in range(12)]
-HERE = os.path.dirname(os.path.abspath(__file__))
-BACKEND = os.path.join(R.TOP, "tests", "e2e", "xds", "backend.py")
-# where tests/e2e/xds installs the pinned @grpc/grpc-js-xds (shared)
-NPM = os.path.join(R.TOP, "build", "npm-xds")
-NPM_PKGS = ["@grpc/grpc-js@1.14.7", "@grpc/grpc-js-xds@1.14.1"]
 
 t = Tap()
 tmp = tempfile.mkdtemp(prefix="affinity-")
 ks = api = proxy = client = None
-reps, backends, ports = [], [], []
+reps, backends = [], []
 
 
-def start_backend(name):
-    p = subprocess.Popen(["/usr/bin/python3", BACKEND, name], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, text=True)
-    backends.append(p)
-    return int(p.stdout.readline())
-
-
-def ask(cmd, timeout=60):
-    client.stdin.write(cmd + "\n")
-    client.stdin.flush()
-    line = client.stdout.readline()
-    check(line, "no answer to %r (client exited: %s)" % (cmd, client.poll()))
-    out = json.loads(line)
-    print("# %s -> %s" % (cmd, line.strip()))
-    return out
+def ask(cmd):
+    return client.ask(cmd)
 
 
 def vs(routes):
@@ -89,22 +70,11 @@ def group_of(r):
     return None
 
 
-def npm_ready():
-    """@grpc/grpc-js-xds in build/npm-xds, installed once (as
-    tests/e2e/xds/test_xds_grpc.c does, same versions)."""
-    probe = os.path.join(NPM, "node_modules", "@grpc", "grpc-js-xds", "package.json")
-    if not os.path.exists(probe):
-        os.makedirs(NPM, exist_ok=True)
-        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error",
-                        "--prefix", "."] + NPM_PKGS, cwd=NPM, timeout=300, check=True)
-    return os.path.join(NPM, "node_modules")
-
-
 def setup():
     global ks, api, proxy, client
-    node_path = npm_ready()
-    for name in ("b1", "b2", "b3"):
-        ports.append(start_backend(name))
+    grpcxds.node_path()
+    backends.extend(grpcxds.Backend(name) for name in ("b1", "b2", "b3"))
+    ports = [b.port for b in backends]
     ks = O.start_kubesim()
     api = O.Api(ks)
     O.namespace(api, "coxswain-system")
@@ -120,17 +90,8 @@ def setup():
     R.wait_ready(reps, 30)
     R.wait_for(lambda: all(group_of(r) for r in reps), 20, what="the group on both replicas")
     proxy = Proxy(reps[0].xds_port)
-    boot = os.path.join(tmp, "bootstrap.json")
-    with open(boot, "w") as f:
-        json.dump({"xds_servers": [{"server_uri": "127.0.0.1:%d" % proxy.port,
-                                    "channel_creds": [{"type": "insecure"}],
-                                    "server_features": ["xds_v3"]}],
-                   "node": {"id": "affinity-client", "cluster": "c", "locality": {},
-                            "metadata": {"coxswain.dev/gateway": NS + "/mesh"}}}, f)
-    env = dict(os.environ, GRPC_XDS_BOOTSTRAP=boot, NODE_PATH=node_path)
-    client = subprocess.Popen(["node", os.path.join(HERE, "affinity_client.js"), TARGET],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-    check_eq(json.loads(client.stdout.readline()), {"ready": True})
+    boot = grpcxds.bootstrap(tmp, proxy.port, "affinity-client", NS + "/mesh")
+    client = grpcxds.Client("grpc-js", boot, TARGET)
 
 
 state = {}
@@ -164,7 +125,7 @@ def case_failover_keeps_affinity():
     o["spec"]["routes"].append(hashed("/svc.B/"))
     st, out = api.request("PUT", O.obj_path("VirtualService", NS, "echo"), o)
     check_eq(st, 200, out)
-    out = ask("until /svc.B/Call 30 x-user=user-00", timeout=90)
+    out = ask("until /svc.B/Call 30 x-user=user-00")
     check(out["ok"], "the route added after the failover never reached the client: %s" % out)
     after = mapping("/svc.A/Call")
     check_eq(after, state["before"], "users moved after the failover")
@@ -179,19 +140,13 @@ try:
     t.case("a replica failover keeps every user on its backend", case_failover_keeps_affinity)
 finally:
     if client:
-        try:
-            client.stdin.write("quit\n")
-            client.stdin.flush()
-            client.wait(5)
-        except (OSError, subprocess.TimeoutExpired):
-            client.kill()
+        client.close()
     for r in reps:
         r.stop()
     if proxy:
         proxy.close()
-    for p in backends:
-        p.stdin.close()
-        p.wait(10)
+    for b in backends:
+        b.close()
     if api:
         api.close()
     if ks:

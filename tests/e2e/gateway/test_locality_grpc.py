@@ -17,12 +17,12 @@ ring-hash picker (grpc/grpc#31766).
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "lib"))
+import grpcxds  # noqa: E402
 import objects as O  # noqa: E402
 import replicas as R  # noqa: E402
 from tap import Tap, check, check_eq  # noqa: E402
@@ -31,11 +31,6 @@ NS = "zones"
 TARGET = "echo.zones.test"
 PATH = "/svc.Zones/Call"
 CALLS = 400
-HERE = os.path.dirname(os.path.abspath(__file__))
-BACKEND = os.path.join(HERE, "..", "xds", "backend.py")
-PYCLIENT = os.path.join(R.TOP, "tests", "e2e", "xds", "grpc_client.py")
-NPM = os.path.join(R.TOP, "build", "npm-xds")
-NPM_PKGS = ["@grpc/grpc-js@1.14.7", "@grpc/grpc-js-xds@1.14.1"]
 
 t = Tap()
 tmp = tempfile.mkdtemp(prefix="locality-")
@@ -44,31 +39,12 @@ backends, clients = [], {}
 
 
 def start_backend(name, host, port=0):
-    p = subprocess.Popen(["/usr/bin/python3", BACKEND, name, host, str(port)],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    backends.append(p)
-    line = p.stdout.readline().strip()
-    return int(line) if line.isdigit() else 0
-
-
-def npm_ready():
-    probe = os.path.join(NPM, "node_modules", "@grpc", "grpc-js-xds", "package.json")
-    if not os.path.exists(probe):
-        os.makedirs(NPM, exist_ok=True)
-        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error",
-                        "--prefix", "."] + NPM_PKGS, cwd=NPM, timeout=300, check=True)
-    return os.path.join(NPM, "node_modules")
+    backends.append(grpcxds.Backend(name, host, port))
+    return backends[-1].port
 
 
 def ask(which, cmd):
-    c = clients[which]
-    c.stdin.write(cmd + "\n")
-    c.stdin.flush()
-    line = c.stdout.readline()
-    check(line, "%s: no answer to %r (exited: %s)" % (which, cmd, c.poll()))
-    out = json.loads(line)
-    print("# %s: %s -> %s" % (which, cmd, line.strip()))
-    return out
+    return clients[which].ask(cmd)
 
 
 def slice_ab(ready):
@@ -101,7 +77,7 @@ state = {}
 
 def setup():
     global ks, api, rep
-    node_path = npm_ready()
+    grpcxds.node_path()
     # a and b share a port (one slice), on 127.0.0.1 and 127.0.0.2
     for _ in range(5):
         pa = start_backend("a", "127.0.0.1")
@@ -131,22 +107,9 @@ def setup():
     rep = R.Replica(ks, "r0", extra=["--watch-namespaces=%s,coxswain-system" % NS])
     R.wait_ready([rep], 30)
     R.wait_for(lambda: eds_version() is not None, 20, what="the group")
-    boot = os.path.join(tmp, "bootstrap.json")
-    with open(boot, "w") as f:
-        json.dump({"xds_servers": [{"server_uri": "127.0.0.1:%d" % rep.xds_port,
-                                    "channel_creds": [{"type": "insecure"}],
-                                    "server_features": ["xds_v3"]}],
-                   "node": {"id": "locality-client", "cluster": "c", "locality": {},
-                            "metadata": {"coxswain.dev/gateway": NS + "/mesh"}}}, f)
-    env = dict(os.environ, GRPC_XDS_BOOTSTRAP=boot, NODE_PATH=node_path)
-    clients["grpc-js"] = subprocess.Popen(
-        ["node", os.path.join(HERE, "affinity_client.js"), TARGET],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-    clients["c-core"] = subprocess.Popen(["/usr/bin/python3", PYCLIENT, TARGET],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         text=True, env=env)
-    for c in clients.values():
-        check_eq(json.loads(c.stdout.readline()), {"ready": True})
+    boot = grpcxds.bootstrap(tmp, rep.xds_port, "locality-client", NS + "/mesh")
+    for kind in ("grpc-js", "c-core"):
+        clients[kind] = grpcxds.Client(kind, boot, TARGET)
 
 
 def calls(which, n=CALLS):
@@ -228,20 +191,11 @@ try:
     t.case("the endpoints ready again: traffic back on zone-a and zone-b", case_recovery)
 finally:
     for c in clients.values():
-        try:
-            c.stdin.write("quit\n")
-            c.stdin.flush()
-            c.wait(5)
-        except (OSError, subprocess.TimeoutExpired):
-            c.kill()
+        c.close()
     if rep:
         rep.stop()
-    for p in backends:
-        try:
-            p.stdin.close()
-        except OSError:
-            pass
-        p.wait(10)
+    for b in backends:
+        b.close()
     if api:
         api.close()
     if ks:

@@ -23,13 +23,13 @@ this test); docs/api.md says so.
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "lib"))
+import grpcxds  # noqa: E402
 import objects as O  # noqa: E402
 import replicas as R  # noqa: E402
 from tap import Tap, check, check_eq  # noqa: E402
@@ -38,11 +38,6 @@ NS = "outlier"
 TARGET = "echo.outlier.test"
 PLAIN = "/svc.Plain/Call"
 DETECT = "/svc.Detect/Call"
-HERE = os.path.dirname(os.path.abspath(__file__))
-BACKEND = os.path.join(HERE, "..", "xds", "backend.py")
-PYCLIENT = os.path.join(R.TOP, "tests", "e2e", "xds", "grpc_client.py")
-NPM = os.path.join(R.TOP, "build", "npm-xds")
-NPM_PKGS = ["@grpc/grpc-js@1.14.7", "@grpc/grpc-js-xds@1.14.1"]
 DETECTION = {"interval": "1s", "baseEjectionTime": "60s", "maxEjectionPercent": 50,
              "failurePercentageThreshold": 50, "enforcingFailurePercentage": 100,
              "failurePercentageMinimumHosts": 3, "failurePercentageRequestVolume": 5,
@@ -55,31 +50,13 @@ backends, clients, ports = [], {}, []
 
 
 def start_backend(name, fail=False):
-    p = subprocess.Popen(["/usr/bin/python3", BACKEND, name, "127.0.0.1"]
-                         + (["--fail"] if fail else []),
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    backends.append(p)
-    return int(p.stdout.readline())
-
-
-def npm_ready():
-    probe = os.path.join(NPM, "node_modules", "@grpc", "grpc-js-xds", "package.json")
-    if not os.path.exists(probe):
-        os.makedirs(NPM, exist_ok=True)
-        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error",
-                        "--prefix", "."] + NPM_PKGS, cwd=NPM, timeout=300, check=True)
-    return os.path.join(NPM, "node_modules")
+    backends.append(grpcxds.Backend(name, fail=fail))
+    check(backends[-1].port, "backend %s did not start" % name)
+    return backends[-1].port
 
 
 def ask(which, cmd):
-    c = clients[which]
-    c.stdin.write(cmd + "\n")
-    c.stdin.flush()
-    line = c.stdout.readline()
-    check(line, "%s: no answer to %r (exited: %s)" % (which, cmd, c.poll()))
-    out = json.loads(line)
-    print("# %s: %s -> %s" % (which, cmd, line.strip()))
-    return out
+    return clients[which].ask(cmd)
 
 
 def group():
@@ -92,7 +69,7 @@ def group():
 
 def setup():
     global ks, api, rep
-    node_path = npm_ready()
+    grpcxds.node_path()
     for name in ("good1", "good2"):
         ports.append(start_backend(name))
     ports.append(start_backend("bad", fail=True))
@@ -111,22 +88,9 @@ def setup():
     rep = R.Replica(ks, "r0", extra=["--watch-namespaces=%s,coxswain-system" % NS])
     R.wait_ready([rep], 30)
     R.wait_for(lambda: group() is not None, 20, what="the group")
-    boot = os.path.join(tmp, "bootstrap.json")
-    with open(boot, "w") as f:
-        json.dump({"xds_servers": [{"server_uri": "127.0.0.1:%d" % rep.xds_port,
-                                    "channel_creds": [{"type": "insecure"}],
-                                    "server_features": ["xds_v3"]}],
-                   "node": {"id": "outlier-client", "cluster": "c", "locality": {},
-                            "metadata": {"coxswain.dev/gateway": NS + "/mesh"}}}, f)
-    env = dict(os.environ, GRPC_XDS_BOOTSTRAP=boot, NODE_PATH=node_path)
-    clients["grpc-js"] = subprocess.Popen(
-        ["node", os.path.join(HERE, "affinity_client.js"), TARGET],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-    clients["c-core"] = subprocess.Popen(["/usr/bin/python3", PYCLIENT, TARGET],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         text=True, env=env)
-    for c in clients.values():
-        check_eq(json.loads(c.stdout.readline()), {"ready": True})
+    boot = grpcxds.bootstrap(tmp, rep.xds_port, "outlier-client", NS + "/mesh")
+    for kind in ("grpc-js", "c-core"):
+        clients[kind] = grpcxds.Client(kind, boot, TARGET)
 
 
 def first_call(which, path):
@@ -182,20 +146,11 @@ try:
            case_detection_ejects_the_failing_backend)
 finally:
     for c in clients.values():
-        try:
-            c.stdin.write("quit\n")
-            c.stdin.flush()
-            c.wait(5)
-        except (OSError, subprocess.TimeoutExpired):
-            c.kill()
+        c.close()
     if rep:
         rep.stop()
-    for p in backends:
-        try:
-            p.stdin.close()
-        except OSError:
-            pass
-        p.wait(10)
+    for b in backends:
+        b.close()
     if api:
         api.close()
     if ks:

@@ -35,6 +35,7 @@ sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 sys.path.insert(0, os.path.join(TOP, "tests", "hostile"))
 
 import grpc  # noqa: E402
+import grpcxds  # noqa: E402
 
 from hostilelib import LDS, ads_request, node, response_info  # noqa: E402
 from kubesim import KubeSim  # noqa: E402
@@ -209,17 +210,6 @@ def refused(port, gw, code, *needles, **kw):
 
 # ---- grpc-js --------------------------------------------------------------------------
 
-def node_path():
-    d = os.path.join(TOP, "build", "npm-xds")
-    probe = os.path.join(d, "node_modules", "@grpc", "grpc-js", "package.json")
-    if not os.path.exists(probe):
-        os.makedirs(d, exist_ok=True)
-        subprocess.run("timeout 300 npm install --no-audit --no-fund --loglevel=error --prefix . "
-                       "@grpc/grpc-js@1.14.7 @grpc/grpc-js-xds@1.14.1 >&2", shell=True, cwd=d,
-                       check=True)
-    return os.path.join(d, "node_modules")
-
-
 def js_call(port, req, token=None, tls=None):
     args = {"port": port, "request": base64.b64encode(req).decode()}
     if token:
@@ -229,7 +219,7 @@ def js_call(port, req, token=None, tls=None):
         args["tls"] = {"ca": ca + ".crt", "servername": "coxswain.test"}
         if client:
             args["tls"].update(key=client + ".key", cert=client + ".crt")
-    env = dict(os.environ, NODE_PATH=node_path())
+    env = dict(os.environ, NODE_PATH=grpcxds.node_path())
     p = subprocess.run(["node", os.path.join(HERE, "ads_call.js"), json.dumps(args)], env=env,
                        capture_output=True, text=True, timeout=60)
     if p.returncode != 0:

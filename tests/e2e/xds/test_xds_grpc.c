@@ -442,20 +442,15 @@ static void test_python_translator_snapshot_routing(void)
     xdsp_stop(p);
 }
 
-/* Installs @grpc/grpc-js-xds into build/npm-xds (shared by the normal and
- * the sanitizer builds) once. */
+/* @grpc/grpc-js-xds in build/npm-xds: mk/npm-xds.sh installs it once
+ * (make test runs it first; here it is a no-op then). */
 static int npm_ready(char *node_path, size_t cap)
 {
-    char dir[512], probe[600], cmd[1400];
-    snprintf(dir, sizeof(dir), "%s/build/npm-xds", top());
-    snprintf(node_path, cap, "NODE_PATH=%s/node_modules", dir);
-    snprintf(probe, sizeof(probe), "%s/node_modules/@grpc/grpc-js-xds/package.json", dir);
-    if (access(probe, R_OK) == 0)
-        return 0;
-    snprintf(cmd, sizeof(cmd),
-             "mkdir -p '%s' && cd '%s' && timeout 300 npm install --no-audit --no-fund "
-             "--loglevel=error --prefix . @grpc/grpc-js@1.14.7 @grpc/grpc-js-xds@1.14.1 >&2",
-             dir, dir);
+    char probe[600], cmd[700];
+    snprintf(node_path, cap, "NODE_PATH=%s/build/npm-xds/node_modules", top());
+    snprintf(probe, sizeof(probe), "%s/build/npm-xds/node_modules/@grpc/grpc-js-xds/package.json",
+             top());
+    snprintf(cmd, sizeof(cmd), "'%s/mk/npm-xds.sh' >/dev/null", top());
     return system(cmd) == 0 && access(probe, R_OK) == 0 ? 0 : -1;
 }
 
