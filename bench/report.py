@@ -6,6 +6,13 @@ section. The JSON format is described at the top of bench/run.sh.
     report.py --results bench/results/2026-11-29.json --markdown docs/benchmarks.md \\
               [--plots docs/plots] [--readme README.md] [--wall-s N] FILE.json...
 
+With no FILE it only redraws: the markdown, plots and README block from
+the results file as it is (its numbers and date unchanged), e.g. after a
+change to the layout:
+
+    report.py --results bench/results/2026-12-02.json --markdown docs/benchmarks.md \\
+              --readme README.md
+
 A FILE may also be a failure record that run.sh writes for a benchmark that
 failed or timed out: {"benchmark": name, "failed": "why", "log_tail": "..."}.
 
@@ -359,18 +366,69 @@ def with_ratio(r):
     return r
 
 
+def row_groups(rows):
+    """Splits a benchmark's rows into groups, one table each, so that no
+    table has a column empty in most of its rows nor a row empty in most
+    of its columns: rows with the same fields form a group; then, while
+    some merge keeps both true, the pair of groups whose merge leaves the
+    fewest empty cells is merged. Groups keep the order of their first
+    rows, rows their order."""
+    fields = [frozenset(k for k, v in r.items() if v is not None) for r in rows]
+    groups = []
+    for i, keys in enumerate(fields):
+        for g in groups:
+            if fields[g[0]] == keys:
+                g.append(i)
+                break
+        else:
+            groups.append([i])
+
+    def empty_cells(members):
+        """Empty cells of the rows |members| as one table, or None if a
+        column would be empty in most rows or a row in most columns."""
+        cols = frozenset().union(*(fields[i] for i in members))
+        if any(2 * len(fields[i]) < len(cols) for i in members):
+            return None
+        empty = 0
+        for k in cols:
+            filled = sum(1 for i in members if k in fields[i])
+            if 2 * filled < len(members):
+                return None
+            empty += len(members) - filled
+        return empty
+
+    while True:
+        best = None
+        for a in range(len(groups)):
+            for b in range(a + 1, len(groups)):
+                e = empty_cells(groups[a] + groups[b])
+                if e is not None and (best is None or e < best[0]):
+                    best = (e, a, b)
+        if best is None:
+            break
+        _, a, b = best
+        groups[a] = sorted(groups[a] + groups.pop(b))
+    groups.sort(key=lambda g: g[0])
+    return [[rows[i] for i in g] for g in groups]
+
+
 def table(rows):
+    """One markdown table per group of rows (row_groups), blank lines
+    between them."""
     rows = [with_ratio(r) for r in rows]
-    cols = []
-    for r in rows:
-        for k in r:
-            if k not in cols:
-                cols.append(k)
-    cols = column_order(cols)
-    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for r in rows:
-        out.append("| " + " | ".join(fmt(r.get(c)) for c in cols) + " |")
-    return "\n".join(out)
+    tables = []
+    for group in row_groups(rows):
+        cols = []
+        for r in group:
+            for k, v in r.items():
+                if v is not None and k not in cols:
+                    cols.append(k)
+        cols = column_order(cols)
+        out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        for r in group:
+            out.append("| " + " | ".join(fmt(r.get(c)) for c in cols) + " |")
+        tables.append("\n".join(out))
+    return "\n\n".join(tables)
 
 
 def glance_entries(b):
@@ -520,6 +578,10 @@ def main(argv=None):
         b.pop("failed_now", None)
         b.pop("log_tail", None)
         doc["benchmarks"][name] = b
+    if not a.files and old.get("date"):
+        # a report alone (no FILE): nothing was measured, the results keep
+        # their date
+        doc["date"] = old["date"]
     if old.get("suite_wall_s") is not None and a.wall_s is None:
         doc["suite_wall_s"], doc["suite_ran"] = old["suite_wall_s"], old.get("suite_ran", 0)
         doc["suite_date"] = old.get("suite_date", old.get("date"))

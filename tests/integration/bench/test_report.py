@@ -298,6 +298,71 @@ def run_sh():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def tables_of(md):
+    """The markdown tables in |md|: a list of (header, rows), cells split."""
+    out, lines = [], md.splitlines()
+    for i, ln in enumerate(lines):
+        if ln.startswith("| ") and i + 1 < len(lines) and lines[i + 1].startswith("|---"):
+            rows = []
+            for r in lines[i + 2:]:
+                if not r.startswith("|"):
+                    break
+                rows.append([c.strip() for c in r.strip().strip("|").split(" | ")])
+            out.append(([c.strip() for c in ln.strip().strip("|").split(" | ")], rows))
+    return out
+
+
+MIXED = {
+    "benchmark": "xds", "title": "xDS: fake mixed rows",
+    "rows": [{"case": "push 1", "streams": 1, "p50_ms": 0.5, "p99_ms": 0.7, "pushes": 20},
+             {"case": "idle memory", "streams": 10000, "rss_kb": 13.81, "heap_kb": 13.72,
+              "nghttp2_kb": 9.37, "target": "<= 8 KB", "met": False},
+             {"case": "push 1000", "streams": 1000, "p50_ms": 31.41, "p99_ms": 91.24,
+              "pushes": 20, "baseline_p50_ms": 0.5, "target": "p99 <= 500 ms", "met": True},
+             {"case": "setup a", "setup_p50_ms": 0.52, "runs": 5, "cpu_us": 280},
+             {"case": "setup b", "setup_p50_ms": 0.53, "runs": 5, "cpu_us": 296,
+              "baseline_setup_p50_ms": 0.52, "ratio": 1.01}]}
+
+
+def tables_split_by_row_kind():
+    tmp = tempfile.mkdtemp(prefix="bench-report-")
+    try:
+        os.makedirs(os.path.join(tmp, "doc"))
+        r, md = report(tmp, [write(os.path.join(tmp, "x.json"), MIXED)])
+        check_eq(r.returncode, 0, "report.py: " + r.stderr)
+        tables = tables_of(section(md, "xDS: fake mixed rows"))
+        # the pushes share a table (ratio computed for push 1000), the idle
+        # memory row has its own, the setups theirs: not one 16-column table
+        check_eq([[row[0] for row in rows] for _, rows in tables],
+                 [["push 1", "push 1000"], ["idle memory"], ["setup a", "setup b"]])
+        cells = set()
+        for header, rows in tables:
+            for j, col in enumerate(header):
+                filled = sum(1 for row in rows if row[j] != "–")
+                check(2 * filled >= len(rows), "column %s empty in most rows" % col)
+            for row in rows:
+                filled = sum(1 for c in row if c != "–")
+                check(2 * filled >= len(header), "row %s empty in most columns" % row[0])
+                cells |= {(row[0], col, c) for col, c in zip(header, row) if c != "–"}
+        # every value is still there, under its own column
+        want = {(x["case"], k, ("yes" if v else "no") if isinstance(v, bool) else str(v))
+                for x in MIXED["rows"] for k, v in x.items()}
+        want.add(("push 1000", "ratio", "62.82"))
+        check_eq(cells, want)
+        # a report alone (no FILE) redraws the same document and leaves the
+        # results file as it was
+        res = os.path.join(tmp, "results", "2030-01-02.json")
+        with open(res) as f:
+            before = f.read()
+        r, md2 = report(tmp, [])
+        check_eq(r.returncode, 0, "report.py alone: " + r.stderr)
+        check_eq(md2, md, "the document redrawn")
+        with open(res) as f:
+            check_eq(f.read(), before, "the results file")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     t = Tap()
     t.case("report.py: tables, same-run ratios, own and derived plots, glance", tables_ratios_plots)
@@ -306,6 +371,8 @@ def main():
     t.case("report.py: plots derived from the election and takeover rows", derived_plots)
     t.case("report.py: earlier results kept; README block replaced, nothing else",
            earlier_results_kept_and_readme)
+    t.case("report.py: a benchmark's rows split into tables by kind, every value kept",
+           tables_split_by_row_kind)
     t.case("run.sh: order, timeouts, failures reported, the rest still runs", run_sh)
     t.done()
 
