@@ -2,8 +2,8 @@
  * Records (xlate_record_new): an object decoded once into the form the
  * translator reads, its JSON freed at once. The golden cases check that
  * records give the same bytes as the JSON (test_xlate_golden.c) and the
- * random walks that changes given as records do too (test_xlate.c); here:
- * what a record says of itself, what is refused, that the translator keeps
+ * random walks that changes given as records do too (test_xlate_walk.c);
+ * here: what a record says of itself, what is refused, that the translator keeps
  * its own references, and that a record carries the budget it was decoded
  * under.
  */
@@ -11,23 +11,12 @@
 #include "cx_yaml.h"
 #include "cxtest.h"
 #include "xlate.h"
+#include "xlate_test.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define CASE "translator/regex_program_size/input.yaml"
-
-static cJSON *load_yaml(const char *rel)
-{
-    size_t len;
-    char *data = cxt_read_file(cxt_data_path(rel), &len);
-    if (!data)
-        return NULL;
-    char err[200];
-    cJSON *docs = cx_yaml_parse(data, len, err, sizeof(err));
-    free(data);
-    return docs;
-}
 
 /* The case's objects as records decoded under |lim|, the JSON freed. */
 static size_t records(const struct xlate_limits *lim, struct xlate_object *out, size_t max)
