@@ -18,6 +18,8 @@
 # T), JOBS (parallel unit programs, default 2), TEST_TIMEOUT (seconds per
 # program, default 600), VALGRIND=1 (run C unit programs under valgrind),
 # TEST_LANES (integration/e2e/hostile folders run at once, default 2).
+# Each program's TAP goes to $BUILD/test-logs/ ($BUILD/valgrind-logs/ under
+# VALGRIND=1).
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,7 +31,11 @@ export PYTHONDONTWRITEBYTECODE=1
 JOBS=${JOBS:-2}
 TEST_TIMEOUT=${TEST_TIMEOUT:-600}
 filter=${T:-}
+# make valgrind runs on the plain build beside make test SANITIZE=1 (.ci/run),
+# and may run beside make test: its logs go apart, as the runner empties
+# its log dir first
 logdir="$BUILD/test-logs"
+[ "${VALGRIND:-0}" = 1 ] && logdir="$BUILD/valgrind-logs"
 rm -rf "$logdir"
 mkdir -p "$logdir"
 
