@@ -8,9 +8,10 @@ a command), and backends that answer with their own name.
     c.ask("call /svc.A/Call 5")      # {"ok": {backend: n}, "err": {...}}
     c.close()
 
-grpc-js is @grpc/grpc-js-xds from npm (tests/e2e/gateway/affinity_client.js,
+grpc-js is @grpc/grpc-js-xds from npm (tests/e2e/xds/grpc_client.js,
 installed once by mk/npm-xds.sh); c-core is Debian's python3-grpcio
-(tests/e2e/xds/grpc_client.py). Their commands are described in those files.
+(tests/e2e/xds/grpc_client.py). Their commands are described in those files
+(call and wait in both; headers on calls, until, in grpc-js).
 """
 import json
 import os
@@ -19,7 +20,7 @@ import subprocess
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BACKEND = os.path.join(TOP, "tests", "e2e", "xds", "backend.py")
 CLIENTS = {
-    "grpc-js": ["node", os.path.join(TOP, "tests", "e2e", "gateway", "affinity_client.js")],
+    "grpc-js": ["node", os.path.join(TOP, "tests", "e2e", "xds", "grpc_client.js")],
     "c-core": ["/usr/bin/python3", os.path.join(TOP, "tests", "e2e", "xds", "grpc_client.py")],
 }
 

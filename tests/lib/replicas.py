@@ -395,6 +395,14 @@ class _Admin:
             raise AssertionError("%s /debug/%s: %s %s" % (self.name, what, st, body[:200]))
         return body
 
+    def snapshot_group(self, name):
+        """The group |name| ("ns/gateway") of the snapshot this replica
+        serves (/debug/snapshot), or None."""
+        for g in json.loads(self.debug("snapshot"))["snapshot"]["groups"]:
+            if g["name"] == name:
+                return g
+        return None
+
     def leader_info(self):
         """/debug/leader as a dict; raises when it cannot be read."""
         return json.loads(self.debug("leader"))

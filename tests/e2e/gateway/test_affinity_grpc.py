@@ -16,7 +16,6 @@ ring-hash picker, grpc/grpc#31766, fixed in 1.52: it cannot take part.)
   would), a route added afterwards reaches the client, proving it now
   reads the survivor, and every user still reaches the same backend.
 """
-import json
 import os
 import sys
 import tempfile
@@ -63,11 +62,7 @@ def mapping(path):
 
 
 def group_of(r):
-    doc = json.loads(r.debug("snapshot"))
-    for g in doc["snapshot"]["groups"]:
-        if g["name"] == NS + "/mesh":
-            return g
-    return None
+    return r.snapshot_group(NS + "/mesh")
 
 
 def setup():

@@ -60,11 +60,7 @@ def ask(which, cmd):
 
 
 def group():
-    doc = json.loads(rep.debug("snapshot"))
-    for g in doc["snapshot"]["groups"]:
-        if g["name"] == NS + "/mesh":
-            return g
-    return None
+    return rep.snapshot_group(NS + "/mesh")
 
 
 def setup():
