@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #ifndef CXT_DATA_DIR
 #define CXT_DATA_DIR "tests/data"
@@ -100,8 +101,15 @@ int cxt_main(int argc, char **argv, const struct cxt_case *cases, size_t n)
         case_failed = 0;
         case_skip = NULL;
         fflush(stdout);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         if (setjmp(case_jmp) == 0)
             cases[i].fn();
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        /* slow cases say so (what a valgrind run's time is spent on) */
+        double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+        if (secs >= 1.0)
+            printf("# %s took %.1f s\n", cases[i].name, secs);
         if (case_skip)
             printf("ok %zu - %s # SKIP %s\n", num, cases[i].name, case_skip);
         else if (case_failed)

@@ -11,6 +11,7 @@
  *   CXT_MAIN(cases)
  *
  * Run one case: ./test_x name_substring
+ * A case that takes 1 s or more prints "# NAME took N s" before its result.
  */
 #ifndef CXTEST_H
 #define CXTEST_H
