@@ -255,8 +255,8 @@ def gp_str(s):
     return '"%s"' % str(s).replace("\\", "\\\\").replace('"', '\\"')
 
 
-TERMINALS = {"svg": "svg size 800,440 dynamic font 'sans,11' background '#ffffff'",
-             "png": "pngcairo size 800,440 font 'sans,10' background '#ffffff'"}
+TERMINALS = {"svg": "svg size 800,440 dynamic noenhanced font 'sans,11' background '#ffffff'",
+             "png": "pngcairo size 800,440 noenhanced font 'sans,10' background '#ffffff'"}
 
 
 def render_plot(bench, p, outdir, tmp, fmt_="svg"):
