@@ -199,13 +199,16 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
                 return; /* (now, so that the PING's frame is out before the trim below) */
         }
     }
-    /* Frames were written since the last tick and none is under way: the
-     * frame buffer's pages go back to the kernel. Once per keepalive tick
+    /* Frames were written (or header blocks received) since the last tick
+     * and none is under way: the frame buffer's pages (and, with both HPACK
+     * tables empty, the rings' cold page) go back to the kernel. Once per keepalive tick
      * at most (at once after every flush, each response would fault them
      * back: +30% server CPU per push measured), so an idle connection
      * holds none of them after one interval. */
-    if (c->mem.dirty && !c->closing && !nghttp2_session_want_write(c->session))
-        xds_h2_mem_trim(&c->mem);
+    if ((c->mem.dirty || c->mem.cold_dirty) && !c->closing &&
+        !nghttp2_session_want_write(c->session))
+        xds_h2_mem_trim(&c->mem, nghttp2_session_get_hd_inflate_dynamic_table_size(c->session) == 0 &&
+                                     nghttp2_session_get_hd_deflate_dynamic_table_size(c->session) == 0);
     xds_h2_conn_arm_timer(c);
 }
 

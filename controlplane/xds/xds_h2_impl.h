@@ -26,15 +26,20 @@
 struct h2_conn;
 
 /* nghttp2's allocator of one connection (xds_h2_mem.c): its large blocks
- * are mapped, and the frame buffer's pages are handed back when idle. */
+ * are mapped, the HPACK rings live on a page of their own ("cold"), and
+ * the frame buffer's and the cold page's pages are handed back when idle. */
 #define H2_MEM_MAPS 4
 struct h2_mem {
     nghttp2_mem mem; /* mem_user_data: this struct */
     void *map[H2_MEM_MAPS];
     size_t map_len[H2_MEM_MAPS];
-    void *framebuf;   /* the session's frame buffer (mapped), or NULL */
-    uint8_t creating; /* inside nghttp2_session_*_new */
-    uint8_t dirty;    /* frames were written since the last trim */
+    void *framebuf;      /* the session's frame buffer (mapped), or NULL */
+    uint8_t *cold;       /* the cold page (from a shared pool), or NULL */
+    uint16_t cold_used;  /* bytes of it handed out (bump) */
+    uint8_t cold_live;   /* blocks of it not yet freed */
+    uint8_t creating;    /* inside nghttp2_session_*_new */
+    uint8_t dirty;       /* frames were written since the last trim */
+    uint8_t cold_dirty;  /* header blocks were received since the last trim */
 };
 
 struct xds_h2_stream {
@@ -136,9 +141,11 @@ nghttp2_session_callbacks *xds_h2_callbacks_new(void);
 /* xds_h2_mem.c */
 void xds_h2_mem_init(struct h2_mem *m);
 /* Hands the frame buffer's pages back to the kernel if frames were written
- * since the last call; only when the session has no frame under way. */
-void xds_h2_mem_trim(struct h2_mem *m);
-/* Resident bytes of the connection's mapped blocks (mincore). */
+ * since the last call; only when the session has no frame under way. With
+ * |hd_empty| (both HPACK dynamic tables hold no entry: the rings' contents
+ * are dead), the cold page too if header blocks came in since. */
+void xds_h2_mem_trim(struct h2_mem *m, int hd_empty);
+/* Resident bytes of the connection's mapped blocks and cold page (mincore). */
 size_t xds_h2_mem_resident(const struct h2_mem *m);
 
 #endif

@@ -21,7 +21,118 @@
 #define H2_MMAP_MIN ((size_t)8192)
 
 static size_t g_heap_bytes;   /* malloc_usable_size of nghttp2's live heap blocks */
-static size_t g_mapped_bytes; /* length of nghttp2's live mapped blocks */
+static size_t g_mapped_bytes; /* length of nghttp2's live mapped blocks and cold pages */
+
+/* ---- the cold pool ---------------------------------------------------------------
+ * nghttp2 1.52 gives every session two HPACK rings of 1 KB, sized for the
+ * default 4 KB table even when both tables are 0. The deflater's is never
+ * written (max_deflate_dynamic_table_size 0); the inflater's only while the
+ * peer still indexes headers before it has our SETTINGS (HEADER_TABLE_SIZE
+ * 0): a few pointers, dead once the table is empty. From the heap they cost
+ * 2 KB of RSS per connection; on a page of their own, handed back once the
+ * tables are empty (xds_h2_mem_trim), nothing. Such blocks (malloc'ed --
+ * not calloc'ed -- while the session is created, 512 bytes to H2_MMAP_MIN)
+ * are carved from the connection's cold page. Pages come from chunks of
+ * COLD_CHUNK_PAGES (one mapping per chunk, not per connection), belong to
+ * one connection at a time and go back clean; the chunks are unmapped when
+ * no page is in use. Main loop only. */
+#define COLD_CHUNK_PAGES 64
+#define COLD_MIN         ((size_t)512)
+
+static struct {
+    uint8_t **free; /* clean pages */
+    size_t nfree, cap;
+    uint8_t **chunks;
+    size_t nchunks;
+    size_t in_use;
+} g_cold;
+
+static size_t page_size(void)
+{
+    static size_t page;
+    if (!page)
+        page = (size_t)sysconf(_SC_PAGESIZE);
+    return page;
+}
+
+static void cold_pool_drop(void)
+{
+    for (size_t i = 0; i < g_cold.nchunks; i++)
+        munmap(g_cold.chunks[i], COLD_CHUNK_PAGES * page_size());
+    free(g_cold.chunks);
+    free(g_cold.free);
+    memset(&g_cold, 0, sizeof(g_cold));
+}
+
+static uint8_t *cold_page_get(void)
+{
+    size_t page = page_size();
+    if (!g_cold.nfree) {
+        uint8_t **ch = realloc(g_cold.chunks, (g_cold.nchunks + 1) * sizeof(*ch));
+        if (!ch)
+            return NULL;
+        g_cold.chunks = ch;
+        if (g_cold.cap < g_cold.nchunks * COLD_CHUNK_PAGES + COLD_CHUNK_PAGES) {
+            size_t cap = (g_cold.nchunks + 1) * COLD_CHUNK_PAGES * 2;
+            uint8_t **f = realloc(g_cold.free, cap * sizeof(*f));
+            if (!f)
+                return NULL;
+            g_cold.free = f;
+            g_cold.cap = cap;
+        }
+        void *p = mmap(NULL, COLD_CHUNK_PAGES * page, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        g_cold.chunks[g_cold.nchunks++] = p;
+        for (size_t i = COLD_CHUNK_PAGES; i > 0; i--)
+            g_cold.free[g_cold.nfree++] = (uint8_t *)p + (i - 1) * page;
+    }
+    g_cold.in_use++;
+    g_mapped_bytes += page;
+    return g_cold.free[--g_cold.nfree];
+}
+
+static void cold_page_put(uint8_t *pg)
+{
+    madvise(pg, page_size(), MADV_DONTNEED); /* back clean */
+    g_cold.free[g_cold.nfree++] = pg;
+    g_mapped_bytes -= page_size();
+    if (--g_cold.in_use == 0)
+        cold_pool_drop();
+}
+
+static int in_cold(const struct h2_mem *m, const void *p)
+{
+    return m->cold && (const uint8_t *)p >= m->cold && (const uint8_t *)p < m->cold + page_size();
+}
+
+static void *cold_alloc(struct h2_mem *m, size_t n)
+{
+    size_t need = (n + 15) & ~(size_t)15;
+    if (!m->cold) {
+        if (!(m->cold = cold_page_get()))
+            return NULL;
+        m->cold_used = 0;
+        m->cold_live = 0;
+    }
+    if ((size_t)m->cold_used + need > page_size())
+        return NULL;
+    void *p = m->cold + m->cold_used;
+    m->cold_used = (uint16_t)(m->cold_used + need);
+    m->cold_live++;
+    return p;
+}
+
+static void cold_free(struct h2_mem *m)
+{
+    if (--m->cold_live == 0) {
+        cold_page_put(m->cold);
+        m->cold = NULL;
+        m->cold_used = 0;
+        m->cold_dirty = 0;
+    }
+}
 
 static int slot_of(const struct h2_mem *m, const void *p)
 {
@@ -33,6 +144,11 @@ static int slot_of(const struct h2_mem *m, const void *p)
 
 static void *h2_alloc(struct h2_mem *m, size_t n, int zero)
 {
+    if (m->creating && !zero && n >= COLD_MIN && n < H2_MMAP_MIN) {
+        void *p = cold_alloc(m, n);
+        if (p)
+            return p;
+    }
     if (n >= H2_MMAP_MIN) {
         for (int i = 0; i < H2_MEM_MAPS; i++) {
             if (m->map[i])
@@ -59,6 +175,10 @@ static void h2_free(void *ptr, void *user)
     struct h2_mem *m = user;
     if (!ptr)
         return;
+    if (in_cold(m, ptr)) {
+        cold_free(m);
+        return;
+    }
     int i = slot_of(m, ptr);
     if (i >= 0) {
         munmap(ptr, m->map_len[i]);
@@ -92,7 +212,9 @@ static void *h2_realloc(void *ptr, size_t n, void *user)
         return h2_alloc(m, n, 0);
     int i = slot_of(m, ptr);
     size_t old;
-    if (i < 0) {
+    if (in_cold(m, ptr)) {
+        old = page_size() - (size_t)((const uint8_t *)ptr - m->cold); /* at most */
+    } else if (i < 0) {
         old = malloc_usable_size(ptr);
         if (n < H2_MMAP_MIN) {
             void *q = realloc(ptr, n ? n : 1);
@@ -119,21 +241,29 @@ void xds_h2_mem_init(struct h2_mem *m)
     m->mem = (nghttp2_mem){m, h2_malloc, h2_free, h2_calloc, h2_realloc};
 }
 
-void xds_h2_mem_trim(struct h2_mem *m)
+void xds_h2_mem_trim(struct h2_mem *m, int hd_empty)
 {
-    if (!m->dirty || !m->framebuf)
-        return;
-    int i = slot_of(m, m->framebuf);
+    int i = m->framebuf ? slot_of(m, m->framebuf) : -1;
     /* The session has no frame under way: the buffer's bytes are dead, and
      * the next frame is written from its start. Zero pages come back on
      * the next write. */
-    if (i >= 0 && madvise(m->framebuf, m->map_len[i], MADV_DONTNEED) == 0)
+    if (m->dirty && i >= 0 && madvise(m->framebuf, m->map_len[i], MADV_DONTNEED) == 0)
         m->dirty = 0;
+    /* Both dynamic tables empty: no ring holds a live entry (nghttp2 reads
+     * none beyond the ring's length), so their bytes are dead too. */
+    if (m->cold_dirty && hd_empty && m->cold && madvise(m->cold, page_size(), MADV_DONTNEED) == 0)
+        m->cold_dirty = 0;
 }
 
 size_t xds_h2_mem_resident(const struct h2_mem *m)
 {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE), total = 0;
+    size_t page = page_size(), total = 0;
+    if (m->cold) {
+        unsigned char v = 0;
+        if (mincore(m->cold, page, &v) != 0)
+            return SIZE_MAX;
+        total += (v & 1) ? page : 0;
+    }
     for (int i = 0; i < H2_MEM_MAPS; i++) {
         if (!m->map[i])
             continue;

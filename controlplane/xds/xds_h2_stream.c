@@ -247,6 +247,7 @@ static int cb_send_data(nghttp2_session *session, nghttp2_frame *frame, const ui
 static int cb_begin_headers(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
 {
     struct h2_conn *c = user_data;
+    c->mem.cold_dirty = 1; /* the peer's header block may index into the inflater's ring */
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0;
     struct xds_h2_stream *st = xds_h2_stream_new(c, frame->hd.stream_id);
