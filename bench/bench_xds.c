@@ -792,10 +792,10 @@ static void print_push_stderr(const struct result *x)
     fprintf(stderr,
             "%5d streams: p50 %8.2f ms  p99 %8.2f ms (per push: median %.2f, min %.2f, max "
             "%.2f)  %9.0f B/push  %7.2f ms CPU/push  %6.2f KB RSS (%.2f KB heap, nghttp2 %.2f "
-            "KB)/idle stream  setup %.1f s\n",
+            "KB heap + %.2f KB mapped resident)/idle stream  setup %.1f s\n",
             x->streams, x->p50_ms, x->p99_ms, x->push_p99[1], x->push_p99[0], x->push_p99[2],
             x->bytes_per_push, x->cpu_ms_per_push, x->rss_kb_per_stream, x->heap_kb_per_stream,
-            x->h2_heap_kb_per_stream, x->setup_s);
+            x->h2_heap_kb_per_stream, x->h2_resident_kb_per_stream, x->setup_s);
 }
 
 int main(int argc, char **argv)

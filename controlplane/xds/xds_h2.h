@@ -140,6 +140,13 @@ void xds_h2_stream_finish(struct xds_h2_stream *st, int status, const char *mess
 /* "ip:port" of the peer. */
 const char *xds_h2_stream_peer(const struct xds_h2_stream *st);
 
+/* Zeroed memory for the call's own state (on_open), from its connection's
+ * page while it fits (what an idle connection keeps resident is then one
+ * page), else the heap; or NULL. Freed with xds_h2_stream_mem_free before
+ * on_close returns. */
+void *xds_h2_stream_mem_alloc(struct xds_h2_stream *st, size_t n);
+void xds_h2_stream_mem_free(struct xds_h2_stream *st, void *p);
+
 /* The request's `authorization` header, or NULL. Valid in on_open only
  * (request headers are dropped once the call is routed). */
 const char *xds_h2_stream_authorization(const struct xds_h2_stream *st);

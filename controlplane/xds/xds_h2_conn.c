@@ -200,15 +200,16 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         }
     }
     /* Frames were written (or header blocks received) since the last tick
-     * and none is under way: the frame buffer's pages (and, with both HPACK
-     * tables empty, the rings' cold page) go back to the kernel. Once per keepalive tick
-     * at most (at once after every flush, each response would fault them
-     * back: +30% server CPU per push measured), so an idle connection
-     * holds none of them after one interval. */
+     * and none is under way: the frame buffer's pages, and the pages of the
+     * connection's unit that hold nothing live (xds_h2_mem.c), go back to
+     * the kernel. Once per keepalive tick at most (at once after every flush, each response would
+     * fault them back: +30% server CPU per push measured), so an idle connection holds none of them
+     * after one interval. */
     if ((c->mem.dirty || c->mem.cold_dirty) && !c->closing &&
         !nghttp2_session_want_write(c->session))
-        xds_h2_mem_trim(&c->mem, nghttp2_session_get_hd_inflate_dynamic_table_size(c->session) == 0 &&
-                                     nghttp2_session_get_hd_deflate_dynamic_table_size(c->session) == 0);
+        xds_h2_mem_trim(&c->mem,
+                        nghttp2_session_get_hd_inflate_dynamic_table_size(c->session) == 0 &&
+                            nghttp2_session_get_hd_deflate_dynamic_table_size(c->session) == 0);
     xds_h2_conn_arm_timer(c);
 }
 
@@ -233,7 +234,7 @@ void xds_h2_conn_free(struct h2_conn *c)
         event_free(c->timer);
     cx_list_del(&c->link);
     s->counts.connections--;
-    free(c);
+    xds_h2_mem_conn_free(&c->mem, c);
     xds_h2_server_check_done(s);
 }
 
@@ -249,7 +250,7 @@ void xds_h2_on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
         return;
     }
     s->accept_backoff_ms = 0; /* descriptors are back */
-    struct h2_conn *c = calloc(1, sizeof(*c));
+    struct h2_conn *c = xds_h2_mem_conn_new(sizeof(*c), offsetof(struct h2_conn, mem));
     nghttp2_session_callbacks *cbs = NULL;
     nghttp2_option *opt = NULL;
     if (!c) {
@@ -310,7 +311,6 @@ void xds_h2_on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     /* An ADS connection carries one long-lived stream: HPACK's dynamic
      * tables would save a few bytes once and cost memory forever. */
     nghttp2_option_set_max_deflate_dynamic_table_size(opt, 0);
-    xds_h2_mem_init(&c->mem);
     c->mem.creating = 1;
     int rv = nghttp2_session_server_new3(&c->session, cbs, c, opt, &c->mem.mem);
     c->mem.creating = 0;

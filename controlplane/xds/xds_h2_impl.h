@@ -25,21 +25,28 @@
 
 struct h2_conn;
 
-/* nghttp2's allocator of one connection (xds_h2_mem.c): its large blocks
- * are mapped, the HPACK rings live on a page of their own ("cold"), and
- * the frame buffer's and the cold page's pages are handed back when idle. */
-#define H2_MEM_MAPS 4
+/* nghttp2's allocator of one connection (xds_h2_mem.c): large blocks are
+ * mapped (the frame buffer's pages handed back when idle); the connection
+ * struct, nghttp2's session tables and the calls' state live in the
+ * connection's unit of pages, placed so that what an idle connection never
+ * writes stays off the pages it writes. */
+#define H2_MEM_MAPS   4
+#define H2_HOT_BLOCKS 12
 struct h2_mem {
     nghttp2_mem mem; /* mem_user_data: this struct */
     void *map[H2_MEM_MAPS];
     size_t map_len[H2_MEM_MAPS];
-    void *framebuf;      /* the session's frame buffer (mapped), or NULL */
-    uint8_t *cold;       /* the cold page (from a shared pool), or NULL */
-    uint16_t cold_used;  /* bytes of it handed out (bump) */
-    uint8_t cold_live;   /* blocks of it not yet freed */
-    uint8_t creating;    /* inside nghttp2_session_*_new */
-    uint8_t dirty;       /* frames were written since the last trim */
-    uint8_t cold_dirty;  /* header blocks were received since the last trim */
+    void *framebuf;                  /* the session's frame buffer (mapped), or NULL */
+    uint8_t *unit;                   /* the connection's pages, or NULL (all heap) */
+    uint16_t hot_off[H2_HOT_BLOCKS]; /* live blocks of the hot area, by offset */
+    uint16_t hot_len[H2_HOT_BLOCKS];
+    uint16_t ring_len[2];
+    uint8_t nhot;
+    uint8_t slots;      /* unit slots live (map, rings) */
+    uint8_t used;       /* unit slots ever handed out */
+    uint8_t creating;   /* inside nghttp2_session_*_new */
+    uint8_t dirty;      /* frames were written since the last trim */
+    uint8_t cold_dirty; /* header blocks were received since the last trim */
 };
 
 struct xds_h2_stream {
@@ -140,12 +147,23 @@ nghttp2_session_callbacks *xds_h2_callbacks_new(void);
 
 /* xds_h2_mem.c */
 void xds_h2_mem_init(struct h2_mem *m);
+/* A zeroed connection struct of |size| bytes whose struct h2_mem, at
+ * |mem_off|, is initialised: in the first bytes of a unit's hot area, or
+ * from the heap. Freed by xds_h2_mem_conn_free once nothing else of the
+ * connection is (streams, session). */
+void *xds_h2_mem_conn_new(size_t size, size_t mem_off);
+void xds_h2_mem_conn_free(struct h2_mem *m, void *conn);
+/* Zeroed memory from the connection's hot area when it fits, else the heap. */
+void *xds_h2_mem_hot_alloc(struct h2_mem *m, size_t n);
+void xds_h2_mem_hot_free(struct h2_mem *m, void *p);
 /* Hands the frame buffer's pages back to the kernel if frames were written
  * since the last call; only when the session has no frame under way. With
  * |hd_empty| (both HPACK dynamic tables hold no entry: the rings' contents
- * are dead), the cold page too if header blocks came in since. */
+ * are dead), the inflater ring's page too if header blocks came in since;
+ * and the stream map's first page if it holds only zeros. */
 void xds_h2_mem_trim(struct h2_mem *m, int hd_empty);
-/* Resident bytes of the connection's mapped blocks and cold page (mincore). */
+/* Resident bytes of the connection's mapped blocks and of its unit's pages
+ * other than the hot one (mincore). */
 size_t xds_h2_mem_resident(const struct h2_mem *m);
 
 #endif

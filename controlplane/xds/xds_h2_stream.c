@@ -26,18 +26,18 @@ static void reqhdr_free(struct h2_reqhdr *h)
 
 struct xds_h2_stream *xds_h2_stream_new(struct h2_conn *c, int32_t id)
 {
-    struct xds_h2_stream *st = calloc(1, sizeof(*st));
+    struct xds_h2_stream *st = xds_h2_mem_hot_alloc(&c->mem, sizeof(*st));
     if (!st)
         return NULL;
     st->out = evbuffer_new();
     if (!st->out) {
-        free(st);
+        xds_h2_mem_hot_free(&c->mem, st);
         return NULL;
     }
     st->hdr = calloc(1, sizeof(*st->hdr));
     if (!st->hdr) {
         evbuffer_free(st->out);
-        free(st);
+        xds_h2_mem_hot_free(&c->mem, st);
         return NULL;
     }
     st->conn = c;
@@ -66,7 +66,7 @@ void xds_h2_stream_free_(struct xds_h2_stream *st)
     evbuffer_free(st->out);
     reqhdr_free(st->hdr);
     free(st->message);
-    free(st);
+    xds_h2_mem_hot_free(&c->mem, st);
 }
 
 /* Sets the grpc-message to send (cut at 512 bytes). */
@@ -160,6 +160,16 @@ size_t xds_h2_stream_queued(const struct xds_h2_stream *st)
 const char *xds_h2_stream_peer(const struct xds_h2_stream *st)
 {
     return st->conn->peer;
+}
+
+void *xds_h2_stream_mem_alloc(struct xds_h2_stream *st, size_t n)
+{
+    return xds_h2_mem_hot_alloc(&st->conn->mem, n);
+}
+
+void xds_h2_stream_mem_free(struct xds_h2_stream *st, void *p)
+{
+    xds_h2_mem_hot_free(&st->conn->mem, p);
 }
 
 const char *xds_h2_stream_authorization(const struct xds_h2_stream *st)

@@ -18,7 +18,7 @@
 
 static void *stream_open(struct xds_server *s, struct xds_h2_stream *st, int delta)
 {
-    struct sstream *ss = calloc(1, sizeof(*ss));
+    struct sstream *ss = xds_h2_stream_mem_alloc(st, sizeof(*ss));
     if (!ss) {
         xds_h2_stream_finish(st, XDS_GRPC_RESOURCE_EXHAUSTED, "out of memory");
         return NULL;
@@ -31,7 +31,7 @@ static void *stream_open(struct xds_server *s, struct xds_h2_stream *st, int del
     if (code != 0) {
         xds_srv_auth_refused(s, why, xds_h2_stream_peer(st), msg);
         xds_h2_stream_finish(st, code, msg);
-        free(ss);
+        xds_h2_stream_mem_free(st, ss);
         return NULL;
     }
     cx_ratelimit_init(&ss->nack_rl, s->nack_qps, XDS_NACK_BURST, cx_mono_ns());
@@ -169,6 +169,6 @@ void xds_srv_close(void *ctx)
     else
         xds_ads_stream_free(&ss->ads);
     s->stats.streams--;
-    free(ss);
+    xds_h2_stream_mem_free(ss->h2, ss);
     xds_srv_gauges(s);
 }
