@@ -115,13 +115,75 @@ static void free_names(struct xds_ads_stream *s, struct xds_ads_type_state *t)
     t->nnames = 0;
 }
 
-static void free_sent(struct xds_ads_type_state *t)
+static uint64_t sent_hash(struct xds_resource *const *v, size_t n)
 {
-    for (size_t i = 0; i < t->nsent; i++)
-        xlate_resource_unref(t->sent[i]);
-    free(t->sent);
+    uint64_t h = cx_fnv64(0, &n, sizeof(n));
+    h = cx_fnv64(h, v, n * sizeof(*v));
+    return h ? h : 1;
+}
+
+static void sent_release(struct xds_names_pool *pool, struct xds_sent *l)
+{
+    if (!l || --l->refs > 0)
+        return;
+    if (pool && l->hash) {
+        struct xds_sent **pp = &pool->sent[l->hash % XDS_NAMES_POOL_BUCKETS];
+        while (*pp && *pp != l)
+            pp = &(*pp)->next;
+        if (*pp)
+            *pp = l->next;
+    }
+    for (size_t i = 0; i < l->n; i++)
+        xlate_resource_unref(l->v[i]);
+    free(l);
+}
+
+static void free_sent(struct xds_ads_stream *s, struct xds_ads_type_state *t)
+{
+    sent_release(s->pool, t->sentl);
+    t->sentl = NULL;
     t->sent = NULL;
     t->nsent = 0;
+}
+
+/* Makes the |n| resources of |v| (sorted, borrowed; may point into the
+ * current list) the sent list: the pool's equal list if there is one, else
+ * a new one holding a reference to each. */
+static int sent_set(struct xds_ads_stream *s, struct xds_ads_type_state *t,
+                    struct xds_resource *const *v, size_t n)
+{
+    struct xds_sent *l = NULL;
+    if (n) {
+        uint64_t h = sent_hash(v, n);
+        if (s->pool) {
+            for (l = s->pool->sent[h % XDS_NAMES_POOL_BUCKETS]; l; l = l->next)
+                if (l->hash == h && l->n == n && memcmp(l->v, v, n * sizeof(*v)) == 0)
+                    break;
+        }
+        if (l) {
+            l->refs++;
+        } else {
+            l = malloc(sizeof(*l) + n * sizeof(l->v[0]));
+            if (!l)
+                return XDS_ADS_ENOMEM;
+            l->refs = 1;
+            l->n = n;
+            l->hash = 0;
+            l->next = NULL;
+            for (size_t i = 0; i < n; i++)
+                l->v[i] = xlate_resource_ref(v[i]);
+            if (s->pool) {
+                l->hash = h;
+                l->next = s->pool->sent[h % XDS_NAMES_POOL_BUCKETS];
+                s->pool->sent[h % XDS_NAMES_POOL_BUCKETS] = l;
+            }
+        }
+    }
+    free_sent(s, t);
+    t->sentl = l;
+    t->sent = l ? l->v : NULL;
+    t->nsent = n;
+    return 0;
 }
 
 void xds_ads_stream_free(struct xds_ads_stream *s)
@@ -129,7 +191,7 @@ void xds_ads_stream_free(struct xds_ads_stream *s)
     xds_sub_node_free(&s->node);
     for (int i = 0; i < XDS_TYPE_COUNT; i++) {
         free_names(s, &s->types[i]);
-        free_sent(&s->types[i]);
+        free_sent(s, &s->types[i]);
     }
 }
 
@@ -210,18 +272,20 @@ static int names_have(const struct xds_ads_type_state *t, const char *name)
 }
 
 /* Keeps only the sent entries that are still subscribed. */
-static void prune_sent(struct xds_ads_type_state *t)
+static int prune_sent(struct xds_ads_stream *s, struct xds_ads_type_state *t)
 {
-    if (t->wildcard)
-        return;
+    if (t->wildcard || !t->nsent)
+        return 0;
+    struct xds_resource **v = malloc(t->nsent * sizeof(*v));
+    if (!v)
+        return XDS_ADS_ENOMEM;
     size_t k = 0;
-    for (size_t i = 0; i < t->nsent; i++) {
+    for (size_t i = 0; i < t->nsent; i++)
         if (names_have(t, t->sent[i]->name))
-            t->sent[k++] = t->sent[i];
-        else
-            xlate_resource_unref(t->sent[i]);
-    }
-    t->nsent = k;
+            v[k++] = t->sent[i];
+    int rc = k == t->nsent ? 0 : sent_set(s, t, v, k);
+    free(v);
+    return rc;
 }
 
 /* Replaces the subscription of |t| (type |type|) by the request's names.
@@ -269,7 +333,9 @@ static int update_names(struct xds_ads_stream *s, struct xds_ads_type_state *t, 
     }
     t->wildcard = (uint8_t)wildcard;
     t->legacy_wildcard = (uint8_t)legacy;
-    prune_sent(t);
+    rc = prune_sent(s, t);
+    if (rc != 0)
+        return rc;
     if (added && xds_sub_full_state(type))
         t->force = 1; /* the client must learn at once what exists and what not */
     t->eval_version[0] = '\0';
@@ -381,25 +447,16 @@ static struct xds_resource *sent_find(const struct xds_ads_type_state *t, const 
     return xds_sub_find_res(t->sent, t->nsent, name);
 }
 
-/* Makes |want| (borrowed) the sent list (references taken). */
-static int sent_replace(struct xds_ads_type_state *t, struct xds_resource **want, size_t n)
+/* Makes |want| (borrowed) the sent list. */
+static int sent_replace(struct xds_ads_stream *s, struct xds_ads_type_state *t,
+                        struct xds_resource **want, size_t n)
 {
-    struct xds_resource **v = NULL;
-    if (n) {
-        v = malloc(n * sizeof(*v));
-        if (!v)
-            return XDS_ADS_ENOMEM;
-        for (size_t i = 0; i < n; i++)
-            v[i] = xlate_resource_ref(want[i]);
-    }
-    free_sent(t);
-    t->sent = v;
-    t->nsent = n;
-    return 0;
+    return sent_set(s, t, want, n);
 }
 
 /* Merges |upd| (sorted, borrowed) into the sent list: same names replaced. */
-static int sent_merge(struct xds_ads_type_state *t, struct xds_resource **upd, size_t n)
+static int sent_merge(struct xds_ads_stream *s, struct xds_ads_type_state *t,
+                      struct xds_resource **upd, size_t n)
 {
     struct xds_resource **v = malloc((t->nsent + n) * sizeof(*v));
     if (!v)
@@ -411,14 +468,13 @@ static int sent_merge(struct xds_ads_type_state *t, struct xds_resource **upd, s
             v[k++] = t->sent[i++];
         } else {
             if (c == 0)
-                xlate_resource_unref(t->sent[i++]);
-            v[k++] = xlate_resource_ref(upd[j++]);
+                i++;
+            v[k++] = upd[j++];
         }
     }
-    free(t->sent);
-    t->sent = v;
-    t->nsent = k;
-    return 0;
+    int rc = sent_set(s, t, v, k);
+    free(v);
+    return rc;
 }
 
 /* Evaluates one type. Returns 1 with |out| filled, 0, or an error. */
@@ -442,7 +498,7 @@ static int eval_type(struct xds_ads_stream *s, enum xds_type type,
     if (!t->responded && t->resync_valid && strcmp(t->resync_version, set->version) == 0) {
         /* A reconnecting client already holds this version (versions are
          * content hashes, equal on every replica): send nothing. */
-        rc = sent_replace(t, want, nwant);
+        rc = sent_replace(s, t, want, nwant);
         if (rc != 0)
             goto out;
         t->responded = 1;
@@ -481,7 +537,7 @@ static int eval_type(struct xds_ads_stream *s, enum xds_type type,
             goto out;
         }
     }
-    rc = xds_sub_full_state(type) ? sent_replace(t, send, nsend) : sent_merge(t, send, nsend);
+    rc = xds_sub_full_state(type) ? sent_replace(s, t, send, nsend) : sent_merge(s, t, send, nsend);
     if (rc != 0) {
         free(items);
         goto out;

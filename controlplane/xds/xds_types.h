@@ -93,8 +93,20 @@ struct xds_names {
 
 #define XDS_NAMES_POOL_BUCKETS 4096
 
+/* A sorted list of resources sent (SotW: what a client holds from us of a
+ * type), one reference per resource, interned in the pool like the names:
+ * the streams of a group hold the same lists. Main loop only. */
+struct xds_sent {
+    int refs;
+    uint64_t hash; /* of the pointers; 0: not in a pool */
+    size_t n;
+    struct xds_sent *next; /* pool bucket chain */
+    struct xds_resource *v[];
+};
+
 struct xds_names_pool {
     struct xds_names *buckets[XDS_NAMES_POOL_BUCKETS];
+    struct xds_sent *sent[XDS_NAMES_POOL_BUCKETS];
     size_t count;
     size_t bytes;              /* allocation bytes of the pooled lists */
     struct xds_budget *budget; /* charged with |bytes| (NULL: none); may go over: the
@@ -141,7 +153,8 @@ struct xds_ads_type_state {
     struct xds_names *list;  /* the subscription (NULL: none) */
     char **names;            /* list->v, or NULL */
     size_t nnames;
-    struct xds_resource **sent; /* sorted by name, referenced */
+    struct xds_sent *sentl;     /* interned (NULL: nothing sent) */
+    struct xds_resource **sent; /* sentl->v: sorted by name */
     size_t nsent;
     char eval_version[XDS_VERSION_LEN + 1];   /* set version last evaluated ("" never) */
     char resync_version[XDS_VERSION_LEN + 1]; /* version_info of the first request */

@@ -553,6 +553,61 @@ static void test_names_pool_shares_lists(void)
     xds_names_pool_free(pool);
 }
 
+/* Streams of one snapshot holding the same resources share one interned
+ * sent list (an idle stream's memory); a change gives both the new list,
+ * one that diverges gets its own, and the pool empties with the streams. */
+static void test_sent_lists_shared(void)
+{
+    struct xds_names_pool *pool = xds_names_pool_new();
+    REQUIRE(pool != NULL);
+    struct fx a, b;
+    fx_init(&a, "ns/gw E:x=1 E:y=1 E:z=1");
+    fx_init(&b, NULL);
+    xds_cache_free(b.cache);
+    b.cache = a.cache; /* the same snapshot, so the same resources */
+    xds_ads_stream_set_pool(&a.st, pool);
+    xds_ads_stream_set_pool(&b.st, pool);
+    struct xds_ads_response ra, rb;
+    REQUIRE_INT_EQ(rq(&a, XDS_ENDPOINT, "x,y", "", "", NULL), 0);
+    REQUIRE_INT_EQ(rq(&b, XDS_ENDPOINT, "y,x", "", "", NULL), 0);
+    REQUIRE_STR_EQ(nx(&a, &ra), "EDS x,y");
+    REQUIRE_STR_EQ(nx(&b, &rb), "EDS x,y");
+    const struct xds_ads_type_state *ta = &a.st.types[XDS_ENDPOINT], *tb = &b.st.types[XDS_ENDPOINT];
+    REQUIRE(ta->sentl != NULL);
+    CHECK(ta->sentl == tb->sentl);
+    CHECK_INT_EQ(ta->sentl->refs, 2);
+    CHECK_INT_EQ(ta->nsent, 2);
+    CHECK_STR_EQ(ta->sent[1]->name, "y");
+    REQUIRE_INT_EQ(rq(&a, XDS_ENDPOINT, "x,y", ra.version, ra.nonce, NULL), 0);
+    REQUIRE_INT_EQ(rq(&b, XDS_ENDPOINT, "x,y", rb.version, rb.nonce, NULL), 0);
+    xds_ads_response_clear(&ra);
+    xds_ads_response_clear(&rb);
+    /* y changes: both merge it in and meet on one list again */
+    fx_set(&a, "ns/gw E:x=1 E:y=2 E:z=1");
+    CHECK_STR_EQ(nx(&a, &ra), "EDS y");
+    CHECK_STR_EQ(nx(&b, &rb), "EDS y");
+    CHECK(ta->sentl == tb->sentl);
+    CHECK_INT_EQ(ta->sentl->refs, 2);
+    REQUIRE_INT_EQ(rq(&a, XDS_ENDPOINT, "x,y", ra.version, ra.nonce, NULL), 0);
+    xds_ads_response_clear(&ra);
+    xds_ads_response_clear(&rb);
+    /* a drops x: its list is pruned to its own, b's stays */
+    REQUIRE_INT_EQ(rq(&a, XDS_ENDPOINT, "y", "", "", NULL), 0);
+    CHECK(ta->sentl != tb->sentl);
+    CHECK_INT_EQ(ta->nsent, 1);
+    CHECK_STR_EQ(ta->sent[0]->name, "y");
+    CHECK_INT_EQ(tb->sentl->refs, 1);
+    CHECK_INT_EQ(tb->nsent, 2);
+    CHECK_STR_EQ(tb->sent[0]->name, "x");
+    xds_ads_stream_free(&a.st);
+    /* b's list and its resources outlive a */
+    CHECK_STR_EQ(tb->sent[1]->name, "y");
+    fx_free(&b);
+    for (size_t i = 0; i < XDS_NAMES_POOL_BUCKETS; i++)
+        CHECK(pool->sent[i] == NULL);
+    xds_names_pool_free(pool);
+}
+
 /* One response NACKed a thousand times on its nonce counts once; the
  * repeats may still change the subscription; an ACK after it counts. */
 static void test_nack_repeat_counts_once(void)
@@ -647,6 +702,7 @@ static void test_groups_evicted_and_capped(void)
 static const struct cxt_case cases[] = {
     CXT(test_nack_repeat_counts_once),
     CXT(test_names_pool_budget),
+    CXT(test_sent_lists_shared),
     CXT(test_groups_evicted_and_capped),
     CXT(test_names_pool_shares_lists),
     CXT(test_node_group_from_metadata_and_first_lds),
