@@ -219,6 +219,26 @@ void xds_h2_server_check_done(struct xds_h2_server *s)
         event_active(s->done_ev, EV_TIMEOUT, 0);
 }
 
+/* The connection's events live in its hot area when they fit (each would
+ * otherwise be a heap block of its own). */
+static struct event *conn_event_new(struct h2_conn *c, event_callback_fn fn)
+{
+    struct event *ev = xds_h2_mem_hot_alloc(&c->mem, event_get_struct_event_size());
+    if (ev && event_assign(ev, c->srv->base, -1, 0, fn, c) != 0) {
+        xds_h2_mem_hot_free(&c->mem, ev);
+        ev = NULL;
+    }
+    return ev;
+}
+
+static void conn_event_free(struct h2_conn *c, struct event *ev)
+{
+    if (!ev)
+        return;
+    event_del(ev);
+    xds_h2_mem_hot_free(&c->mem, ev);
+}
+
 void xds_h2_conn_free(struct h2_conn *c)
 {
     struct xds_h2_server *s = c->srv;
@@ -228,10 +248,8 @@ void xds_h2_conn_free(struct h2_conn *c)
         nghttp2_session_del(c->session);
     if (c->bev)
         bufferevent_free(c->bev);
-    if (c->flush_ev)
-        event_free(c->flush_ev);
-    if (c->timer)
-        event_free(c->timer);
+    conn_event_free(c, c->flush_ev);
+    conn_event_free(c, c->timer);
     cx_list_del(&c->link);
     s->counts.connections--;
     xds_h2_mem_conn_free(&c->mem, c);
@@ -301,8 +319,8 @@ void xds_h2_on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
             goto fail;
         }
     }
-    c->flush_ev = event_new(s->base, -1, 0, on_flush_ev, c);
-    c->timer = evtimer_new(s->base, on_timer, c);
+    c->flush_ev = conn_event_new(c, on_flush_ev);
+    c->timer = conn_event_new(c, on_timer);
     cbs = xds_h2_callbacks_new();
     if (!c->flush_ev || !c->timer || !cbs || nghttp2_option_new(&opt) != 0)
         goto fail;

@@ -29,14 +29,8 @@ struct xds_h2_stream *xds_h2_stream_new(struct h2_conn *c, int32_t id)
     struct xds_h2_stream *st = xds_h2_mem_hot_alloc(&c->mem, sizeof(*st));
     if (!st)
         return NULL;
-    st->out = evbuffer_new();
-    if (!st->out) {
-        xds_h2_mem_hot_free(&c->mem, st);
-        return NULL;
-    }
     st->hdr = calloc(1, sizeof(*st->hdr));
     if (!st->hdr) {
-        evbuffer_free(st->out);
         xds_h2_mem_hot_free(&c->mem, st);
         return NULL;
     }
@@ -63,7 +57,8 @@ void xds_h2_stream_free_(struct xds_h2_stream *st)
         xds_h2_conn_arm_timer(c);
     }
     xds_deframer_free(&st->df);
-    evbuffer_free(st->out);
+    if (st->out)
+        evbuffer_free(st->out);
     reqhdr_free(st->hdr);
     free(st->message);
     xds_h2_mem_hot_free(&c->mem, st);
@@ -109,13 +104,19 @@ static void stream_respond_now(struct xds_h2_stream *st, const char *http_status
     nghttp2_submit_response(st->conn->session, st->id, nv, n, NULL);
 }
 
+/* Bytes of |st|'s output not yet handed to nghttp2. */
+static size_t out_len(const struct xds_h2_stream *st)
+{
+    return st->out ? evbuffer_get_length(st->out) : 0;
+}
+
 static ssize_t data_read(nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t length,
                          uint32_t *flags, nghttp2_data_source *source, void *user_data)
 {
     (void)buf;
     (void)user_data;
     struct xds_h2_stream *st = source->ptr;
-    size_t avail = evbuffer_get_length(st->out);
+    size_t avail = out_len(st);
     if (avail) {
         *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
         return (ssize_t)(avail < length ? avail : length);
@@ -140,6 +141,10 @@ int xds_h2_stream_send(struct xds_h2_stream *st, struct evbuffer *framed)
 {
     if (st->finishing || !st->responded)
         return -1;
+    /* (made when there is something to send, freed when it is sent: an
+     * idle stream holds no buffer) */
+    if (!st->out && !(st->out = evbuffer_new()))
+        return -1;
     if (evbuffer_add_buffer(st->out, framed) != 0)
         return -1;
     if (evbuffer_get_length(st->out) > XDS_H2_STREAM_LOW)
@@ -154,7 +159,7 @@ int xds_h2_stream_send(struct xds_h2_stream *st, struct evbuffer *framed)
 
 size_t xds_h2_stream_queued(const struct xds_h2_stream *st)
 {
-    return evbuffer_get_length(st->out);
+    return out_len(st);
 }
 
 const char *xds_h2_stream_peer(const struct xds_h2_stream *st)
@@ -250,6 +255,10 @@ static int cb_send_data(nghttp2_session *session, nghttp2_frame *frame, const ui
     if (st->congested && evbuffer_get_length(st->out) <= XDS_H2_STREAM_LOW) {
         st->congested = 0;
         st->notify = 1;
+    }
+    if (evbuffer_get_length(st->out) == 0) {
+        evbuffer_free(st->out);
+        st->out = NULL;
     }
     return 0;
 }

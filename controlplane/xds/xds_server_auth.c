@@ -31,6 +31,38 @@ void xds_srv_auth_refused(struct xds_server *s, enum auth_reason r, const char *
     }
 }
 
+/* An identity is kept packed: an idle stream carries a few dozen bytes of
+ * it, not the 324 of struct xds_identity ("M ns\0name\0", M the method). */
+static int set_identity(struct sstream *ss, const struct xds_identity *id)
+{
+    free(ss->id);
+    ss->id = NULL;
+    if (id->method == XDS_ID_NONE)
+        return 0;
+    size_t ln = strnlen(id->ns, sizeof(id->ns)), lm = strnlen(id->name, sizeof(id->name));
+    ss->id = malloc(1 + ln + 1 + lm + 1);
+    if (!ss->id)
+        return -1;
+    ss->id[0] = (char)('0' + id->method);
+    memcpy(ss->id + 1, id->ns, ln);
+    ss->id[1 + ln] = '\0';
+    memcpy(ss->id + 2 + ln, id->name, lm);
+    ss->id[2 + ln + lm] = '\0';
+    return 0;
+}
+
+const struct xds_identity *xds_srv_identity(const struct sstream *ss, struct xds_identity *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!ss->id)
+        return out;
+    out->method = (enum xds_id_method)(ss->id[0] - '0');
+    const char *ns = ss->id + 1;
+    snprintf(out->ns, sizeof(out->ns), "%s", ns);
+    snprintf(out->name, sizeof(out->name), "%s", ns + strlen(ns) + 1);
+    return out;
+}
+
 /* May the stream's identity receive its node group? 0, or a gRPC status
  * with the refusal in |*errmsg| (owned by the stream). Sets no_secrets. */
 int xds_srv_authorize(struct sstream *ss, const char **errmsg)
@@ -41,8 +73,9 @@ int xds_srv_authorize(struct sstream *ss, const char **errmsg)
     struct xlate_snapshot *snap = xds_cache_snapshot(s->cache);
     const struct xlate_group *g = snap ? xlate_snapshot_group(snap, ss_group(ss)) : NULL;
     char msg[600];
-    enum xds_authz a = xds_authorize(&ss->id, ss_group(ss), g ? &g->access : NULL, msg,
-                                     sizeof(msg));
+    struct xds_identity id;
+    enum xds_authz a = xds_authorize(xds_srv_identity(ss, &id), ss_group(ss),
+                                     g ? &g->access : NULL, msg, sizeof(msg));
     if (a == XDS_AUTHZ_ALLOW || a == XDS_AUTHZ_ALLOW_NO_SECRETS) {
         ss->no_secrets = a == XDS_AUTHZ_ALLOW_NO_SECRETS;
         return 0;
@@ -69,10 +102,12 @@ int xds_srv_admit(struct sstream *ss, const char **errmsg)
         return XDS_GRPC_RESOURCE_EXHAUSTED;
     }
     ss->registered = 1;
-    m_add(s->auth_streams[ss->id.method], 1);
+    struct xds_identity id;
+    xds_srv_identity(ss, &id);
+    m_add(s->auth_streams[id.method], 1);
     cx_debug("xds", "stream from %s: node \"%s\" group \"%s\" agent \"%s\" as %s/%s (%s)",
-             xds_h2_stream_peer(ss->h2), ss_node_id(ss), ss_group(ss), ss_user_agent(ss),
-             ss->id.ns, ss->id.name, xds_srv_auth_method_names[ss->id.method]);
+             xds_h2_stream_peer(ss->h2), ss_node_id(ss), ss_group(ss), ss_user_agent(ss), id.ns,
+             id.name, xds_srv_auth_method_names[id.method]);
     return 0;
 }
 
@@ -89,7 +124,10 @@ static void token_checked(void *arg, const struct xds_auth_verdict *v)
         xds_h2_stream_finish(ss->h2, v->status, ss->refusal ? ss->refusal : "");
         return;
     }
-    ss->id = v->id;
+    if (set_identity(ss, &v->id) != 0) {
+        xds_h2_stream_finish(ss->h2, XDS_GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
     if (!ss_have_node(ss) || ss->registered)
         return;
     const char *msg = NULL;
@@ -113,8 +151,9 @@ int xds_srv_authenticate(struct sstream *ss, struct xds_h2_stream *st, char *msg
     const char *authz = xds_h2_stream_authorization(st);
     X509 *cert = xds_h2_stream_peer_cert(st);
     if (cert) {
-        if (xds_spiffe_from_cert(cert, s->trust_domain, &ss->id, msg, cap) == 0)
-            return 0;
+        struct xds_identity id;
+        if (xds_spiffe_from_cert(cert, s->trust_domain, &id, msg, cap) == 0)
+            return set_identity(ss, &id) == 0 ? 0 : XDS_GRPC_RESOURCE_EXHAUSTED;
         if (!authz) {
             *why = AUTH_BAD_CERT;
             return XDS_GRPC_UNAUTHENTICATED;
@@ -146,7 +185,10 @@ int xds_srv_authenticate(struct sstream *ss, struct xds_h2_stream *st, char *msg
             *why = AUTH_UNAVAILABLE;
         return v.status;
     }
-    ss->id = v.id;
+    if (set_identity(ss, &v.id) != 0) {
+        snprintf(msg, cap, "out of memory");
+        return XDS_GRPC_RESOURCE_EXHAUSTED;
+    }
     return 0;
 }
 

@@ -52,7 +52,8 @@ struct sstream {
     uint8_t no_secrets;   /* served as a client without credentials: no Secrets */
     uint8_t nack_active[XDS_TYPE_COUNT];
     struct cx_ratelimit nack_rl; /* NACKs recorded (logged, reported) */
-    struct xds_identity id;      /* who the proxy is (method NONE: nobody) */
+    char *id; /* who the proxy is: method, namespace and name packed (NULL:
+               * nobody; xds_srv_identity unpacks it) */
     struct xds_auth_waiter waiter;
     char *refusal; /* the grpc-message of an authorization refusal (owned) */
 };
@@ -181,6 +182,8 @@ void xds_srv_clear_nack(struct sstream *ss, enum xds_type t);
 void xds_srv_note_latency(struct xds_server *s, int type, int64_t origin_ns);
 
 /* xds_server_auth.c */
+/* The stream's identity (method NONE: nobody), unpacked into |out|. */
+const struct xds_identity *xds_srv_identity(const struct sstream *ss, struct xds_identity *out);
 void xds_srv_auth_refused(struct xds_server *s, enum auth_reason r, const char *peer,
                           const char *msg);
 /* May the stream's identity receive its node group? 0, or a gRPC status

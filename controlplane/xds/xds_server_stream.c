@@ -31,6 +31,7 @@ static void *stream_open(struct xds_server *s, struct xds_h2_stream *st, int del
     if (code != 0) {
         xds_srv_auth_refused(s, why, xds_h2_stream_peer(st), msg);
         xds_h2_stream_finish(st, code, msg);
+        free(ss->id);
         xds_h2_stream_mem_free(st, ss);
         return NULL;
     }
@@ -164,6 +165,7 @@ void xds_srv_close(void *ctx)
         xds_cache_watch_remove(s->cache, &ss->watch);
     xds_tokens_cancel(&ss->waiter);
     free(ss->refusal);
+    free(ss->id);
     if (ss->delta)
         xds_delta_stream_free(&ss->dl);
     else
