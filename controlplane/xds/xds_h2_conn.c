@@ -1,11 +1,12 @@
-/* Connections of the gRPC transport: accept, the HTTP/2 session on a
- * bufferevent (h2c or TLS), flushing with backpressure, the handshake
+/* Connections of the gRPC transport: accept, the HTTP/2 session on the
+ * socket (h2c) or an OpenSSL bufferevent (TLS), flushing with backpressure, the handshake
  * deadline and keepalive timer, and teardown. */
 #include "xds_h2_impl.h"
 
 #include "cx_time.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <event2/bufferevent_ssl.h>
 #include <event2/listener.h>
 #include <netinet/in.h>
@@ -31,6 +32,63 @@ static void conn_notify_writable(struct h2_conn *c)
     }
 }
 
+struct evbuffer *xds_h2_conn_out(struct h2_conn *c)
+{
+    if (c->bev)
+        return bufferevent_get_output(c->bev);
+    if (!c->wbuf)
+        c->wbuf = evbuffer_new();
+    return c->wbuf;
+}
+
+size_t xds_h2_conn_out_len(const struct h2_conn *c)
+{
+    if (c->bev)
+        return evbuffer_get_length(bufferevent_get_output(c->bev));
+    return c->wbuf ? evbuffer_get_length(c->wbuf) : 0;
+}
+
+static void on_io(evutil_socket_t fd, short what, void *arg);
+
+static int retriable(int e)
+{
+    return e == EAGAIN || e == EWOULDBLOCK || e == EINTR;
+}
+
+/* h2c: makes io_ev wait for writability too, or no longer. */
+static void conn_io_want_write(struct h2_conn *c, int on)
+{
+    if (!c->io_ev || !!on == c->io_write)
+        return;
+    event_del(c->io_ev);
+    event_assign(c->io_ev, c->srv->base, c->fd, EV_READ | EV_PERSIST | (on ? EV_WRITE : 0), on_io,
+                 c);
+    event_add(c->io_ev, NULL);
+    c->io_write = (uint8_t)!!on;
+}
+
+/* h2c: writes what the socket takes; the rest waits for writability, and
+ * the buffer goes once empty. Returns 0, or -1 when |c| was freed (the
+ * peer is gone). */
+static int conn_write(struct h2_conn *c)
+{
+    while (c->wbuf && evbuffer_get_length(c->wbuf) > 0) {
+        int n = evbuffer_write(c->wbuf, c->fd);
+        if (n > 0)
+            continue;
+        if (n == 0 || retriable(errno))
+            break;
+        xds_h2_conn_free(c);
+        return -1;
+    }
+    if (c->wbuf && evbuffer_get_length(c->wbuf) == 0) {
+        evbuffer_free(c->wbuf);
+        c->wbuf = NULL;
+    }
+    conn_io_want_write(c, c->wbuf != NULL);
+    return 0;
+}
+
 /* Hands what nghttp2 has to the socket; closes the connection when the
  * session is over. Returns 0, or -1 when |c| was freed. */
 static int conn_flush(struct h2_conn *c)
@@ -39,19 +97,22 @@ static int conn_flush(struct h2_conn *c)
         xds_h2_conn_free(c);
         return -1;
     }
+    if (!c->bev && conn_write(c) != 0)
+        return -1;
     conn_notify_writable(c);
     if (nghttp2_session_want_write(c->session)) {
         /* a stream queued more while we notified: go again soon */
-        if (evbuffer_get_length(bufferevent_get_output(c->bev)) < CONN_OUT_HIGH)
+        if (xds_h2_conn_out_len(c) < CONN_OUT_HIGH)
             xds_h2_conn_schedule_flush(c);
     }
     if (!nghttp2_session_want_read(c->session) && !nghttp2_session_want_write(c->session)) {
-        if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+        if (xds_h2_conn_out_len(c) == 0) {
             xds_h2_conn_free(c);
             return -1;
         }
         c->draining = 1;
-        bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+        if (c->bev)
+            bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
     }
     return 0;
 }
@@ -69,22 +130,65 @@ void xds_h2_conn_schedule_flush(struct h2_conn *c)
         event_active(c->flush_ev, EV_TIMEOUT, 0);
 }
 
+/* Input for nghttp2; frees |c| on a protocol error. Returns 0 or -1 (freed). */
+static int conn_recv(struct h2_conn *c, const uint8_t *p, size_t n)
+{
+    c->last_rx_ns = cx_mono_ns();
+    while (n > 0) {
+        ssize_t rv = nghttp2_session_mem_recv(c->session, p, n);
+        if (rv <= 0) {
+            xds_h2_conn_free(c);
+            return -1;
+        }
+        p += rv;
+        n -= (size_t)rv;
+    }
+    return 0;
+}
+
 static void on_read(struct bufferevent *bev, void *arg)
 {
     struct h2_conn *c = arg;
     struct evbuffer *in = bufferevent_get_input(bev);
-    c->last_rx_ns = cx_mono_ns();
     while (evbuffer_get_length(in) > 0) {
         struct evbuffer_iovec v;
         if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
             break;
-        ssize_t rv = nghttp2_session_mem_recv(c->session, v.iov_base, v.iov_len);
-        if (rv < 0) {
-            xds_h2_conn_free(c);
+        if (conn_recv(c, v.iov_base, v.iov_len) != 0)
+            return;
+        evbuffer_drain(in, v.iov_len);
+    }
+    conn_flush(c);
+}
+
+/* h2c: the socket is readable (read once, as a bufferevent does: the loop
+ * stays fair) and/or writable. */
+static void on_io(evutil_socket_t fd, short what, void *arg)
+{
+    struct h2_conn *c = arg;
+    if (what & EV_WRITE) {
+        if (conn_write(c) != 0)
+            return;
+        if (c->draining) {
+            if (!c->wbuf)
+                xds_h2_conn_free(c);
             return;
         }
-        evbuffer_drain(in, (size_t)rv);
+        if (xds_h2_conn_out_len(c) <= CONN_OUT_LOW && conn_flush(c) != 0)
+            return;
     }
+    if (!(what & EV_READ))
+        return;
+    uint8_t buf[16384];
+    ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n == 0 || (n < 0 && !retriable(errno))) {
+        xds_h2_conn_free(c); /* EOF or a reset */
+        return;
+    }
+    if (n < 0)
+        return;
+    if (conn_recv(c, buf, (size_t)n) != 0)
+        return;
     conn_flush(c);
 }
 
@@ -143,7 +247,8 @@ static uint64_t conn_acked(const struct h2_conn *c)
     struct tcp_info ti;
     socklen_t len = sizeof(ti);
     memset(&ti, 0, sizeof(ti));
-    if (getsockopt(bufferevent_getfd(c->bev), IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+    evutil_socket_t fd = c->bev ? bufferevent_getfd(c->bev) : c->fd;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
         len < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof(ti.tcpi_bytes_acked))
         return 0;
     return ti.tcpi_bytes_acked;
@@ -221,10 +326,11 @@ void xds_h2_server_check_done(struct xds_h2_server *s)
 
 /* The connection's events live in its hot area when they fit (each would
  * otherwise be a heap block of its own). */
-static struct event *conn_event_new(struct h2_conn *c, event_callback_fn fn)
+static struct event *conn_event_new(struct h2_conn *c, evutil_socket_t fd, short what,
+                                   event_callback_fn fn)
 {
     struct event *ev = xds_h2_mem_hot_alloc(&c->mem, event_get_struct_event_size());
-    if (ev && event_assign(ev, c->srv->base, -1, 0, fn, c) != 0) {
+    if (ev && event_assign(ev, c->srv->base, fd, what, fn, c) != 0) {
         xds_h2_mem_hot_free(&c->mem, ev);
         ev = NULL;
     }
@@ -250,6 +356,11 @@ void xds_h2_conn_free(struct h2_conn *c)
         bufferevent_free(c->bev);
     conn_event_free(c, c->flush_ev);
     conn_event_free(c, c->timer);
+    conn_event_free(c, c->io_ev);
+    if (c->wbuf)
+        evbuffer_free(c->wbuf);
+    if (c->fd >= 0)
+        evutil_closesocket(c->fd);
     cx_list_del(&c->link);
     s->counts.connections--;
     xds_h2_mem_conn_free(&c->mem, c);
@@ -276,6 +387,7 @@ void xds_h2_on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
         return;
     }
     c->srv = s;
+    c->fd = -1;
     cx_list_init(&c->streams);
     char host[INET6_ADDRSTRLEN] = "?";
     int port = 0;
@@ -313,14 +425,13 @@ void xds_h2_on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
         }
         bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
     } else {
-        c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
-        if (!c->bev) {
-            evutil_closesocket(fd);
+        c->fd = fd; /* closed with the connection from here on */
+        c->io_ev = conn_event_new(c, fd, EV_READ | EV_PERSIST, on_io);
+        if (!c->io_ev)
             goto fail;
-        }
     }
-    c->flush_ev = conn_event_new(c, on_flush_ev);
-    c->timer = conn_event_new(c, on_timer);
+    c->flush_ev = conn_event_new(c, -1, 0, on_flush_ev);
+    c->timer = conn_event_new(c, -1, 0, on_timer);
     cbs = xds_h2_callbacks_new();
     if (!c->flush_ev || !c->timer || !cbs || nghttp2_option_new(&opt) != 0)
         goto fail;
@@ -347,9 +458,13 @@ void xds_h2_on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     nghttp2_session_callbacks_del(cbs);
     nghttp2_option_del(opt);
     c->last_rx_ns = cx_mono_ns();
-    bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
-    bufferevent_setwatermark(c->bev, EV_WRITE, CONN_OUT_LOW, 0);
-    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    if (c->bev) {
+        bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+        bufferevent_setwatermark(c->bev, EV_WRITE, CONN_OUT_LOW, 0);
+        bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    } else if (event_add(c->io_ev, NULL) != 0) {
+        goto fail;
+    }
     c->accepted_ns = c->last_rx_ns;
     c->idle_since_ns = c->last_rx_ns;
     if (s->budget && s->budget->max)

@@ -78,10 +78,16 @@ struct h2_reqhdr {
     char *authorization; /* the `authorization` header, if any (heap) */
 };
 
+/* A connection's socket I/O: TLS goes through an OpenSSL bufferevent;
+ * h2c reads the socket straight into nghttp2 and buffers only output the
+ * socket did not take (an idle h2c connection holds no buffer). */
 struct h2_conn {
     struct xds_h2_server *srv;
-    struct cx_list link; /* in srv->conns */
-    struct bufferevent *bev;
+    struct cx_list link;     /* in srv->conns */
+    struct bufferevent *bev; /* TLS; NULL for h2c */
+    evutil_socket_t fd;      /* h2c: the socket (closed with the connection) */
+    struct event *io_ev;     /* h2c: readable, and writable while |wbuf| waits */
+    struct evbuffer *wbuf;   /* h2c: output not yet written, or NULL */
     nghttp2_session *session;
     struct cx_list streams; /* of xds_h2_stream, newest first */
     struct event *flush_ev;
@@ -98,6 +104,7 @@ struct h2_conn {
     uint8_t closing;  /* GOAWAY submitted */
     uint8_t draining; /* close as soon as the output is written */
     uint8_t tls;
+    uint8_t io_write; /* h2c: io_ev waits for writability too */
     char peer[64];
 };
 
@@ -132,6 +139,10 @@ struct xds_h2_server {
 
 /* xds_h2_conn.c */
 void xds_h2_conn_free(struct h2_conn *c);
+/* Where nghttp2's output goes (made on demand for h2c), or NULL (no memory). */
+struct evbuffer *xds_h2_conn_out(struct h2_conn *c);
+/* Bytes of output not yet written to the socket (TLS: to OpenSSL). */
+size_t xds_h2_conn_out_len(const struct h2_conn *c);
 void xds_h2_conn_schedule_flush(struct h2_conn *c);
 void xds_h2_on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
                       void *arg);

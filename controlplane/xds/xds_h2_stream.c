@@ -218,7 +218,9 @@ static ssize_t cb_send(nghttp2_session *session, const uint8_t *data, size_t len
     (void)session;
     (void)flags;
     struct h2_conn *c = user_data;
-    struct evbuffer *out = bufferevent_get_output(c->bev);
+    struct evbuffer *out = xds_h2_conn_out(c);
+    if (!out)
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
     c->mem.dirty = 1;
     if (evbuffer_get_length(out) >= CONN_OUT_HIGH)
         return NGHTTP2_ERR_WOULDBLOCK;
@@ -233,7 +235,9 @@ static int cb_send_data(nghttp2_session *session, nghttp2_frame *frame, const ui
     (void)session;
     struct h2_conn *c = user_data;
     struct xds_h2_stream *st = source->ptr;
-    struct evbuffer *out = bufferevent_get_output(c->bev);
+    struct evbuffer *out = xds_h2_conn_out(c);
+    if (!out)
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
     c->mem.dirty = 1;
     if (evbuffer_get_length(out) >= CONN_OUT_HIGH)
         return NGHTTP2_ERR_WOULDBLOCK;
