@@ -64,7 +64,7 @@ static void conn_io_want_write(struct h2_conn *c, int on)
     event_assign(c->io_ev, c->srv->base, c->fd, EV_READ | EV_PERSIST | (on ? EV_WRITE : 0), on_io,
                  c);
     event_add(c->io_ev, NULL);
-    c->io_write = (uint8_t)!!on;
+    c->io_write = (uint8_t) !!on;
 }
 
 /* h2c: writes what the socket takes; the rest waits for writability, and
@@ -327,7 +327,7 @@ void xds_h2_server_check_done(struct xds_h2_server *s)
 /* The connection's events live in its hot area when they fit (each would
  * otherwise be a heap block of its own). */
 static struct event *conn_event_new(struct h2_conn *c, evutil_socket_t fd, short what,
-                                   event_callback_fn fn)
+                                    event_callback_fn fn)
 {
     struct event *ev = xds_h2_mem_hot_alloc(&c->mem, event_get_struct_event_size());
     if (ev && event_assign(ev, c->srv->base, fd, what, fn, c) != 0) {

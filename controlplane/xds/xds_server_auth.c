@@ -18,7 +18,7 @@
 /* ---- authentication and authorization ------------------------------------------- */
 
 void xds_srv_auth_refused(struct xds_server *s, enum auth_reason r, const char *peer,
-                         const char *msg)
+                          const char *msg)
 {
     s->stats.auth_refused_total++;
     m_add(s->auth_refused[r], 1);
@@ -27,7 +27,8 @@ void xds_srv_auth_refused(struct xds_server *s, enum auth_reason r, const char *
     if (cx_ratelimit_take(&s->auth_log_rl, cx_mono_ns()) == 0) {
         char esc[512];
         cx_log_escape(msg, esc, sizeof(esc));
-        cx_info("xds", "refused a stream from %s (%s): %s", peer, xds_srv_auth_reason_names[r], esc);
+        cx_info("xds", "refused a stream from %s (%s): %s", peer, xds_srv_auth_reason_names[r],
+                esc);
     }
 }
 
@@ -74,8 +75,8 @@ int xds_srv_authorize(struct sstream *ss, const char **errmsg)
     const struct xlate_group *g = snap ? xlate_snapshot_group(snap, ss_group(ss)) : NULL;
     char msg[600];
     struct xds_identity id;
-    enum xds_authz a = xds_authorize(xds_srv_identity(ss, &id), ss_group(ss),
-                                     g ? &g->access : NULL, msg, sizeof(msg));
+    enum xds_authz a = xds_authorize(xds_srv_identity(ss, &id), ss_group(ss), g ? &g->access : NULL,
+                                     msg, sizeof(msg));
     if (a == XDS_AUTHZ_ALLOW || a == XDS_AUTHZ_ALLOW_NO_SECRETS) {
         ss->no_secrets = a == XDS_AUTHZ_ALLOW_NO_SECRETS;
         return 0;
@@ -119,8 +120,9 @@ static void token_checked(void *arg, const struct xds_auth_verdict *v)
     if (v->status != 0) {
         free(ss->refusal);
         ss->refusal = strdup(v->message);
-        xds_srv_auth_refused(s, v->status == XDS_GRPC_UNAVAILABLE ? AUTH_UNAVAILABLE : AUTH_BAD_TOKEN,
-                     xds_h2_stream_peer(ss->h2), v->message);
+        xds_srv_auth_refused(s,
+                             v->status == XDS_GRPC_UNAVAILABLE ? AUTH_UNAVAILABLE : AUTH_BAD_TOKEN,
+                             xds_h2_stream_peer(ss->h2), v->message);
         xds_h2_stream_finish(ss->h2, v->status, ss->refusal ? ss->refusal : "");
         return;
     }
@@ -143,7 +145,7 @@ static void token_checked(void *arg, const struct xds_auth_verdict *v)
  * header. Returns 0 (identity known, or a review runs), or a gRPC status
  * with the message in |msg|. */
 int xds_srv_authenticate(struct sstream *ss, struct xds_h2_stream *st, char *msg, size_t cap,
-                        enum auth_reason *why)
+                         enum auth_reason *why)
 {
     struct xds_server *s = ss->srv;
     if (s->auth == XDS_AUTH_NONE)
@@ -191,4 +193,3 @@ int xds_srv_authenticate(struct sstream *ss, struct xds_h2_stream *st, char *msg
     }
     return 0;
 }
-

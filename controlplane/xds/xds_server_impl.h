@@ -52,8 +52,8 @@ struct sstream {
     uint8_t no_secrets;   /* served as a client without credentials: no Secrets */
     uint8_t nack_active[XDS_TYPE_COUNT];
     struct cx_ratelimit nack_rl; /* NACKs recorded (logged, reported) */
-    char *id; /* who the proxy is: method, namespace and name packed (NULL:
-               * nobody; xds_srv_identity unpacks it) */
+    char *id;                    /* who the proxy is: method, namespace and name packed (NULL:
+                                  * nobody; xds_srv_identity unpacks it) */
     struct xds_auth_waiter waiter;
     char *refusal; /* the grpc-message of an authorization refusal (owned) */
 };

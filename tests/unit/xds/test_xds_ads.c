@@ -572,7 +572,8 @@ static void test_sent_lists_shared(void)
     REQUIRE_INT_EQ(rq(&b, XDS_ENDPOINT, "y,x", "", "", NULL), 0);
     REQUIRE_STR_EQ(nx(&a, &ra), "EDS x,y");
     REQUIRE_STR_EQ(nx(&b, &rb), "EDS x,y");
-    const struct xds_ads_type_state *ta = &a.st.types[XDS_ENDPOINT], *tb = &b.st.types[XDS_ENDPOINT];
+    const struct xds_ads_type_state *ta = &a.st.types[XDS_ENDPOINT],
+                                    *tb = &b.st.types[XDS_ENDPOINT];
     REQUIRE(ta->sentl != NULL);
     CHECK(ta->sentl == tb->sentl);
     CHECK_INT_EQ(ta->sentl->refs, 2);
