@@ -546,6 +546,59 @@ static void test_idle_stream_memory(void)
     xds_server_free(srv);
 }
 
+/* Three streams on one connection (ids 1, 3 and 5): stream 5's bucket of
+ * nghttp2's stream map lies on the first page of the connection's unit,
+ * which the idle trim hands back only while it holds zeros. After several
+ * trims all three streams still get a push (a page with a live bucket
+ * handed back would lose stream 5), and the page stays resident. */
+static void test_trim_keeps_live_streams(void)
+{
+    struct xlate_snapshot *s1 = snap2("v1", "o1");
+    struct xds_server_config cfg = {.keepalive_ms = 300};
+    struct xds_server *srv = start(&cfg);
+    REQUIRE(srv != NULL);
+    xds_server_set_snapshot(srv, s1);
+    xlate_snapshot_unref(s1);
+    struct xdsc *c = xdsc_connect(base, "127.0.0.1", xds_server_port(srv), NULL, NULL);
+    REQUIRE(c != NULL);
+    struct xdsc_ads *a[3];
+    const char *echo[] = {"echo"};
+    for (int i = 0; i < 3; i++) {
+        char node[16];
+        snprintf(node, sizeof(node), "n%d", i);
+        a[i] = ads(c, node, "ns/gw");
+        REQUIRE(a[i] != NULL);
+        REQUIRE_INT_EQ(xdsc_ads_request(a[i], XDS_LISTENER, echo, 1, "", "", NULL), 0);
+    }
+    for (int i = 0; i < 3; i++) {
+        xdsc_response *r = xdsc_ads_wait(a[i], base, WAIT_MS);
+        REQUIRE(r != NULL);
+        xdsc_response_free(r);
+        REQUIRE_INT_EQ(xdsc_ads_request(a[i], XDS_LISTENER, echo, 1, NULL, NULL, NULL), 0);
+    }
+    /* quiet for several keepalive ticks: PINGs answered, the trims run */
+    xdsc_run_for(base, 1500 * cxt_slowdown());
+    struct xds_server_stats st;
+    xds_server_stats(srv, &st);
+    CHECK_INT_EQ(st.streams, 3);
+    CHECK_INT_GE(st.h2_resident_bytes, 4096); /* stream 5's bucket keeps its page */
+    struct xlate_snapshot *s2 = snap2("v2", "o1");
+    xds_server_set_snapshot(srv, s2);
+    xlate_snapshot_unref(s2);
+    for (int i = 0; i < 3; i++) {
+        xdsc_response *r = xdsc_ads_wait(a[i], base, WAIT_MS);
+        REQUIRE(r != NULL);
+        REQUIRE_INT_EQ(r->n_resources, 1);
+        CHECK_INT_EQ(r->resources[0]->value.data[r->resources[0]->value.len - 1], '2');
+        xdsc_response_free(r);
+    }
+    CHECK(xdsc_alive(c));
+    for (int i = 0; i < 3; i++)
+        xdsc_ads_free(a[i]);
+    xdsc_free(c);
+    xds_server_free(srv);
+}
+
 static int done_flag;
 static void on_shutdown_done(void *arg)
 {
@@ -740,6 +793,7 @@ WRAP(test_connection_and_stream_limits)
 WRAP(test_keepalive_drops_silent_peer)
 WRAP(test_keepalive_spares_slow_reader)
 WRAP(test_idle_stream_memory)
+WRAP(test_trim_keeps_live_streams)
 WRAP(test_shutdown_sends_goaway)
 WRAP(test_pause_and_resume)
 WRAP(test_tls_alpn_and_client_certs)
@@ -754,6 +808,7 @@ static const struct cxt_case cases[] = {
     {"keepalive_drops_silent_peer", test_keepalive_drops_silent_peer_w},
     {"keepalive_spares_slow_reader", test_keepalive_spares_slow_reader_w},
     {"idle_stream_memory", test_idle_stream_memory_w},
+    {"trim_keeps_live_streams", test_trim_keeps_live_streams_w},
     {"shutdown_sends_goaway", test_shutdown_sends_goaway_w},
     {"pause_and_resume", test_pause_and_resume_w},
     {"tls_alpn_and_client_certs", test_tls_alpn_and_client_certs_w},
