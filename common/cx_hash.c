@@ -1,6 +1,10 @@
 #include "cx_hash.h"
 
+/* SHA256_Init/Update/Final: deprecated in OpenSSL 3 but kept, and unlike
+ * an EVP context reused for the next digest they allocate nothing */
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/evp.h>
+#include <openssl/sha.h>
 #include <stdlib.h>
 
 void cx_sha256(const void *data, size_t len, uint8_t out[CX_SHA256_LEN])
@@ -26,40 +30,31 @@ void cx_sha256_hex(const void *data, size_t len, char *out, size_t hexchars)
     to_hex(d, out, hexchars);
 }
 
+/* What a run of digests shares: nothing any more (each one's SHA256_CTX is
+ * on the stack), kept so callers need not change. */
 struct cx_sha256_ctx {
-    EVP_MD *md;
-    EVP_MD_CTX *c;
+    int unused;
 };
 
 struct cx_sha256_ctx *cx_sha256_ctx_new(void)
 {
-    struct cx_sha256_ctx *h = calloc(1, sizeof(*h));
-    if (!h)
-        return NULL;
-    h->md = EVP_MD_fetch(NULL, "SHA256", NULL);
-    h->c = EVP_MD_CTX_new();
-    if (!h->md || !h->c) {
-        cx_sha256_ctx_free(h);
-        return NULL;
-    }
-    return h;
+    return calloc(1, sizeof(struct cx_sha256_ctx));
 }
 
 void cx_sha256_ctx_free(struct cx_sha256_ctx *h)
 {
-    if (!h)
-        return;
-    EVP_MD_CTX_free(h->c);
-    EVP_MD_free(h->md);
     free(h);
 }
 
 void cx_sha256_with(struct cx_sha256_ctx *h, const void *data, size_t len,
                     uint8_t out[CX_SHA256_LEN])
 {
-    unsigned int n = 0;
-    if (!h || EVP_DigestInit_ex(h->c, h->md, NULL) != 1 || EVP_DigestUpdate(h->c, data, len) != 1 ||
-        EVP_DigestFinal_ex(h->c, out, &n) != 1)
+    /* EVP_DigestInit_ex makes a new provider context at each digest (a
+     * malloc and a free): a translation takes tens of thousands of small
+     * digests, so they go through SHA256_CTX on the stack; same bytes */
+    SHA256_CTX c;
+    if (!h || SHA256_Init(&c) != 1 || SHA256_Update(&c, data, len) != 1 ||
+        SHA256_Final(out, &c) != 1)
         cx_sha256(data, len, out);
 }
 

@@ -20,9 +20,9 @@ void cx_sha256(const void *data, size_t len, uint8_t out[CX_SHA256_LEN]);
  * characters and NUL-terminated; |out| holds hexchars + 1 bytes. */
 void cx_sha256_hex(const void *data, size_t len, char *out, size_t hexchars);
 
-/* A SHA-256 context for many small digests in a row (one EVP_MD_CTX and
- * the algorithm fetched once, not at every call as cx_sha256 does). One
- * thread at a time; NULL where one is taken means cx_sha256. */
+/* A SHA-256 context for many small digests in a row (no allocation per
+ * digest, unlike cx_sha256's EVP_Digest). One thread at a time; NULL where
+ * one is taken means cx_sha256. */
 struct cx_sha256_ctx;
 /* Caller frees with cx_sha256_ctx_free; NULL when memory ran out. */
 struct cx_sha256_ctx *cx_sha256_ctx_new(void);

@@ -19,6 +19,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Where the kind's extra memory starts in an entry's block: after the
+ * entry and its key twice, aligned for the structures put there. */
+static size_t entry_extra_at(size_t keylen)
+{
+    size_t at = sizeof(struct xl_entry) + 2 * (keylen + 1);
+    return (at + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
+}
+
+static void *entry_extra(struct xl_entry *e, size_t keylen)
+{
+    return (char *)e + entry_extra_at(keylen);
+}
+
 void xlate_entry_free(struct xl_entry *e)
 {
     if (!e)
@@ -27,8 +40,7 @@ void xlate_entry_free(struct xl_entry *e)
     e->rec = NULL;
     for (int m = 0; e->res && m < XL_MODES; m++)
         xlate_res_clear(&e->res[m]);
-    free(e->res);
-    xlate_up_memo_free(e->up);
+    xlate_up_memo_clear(e->up); /* e->res and e->up live in the entry's block */
     xlate_gw_tls_free(e->gtls);
     free(e->contrib.items);
     free(e->rep_msg);
@@ -235,8 +247,8 @@ static int index_entry(struct xlate_ctx *ctx, struct xl_entry *e, int add)
                 }
             return 0;
         }
-        if (!e->up && !(e->up = calloc(1, sizeof(*e->up))))
-            return -1;
+        if (!e->up) /* zeroed with the entry */
+            e->up = entry_extra(e, e->keylen);
         if (e->parse_state == XLATE_REJECTED)
             return 0;
         /* the Secret and ConfigMap of spec.tls: their changes refresh it */
@@ -372,17 +384,19 @@ static int reparse(struct xlate_ctx *ctx, struct xl_entry *e, const void *obj,
 static struct xl_entry *entry_new(struct xlate_ctx *ctx, enum xlate_kind kind, const char *key,
                                   size_t keylen)
 {
-    struct xl_entry *e = calloc(1, sizeof(*e) + 2 * (keylen + 1));
+    /* one block: the entry, its key twice, then a VirtualService's
+     * resolutions or an Upstream's memo (tens of thousands of entries
+     * arrive in a full view: one allocation each) */
+    size_t extra = kind == XLATE_KIND_VIRTUAL_SERVICE ? XL_MODES * sizeof(struct xl_vs_res)
+                   : kind == XLATE_KIND_UPSTREAM      ? sizeof(struct xl_up_memo)
+                                                      : 0;
+    struct xl_entry *e = calloc(1, entry_extra_at(keylen) + extra);
     if (!e)
         return NULL;
     e->kind = kind;
     e->obj = &empty_obj[kind];
     if (kind == XLATE_KIND_VIRTUAL_SERVICE) {
-        e->res = calloc(XL_MODES, sizeof(*e->res));
-        if (!e->res) {
-            free(e);
-            return NULL;
-        }
+        e->res = entry_extra(e, keylen);
         /* resolutions hold a few dependency names: start small */
         for (int m = 0; m < XL_MODES; m++)
             e->res[m].arena.hint = 256;
@@ -395,7 +409,6 @@ static struct xl_entry *entry_new(struct xlate_ctx *ctx, enum xlate_kind kind, c
     if (slash)
         *slash = '\x01';
     if (cx_map_put(&ctx->by_key[kind], e->key, keylen, e, NULL) != 0) {
-        free(e->res);
         free(e);
         return NULL;
     }

@@ -305,7 +305,8 @@ void xlate_res_clear(struct xl_vs_res *r);
 int xlate_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e);
 /* Ensures e->up->cluster[mode] is current. Returns 0 or -1. */
 int xlate_upstream_cluster(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_mode mode);
-void xlate_up_memo_free(struct xl_up_memo *m);
+/* Frees what the memo holds, not the memo (it lives in its entry's block). */
+void xlate_up_memo_clear(struct xl_up_memo *m);
 
 /* 1 if Upstream |up| can be routed to: parsed fine and its TLS references
  * usable. */

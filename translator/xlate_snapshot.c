@@ -31,42 +31,42 @@ int xlate_type_from_url(const char *url)
     return -1;
 }
 
-struct xds_resource *xlate_resource_new(enum xds_type type, const char *name, uint8_t *bytes,
-                                        size_t len)
+/* The resource and its name in one block (a translation makes tens of
+ * thousands): the name is not freed on its own. */
+static struct xds_resource *resource_alloc(enum xds_type type, const char *name, uint8_t *bytes,
+                                           size_t len)
 {
-    struct xds_resource *r = calloc(1, sizeof(*r));
-    char *n = strdup(name);
-    if (!r || !n) {
-        free(r);
-        free(n);
+    size_t nl = strlen(name) + 1;
+    struct xds_resource *r = malloc(sizeof(*r) + nl);
+    if (!r) {
         free(bytes);
         return NULL;
     }
+    memset(r, 0, sizeof(*r));
     atomic_init(&r->refs, 1);
     r->type = type;
-    r->name = n;
+    r->name = memcpy((char *)(r + 1), name, nl);
     r->bytes = bytes;
     r->len = len;
-    cx_sha256_hex(bytes ? (const void *)bytes : (const void *)"", len, r->version, XDS_VERSION_LEN);
+    return r;
+}
+
+struct xds_resource *xlate_resource_new(enum xds_type type, const char *name, uint8_t *bytes,
+                                        size_t len)
+{
+    struct xds_resource *r = resource_alloc(type, name, bytes, len);
+    if (r)
+        cx_sha256_hex(bytes ? (const void *)bytes : (const void *)"", len, r->version,
+                      XDS_VERSION_LEN);
     return r;
 }
 
 struct xds_resource *xlate_resource_new_versioned(enum xds_type type, const char *name,
                                                   uint8_t *bytes, size_t len, const char *version)
 {
-    struct xds_resource *r = calloc(1, sizeof(*r));
-    char *n = strdup(name);
-    if (!r || !n) {
-        free(r);
-        free(n);
-        free(bytes);
+    struct xds_resource *r = resource_alloc(type, name, bytes, len);
+    if (!r)
         return NULL;
-    }
-    atomic_init(&r->refs, 1);
-    r->type = type;
-    r->name = n;
-    r->bytes = bytes;
-    r->len = len;
     size_t vl = strnlen(version, XDS_VERSION_LEN);
     memcpy(r->version, version, vl);
     r->version[vl] = '\0';
@@ -84,9 +84,8 @@ void xlate_resource_unref(struct xds_resource *r)
 {
     if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
         return;
-    free(r->name);
     free(r->bytes);
-    free(r);
+    free(r); /* and its name */
 }
 
 static int res_cmp(const void *a, const void *b)

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void xlate_up_memo_free(struct xl_up_memo *m)
+void xlate_up_memo_clear(struct xl_up_memo *m)
 {
     if (!m)
         return;
@@ -29,7 +29,6 @@ void xlate_up_memo_free(struct xl_up_memo *m)
     free(m->svc_key);
     free(m->ref_keys[0]);
     free(m->ref_keys[1]);
-    free(m);
 }
 
 static int ep_cmp(const void *a, const void *b)
