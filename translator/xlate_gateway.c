@@ -515,6 +515,18 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
             order[n++] = v;
     }
     xlate_sort_unless_sorted(order, n, sizeof(*order), claim_cmp);
+    /* room for every domain and Upstream the candidates name: the maps are
+     * filled by tens of thousands of puts, each doubling a rehash */
+    size_t ndom = 0, nups = 0;
+    for (size_t i = 0; i < n; i++) {
+        ndom += order[i]->obj->u.vs.ndomains;
+        nups += order[i]->res[m->mode].nups;
+    }
+    if (nups > ctx->nlist[XLATE_KIND_UPSTREAM])
+        nups = ctx->nlist[XLATE_KIND_UPSTREAM];
+    if (cx_map_reserve(&owner, ndom) != 0 || cx_map_reserve(&b.ups, nups) != 0 ||
+        cx_map_reserve(&m->upcount, nups) != 0)
+        goto out;
     size_t naccepted = 0;
     for (size_t i = 0; i < n; i++) {
         struct xl_entry *v = order[i];

@@ -359,6 +359,26 @@ static int put_str(struct strbuf *sb, const char *src, char **field)
     return 0;
 }
 
+/* The last string put for one field: neighbours in name order mostly share
+ * their namespace and their message ("served by Gateway ... with 5
+ * routes", "10 endpoints"), which the block then holds once. */
+struct strlast {
+    const char *src;
+    char *off;
+};
+
+static int put_shared(struct strbuf *sb, const char *src, char **field, struct strlast *last)
+{
+    if (src && last->src && (src == last->src || strcmp(src, last->src) == 0)) {
+        *field = last->off;
+        return 0;
+    }
+    int rc = put_str(sb, src, field);
+    if (rc == 0 && src)
+        *last = (struct strlast){src, *field};
+    return rc;
+}
+
 static struct xlate_report_block *build_block(struct xlate_ctx *ctx)
 {
     size_t n = 0;
@@ -384,6 +404,7 @@ static struct xlate_report_block *build_block(struct xlate_ctx *ctx)
     }
     sb.data[0] = '\0'; /* offset 0 means NULL */
     int rc = 0;
+    struct strlast last_ns = {0}, last_msg = {0};
     for (size_t ki = 0; ki < sizeof(report_kinds) / sizeof(report_kinds[0]); ki++) {
         enum xlate_kind kind = report_kinds[ki];
         for (size_t i = 0; i < ctx->nlist[kind]; i++) {
@@ -393,10 +414,10 @@ static struct xlate_report_block *build_block(struct xlate_ctx *ctx)
             r->generation = e->obj->meta.generation;
             r->state = e->rep_state;
             r->reason = (char *)e->rep_reason; /* static: not copied */
-            rc |= put_str(&sb, e->obj->meta.ns, &r->namespace);
+            rc |= put_shared(&sb, e->obj->meta.ns, &r->namespace, &last_ns);
             rc |= put_str(&sb, e->obj->meta.name, &r->name);
             rc |= put_str(&sb, e->obj->meta.uid, &r->uid);
-            rc |= put_str(&sb, e->rep_msg, &r->message);
+            rc |= put_shared(&sb, e->rep_msg, &r->message, &last_msg);
         }
     }
     if (rc) {
