@@ -298,6 +298,8 @@ static int reserve(struct xlate_ctx *ctx, const struct xlate_input *in)
         rc |= cx_map_reserve(&ctx->by_key[k], n[k] + unknown);
     rc |= cx_map_reserve(&ctx->slices_by_svc, n[XLATE_KIND_ENDPOINT_SLICE] + unknown);
     rc |= cx_map_reserve(&ctx->svc_ups, n[XLATE_KIND_UPSTREAM] + unknown);
+    /* VirtualServices' dependencies: mostly one key per Upstream they name */
+    rc |= cx_map_reserve(&ctx->deps, n[XLATE_KIND_UPSTREAM] + unknown);
     return rc ? -1 : 0;
 }
 

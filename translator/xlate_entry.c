@@ -238,8 +238,10 @@ void xlate_map_free_vals(struct cx_map *m)
 void xlate_dep_list_free(struct xl_dep_list *l)
 {
     for (size_t i = 0; i < l->n; i++)
-        free(l->items[i].vskey);
-    free(l->items);
+        if (l->items[i].vskey != l->vskey0)
+            free(l->items[i].vskey);
+    if (l->items != &l->first)
+        free(l->items);
     free(l);
 }
 

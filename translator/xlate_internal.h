@@ -244,9 +244,13 @@ struct xl_dep_item {
     int mode;
 };
 
+/* Most keys are read by one VirtualService: the first item, and the key of
+ * the VirtualService that made the list, live in the list's block. */
 struct xl_dep_list {
-    struct xl_dep_item *items;
+    struct xl_dep_item *items; /* &first while cap is 1 */
     size_t n, cap;
+    const char *vskey0; /* in the block: not freed on its own */
+    struct xl_dep_item first;
 };
 
 struct xlate_ctx {

@@ -744,7 +744,7 @@ static void dep_list_compact(struct xlate_ctx *ctx, struct xl_dep_list *l, uint3
         }
         if (live)
             l->items[w++] = *it;
-        else
+        else if (it->vskey != l->vskey0)
             free(it->vskey);
     }
     l->n = w;
@@ -755,30 +755,43 @@ static int register_dep(struct xlate_ctx *ctx, const char *key, size_t klen, str
 {
     struct xl_dep_list *l = cx_map_get(&ctx->deps, key, klen);
     if (!l) {
-        l = calloc(1, sizeof(*l) + klen + 1);
+        /* the list, its key, and its first item with that VirtualService's
+         * key: one block */
+        l = malloc(sizeof(*l) + klen + 1 + e->keylen + 1);
         if (!l)
             return -1;
-        char *k = (char *)(l + 1);
+        char *k = (char *)(l + 1), *vk = k + klen + 1;
         memcpy(k, key, klen + 1);
+        memcpy(vk, e->key, e->keylen + 1);
+        l->vskey0 = vk;
+        l->first = (struct xl_dep_item){.vskey = vk, .serial = serial, .mode = mode};
+        l->items = &l->first;
+        l->n = l->cap = 1;
         if (cx_map_put(&ctx->deps, k, klen, l, NULL) != 0) {
             free(l);
             return -1;
         }
+        return 0;
     }
     if (l->n && l->items[l->n - 1].serial == serial)
         return 0;
     if (l->n == l->cap)
         dep_list_compact(ctx, l, serial);
     if (l->n == l->cap || (l->cap > 1 && l->n > l->cap / 2)) {
-        /* most keys are read by one VirtualService */
         size_t cap = l->cap ? l->cap * 2 : 1;
-        struct xl_dep_item *it = realloc(l->items, cap * sizeof(*it));
+        struct xl_dep_item *it;
+        if (l->items == &l->first) {
+            if ((it = malloc(cap * sizeof(*it))) != NULL)
+                memcpy(it, l->items, l->n * sizeof(*it));
+        } else {
+            it = realloc(l->items, cap * sizeof(*it));
+        }
         if (!it)
             return -1;
         l->items = it;
         l->cap = cap;
     }
-    char *vk = strdup(e->key);
+    char *vk = l->vskey0 && strcmp(l->vskey0, e->key) == 0 ? (char *)l->vskey0 : strdup(e->key);
     if (!vk)
         return -1;
     l->items[l->n++] = (struct xl_dep_item){.vskey = vk, .serial = serial, .mode = mode};
