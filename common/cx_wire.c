@@ -7,6 +7,24 @@ int cx_wire_init(struct cx_wire *w, size_t cap)
     return cx_wire_init_max(w, cap, 0);
 }
 
+/* The thread's scratch buffer: malloc's small sizes are served from
+ * per-thread caches, but a buffer past ~1 KB is not, and each such malloc
+ * then sorts the heap's free lists. */
+static _Thread_local struct {
+    int busy;
+    uint8_t buf[CX_WIRE_SCRATCH];
+} scratch;
+
+static void scratch_release(struct cx_wire *w)
+{
+    if (w->scratch) {
+        scratch.busy = 0;
+        w->scratch = 0;
+    } else {
+        free(w->buf);
+    }
+}
+
 int cx_wire_init_max(struct cx_wire *w, size_t cap, size_t max)
 {
     w->cap = cap ? cap : 64;
@@ -15,6 +33,14 @@ int cx_wire_init_max(struct cx_wire *w, size_t cap, size_t max)
     w->used = 0;
     w->max = max;
     w->oom = w->over = 0;
+    w->scratch = 0;
+    if (!scratch.busy && w->cap <= sizeof(scratch.buf)) {
+        scratch.busy = 1;
+        w->scratch = 1;
+        w->buf = scratch.buf;
+        w->cap = max && max < sizeof(scratch.buf) ? max : sizeof(scratch.buf);
+        return 0;
+    }
     w->buf = malloc(w->cap);
     if (!w->buf) {
         w->cap = 0;
@@ -43,7 +69,7 @@ uint8_t *cx_wire_front_grow(struct cx_wire *w, size_t n)
         }
         if (w->used)
             memcpy(b + cap - w->used, w->buf + w->cap - w->used, w->used);
-        free(w->buf);
+        scratch_release(w);
         w->buf = b;
         w->cap = cap;
     }
@@ -59,7 +85,7 @@ int cx_wire_finish(struct cx_wire *w, uint8_t **out, size_t *len)
     uint8_t *b = w->oom ? NULL : malloc(w->used ? w->used : 1);
     if (b && w->used)
         memcpy(b, w->buf + w->cap - w->used, w->used);
-    free(w->buf);
+    scratch_release(w);
     w->buf = NULL;
     if (!b)
         return w->over ? -2 : -1;
@@ -70,7 +96,7 @@ int cx_wire_finish(struct cx_wire *w, uint8_t **out, size_t *len)
 
 void cx_wire_discard(struct cx_wire *w)
 {
-    free(w->buf);
+    scratch_release(w);
     w->buf = NULL;
     w->cap = w->used = 0;
 }

@@ -40,6 +40,9 @@ enum cx_wire_type {
  * length or value (10 bytes). */
 #define CX_WIRE_HDR_MAX 15
 
+/* The thread's scratch buffer for writers (see cx_wire_init). */
+#define CX_WIRE_SCRATCH 16384
+
 /* The key of field |field| with wire type |type|. */
 static inline uint64_t cx_wire_key(uint32_t field, enum cx_wire_type type)
 {
@@ -88,16 +91,20 @@ static inline size_t cx_wire_put_len_header(uint8_t *p, uint32_t field, size_t l
 /* ---- the writer, back to front ------------------------------------------- */
 
 struct cx_wire {
-    uint8_t *buf; /* malloc */
+    uint8_t *buf; /* malloc, or the thread's scratch buffer */
     size_t cap;
     size_t used; /* the bytes written: the last |used| of buf */
     size_t max;  /* the message may not pass it (0: no cap) */
     int oom;     /* no more is written: memory ran out, or over */
     int over;    /* the message would have passed |max| */
+    int scratch; /* buf is the thread's scratch buffer (not freed) */
 };
 
 /* An empty writer with room for |cap| bytes (more is allocated as needed).
- * Returns 0, or -1 when memory ran out (nothing to free then). */
+ * Returns 0, or -1 when memory ran out (nothing to free then). A message
+ * that fits in CX_WIRE_SCRATCH bytes is written in a buffer of the thread
+ * (one writer at a time has it; others allocate): tens of thousands of
+ * small messages in a row allocate only their copies out. */
 int cx_wire_init(struct cx_wire *w, size_t cap);
 
 /* The same, for a message of at most |max| bytes (0: no cap): the buffer
