@@ -58,11 +58,8 @@ struct xds_resource *xlate_ctx_resource_new(struct xlate_ctx *ctx, enum xds_type
 static void free_list_map(struct cx_map *m)
 {
     const struct cx_map_slot *s;
-    for (size_t i = 0; cx_map_next(m, &i, &s);) {
-        struct xl_entry_list *l = s->val;
-        free(l->items);
-        free(l);
-    }
+    for (size_t i = 0; cx_map_next(m, &i, &s);)
+        xlate_index_list_free(s->val);
     cx_map_free(m);
 }
 

@@ -172,20 +172,40 @@ static uint64_t labels_hash(const struct xl_meta *m)
 
 /* ---- indexes -------------------------------------------------------------------- */
 
+void xlate_index_list_free(struct xl_entry_list *l)
+{
+    if (!l)
+        return;
+    if (l->items != &((struct xl_index_list *)l)->one)
+        free(l->items);
+    free(l);
+}
+
 static int index_add(struct cx_map *m, const char *key, struct xl_entry *e)
 {
     size_t n = strlen(key);
-    struct xl_entry_list *l = cx_map_get(m, key, n);
-    if (!l) {
-        l = calloc(1, sizeof(*l) + n + 1);
-        if (!l)
+    struct xl_index_list *il = cx_map_get(m, key, n);
+    if (!il) {
+        /* one allocation for a list of one */
+        if (!(il = malloc(sizeof(*il) + n + 1)))
             return -1;
-        char *k = (char *)(l + 1);
-        memcpy(k, key, n + 1);
-        if (cx_map_put(m, k, n, l, NULL) != 0) {
-            free(l);
+        memcpy(il->key, key, n + 1);
+        il->one = e;
+        il->l = (struct xl_entry_list){&il->one, 1, 1};
+        if (cx_map_put(m, il->key, n, il, NULL) != 0) {
+            free(il);
             return -1;
         }
+        return 0;
+    }
+    struct xl_entry_list *l = &il->l;
+    if (l->items == &il->one && l->n == l->cap) {
+        struct xl_entry **items = malloc(4 * sizeof(*items));
+        if (!items)
+            return -1;
+        memcpy(items, l->items, l->n * sizeof(*items));
+        l->items = items;
+        l->cap = 4;
     }
     /* kept sorted: index users iterate in name order */
     size_t cap = l->cap;
@@ -201,8 +221,7 @@ static void index_del(struct cx_map *m, const char *key, struct xl_entry *e)
     xlate_sorted_remove(l->items, &l->n, e);
     if (l->n == 0) {
         cx_map_del(m, key, n);
-        free(l->items);
-        free(l);
+        xlate_index_list_free(l);
     }
 }
 

@@ -45,6 +45,17 @@ struct xl_entry_list {
     size_t n, cap;
 };
 
+/* A list of an index (slices by Service, Upstreams by Service or by the
+ * Secret or ConfigMap they name, RouteTables by namespace): most hold one
+ * entry, kept in the list's block with the key (|l| first: the maps'
+ * values are used as struct xl_entry_list). */
+struct xl_index_list {
+    struct xl_entry_list l; /* items is &one while cap is 1 */
+    struct xl_entry *one;
+    char key[];
+};
+void xlate_index_list_free(struct xl_entry_list *l);
+
 /* A problem found while resolving, attributed to one object. */
 struct xl_msg {
     struct xl_entry *target; /* the VirtualService itself or a RouteTable */
