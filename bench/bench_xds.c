@@ -11,7 +11,9 @@
  *   - per-stream latency p50/p99 over all streams and pushes,
  *   - the time until every stream ACKed, p50/p99 over pushes,
  *   - bytes sent and server CPU per push, and server RSS per idle stream.
- * The baseline is the same push with a single stream, in the same run.
+ * The baseline is the same push with a single stream, in the same run. The
+ * idle streams' memory is measured again with the connections over TLS
+ * (what the chart deploys), against the h2c figure of the same run.
  *
  * A second pair of rows measures what authentication costs a stream's setup
  * (connect, open, LDS request, first response; one stream at a time): every
@@ -29,7 +31,6 @@
 #include "xds_server.h"
 #include "xdsb.h"
 #include "xdsbench.h"
-#include "xdsc.h"
 #include "xdsc.h"
 #include "xlate_snapshot.h"
 
@@ -50,14 +51,16 @@
  * reuse them, hiding the streams' RSS. */
 static const char *self_exe = "/proc/self/exe";
 
-__attribute__((noreturn)) static void exec_server(int cmd_fd, int out_fd, int auth, int big)
+__attribute__((noreturn)) static void exec_server(int cmd_fd, int out_fd, int auth, int big,
+                                                  const char *tls_dir)
 {
     char a[4][16];
     snprintf(a[0], sizeof(a[0]), "%d", cmd_fd);
     snprintf(a[1], sizeof(a[1]), "%d", out_fd);
     snprintf(a[2], sizeof(a[2]), "%d", auth);
     snprintf(a[3], sizeof(a[3]), "%d", big);
-    execl(self_exe, "bench_xds", "--server", a[0], a[1], a[2], a[3], (char *)NULL);
+    execl(self_exe, "bench_xds", "--server", a[0], a[1], a[2], a[3], tls_dir ? tls_dir : "",
+          (char *)NULL);
     perror("bench_xds: exec");
     _exit(1);
 }
@@ -194,7 +197,10 @@ static void spread3(double *v, int n, double out[3])
     out[2] = v[n - 1];
 }
 
-static int measure(int nstreams, int pushes, struct result *res)
+/* |tls_dir|: NULL for h2c, else a directory xdsc_make_certs filled: the
+ * server serves TLS and every connection handshakes (no client
+ * certificate, as with --xds-auth none). */
+static int measure(int nstreams, int pushes, const char *tls_dir, struct result *res)
 {
     int cmd[2], out[2];
     if (pipe(cmd) != 0 || pipe(out) != 0)
@@ -203,7 +209,7 @@ static int measure(int nstreams, int pushes, struct result *res)
     if (pid == 0) {
         close(cmd[1]);
         close(out[0]);
-        exec_server(cmd[0], out[1], 0, 0);
+        exec_server(cmd[0], out[1], 0, 0, tls_dir);
     }
     close(cmd[0]);
     close(out[1]);
@@ -216,6 +222,13 @@ static int measure(int nstreams, int pushes, struct result *res)
     int port = (int)strtol(line, NULL, 10);
     g.base = event_base_new();
     g.s = calloc((size_t)nstreams, sizeof(*g.s));
+    SSL_CTX *tls = NULL;
+    if (tls_dir) {
+        char ca[512];
+        snprintf(ca, sizeof(ca), "%s/ca.crt", tls_dir);
+        if (!(tls = xdsc_tls_client_ctx(ca, NULL, NULL)))
+            return -1;
+    }
     struct srv_stats s0, s1, s2;
     xdsc_run_for(g.base, 50);
     if (query(&g, &s0) != 0)
@@ -233,7 +246,7 @@ static int measure(int nstreams, int pushes, struct result *res)
         char id[32];
         snprintf(id, sizeof(id), "proxy-%d", i);
         g.s[i].g = &g;
-        g.s[i].conn = xdsc_connect(g.base, "127.0.0.1", port, NULL, NULL);
+        g.s[i].conn = xdsc_connect(g.base, "127.0.0.1", port, tls, tls ? "localhost" : NULL);
         struct xdsc_ads_config ac = {.node_id = id,
                                      .gateway = GROUP,
                                      .auto_ack = 1,
@@ -328,6 +341,8 @@ static int measure(int nstreams, int pushes, struct result *res)
     free(one);
     free(all);
     free(p99s);
+    if (tls)
+        SSL_CTX_free(tls);
     event_base_free(g.base);
     close(cmd[1]);
     close(out[0]);
@@ -367,7 +382,7 @@ static int setup_cost(int nstreams, int auth, struct setup_result *res)
     if (pid == 0) {
         close(cmd[1]);
         close(out[0]);
-        exec_server(cmd[0], out[1], auth != 0, 0);
+        exec_server(cmd[0], out[1], auth != 0, 0, NULL);
     }
     close(cmd[0]);
     close(out[1]);
@@ -565,7 +580,7 @@ static int sotw_vs_delta(int clusters, int nstreams, int pushes, int delta, stru
     if (pid == 0) {
         close(cmd[1]);
         close(out[0]);
-        exec_server(cmd[0], out[1], 0, clusters);
+        exec_server(cmd[0], out[1], 0, clusters, NULL);
     }
     close(cmd[0]);
     close(out[1]);
@@ -775,6 +790,34 @@ static void print_idle_row(const struct result *x)
            x->h2_heap_kb_per_stream, x->rss_kb_per_stream <= 8.0 ? "yes" : "no");
 }
 
+static void print_tls_idle_row(const struct result *x, const struct result *h2c)
+{
+    printf(",{\"case\":\"%d idle ADS streams over TLS: memory per stream\",\"streams\":%d,"
+           "\"rss_kb_per_idle_stream\":%.2f,\"heap_kb_per_idle_stream\":%.2f,"
+           "\"nghttp2_heap_kb_per_idle_stream\":%.2f,"
+           "\"baseline\":\"the same streams over h2c, same run\","
+           "\"baseline_rss_kb_per_idle_stream\":%.2f,\"ratio\":%.2f}",
+           x->streams, x->streams, x->rss_kb_per_stream, x->heap_kb_per_stream,
+           x->h2_heap_kb_per_stream, h2c->rss_kb_per_stream,
+           h2c->rss_kb_per_stream > 0 ? x->rss_kb_per_stream / h2c->rss_kb_per_stream : 0);
+}
+
+/* A directory with the test CA, server and client certificates (removed
+ * by the caller with rm -rf). */
+static int make_tls_dir(char *dir)
+{
+    strcpy(dir, "/tmp/bench-xds-tls-XXXXXX");
+    return mkdtemp(dir) && xdsc_make_certs(dir) == 0 ? 0 : -1;
+}
+
+static void remove_dir(const char *dir)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "bench_xds: cannot remove %s\n", dir);
+}
+
 static const char *const setup_case[SETUP_MODES] = {
     "stream setup, --xds-auth none", "stream setup, token (cached TokenReview)",
     "stream setup, token (first-time TokenReview, answered at once)"};
@@ -800,9 +843,10 @@ static void print_push_stderr(const struct result *x)
 
 int main(int argc, char **argv)
 {
-    if (argc == 6 && strcmp(argv[1], "--server") == 0)
+    if (argc == 7 && strcmp(argv[1], "--server") == 0)
         xdsbench_run_server((int)strtol(argv[2], NULL, 10), (int)strtol(argv[3], NULL, 10),
-                            (int)strtol(argv[4], NULL, 10), (int)strtol(argv[5], NULL, 10));
+                            (int)strtol(argv[4], NULL, 10), (int)strtol(argv[5], NULL, 10),
+                            argv[6]);
     int streams = argc > 1 ? (int)strtol(argv[1], NULL, 10) : 1000;
     int pushes = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 20;
     if (streams < 1 || pushes < 1)
@@ -817,7 +861,8 @@ int main(int argc, char **argv)
     int vs_streams = argc > 4 ? (int)strtol(argv[4], NULL, 10) : 1000;
     int big_streams = argc > 5 ? (int)strtol(argv[5], NULL, 10) : 10000;
     int big_pushes = 7;
-    struct result base1, many, big;
+    struct result base1, many, big, tls;
+    char tls_dir[64];
     struct setup_result setup[SETUP_MODES];
     struct vs_result vs[2];
     double spread[SETUP_MODES][3];
@@ -825,11 +870,16 @@ int main(int argc, char **argv)
     const char *only = getenv("BENCH_XDS_ONLY"); /* development: one phase, on stderr */
     if (only) {
         int rc = 2;
-        if (strcmp(only, "fanout") == 0 && (rc = measure(streams, pushes, &many)) == 0)
+        if (strcmp(only, "fanout") == 0 && (rc = measure(streams, pushes, NULL, &many)) == 0)
             print_push_stderr(&many);
-        else if (strcmp(only, "big") == 0 && (rc = measure(big_streams, big_pushes, &big)) == 0)
+        else if (strcmp(only, "big") == 0 &&
+                 (rc = measure(big_streams, big_pushes, NULL, &big)) == 0)
             print_push_stderr(&big);
-        else if (strcmp(only, "setup") == 0 && (rc = setup_rows(nsetup, setup, spread)) == 0)
+        else if (strcmp(only, "tls") == 0 && make_tls_dir(tls_dir) == 0) {
+            if ((rc = measure(big_streams, 1, tls_dir, &tls)) == 0)
+                print_push_stderr(&tls);
+            remove_dir(tls_dir);
+        } else if (strcmp(only, "setup") == 0 && (rc = setup_rows(nsetup, setup, spread)) == 0)
             print_setup_stderr(setup, spread);
         else if (strcmp(only, "vs") == 0 &&
                  (rc = sotw_vs_delta(vs_clusters, vs_streams, VS_PUSHES, 0, &vs[0]) ||
@@ -838,8 +888,16 @@ int main(int argc, char **argv)
         return rc ? 1 : 0;
     }
     int64_t t0 = cx_mono_ns();
-    if (measure(1, pushes, &base1) != 0 || measure(streams, pushes, &many) != 0 ||
-        measure(big_streams, big_pushes, &big) != 0 || setup_rows(nsetup, setup, spread) != 0 ||
+    if (make_tls_dir(tls_dir) != 0) {
+        fprintf(stderr, "bench_xds: cannot make the TLS certificates\n");
+        return 1;
+    }
+    int tls_rc = measure(big_streams, 1, tls_dir, &tls);
+    remove_dir(tls_dir);
+    if (tls_rc != 0 || measure(1, pushes, NULL, &base1) != 0 ||
+        measure(streams, pushes, NULL, &many) != 0 ||
+        measure(big_streams, big_pushes, NULL, &big) != 0 ||
+        setup_rows(nsetup, setup, spread) != 0 ||
         sotw_vs_delta(vs_clusters, vs_streams, VS_PUSHES, 0, &vs[0]) != 0 ||
         sotw_vs_delta(vs_clusters, vs_streams, VS_PUSHES, 1, &vs[1]) != 0) {
         fprintf(stderr, "bench_xds: failed after %.0f s\n", (double)(cx_mono_ns() - t0) / 1e9);
@@ -855,7 +913,9 @@ int main(int argc, char **argv)
            "all_acked = slowest stream of a push. Baseline: the same push to 1 stream. Memory "
            "per idle stream: the server's RSS (and malloc heap; nghttp2's share counted by the "
            "server's allocator) after the streams are set up and idle, minus before, over the "
-           "streams, one sample per run. Stream setup rows: one stream at a time (connect, LDS "
+           "streams, one sample per run; the TLS row: the same streams (1 push) over TLS "
+           "(no client certificate), baseline the h2c row of the same run. Stream setup rows: one "
+           "stream at a time (connect, LDS "
            "request, first response), %d streams per run, %d runs per mode interleaved, "
            "median/min/max over runs; cached = the same token for all (the first reviewed), "
            "first-time = a new token per stream (each reviewed; the reviewer answers at once, "
@@ -871,6 +931,7 @@ int main(int argc, char **argv)
     print_push_row(&big, &base1, 0);
     print_push_row(&base1, &base1, 0);
     print_idle_row(&big);
+    print_tls_idle_row(&tls, &big);
     for (int d = 0; d < 2; d++) {
         const struct vs_result *v = &vs[d];
         double ratio = v->med[VS_BYTES] > 0 ? vs[0].med[VS_BYTES] / v->med[VS_BYTES] : 0;
@@ -914,6 +975,7 @@ int main(int argc, char **argv)
     print_push_stderr(&many);
     print_push_stderr(&big);
     print_push_stderr(&base1);
+    print_push_stderr(&tls);
     fprintf(stderr, "bench_xds: %.0f s\n", (double)(cx_mono_ns() - t0) / 1e9);
     return 0;
 }

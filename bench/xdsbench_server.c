@@ -165,7 +165,7 @@ static void *review_start(void *user, const char *token, const char *audience,
     return r;
 }
 
-void xdsbench_run_server(int cmd_fd, int out_fd, int auth, int big)
+void xdsbench_run_server(int cmd_fd, int out_fd, int auth, int big, const char *tls_dir)
 {
     struct child c = {.out_fd = out_fd};
     c.base = event_base_new();
@@ -177,6 +177,13 @@ void xdsbench_run_server(int cmd_fd, int out_fd, int auth, int big)
                                     .keepalive_ms = ka ? (int)strtol(ka, NULL, 10) : 0,
                                     .auth = auth ? XDS_AUTH_REQUIRED : XDS_AUTH_NONE,
                                     .reviewer = &rv};
+    char crt[512], key[512];
+    if (tls_dir && *tls_dir) {
+        snprintf(crt, sizeof(crt), "%s/server.crt", tls_dir);
+        snprintf(key, sizeof(key), "%s/server.key", tls_dir);
+        cfg.tls_cert = crt;
+        cfg.tls_key = key;
+    }
     c.srv = xds_server_new(c.base, &cfg, err, sizeof(err));
     if (!c.srv) {
         fprintf(stderr, "bench_xds: server: %s\n", err);
