@@ -54,6 +54,15 @@ int cxt_slowdown(void)
     return 3;
 }
 
+uint64_t cxt_xorshift(uint64_t *state)
+{
+    uint64_t x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *state = x;
+}
+
 char *cxt_read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");

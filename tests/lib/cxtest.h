@@ -49,6 +49,10 @@ const char *cxt_data_path(const char *rel);
  * ASan+UBSan, 25 under valgrind (from COXSWAIN_SANITIZE). Timing bounds in
  * tests are multiplied by it; timing is not what those runs check. */
 int cxt_slowdown(void);
+/* xorshift64: a fixed, portable pseudo-random sequence from |*state|
+ * (non-zero), so that a shuffled or random-walk case is the same on every
+ * machine and run. */
+uint64_t cxt_xorshift(uint64_t *state);
 /* Reads a whole file; caller frees. NULL if unreadable. */
 char *cxt_read_file(const char *path, size_t *len);
 /* A whole file in base64 (as Kubernetes holds Secret data); caller frees.

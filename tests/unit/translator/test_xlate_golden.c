@@ -117,10 +117,7 @@ static void compare(const char *dir, const char *file, const char *got)
 static uint64_t rng_state = 88172645463325252ULL;
 static uint64_t rnd(void)
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
+    return cxt_xorshift(&rng_state);
 }
 
 static int run_case(const char *dir)

@@ -73,10 +73,7 @@ static char *fresh(cJSON **objs, size_t n, int64_t now)
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
 static uint64_t rnd(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return cxt_xorshift(&rng);
 }
 
 /* Test material (tests/data/tls), base64 or as it is; kept for the run. */
