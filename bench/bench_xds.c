@@ -804,9 +804,9 @@ static void print_tls_idle_row(const struct result *x, const struct result *h2c)
 
 /* A directory with the test CA, server and client certificates (removed
  * by the caller with rm -rf). */
-static int make_tls_dir(char *dir)
+static int make_tls_dir(char *dir, size_t cap)
 {
-    strcpy(dir, "/tmp/bench-xds-tls-XXXXXX");
+    snprintf(dir, cap, "/tmp/bench-xds-tls-XXXXXX");
     return mkdtemp(dir) && xdsc_make_certs(dir) == 0 ? 0 : -1;
 }
 
@@ -875,7 +875,7 @@ int main(int argc, char **argv)
         else if (strcmp(only, "big") == 0 &&
                  (rc = measure(big_streams, big_pushes, NULL, &big)) == 0)
             print_push_stderr(&big);
-        else if (strcmp(only, "tls") == 0 && make_tls_dir(tls_dir) == 0) {
+        else if (strcmp(only, "tls") == 0 && make_tls_dir(tls_dir, sizeof(tls_dir)) == 0) {
             if ((rc = measure(big_streams, 1, tls_dir, &tls)) == 0)
                 print_push_stderr(&tls);
             remove_dir(tls_dir);
@@ -888,7 +888,7 @@ int main(int argc, char **argv)
         return rc ? 1 : 0;
     }
     int64_t t0 = cx_mono_ns();
-    if (make_tls_dir(tls_dir) != 0) {
+    if (make_tls_dir(tls_dir, sizeof(tls_dir)) != 0) {
         fprintf(stderr, "bench_xds: cannot make the TLS certificates\n");
         return 1;
     }
