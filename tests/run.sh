@@ -5,7 +5,7 @@
 # Test programs speak TAP ("ok N - name", "not ok N - name", "# SKIP why"):
 #   unit         $BUILD/tests/unit/<module>/test_*        (C, in parallel)
 #   integration  $BUILD/tests/integration/**/test_* (C) and
-#                tests/integration/**/test_*.{sh,py}      (one at a time)
+#                tests/integration/**/test_*.{sh,py}      (a folder at a time)
 #   e2e          tests/e2e/**/test_*.{sh,py}, $BUILD/tests/e2e/**/test_*
 #   hostile      tests/hostile/**/test_*.py, $BUILD/tests/hostile/**/test_*
 #                (hostile inputs against live replicas; tests/hostile/hostilelib.py)
@@ -15,9 +15,9 @@
 # counts as failed cases, never as passes.
 #
 # Environment: BUILD (default build), T (only programs whose path contains
-# T), JOBS (parallel unit programs, default 2), TEST_TIMEOUT (seconds per
-# program, default 600), VALGRIND=1 (run C unit programs under valgrind),
-# TEST_LANES (integration/e2e/hostile folders run at once, default 2).
+# T), TEST_LANES (programs run at once, default 2; JOBS is its other name),
+# TEST_TIMEOUT (seconds per program, default 600), VALGRIND=1 (run C unit
+# programs under valgrind).
 # Each program's TAP goes to $BUILD/test-logs/ ($BUILD/valgrind-logs/ under
 # VALGRIND=1).
 set -uo pipefail
@@ -28,7 +28,7 @@ BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$top/$BUILD" ;; esac
 export COXSWAIN_TOP="$top" COXSWAIN_BUILD="$BUILD" CXT_DATA_DIR="$top/tests/data"
 export PYTHONDONTWRITEBYTECODE=1
-JOBS=${JOBS:-2}
+TEST_LANES=${TEST_LANES:-${JOBS:-2}}
 TEST_TIMEOUT=${TEST_TIMEOUT:-600}
 filter=${T:-}
 # make valgrind runs on the plain build beside make test SANITIZE=1 (.ci/run),
@@ -66,15 +66,21 @@ shopt -s globstar nullglob
     done
 } | grep -vE '\.(d|o)$' >"$logdir/programs"
 
+# log_of PATH: the log of a program (its path inside the checkout or build
+# dir, slashes made underscores).
+log_of() {
+    local name=${1#"$BUILD"/}
+    name=${name#"$top"/}
+    echo "$logdir/${name//\//_}.log"
+}
+
 # run_one KIND PATH: runs one program, writes its TAP to a log and a
 # one-line tally "pass fail skip rc seconds" next to it.
 run_one() {
     local kind=$1 prog=$2
-    local name=${prog#"$BUILD"/}
-    name=${name#"$top"/}
-    local log="$logdir/$(echo "$name" | tr '/' '_').log"
-    local start end rc
-    start=$(date +%s.%N)
+    local log
+    log=$(log_of "$prog")
+    local start=$EPOCHREALTIME rc
     local -a cmd
     case "$prog" in
     *.py) cmd=(/usr/bin/python3 "$prog") ;;
@@ -90,15 +96,17 @@ run_one() {
     esac
     timeout -k 10 "$TEST_TIMEOUT" "${cmd[@]}" >"$log" 2>&1 </dev/null
     rc=$?
-    end=$(date +%s.%N)
+    local end=$EPOCHREALTIME
     local pass fail skip plan reported
-    pass=$(grep -cE '^ok [0-9]+' "$log" | tr -d ' ')
-    skip=$(grep -cE '^ok [0-9]+.*# SKIP' "$log" | tr -d ' ')
-    fail=$(grep -cE '^not ok [0-9]+' "$log" | tr -d ' ')
-    pass=$((pass - skip))
-    plan=$(sed -nE 's/^1\.\.([0-9]+).*/\1/p' "$log" | head -n1)
+    # one pass over the log: "ok N" lines (those with "# SKIP" are skips),
+    # "not ok N" lines, the first plan line, the seconds taken
+    read -r pass fail skip plan secs < <(awk -v a="$start" -v b="$end" '
+        /^ok [0-9]+/ { if ($0 ~ /# SKIP/) s++; else p++ }
+        /^not ok [0-9]+/ { f++ }
+        plan == "" && match($0, /^1\.\.[0-9]+/) { plan = substr($0, 4, RLENGTH - 3) }
+        END { printf "%d %d %d %s %.1f\n", p, f, s, plan == "" ? "-" : plan, b - a }' "$log")
     reported=$((pass + fail + skip))
-    if [ -n "$plan" ] && [ "$reported" -lt "$plan" ]; then
+    if [ "$plan" != - ] && [ "$reported" -lt "$plan" ]; then
         fail=$((fail + plan - reported))
         echo "# runner: planned $plan cases, saw $reported" >>"$log"
     fi
@@ -110,17 +118,17 @@ run_one() {
             echo "# runner: exited with status $rc" >>"$log"
         fi
     fi
-    printf '%s %s %s %s %.1f\n' "$pass" "$fail" "$skip" "$rc" \
-        "$(awk -v a="$start" -v b="$end" 'BEGIN{print b-a}')" >"$log.tally"
+    echo "$pass $fail $skip $rc $secs" >"$log.tally"
 }
-export -f run_one
+export -f run_one log_of
 export logdir top BUILD TEST_TIMEOUT
 
 report_one() {
     local prog=$1
     local name=${prog#"$BUILD"/}
     name=${name#"$top"/}
-    local log="$logdir/$(echo "$name" | tr '/' '_').log"
+    local log
+    log=$(log_of "$prog")
     local pass fail skip rc secs
     read -r pass fail skip rc secs <"$log.tally"
     if [ "$fail" -gt 0 ]; then
@@ -129,19 +137,24 @@ report_one() {
     else
         printf 'ok   %-60s %3s passed (%ss)\n' "$name" "$pass" "$secs"
     fi
-    grep -E '^ok [0-9]+.*# SKIP' "$log" | sed 's/^/    skipped: /'
+    [ "$skip" -gt 0 ] && grep -E '^ok [0-9]+.*# SKIP' "$log" | sed 's/^/    skipped: /'
+    return 0
 }
 
-# Unit programs in parallel. Then integration, e2e and hostile programs,
-# which start servers and wait on clocks more than they compute: those
-# whose first lines say "cx-test: exclusive" (they measure latencies that a
-# neighbour would disturb) one at a time, the others in TEST_LANES lanes
-# (default 2). A lane takes a whole folder at a time, so programs sharing a
-# folder's helpers and fixtures never overlap.
-TEST_LANES=${TEST_LANES:-2}
-awk -F'\t' '$1=="unit"{print $2}' "$logdir/programs" |
-    xargs -r -P "$JOBS" -I{} bash -c 'run_one unit "$1"' _ {}
-awk -F'\t' '$1=="unit"{print $2}' "$logdir/programs" | while read -r p; do report_one "$p"; done
+# Unit, integration, e2e and hostile programs run in TEST_LANES lanes
+# (default 2), longest first, so that no long program starts last while the
+# other lane idles. A unit program is a job of its own; the others (which
+# start servers and wait on clocks more than they compute) go by folder: a
+# lane takes a whole folder at a time, so programs sharing a folder's
+# helpers and fixtures never overlap. Those whose first lines say
+# "cx-test: exclusive" (they measure latencies that a neighbour would
+# disturb) run one at a time after the lanes. TEST_LANES=1 runs everything
+# one at a time, in order.
+#
+# How long a program takes comes from tests/durations ("seconds path" lines,
+# path as in the report); a program not listed counts as 5 s. The order is
+# all it changes. Each run writes its own measures to $logdir/durations:
+# after adding long programs, copy a full run's file over tests/durations.
 
 # source_of PATH: the file that carries a program's marker (a C program's
 # source for a binary under $BUILD).
@@ -158,29 +171,57 @@ exclusive() {
 : >"$logdir/exclusive"
 : >"$logdir/shared"
 while IFS=$'\t' read -r kind prog; do
-    [ "$kind" = unit ] && continue
-    if [ "$TEST_LANES" -gt 1 ] && exclusive "$prog"; then
+    if [ "$TEST_LANES" -gt 1 ] && [ "$kind" != unit ] && exclusive "$prog"; then
         printf '%s\t%s\n' "$kind" "$prog" >>"$logdir/exclusive"
     else
         printf '%s\t%s\n' "$kind" "$prog" >>"$logdir/shared"
     fi
 done <"$logdir/programs"
 
-# run_folder FILE DIR: runs FILE's programs under DIR one at a time,
-# reporting each under a lock (lanes print whole blocks).
+durations=$top/tests/durations
+[ -r "$durations" ] || durations=/dev/null
+# The lanes' jobs, longest first: "seconds<TAB>unit<TAB>PATH" for a unit
+# program, "seconds<TAB>folder<TAB>DIR" for a folder (its programs' sum).
+awk -F'\t' -v top="$top/" -v build="$BUILD/" '
+    FILENAME == ARGV[1] { if ($0 !~ /^#/ && split($0, w, " ") == 2) secs[w[2]] = w[1]; next }
+    {
+        name = $2
+        if (index(name, build) == 1) name = substr(name, length(build) + 1)
+        else if (index(name, top) == 1) name = substr(name, length(top) + 1)
+        s = (name in secs) ? secs[name] : 5
+        if ($1 == "unit") { job = "unit\t" $2 }
+        else { dir = $2; sub(/\/[^\/]*$/, "", dir); job = "folder\t" dir }
+        if (!(job in total)) order[n++] = job
+        total[job] += s
+    }
+    END { for (i = 0; i < n; i++) printf "%s\t%d\t%s\n", total[order[i]], i, order[i] }
+' "$durations" "$logdir/shared" | sort -t$'\t' -k1,1gr -k2,2n |
+    cut -f3- >"$logdir/jobs"
+
+# run_folder FILE DIR: runs FILE's programs under DIR one at a time.
 run_folder() {
     local list=$1 dir=$2 kind prog
     while IFS=$'\t' read -r kind prog; do
-        [ "$(dirname "$prog")" = "$dir" ] || continue
+        [ "$kind" != unit ] && [ "${prog%/*}" = "$dir" ] || continue
         run_one "$kind" "$prog"
         flock "$logdir/.report.lock" bash -c 'report_one "$1"' _ "$prog"
     done <"$list"
 }
-export -f run_folder report_one
+# run_job unit PATH | run_job folder DIR, reporting each program under a
+# lock (lanes print whole blocks).
+run_job() {
+    if [ "$1" = unit ]; then
+        run_one unit "$2"
+        flock "$logdir/.report.lock" bash -c 'report_one "$1"' _ "$2"
+    else
+        run_folder "$logdir/shared" "$2"
+    fi
+}
+export -f run_folder run_job report_one
 
 if [ "$TEST_LANES" -gt 1 ]; then
-    awk -F'\t' '{print $2}' "$logdir/shared" | xargs -r -n1 dirname | awk '!seen[$0]++' |
-        xargs -r -P "$TEST_LANES" -I{} bash -c 'run_folder "$1" "$2"' _ "$logdir/shared" {}
+    tr '\t' '\n' <"$logdir/jobs" |
+        xargs -r -d '\n' -n2 -P "$TEST_LANES" bash -c 'run_job "$1" "$2"' _
     while IFS=$'\t' read -r kind prog; do
         run_one "$kind" "$prog"
         report_one "$prog"
@@ -191,6 +232,22 @@ else
         report_one "$prog"
     done <"$logdir/shared"
 fi
+
+# this run's measures, in tests/durations' form; a program that did not
+# run (the lanes never reached it) fails
+while IFS=$'\t' read -r _ prog; do
+    name=${prog#"$BUILD"/}
+    name=${name#"$top"/}
+    log=$(log_of "$prog")
+    if ! [ -e "$log.tally" ]; then
+        echo "# runner: never ran" >>"$log"
+        echo "0 1 0 - 0" >"$log.tally"
+        report_one "$prog" >&2
+        continue
+    fi
+    read -r _ _ _ _ secs <"$log.tally"
+    echo "$secs $name"
+done <"$logdir/programs" | sort -k1,1gr >"$logdir/durations"
 
 total_pass=0 total_fail=0 total_skip=0 programs=0
 for t in "$logdir"/*.tally; do
