@@ -134,12 +134,16 @@ deps:
 deps-image:
 	$(Q)mk/deps.sh image
 
+# make test and make valgrind build on every core unless given -jN (CI runs
+# a plain `make test` on a fresh clone, which built one file at a time)
+BUILD_JOBS = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc))
+
 test: deps
-	$(Q)$(MAKE) --no-print-directory binaries tests
+	$(Q)$(MAKE) --no-print-directory $(BUILD_JOBS) binaries tests
 	$(Q)BUILD=$(BUILD) COXSWAIN_SANITIZE=$(SANITIZE) tests/run.sh
 
 valgrind: deps
-	$(Q)$(MAKE) --no-print-directory binaries tests
+	$(Q)$(MAKE) --no-print-directory $(BUILD_JOBS) binaries tests
 	$(Q)BUILD=$(BUILD) COXSWAIN_SANITIZE=valgrind VALGRIND=1 T=$(or $(T),/tests/unit/) tests/run.sh
 
 run: deps
