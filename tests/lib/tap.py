@@ -3,12 +3,14 @@
     from tap import Tap
     t = Tap()
     t.case("name", fn)        # runs fn(); an exception or failed check fails it
+                              # (one taking 1 s or more prints "# name took N s")
     t.done()                  # prints the plan, exits 1 if anything failed
 
 Use with /usr/bin/python3 (Debian's, which has python3-grpcio and
 python3-kubernetes).
 """
 import sys
+import time
 import traceback
 
 
@@ -34,8 +36,14 @@ class Tap:
 
     def case(self, name, fn, *args):
         self.n += 1
+        start = time.monotonic()
         try:
-            fn(*args)
+            try:
+                fn(*args)
+            finally:
+                took = time.monotonic() - start
+                if took >= 1.0:  # as tests/lib/cxtest.c: where a program's time goes
+                    print("# %s took %.1f s" % (name, took), flush=True)
         except SkipCase as e:
             self.skipped += 1
             print("ok %d - %s # SKIP %s" % (self.n, name, e), flush=True)
