@@ -148,7 +148,11 @@ report_one() {
 # lane takes a whole folder at a time, so programs sharing a folder's
 # helpers and fixtures never overlap. Those whose first lines say
 # "cx-test: exclusive" (they measure latencies that a neighbour would
-# disturb) run one at a time after the lanes. TEST_LANES=1 runs everything
+# disturb) run one at a time after the lanes. Those that say "cx-test:
+# quiet" spend a fixed time mostly waiting, with next to no CPU (a soak of
+# idle replicas): they run one at a time beside the exclusive ones, where
+# they disturb nothing and the lane would idle (in the lanes instead when
+# an exclusive program shares their folder). TEST_LANES=1 runs everything
 # one at a time, in order.
 #
 # How long a program takes comes from tests/durations ("seconds path" lines,
@@ -164,19 +168,29 @@ source_of() {
     *) echo "$1" ;;
     esac
 }
-exclusive() {
-    head -n 40 "$(source_of "$1")" 2>/dev/null | grep -q 'cx-test: exclusive'
+# marker PATH: "exclusive", "quiet" or nothing
+marker() {
+    head -n 40 "$(source_of "$1")" 2>/dev/null | grep -m1 -oE 'cx-test: (exclusive|quiet)' |
+        cut -d' ' -f2
 }
 
 : >"$logdir/exclusive"
+: >"$logdir/quiet"
 : >"$logdir/shared"
 while IFS=$'\t' read -r kind prog; do
-    if [ "$TEST_LANES" -gt 1 ] && [ "$kind" != unit ] && exclusive "$prog"; then
-        printf '%s\t%s\n' "$kind" "$prog" >>"$logdir/exclusive"
-    else
-        printf '%s\t%s\n' "$kind" "$prog" >>"$logdir/shared"
-    fi
+    m=
+    [ "$TEST_LANES" -gt 1 ] && [ "$kind" != unit ] && m=$(marker "$prog")
+    printf '%s\t%s\n' "$kind" "$prog" >>"$logdir/${m:-shared}"
 done <"$logdir/programs"
+# a quiet program never overlaps an exclusive one of its folder
+while IFS=$'\t' read -r kind prog; do
+    if grep -qF "${prog%/*}/" "$logdir/exclusive"; then
+        printf '%s\t%s\n' "$kind" "$prog" >>"$logdir/shared"
+    else
+        printf '%s\t%s\n' "$kind" "$prog"
+    fi
+done <"$logdir/quiet" >"$logdir/quiet.tmp"
+mv "$logdir/quiet.tmp" "$logdir/quiet"
 
 durations=$top/tests/durations
 [ -r "$durations" ] || durations=/dev/null
@@ -197,6 +211,15 @@ awk -F'\t' -v top="$top/" -v build="$BUILD/" '
     END { for (i = 0; i < n; i++) printf "%s\t%d\t%s\n", total[order[i]], i, order[i] }
 ' "$durations" "$logdir/shared" | sort -t$'\t' -k1,1gr -k2,2n |
     cut -f3- >"$logdir/jobs"
+
+# run_list FILE: runs FILE's programs one at a time.
+run_list() {
+    local kind prog
+    while IFS=$'\t' read -r kind prog; do
+        run_one "$kind" "$prog"
+        flock "$logdir/.report.lock" bash -c 'report_one "$1"' _ "$prog"
+    done <"$1"
+}
 
 # run_folder FILE DIR: runs FILE's programs under DIR one at a time.
 run_folder() {
@@ -222,10 +245,9 @@ export -f run_folder run_job report_one
 if [ "$TEST_LANES" -gt 1 ]; then
     tr '\t' '\n' <"$logdir/jobs" |
         xargs -r -d '\n' -n2 -P "$TEST_LANES" bash -c 'run_job "$1" "$2"' _
-    while IFS=$'\t' read -r kind prog; do
-        run_one "$kind" "$prog"
-        report_one "$prog"
-    done <"$logdir/exclusive"
+    run_list "$logdir/quiet" &
+    run_list "$logdir/exclusive"
+    wait
 else
     while IFS=$'\t' read -r kind prog; do
         run_one "$kind" "$prog"
