@@ -34,6 +34,9 @@ struct filter_selector;
 #define XLATE_MAX_ERRORS        16      /* errors kept per object (the rest counted) */
 #define XLATE_MAX_DELEGATION    8       /* RouteTable nesting depth */
 #define XLATE_MAX_CERTIFICATES  64      /* Gateway spec.tls.certificates */
+/* certificates one Gateway names in all (spec.tls and every
+ * spec.listeners[].tls): 16 listeners of 64 would be 1,088 */
+#define XLATE_MAX_GATEWAY_CERTIFICATES 128
 #define XLATE_MAX_SANS          64      /* Upstream spec.tls.subjectAltNames */
 #define XLATE_MAX_HASH          8       /* route hashPolicy entries */
 #define XLATE_MAX_RING_SIZE     8388608 /* Envoy's RingHashLbConfig bound (8M) */
@@ -270,7 +273,8 @@ struct xl_listener {
     char *name;    /* a DNS label, unique in the Gateway */
     char *address; /* an IP literal (default: the Gateway's bindAddress) */
     uint32_t port;
-    int https; /* protocol HTTPS: the Gateway's spec.tls */
+    int https; /* protocol HTTPS: its own tls, else the Gateway's spec.tls */
+    struct xl_gateway_tls *tls; /* its own tls (in the arena), or NULL */
 };
 
 /* spec.accessLog[]: a file access log of the Gateway's listeners. */

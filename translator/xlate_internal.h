@@ -104,21 +104,30 @@ struct xl_up_memo {
     uint32_t sds_changed; /* pass in which one of them changed */
 };
 
-/* A Gateway's spec.tls resolved against the Secrets and ConfigMap it names
- * (envoy mode; recomputed every pass, xlate_tlsref.c). */
-struct xl_gw_tls {
-    int fatal;               /* nothing usable: the Gateway is rejected */
+/* One TLS block of a Gateway (spec.tls, or a listener's own tls) resolved
+ * against the Secrets and ConfigMap it names. */
+struct xl_tls_block {
+    const struct xl_gateway_tls *spec; /* NULL: the block is unused */
+    size_t listener;         /* spec.listeners index + 1; 0: spec.tls */
     struct xl_entry **certs; /* the usable certificates' Secrets, in spec order */
-    size_t *cert_index;      /* their index in spec.tls.certificates */
+    size_t *cert_index;      /* their index in the block's certificates */
     size_t ncerts;
     const char *client_ca;   /* PEM, borrowed from the ConfigMap, or NULL */
-    uint64_t digest;         /* what the listener reads of them */
-    struct xl_errors errors; /* for the Gateway's report */
-    struct xl_arena arena;   /* this pass's: errors and arrays */
     /* the client CA's last check (OpenSSL), redone when the ConfigMap changes */
     uint64_t ca_checked; /* ConfigMap digest + key hash; 0: none */
     int ca_ok;
     char ca_msg[300];
+};
+
+/* A Gateway's TLS blocks resolved (envoy mode; recomputed every pass,
+ * xlate_tlsref.c): [0] spec.tls, [1 + k] spec.listeners[k].tls. */
+struct xl_gw_tls {
+    int fatal;               /* a used block has nothing usable: the Gateway is rejected */
+    struct xl_tls_block *blocks; /* malloc; kept across passes (the CA checks) */
+    size_t nblocks;
+    uint64_t digest;         /* what the listeners read of them */
+    struct xl_errors errors; /* for the Gateway's report */
+    struct xl_arena arena;   /* this pass's: errors and arrays */
 };
 
 /* One input object (one per object of the world: fields ordered so that
@@ -162,7 +171,7 @@ struct xl_entry {
     enum xlate_state rep_state;
     const char *rep_reason;
     char *rep_msg;          /* malloc */
-    struct xl_gw_tls *gtls; /* Gateway with spec.tls (envoy mode), else NULL */
+    struct xl_gw_tls *gtls; /* Gateway with TLS blocks (envoy mode), else NULL */
     size_t keylen;
     char *skey; /* sort key: key with the '/' as '\x01', so strcmp orders
                  * by (namespace, name); points after key */
@@ -338,17 +347,27 @@ static inline int xlate_upstream_hashing(const struct xl_upstream *u)
     return u->lb == XL_LB_RING_HASH || u->lb == XL_LB_MAGLEV;
 }
 
-/* xlate_tlsref.c: resolves |gwe|'s spec.tls (envoy mode) into gwe->gtls for
- * this pass. Returns 0 or -1 (memory). */
+/* xlate_tlsref.c: resolves |gwe|'s TLS blocks (spec.tls and its listeners'
+ * own tls; envoy mode) into gwe->gtls for this pass. Returns 0 or -1
+ * (memory). */
 int xlate_gw_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *gwe);
 void xlate_gw_tls_free(struct xl_gw_tls *t);
-/* Encodes |gwe|'s TLS listener from the memo's accepted virtual hosts:
- * assigns every served host name to the certificate covering it best,
- * records the VirtualServices' uncovered domains and the unused
- * certificates in the memo. Returns 0 or -1. */
+/* The TLS block spec.listeners[|k|] uses (its own tls, else spec.tls; |k|
+ * past the listeners: the one listener of a Gateway without them), or
+ * NULL when it has none. */
+const struct xl_tls_block *xlate_gw_tls_block(const struct xl_entry *gwe, size_t k);
+/* Records in the memo, from its accepted virtual hosts, the domains no
+ * certificate of the TLS block of a listener serving them covers
+ * (DomainNotCovered, per VirtualService) and the certificates no served
+ * domain needs (CertificateUnused), block by block. Returns 0 or -1. */
+int xlate_gw_tls_coverage(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m);
+/* Encodes TLS listener |l| of |gwe| with TLS block |b|: assigns every host
+ * name it serves to the certificate of |b| covering it best. Returns 0 or
+ * -1. */
 int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
-                          const struct xl_listener *l, const char *name, const char *rc_name,
-                          const char *stat_prefix, uint8_t **out, size_t *len);
+                          const struct xl_tls_block *b, const struct xl_listener *l,
+                          const char *name, const char *rc_name, const char *stat_prefix,
+                          uint8_t **out, size_t *len);
 /* translator/route/xlate_listeners.c: the socket Listeners of envoy-mode
  * Gateway |gwe| (spec.listeners, else bindAddress:bindPort), new resources
  * in |*out| (malloc'ed array, |*n| of them, refs owned by the caller).

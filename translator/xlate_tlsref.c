@@ -152,14 +152,92 @@ void xlate_gw_tls_free(struct xl_gw_tls *t)
     if (!t)
         return;
     xlate_arena_free(&t->arena);
+    free(t->blocks);
     free(t);
+}
+
+/* The field path of block |b| ("spec.tls", "spec.listeners[1].tls") in |out|. */
+static void block_path(const struct xl_tls_block *b, char *out, size_t n)
+{
+    if (b->listener)
+        snprintf(out, n, "spec.listeners[%zu].tls", b->listener - 1);
+    else
+        snprintf(out, n, "spec.tls");
+}
+
+/* Resolves one used block of Gateway |gwe| into |b| (arrays and messages
+ * in t->arena), adding what its listeners read to |*d|. Returns 0 or -1. */
+static int block_resolve(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_tls *t,
+                         struct xl_tls_block *b, uint64_t *d)
+{
+    const struct xl_gateway_tls *tls = b->spec;
+    size_t n = tls->ncerts;
+    struct xl_arena *a = &t->arena;
+    b->certs = xlate_alloc(a, (n ? n : 1) * sizeof(*b->certs));
+    b->cert_index = xlate_alloc(a, (n ? n : 1) * sizeof(*b->cert_index));
+    char(*why)[600] = xlate_alloc(a, (n ? n : 1) * sizeof(*why));
+    enum xl_reason *rs = xlate_alloc(a, (n ? n : 1) * sizeof(*rs));
+    if (!b->certs || !b->cert_index || !why || !rs)
+        return -1;
+    const char *from = gwe->obj->meta.ns;
+    *d = xlate_fnv(*d, &b->listener, sizeof(b->listener));
+    for (size_t i = 0; i < n; i++) {
+        struct xl_entry *se;
+        rs[i] = secret_usable(ctx, from, &tls->certs[i], &se, why[i], sizeof(why[i]));
+        if (rs[i] != XL_R_NONE)
+            continue;
+        b->certs[b->ncerts] = se;
+        b->cert_index[b->ncerts++] = i;
+        *d = xlate_fnv(*d, &se->digest, sizeof(se->digest));
+        *d = xlate_fnv(*d, &i, sizeof(i));
+    }
+    char bp[48];
+    block_path(b, bp, sizeof(bp));
+    int fatal = b->ncerts == 0;
+    int rc = 0;
+    for (size_t i = 0, u = 0; i < n && rc == 0; i++) {
+        char path[128];
+        snprintf(path, sizeof(path), "%s.certificates[%zu]", bp, i);
+        if (u < b->ncerts && b->cert_index[u] == i) {
+            rc = validity(&t->errors, a, path, b->certs[u++], ctx->now, 0);
+            continue;
+        }
+        rc = xlate_errors_add(&t->errors, a, XLATE_WARNING, rs[i],
+                              "%s.secretRef: %s; certificate left out", path, why[i]);
+    }
+    /* nothing to serve: rejected, for the reason of the first certificate */
+    if (rc == 0 && fatal)
+        rc = xlate_errors_add(&t->errors, a, XLATE_REJECTED, n ? rs[0] : XL_R_INVALID_SPEC,
+                              "%s: no certificate is usable, so the Gateway is not served", bp);
+    if (rc == 0 && tls->has_client_ca) {
+        struct xl_entry *ce;
+        const char *pem;
+        char cwhy[600];
+        enum xl_reason r = ca_usable(ctx, from, &tls->client_ca, &ce, &pem, &b->ca_checked,
+                                     &b->ca_ok, b->ca_msg, sizeof(b->ca_msg), cwhy, sizeof(cwhy));
+        if (r != XL_R_NONE) {
+            rc = xlate_errors_add(&t->errors, a, XLATE_REJECTED, r,
+                                  "%s.clientValidation.caConfigMapRef: %s; client certificates "
+                                  "cannot be verified, so the Gateway is not served",
+                                  bp, cwhy);
+            fatal = 1;
+        } else {
+            b->client_ca = pem;
+            *d = xlate_fnv(*d, &ce->digest, sizeof(ce->digest));
+            *d = xlate_fnv_str(*d, tls->client_ca.key);
+        }
+    }
+    t->fatal |= fatal;
+    return rc;
 }
 
 int xlate_gw_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *gwe)
 {
     const struct xl_gateway *g = &gwe->obj->u.gw;
-    const struct xl_gateway_tls *tls = xlate_gateway_tls_of(g);
-    if (gwe->parse_state == XLATE_REJECTED || g->mode != XLATE_MODE_ENVOY || !tls->enabled) {
+    int any = g->tls != NULL;
+    for (size_t k = 0; k < g->nlisteners; k++)
+        any |= g->listeners[k].tls != NULL;
+    if (gwe->parse_state == XLATE_REJECTED || g->mode != XLATE_MODE_ENVOY || !any) {
         xlate_gw_tls_free(gwe->gtls);
         gwe->gtls = NULL;
         return 0;
@@ -170,65 +248,38 @@ int xlate_gw_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *gwe)
     xlate_arena_free(&t->arena);
     memset(&t->errors, 0, sizeof(t->errors));
     t->fatal = 0;
-    t->ncerts = 0;
-    t->client_ca = NULL;
-    size_t n = tls->ncerts;
-    struct xl_arena *a = &t->arena;
-    t->certs = xlate_alloc(a, (n ? n : 1) * sizeof(*t->certs));
-    t->cert_index = xlate_alloc(a, (n ? n : 1) * sizeof(*t->cert_index));
-    char(*why)[600] = xlate_alloc(a, (n ? n : 1) * sizeof(*why));
-    enum xl_reason *rs = xlate_alloc(a, (n ? n : 1) * sizeof(*rs));
-    if (!t->certs || !t->cert_index || !why || !rs)
-        return -1;
+    size_t nb = 1 + g->nlisteners;
+    if (t->nblocks != nb) {
+        struct xl_tls_block *v = calloc(nb, sizeof(*v));
+        if (!v)
+            return -1;
+        free(t->blocks);
+        t->blocks = v;
+        t->nblocks = nb;
+    }
     uint64_t d = CX_FNV64_INIT;
-    const char *from = gwe->obj->meta.ns;
-    for (size_t i = 0; i < n; i++) {
-        struct xl_entry *se;
-        rs[i] = secret_usable(ctx, from, &tls->certs[i], &se, why[i], sizeof(why[i]));
-        if (rs[i] != XL_R_NONE)
-            continue;
-        t->certs[t->ncerts] = se;
-        t->cert_index[t->ncerts++] = i;
-        d = xlate_fnv(d, &se->digest, sizeof(se->digest));
-        d = xlate_fnv(d, &i, sizeof(i));
-    }
-    t->fatal = t->ncerts == 0;
     int rc = 0;
-    for (size_t i = 0, u = 0; i < n && rc == 0; i++) {
-        char path[64];
-        snprintf(path, sizeof(path), "spec.tls.certificates[%zu]", i);
-        if (u < t->ncerts && t->cert_index[u] == i) {
-            rc = validity(&t->errors, a, path, t->certs[u++], ctx->now, 0);
-            continue;
-        }
-        rc = xlate_errors_add(&t->errors, a, XLATE_WARNING, rs[i],
-                              "%s.secretRef: %s; certificate left out", path, why[i]);
-    }
-    /* nothing to serve: rejected, for the reason of the first certificate */
-    if (rc == 0 && t->fatal)
-        rc = xlate_errors_add(&t->errors, a, XLATE_REJECTED, n ? rs[0] : XL_R_INVALID_SPEC,
-                              "spec.tls: no certificate is usable, so the Gateway is not served");
-    if (rc == 0 && tls->has_client_ca) {
-        struct xl_entry *ce;
-        const char *pem;
-        char cwhy[600];
-        enum xl_reason r = ca_usable(ctx, from, &tls->client_ca, &ce, &pem, &t->ca_checked,
-                                     &t->ca_ok, t->ca_msg, sizeof(t->ca_msg), cwhy, sizeof(cwhy));
-        if (r != XL_R_NONE) {
-            rc = xlate_errors_add(
-                &t->errors, a, XLATE_REJECTED, r,
-                "spec.tls.clientValidation.caConfigMapRef: %s; client certificates "
-                "cannot be verified, so the Gateway is not served",
-                cwhy);
-            t->fatal = 1;
-        } else {
-            t->client_ca = pem;
-            d = xlate_fnv(d, &ce->digest, sizeof(ce->digest));
-            d = xlate_fnv_str(d, tls->client_ca.key);
-        }
+    for (size_t i = 0; i < nb && rc == 0; i++) {
+        struct xl_tls_block *b = &t->blocks[i];
+        b->spec = i ? g->listeners[i - 1].tls : g->tls;
+        b->listener = i;
+        b->ncerts = 0;
+        b->client_ca = NULL;
+        if (b->spec)
+            rc = block_resolve(ctx, gwe, t, b, &d);
     }
     t->digest = d;
     return rc;
+}
+
+const struct xl_tls_block *xlate_gw_tls_block(const struct xl_entry *gwe, size_t k)
+{
+    const struct xl_gw_tls *t = gwe->gtls;
+    const struct xl_gateway *g = &gwe->obj->u.gw;
+    if (!t)
+        return NULL;
+    size_t i = k < g->nlisteners && g->listeners[k].tls ? k + 1 : 0;
+    return i < t->nblocks && t->blocks[i].spec ? &t->blocks[i] : NULL;
 }
 
 /* ---- SDS Secrets ------------------------------------------------------------------------ */
@@ -322,25 +373,31 @@ int xlate_gw_sds_own(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_m
     uint64_t d = t && !t->fatal ? t->digest : 0;
     if (d == m->own_sds_digest && (d == 0 || m->nown_sds))
         return 0;
-    size_t n = 0, cap = t ? t->ncerts + 1 : 0;
+    size_t n = 0, cap = 0;
+    for (size_t b = 0; t && b < t->nblocks; b++)
+        cap += t->blocks[b].spec ? t->blocks[b].ncerts + 1 : 0;
     struct xds_resource **v = cap ? calloc(cap, sizeof(*v)) : NULL;
     if (cap && !v)
         return -1;
-    for (size_t i = 0; d && i < t->ncerts; i++) {
-        struct xds_resource *r = cert_secret(ctx, t->certs[i]);
-        if (!r) {
-            res_list_free(v, n);
-            return -1;
+    /* block by block: a Secret listed twice, the collection keeps one */
+    for (size_t b = 0; d && b < t->nblocks; b++) {
+        const struct xl_tls_block *k = &t->blocks[b];
+        if (!k->spec)
+            continue;
+        for (size_t i = 0; i < k->ncerts; i++) {
+            if (!(v[n] = cert_secret(ctx, k->certs[i]))) {
+                res_list_free(v, n);
+                return -1;
+            }
+            n++;
         }
-        v[n++] = r; /* a Secret listed twice: the collection keeps one */
-    }
-    if (d && t->client_ca) {
-        const struct xl_gateway_tls *gt = xlate_gateway_tls_of(&gwe->obj->u.gw);
-        if (!(v[n] = ca_secret(ctx, &gt->client_ca, t->client_ca))) {
-            res_list_free(v, n);
-            return -1;
+        if (k->client_ca) {
+            if (!(v[n] = ca_secret(ctx, &k->spec->client_ca, k->client_ca))) {
+                res_list_free(v, n);
+                return -1;
+            }
+            n++;
         }
-        n++;
     }
     int same = n == m->nown_sds;
     for (size_t i = 0; i < n; i++) {
@@ -490,80 +547,99 @@ static int dirty_keys(struct xlate_ctx *ctx, const struct cx_map *m)
     return 0;
 }
 
-/* Whether an HTTPS listener of |g| serves |vs| (its domains then need a
- * certificate). */
-static int served_tls(const struct xl_gateway *g, const struct xl_virtual_service *vs)
+/* Whether an HTTPS listener of |g| with TLS block |bi| (0: spec.tls, 1 + k:
+ * spec.listeners[k].tls) serves |vs| (its domains then need a certificate
+ * of that block). */
+static int block_serves(const struct xl_gateway *g, size_t bi, const struct xl_virtual_service *vs)
 {
     if (!g->nlisteners)
-        return 1;
-    for (size_t i = 0; i < g->nlisteners; i++)
-        if (g->listeners[i].https && xlate_listener_serves(vs, g->listeners[i].name))
+        return bi == 0;
+    for (size_t k = 0; k < g->nlisteners; k++) {
+        const struct xl_listener *l = &g->listeners[k];
+        if (l->https && (l->tls ? k + 1 : 0) == bi && xlate_listener_serves(vs, l->name))
             return 1;
+    }
     return 0;
 }
 
-int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
-                          const struct xl_listener *l, const char *name, const char *rc_name,
-                          const char *stat_prefix, uint8_t **out, size_t *len)
+/* The certificate of |b| covering |host| best (an exact name before a
+ * wildcard, then the earlier one): its index into b->certs, or -1. */
+static long best_cert(const struct xl_tls_block *b, const char *host)
+{
+    long best = -1;
+    int score = 0;
+    for (size_t j = 0; j < b->ncerts && score < 2; j++) {
+        int sc = xlate_tls_cert_covers(&b->certs[j]->obj->u.secret.cert, host);
+        if (sc > score) {
+            score = sc;
+            best = (long)j;
+        }
+    }
+    return best;
+}
+
+/* "Gateway ns/name", or "listener "x" of Gateway ns/name
+ * (spec.listeners[k].tls)" for a listener's own block. */
+static void block_owner(const struct xl_entry *gwe, const struct xl_tls_block *b, char *out,
+                        size_t n)
 {
     const struct xl_gateway *g = &gwe->obj->u.gw;
-    const struct xl_gateway_tls *gt = xlate_gateway_tls_of(g);
+    if (b->listener)
+        snprintf(out, n, "listener \"%s\" of Gateway %s (spec.listeners[%zu].tls)",
+                 g->listeners[b->listener - 1].name ? g->listeners[b->listener - 1].name : "",
+                 gwe->key, b->listener - 1);
+    else
+        snprintf(out, n, "Gateway %s", gwe->key);
+}
+
+int xlate_gw_tls_coverage(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m)
+{
+    const struct xl_gateway *g = &gwe->obj->u.gw;
     const struct xl_gw_tls *t = gwe->gtls;
     struct xl_arena a = {0};
-    struct cx_map seen = {0}, fresh = {0};
+    struct cx_map fresh = {0};
     struct cx_buf msg;
     cx_buf_init(&msg, 8192);
     int rc = -1;
-    size_t total = 0;
-    for (size_t i = 0; i < m->nacc; i++)
-        total += m->acc[i].vs->obj->u.vs.ndomains;
-    struct assign *as = xlate_alloc(&a, (total ? total : 1) * sizeof(*as));
-    struct xl_tls_chain *chains = xlate_alloc(&a, (t->ncerts ? t->ncerts : 1) * sizeof(*chains));
-    int *used = xlate_alloc(&a, (t->ncerts ? t->ncerts : 1) * sizeof(*used));
-    char **notes = calloc(t->ncerts ? t->ncerts : 1, sizeof(*notes));
-    size_t nas = 0, nchains = 0, nnotes = 0;
-    if (!as || !chains || !used || !notes)
+    size_t total = 0, nnotes = 0;
+    for (size_t b = 0; b < t->nblocks; b++)
+        total += t->blocks[b].spec ? t->blocks[b].ncerts : 0;
+    int *used = xlate_alloc(&a, (total ? total : 1) * sizeof(*used));
+    char **notes = calloc(total ? total : 1, sizeof(*notes));
+    if (!used || !notes)
         goto out;
-    const char *dflt_key = t->certs[0]->key;
+    memset(used, 0, (total ? total : 1) * sizeof(*used));
     for (size_t i = 0; i < m->nacc; i++) {
         const struct xl_entry *vs = m->acc[i].vs;
         const struct xl_virtual_service *v = &vs->obj->u.vs;
-        /* coverage: the same on every HTTPS listener (they share the
-         * certificates); this listener's chains: the domains it serves */
-        int mine = xlate_listener_serves(v, l->name);
-        if (!mine && !served_tls(g, v))
-            continue;
         msg.len = 0;
-        for (size_t k = 0; k < v->ndomains; k++) {
-            char host[300];
-            if (!sni_host(v->domains[k], host, sizeof(host)) || cx_map_gets(&seen, host))
+        for (size_t bi = 0, off = 0; bi < t->nblocks; bi++) {
+            const struct xl_tls_block *b = &t->blocks[bi];
+            if (!b->spec)
                 continue;
-            size_t best = 0;
-            int score = 0;
-            for (size_t j = 0; j < t->ncerts && score < 2; j++) {
-                int sc = xlate_tls_cert_covers(&t->certs[j]->obj->u.secret.cert, host);
-                if (sc > score) {
-                    score = sc;
-                    best = j;
+            size_t here = off;
+            off += b->ncerts;
+            if (!block_serves(g, bi, v))
+                continue;
+            for (size_t k = 0; k < v->ndomains; k++) {
+                char host[300], owner[400];
+                if (!sni_host(v->domains[k], host, sizeof(host)))
+                    continue;
+                long best = best_cert(b, host);
+                if (best >= 0) {
+                    used[here + (size_t)best] = 1;
+                    continue;
                 }
-            }
-            if (!score) {
+                block_owner(gwe, b, owner, sizeof(owner));
                 if (cx_buf_printf(&msg,
                                   "%sspec.domains[%zu]: \"%s\" is not covered by any certificate "
-                                  "of Gateway %s; TLS clients asking for it get the default "
+                                  "of %s; TLS clients asking for it get the default "
                                   "certificate (Secret %s) and refuse it",
-                                  msg.len ? "; " : "", k, v->domains[k], gwe->key, dflt_key) != 0 &&
+                                  msg.len ? "; " : "", k, v->domains[k], owner,
+                                  b->certs[0]->key) != 0 &&
                     msg.len == 0)
                     goto out;
-                continue;
             }
-            used[best] = 1;
-            if (!mine)
-                continue;
-            char *h = xlate_strdup(&a, host);
-            if (!h || cx_map_put(&seen, h, strlen(h), h, NULL) != 0)
-                goto out;
-            as[nas++] = (struct assign){best, h};
         }
         if (msg.len) {
             char *c = strndup(msg.data, msg.len);
@@ -573,62 +649,33 @@ int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
             }
         }
     }
-    qsort(as, nas, sizeof(*as), assign_cmp);
-    for (size_t i = 0; i < nas;) {
-        size_t j = i;
-        while (j < nas && as[j].cert == as[i].cert)
-            j++;
-        char **names = xlate_alloc(&a, (j - i) * sizeof(*names));
-        if (!names)
-            goto out;
-        for (size_t k = i; k < j; k++)
-            names[k - i] = as[k].host;
-        const char *sds = cert_sds_name(&a, t->certs[as[i].cert]);
-        if (!sds)
-            goto out;
-        chains[nchains++] = (struct xl_tls_chain){
-            .name = t->certs[as[i].cert]->key,
-            .server_names = names,
-            .nserver_names = j - i,
-            .secret = sds,
-        };
-        i = j;
-    }
-    for (size_t j = 1; j < t->ncerts; j++) {
-        if (used[j])
+    /* a certificate (other than the default) no served domain needs */
+    for (size_t bi = 0, off = 0; bi < t->nblocks; bi++) {
+        const struct xl_tls_block *b = &t->blocks[bi];
+        if (!b->spec)
             continue;
-        char names[300], buf[700];
-        xlate_tls_names_str(&t->certs[j]->obj->u.secret.cert, names, sizeof(names));
-        snprintf(buf, sizeof(buf),
-                 "spec.tls.certificates[%zu]: Secret %s covers none of the served domains (it "
-                 "names %s); not used",
-                 t->cert_index[j], t->certs[j]->key, names);
-        if (!(notes[nnotes++] = strdup(buf)))
-            goto out;
+        for (size_t j = 1; j < b->ncerts; j++) {
+            if (used[off + j])
+                continue;
+            char names[300], buf[800], bp[48];
+            xlate_tls_names_str(&b->certs[j]->obj->u.secret.cert, names, sizeof(names));
+            block_path(b, bp, sizeof(bp));
+            if (b->listener)
+                snprintf(buf, sizeof(buf),
+                         "%s.certificates[%zu]: Secret %s covers none of the domains listener "
+                         "\"%s\" serves (it names %s); not used",
+                         bp, b->cert_index[j], b->certs[j]->key,
+                         g->listeners[b->listener - 1].name, names);
+            else
+                snprintf(buf, sizeof(buf),
+                         "%s.certificates[%zu]: Secret %s covers none of the served domains (it "
+                         "names %s); not used",
+                         bp, b->cert_index[j], b->certs[j]->key, names);
+            if (!(notes[nnotes++] = strdup(buf)))
+                goto out;
+        }
+        off += b->ncerts;
     }
-    struct xl_tls_chain dflt = {
-        .name = "default",
-        .secret = cert_sds_name(&a, t->certs[0]),
-    };
-    char ca_sds[XL_SDS_NAME_MAX];
-    if (t->client_ca)
-        xlate_sds_ca_name(gt->client_ca.ns, gt->client_ca.name, gt->client_ca.key, ca_sds,
-                          sizeof(ca_sds));
-    if (!dflt.secret)
-        goto out;
-    struct xl_downstream_tls dt = {
-        /* explicit, so Envoy's own default may change without us noticing */
-        .min_version = gt->min_version ? gt->min_version : XL_TLS_1_2,
-        .max_version = gt->max_version,
-        .alpn = gt->alpn,
-        .nalpn = gt->nalpn,
-        .client_ca = t->client_ca ? ca_sds : NULL,
-        .require_client_cert = t->client_ca && !gt->client_cert_optional,
-    };
-    const struct xl_hcm_opts ho = {.envoy_filters = 1, .logs = g->logs, .nlogs = g->nlogs};
-    if (xlate_encode_listener_envoy_tls(name, l->address, l->port, rc_name, stat_prefix, &dt,
-                                        chains, nchains, &dflt, &ho, out, len) != 0)
-        goto out;
     /* the VirtualServices whose coverage messages come or go */
     if (dirty_keys(ctx, &m->uncovered) != 0 || dirty_keys(ctx, &fresh) != 0)
         goto out;
@@ -653,9 +700,97 @@ out:
     for (size_t i = 0; cx_map_next(&fresh, &i, &fs);)
         free(fs->val);
     cx_map_free(&fresh);
-    cx_map_free(&seen);
     xlate_arena_free(&a);
     cx_buf_free(&msg);
+    return rc;
+}
+
+int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
+                          const struct xl_tls_block *b, const struct xl_listener *l,
+                          const char *name, const char *rc_name, const char *stat_prefix,
+                          uint8_t **out, size_t *len)
+{
+    (void)ctx;
+    const struct xl_gateway *g = &gwe->obj->u.gw;
+    const struct xl_gateway_tls *gt = b->spec;
+    struct xl_arena a = {0};
+    struct cx_map seen = {0};
+    int rc = -1;
+    size_t total = 0;
+    for (size_t i = 0; i < m->nacc; i++)
+        total += m->acc[i].vs->obj->u.vs.ndomains;
+    struct assign *as = xlate_alloc(&a, (total ? total : 1) * sizeof(*as));
+    struct xl_tls_chain *chains = xlate_alloc(&a, (b->ncerts ? b->ncerts : 1) * sizeof(*chains));
+    size_t nas = 0, nchains = 0;
+    if (!as || !chains)
+        goto out;
+    /* this listener's chains: the domains it serves, each to the
+     * certificate of its block covering it best */
+    for (size_t i = 0; i < m->nacc; i++) {
+        const struct xl_virtual_service *v = &m->acc[i].vs->obj->u.vs;
+        if (!xlate_listener_serves(v, l->name))
+            continue;
+        for (size_t k = 0; k < v->ndomains; k++) {
+            char host[300];
+            if (!sni_host(v->domains[k], host, sizeof(host)) || cx_map_gets(&seen, host))
+                continue;
+            long best = best_cert(b, host);
+            if (best < 0)
+                continue;
+            char *h = xlate_strdup(&a, host);
+            if (!h || cx_map_put(&seen, h, strlen(h), h, NULL) != 0)
+                goto out;
+            as[nas++] = (struct assign){(size_t)best, h};
+        }
+    }
+    qsort(as, nas, sizeof(*as), assign_cmp);
+    for (size_t i = 0; i < nas;) {
+        size_t j = i;
+        while (j < nas && as[j].cert == as[i].cert)
+            j++;
+        char **names = xlate_alloc(&a, (j - i) * sizeof(*names));
+        if (!names)
+            goto out;
+        for (size_t k = i; k < j; k++)
+            names[k - i] = as[k].host;
+        const char *sds = cert_sds_name(&a, b->certs[as[i].cert]);
+        if (!sds)
+            goto out;
+        chains[nchains++] = (struct xl_tls_chain){
+            .name = b->certs[as[i].cert]->key,
+            .server_names = names,
+            .nserver_names = j - i,
+            .secret = sds,
+        };
+        i = j;
+    }
+    struct xl_tls_chain dflt = {
+        .name = "default",
+        .secret = cert_sds_name(&a, b->certs[0]),
+    };
+    char ca_sds[XL_SDS_NAME_MAX];
+    if (b->client_ca)
+        xlate_sds_ca_name(gt->client_ca.ns, gt->client_ca.name, gt->client_ca.key, ca_sds,
+                          sizeof(ca_sds));
+    if (!dflt.secret)
+        goto out;
+    struct xl_downstream_tls dt = {
+        /* explicit, so Envoy's own default may change without us noticing */
+        .min_version = gt->min_version ? gt->min_version : XL_TLS_1_2,
+        .max_version = gt->max_version,
+        .alpn = gt->alpn,
+        .nalpn = gt->nalpn,
+        .client_ca = b->client_ca ? ca_sds : NULL,
+        .require_client_cert = b->client_ca && !gt->client_cert_optional,
+    };
+    const struct xl_hcm_opts ho = {.envoy_filters = 1, .logs = g->logs, .nlogs = g->nlogs};
+    if (xlate_encode_listener_envoy_tls(name, l->address, l->port, rc_name, stat_prefix, &dt,
+                                        chains, nchains, &dflt, &ho, out, len) != 0)
+        goto out;
+    rc = 0;
+out:
+    cx_map_free(&seen);
+    xlate_arena_free(&a);
     return rc;
 }
 

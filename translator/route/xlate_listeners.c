@@ -1,7 +1,7 @@
 /*
  * A Gateway's socket Listeners (envoy mode): spec.listeners[], one
- * Listener per entry (a port, an address, HTTP or HTTPS with the
- * Gateway's spec.tls); without spec.listeners, one Listener on
+ * Listener per entry (a port, an address, HTTP or HTTPS with its own
+ * tls or the Gateway's spec.tls); without spec.listeners, one Listener on
  * bindAddress:bindPort as before. A VirtualService's spec.listeners names
  * the listeners that serve it: a listener serving every accepted
  * VirtualService uses the Gateway's RouteConfiguration "namespace/name",
@@ -57,8 +57,8 @@ void xlate_parse_gateway_listeners(struct pctx *p, const cJSON *v, struct xl_gat
     if (!g->listeners)
         return;
     memset(g->listeners, 0, n * sizeof(*g->listeners));
-    int any_https = 0;
-    size_t i = 0;
+    int any_https = 0, shared_tls = 0;
+    size_t i = 0, ncerts = g->tls ? g->tls->ncerts : 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, arr)
     {
@@ -69,8 +69,9 @@ void xlate_parse_gateway_listeners(struct pctx *p, const cJSON *v, struct xl_gat
             pop(p, o);
             continue;
         }
-        static const char *const allowed[] = {"name", "port", "bindAddress", "protocol", NULL};
-        const cJSON *f[4];
+        static const char *const allowed[] = {"name",     "port", "bindAddress",
+                                              "protocol", "tls",  NULL};
+        const cJSON *f[5];
         xlate_fields(p, e, allowed, f);
         if (str_v(p, f[0], "name", 1, &l->name) == 1 &&
             (!cx_kname_is_label(l->name) || strlen(l->name) > 63))
@@ -91,10 +92,24 @@ void xlate_parse_gateway_listeners(struct pctx *p, const cJSON *v, struct xl_gat
                 REJECT_AT(p, "protocol", XL_R_INVALID_SPEC,
                           "must be \"HTTP\" or \"HTTPS\", got \"%s\"", proto);
         }
-        if (l->https && !g->tls)
+        if (f[4]) {
+            size_t o2 = push_lit(p, ".tls");
+            if (!cJSON_IsObject(f[4]))
+                REJECT(p, XL_R_INVALID_SPEC, "must be an object, got %s", jtype(f[4]));
+            else if ((l->tls = palloc(p, sizeof(*l->tls))))
+                xlate_parse_gateway_tls(p, f[4], l->tls);
+            if (l->tls && !l->https)
+                REJECT(p, XL_R_INVALID_SPEC,
+                       "is for HTTPS listeners only (set protocol: HTTPS, or leave tls out for "
+                       "plain HTTP)");
+            pop(p, o2);
+            ncerts += l->tls ? l->tls->ncerts : 0;
+        }
+        if (l->https && !l->tls && !g->tls)
             REJECT_AT(p, "protocol", XL_R_INVALID_SPEC,
                       "HTTPS needs the Gateway's spec.tls (its certificates)");
         any_https |= l->https;
+        shared_tls |= l->https && !l->tls;
         /* one socket per port: the kernel refuses a second bind, and a
          * wildcard address overlaps every other */
         for (size_t k = 0; k + 1 < i; k++) {
@@ -126,6 +141,18 @@ void xlate_parse_gateway_listeners(struct pctx *p, const cJSON *v, struct xl_gat
         REJECT(p, XL_R_INVALID_SPEC,
                "tls is set but no listener has protocol HTTPS: its certificates would serve "
                "nothing");
+    else if (g->tls && !shared_tls)
+        REJECT(p, XL_R_INVALID_SPEC,
+               "tls is set but every HTTPS listener has its own tls: its certificates would "
+               "serve nothing");
+    if (ncerts > XLATE_MAX_GATEWAY_CERTIFICATES) {
+        size_t o = push_lit(p, ".listeners");
+        REJECT(p, XL_R_INVALID_SPEC,
+               "the Gateway names %zu certificates in all (spec.tls and every listener's tls); "
+               "at most %d",
+               ncerts, XLATE_MAX_GATEWAY_CERTIFICATES);
+        pop(p, o);
+    }
 }
 
 int xlate_gw_listeners(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
@@ -136,6 +163,8 @@ int xlate_gw_listeners(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw
     struct xl_listener one = {.address = g->bind_address, .port = g->bind_port, .https = !!t};
     const struct xl_listener *ls = g->nlisteners ? g->listeners : &one;
     size_t nl = g->nlisteners ? g->nlisteners : 1;
+    if (t && xlate_gw_tls_coverage(ctx, gwe, m) != 0)
+        return -1;
     struct xds_resource **rs = calloc(nl, sizeof(*rs));
     if (!rs)
         return -1;
@@ -156,8 +185,8 @@ int xlate_gw_listeners(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw
         const char *rcn = k < m->nlrc && m->lrc[k].rc ? m->lrc[k].rc->name : gwe->key;
         uint8_t *bytes = NULL;
         size_t len = 0;
-        if ((l->https && t)
-                ? xlate_gw_tls_listener(ctx, gwe, m, l, name, rcn, sp, &bytes, &len) != 0
+        const struct xl_tls_block *b = l->https ? xlate_gw_tls_block(gwe, k) : NULL;
+        if (b ? xlate_gw_tls_listener(ctx, gwe, m, b, l, name, rcn, sp, &bytes, &len) != 0
                 : xlate_encode_listener_envoy_ex(name, l->address, l->port, rcn, sp, &ho, &bytes,
                                                  &len) != 0)
             break;
