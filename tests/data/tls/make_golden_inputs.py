@@ -231,6 +231,80 @@ CASES = {
         "spec:\n  static:\n    hosts: [{address: 10.0.0.7, port: 8443}]\n"
         "  tls:\n    sni: backend.internal\n    caConfigMapRef: {name: cas, key: key.pem}\n",
     ],
+    # listeners with their own certificates: a public HTTPS listener (two
+    # certificates by SNI), an internal one (its own certificate, TLS 1.3,
+    # client certificates required), plain HTTP; a Gateway whose spec.tls
+    # serves one listener while another has its own (a Secret shared from
+    # another namespace); one naming another namespace's Secret it may not
+    "tls_listener_certs": [
+        "apiVersion: coxswain.dev/v1\nkind: Gateway\nmetadata: {name: edge, namespace: default}\n"
+        "spec:\n  listeners:\n"
+        "  - name: public\n    port: 8443\n    protocol: HTTPS\n    tls:\n"
+        "      certificates:\n      - secretRef: {name: www}\n      - secretRef: {name: shop}\n"
+        "  - name: internal\n    port: 9443\n    bindAddress: 127.0.0.1\n    protocol: HTTPS\n"
+        "    tls:\n      certificates:\n      - secretRef: {name: backend}\n"
+        "      - secretRef: {name: www}\n      minVersion: TLSv1.3\n      alpnProtocols: [h2]\n"
+        "      clientValidation:\n        caConfigMapRef: {name: clients}\n"
+        "  - {name: http, port: 8080}\n",
+        secret("www", "www.crt", "www.key"),
+        secret("shop", "shop.crt", "shop.key"),
+        secret("backend", "backend.crt", "backend.key"),
+        secret("shared", "shop.crt", "shop.key",
+               extra=", annotations: {coxswain.dev/allow-references-from: other}"),
+        ca_map("clients"),
+        "apiVersion: coxswain.dev/v1\nkind: VirtualService\n"
+        "metadata: {name: www, namespace: default, creationTimestamp: \"2024-01-01T00:00:00Z\"}\n"
+        "spec:\n  domains: ['www.example.com']\n  listeners: [public, http]\n"
+        "  routes:\n  - upstream: {name: web}\n",
+        "apiVersion: coxswain.dev/v1\nkind: VirtualService\n"
+        "metadata: {name: shop, namespace: default, creationTimestamp: \"2024-01-01T00:00:00Z\"}\n"
+        "spec:\n  domains: ['a.shop.example.com']\n  listeners: [public]\n"
+        "  routes:\n  - upstream: {name: web}\n",
+        "apiVersion: coxswain.dev/v1\nkind: VirtualService\n"
+        "metadata: {name: admin, namespace: default, creationTimestamp: \"2024-01-01T00:00:00Z\"}\n"
+        "spec:\n  domains: ['backend.internal']\n  listeners: [internal]\n"
+        "  routes:\n  - upstream: {name: web}\n",
+        vs("api", ["api.example.com"]),
+        WEB,
+        "apiVersion: coxswain.dev/v1\nkind: Gateway\nmetadata: {name: mixed, namespace: other}\n"
+        "spec:\n  tls:\n    certificates:\n    - secretRef: {name: www}\n  listeners:\n"
+        "  - {name: a, port: 8443, protocol: HTTPS}\n"
+        "  - name: b\n    port: 9443\n    protocol: HTTPS\n    tls:\n      certificates:\n"
+        "      - secretRef: {name: shared, namespace: default}\n      - secretRef: {name: www}\n",
+        "apiVersion: coxswain.dev/v1\nkind: Gateway\nmetadata: {name: denied, namespace: other}\n"
+        "spec:\n  listeners:\n"
+        "  - name: a\n    port: 8443\n    protocol: HTTPS\n    tls:\n      certificates:\n"
+        "      - secretRef: {name: www, namespace: default}\n",
+        secret("www", "www.crt", "www.key", ns="other"),
+        vs("site", ["www.example.com", "b.shop.example.com"], ns="other", upstream="web"),
+        "apiVersion: coxswain.dev/v1\nkind: Upstream\nmetadata: {name: web, namespace: other}\n"
+        "spec:\n  static:\n    hosts: [{address: 10.0.0.2, port: 8080}]\n",
+    ],
+    # listeners[].tls mistakes: refused by the API
+    "tls_listener_invalid": [
+        "apiVersion: coxswain.dev/v1\nkind: Gateway\nmetadata: {name: plain, namespace: default}\n"
+        "spec:\n  listeners:\n"
+        "  - name: a\n    port: 8080\n    tls: {certificates: [{secretRef: {name: www}}]}\n",
+        "apiVersion: coxswain.dev/v1\nkind: Gateway\nmetadata: {name: unused, namespace: default}\n"
+        "spec:\n  tls: {certificates: [{secretRef: {name: www}}]}\n  listeners:\n"
+        "  - name: a\n    port: 8443\n    protocol: HTTPS\n"
+        "    tls: {certificates: [{secretRef: {name: www}}]}\n"
+        "  - {name: b, port: 8080}\n",
+        "apiVersion: coxswain.dev/v1\nkind: Gateway\nmetadata: {name: neither, namespace: default}\n"
+        "spec:\n  listeners:\n  - {name: a, port: 8443, protocol: HTTPS}\n",
+        "apiVersion: coxswain.dev/v1\nkind: Gateway\nmetadata: {name: bad, namespace: default}\n"
+        "spec:\n  listeners:\n"
+        "  - name: a\n    port: 8443\n    protocol: HTTPS\n"
+        "    tls: {certificates: [], minVersion: TLSv1.9, ciphers: [x]}\n"
+        "  - name: b\n    port: 9443\n    protocol: HTTPS\n    tls: [www]\n",
+        "apiVersion: coxswain.dev/v1\nkind: Gateway\nmetadata: {name: mesh, namespace: default}\n"
+        "spec:\n  mode: proxyless\n  listeners:\n"
+        "  - name: a\n    port: 8443\n    protocol: HTTPS\n"
+        "    tls: {certificates: [{secretRef: {name: www}}]}\n",
+        secret("www", "www.crt", "www.key"),
+        vs("www", ["www.example.com"]),
+        WEB,
+    ],
     # spec.tls mistakes: the API refuses them before any Secret is read
     "tls_invalid_spec": [
         gateway("gw", "    certificates:\n    - secretRef: {name: www}\n"
