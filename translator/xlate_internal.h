@@ -108,11 +108,11 @@ struct xl_up_memo {
  * against the Secrets and ConfigMap it names. */
 struct xl_tls_block {
     const struct xl_gateway_tls *spec; /* NULL: the block is unused */
-    size_t listener;         /* spec.listeners index + 1; 0: spec.tls */
-    struct xl_entry **certs; /* the usable certificates' Secrets, in spec order */
-    size_t *cert_index;      /* their index in the block's certificates */
+    size_t listener;                   /* spec.listeners index + 1; 0: spec.tls */
+    struct xl_entry **certs;           /* the usable certificates' Secrets, in spec order */
+    size_t *cert_index;                /* their index in the block's certificates */
     size_t ncerts;
-    const char *client_ca;   /* PEM, borrowed from the ConfigMap, or NULL */
+    const char *client_ca; /* PEM, borrowed from the ConfigMap, or NULL */
     /* the client CA's last check (OpenSSL), redone when the ConfigMap changes */
     uint64_t ca_checked; /* ConfigMap digest + key hash; 0: none */
     int ca_ok;
@@ -122,7 +122,7 @@ struct xl_tls_block {
 /* A Gateway's TLS blocks resolved (envoy mode; recomputed every pass,
  * xlate_tlsref.c): [0] spec.tls, [1 + k] spec.listeners[k].tls. */
 struct xl_gw_tls {
-    int fatal;               /* a used block has nothing usable: the Gateway is rejected */
+    int fatal;                   /* a used block has nothing usable: the Gateway is rejected */
     struct xl_tls_block *blocks; /* malloc; kept across passes (the CA checks) */
     size_t nblocks;
     uint64_t digest;         /* what the listeners read of them */

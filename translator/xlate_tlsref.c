@@ -664,8 +664,8 @@ int xlate_gw_tls_coverage(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
                 snprintf(buf, sizeof(buf),
                          "%s.certificates[%zu]: Secret %s covers none of the domains listener "
                          "\"%s\" serves (it names %s); not used",
-                         bp, b->cert_index[j], b->certs[j]->key,
-                         g->listeners[b->listener - 1].name, names);
+                         bp, b->cert_index[j], b->certs[j]->key, g->listeners[b->listener - 1].name,
+                         names);
             else
                 snprintf(buf, sizeof(buf),
                          "%s.certificates[%zu]: Secret %s covers none of the served domains (it "
