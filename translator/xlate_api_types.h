@@ -25,25 +25,22 @@ struct filter_selector;
 
 /* Limits on what one object may hold: far above real use, and a bound on
  * the work a hostile or mistaken object can cause. */
-#define XLATE_MAX_DOMAINS      256
-#define XLATE_MAX_ROUTES       1024
-#define XLATE_MAX_HEADERS      32
-#define XLATE_MAX_WEIGHTED     64
-#define XLATE_MAX_HOSTS        1024
-#define XLATE_MAX_NAMESPACES   256
-#define XLATE_MAX_ERRORS       16 /* errors kept per object (the rest counted) */
-#define XLATE_MAX_DELEGATION   8  /* RouteTable nesting depth */
-#define XLATE_MAX_CERTIFICATES 64 /* Gateway spec.tls.certificates */
-/* certificates one Gateway names in all (spec.tls and every
- * spec.listeners[].tls): 16 listeners of 64 would be 1,088 */
-#define XLATE_MAX_GATEWAY_CERTIFICATES 128
-#define XLATE_MAX_SANS                 64      /* Upstream spec.tls.subjectAltNames */
-#define XLATE_MAX_HASH                 8       /* route hashPolicy entries */
-#define XLATE_MAX_RING_SIZE            8388608 /* Envoy's RingHashLbConfig bound (8M) */
-#define XLATE_MAX_LOCALITIES           64      /* Upstream spec.localities */
-#define XLATE_MAX_PRIORITY             127     /* a locality's priority (Envoy allows 0-128) */
-#define XLATE_MAX_HEALTH_CHECKS        8       /* Upstream spec.healthChecks */
-#define XLATE_MAX_STATUS_RANGES        16      /* a health check's expectedStatuses */
+#define XLATE_MAX_DOMAINS       256
+#define XLATE_MAX_ROUTES        1024
+#define XLATE_MAX_HEADERS       32
+#define XLATE_MAX_WEIGHTED      64
+#define XLATE_MAX_HOSTS         1024
+#define XLATE_MAX_NAMESPACES    256
+#define XLATE_MAX_ERRORS        16      /* errors kept per object (the rest counted) */
+#define XLATE_MAX_DELEGATION    8       /* RouteTable nesting depth */
+#define XLATE_MAX_CERTIFICATES  64      /* Gateway spec.tls.certificates */
+#define XLATE_MAX_SANS          64      /* Upstream spec.tls.subjectAltNames */
+#define XLATE_MAX_HASH          8       /* route hashPolicy entries */
+#define XLATE_MAX_RING_SIZE     8388608 /* Envoy's RingHashLbConfig bound (8M) */
+#define XLATE_MAX_LOCALITIES    64      /* Upstream spec.localities */
+#define XLATE_MAX_PRIORITY      127     /* a locality's priority (Envoy allows 0-128) */
+#define XLATE_MAX_HEALTH_CHECKS 8       /* Upstream spec.healthChecks */
+#define XLATE_MAX_STATUS_RANGES 16      /* a health check's expectedStatuses */
 /* RE2 program sizes of one object's regexes, added up: past it the rest
  * are not compiled and the object is Rejected (RegexProgramSize). Bounds
  * the RE2 work one object costs: ~1,000 regexes at Envoy's default limit. */
@@ -269,6 +266,9 @@ struct xl_gateway_access {
 
 /* spec.listeners[]: one socket Listener each (envoy mode). */
 #define XLATE_MAX_LISTENERS 16
+/* certificates one Gateway names in all, spec.tls and every listener's
+ * tls together (16 listeners of 64 and spec.tls would be 1,088) */
+#define XLATE_MAX_GATEWAY_CERTIFICATES 128
 struct xl_listener {
     char *name;    /* a DNS label, unique in the Gateway */
     char *address; /* an IP literal (default: the Gateway's bindAddress) */
