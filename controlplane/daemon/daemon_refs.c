@@ -2,6 +2,7 @@
 
 #include "cx_json.h"
 #include "cx_map.h"
+#include "xlate_api_types.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,10 @@ void daemon_refs_free(struct daemon_refs *r)
     free(r);
 }
 
+/* every reference of a Gateway the translator accepts fits */
+_Static_assert(DAEMON_REFS_MAX >= XLATE_MAX_GATEWAY_CERTIFICATES + 1 + XLATE_MAX_LISTENERS,
+               "DAEMON_REFS_MAX below a Gateway's references");
+
 /* ---- what an object names ------------------------------------------------------- */
 
 static void add(struct daemon_ref *out, size_t max, size_t *n, enum xlate_kind kind,
@@ -74,6 +79,25 @@ static void add(struct daemon_ref *out, size_t max, size_t *n, enum xlate_kind k
     out[(*n)++] = d;
 }
 
+/* The Secrets and the client CA a Gateway TLS block (spec.tls, or a
+ * listener's tls) names. */
+static void gateway_tls_refs(struct daemon_ref *out, size_t max, size_t *n, const char *ns,
+                             const cJSON *tls)
+{
+    if (!cJSON_IsObject(tls))
+        return;
+    const cJSON *certs = cJSON_GetObjectItemCaseSensitive(tls, "certificates");
+    if (!cJSON_IsArray(certs))
+        certs = NULL;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, certs)
+    {
+        add(out, max, n, XLATE_KIND_SECRET, ns, cx_json_path(c, "secretRef", NULL));
+    }
+    add(out, max, n, XLATE_KIND_CONFIG_MAP, ns,
+        cx_json_path(tls, "clientValidation", "caConfigMapRef", NULL));
+}
+
 size_t daemon_refs_of(enum xlate_kind kind, const cJSON *obj, struct daemon_ref *out, size_t max)
 {
     const char *ns = cx_json_path_str(obj, "metadata", "namespace", NULL);
@@ -81,20 +105,17 @@ size_t daemon_refs_of(enum xlate_kind kind, const cJSON *obj, struct daemon_ref 
         ns = "default";
     const cJSON *tls = cx_json_path(obj, "spec", "tls", NULL);
     size_t n = 0;
-    if (!cJSON_IsObject(tls))
-        return 0;
     if (kind == XLATE_KIND_GATEWAY) {
-        const cJSON *certs = cJSON_GetObjectItemCaseSensitive(tls, "certificates");
-        if (!cJSON_IsArray(certs))
-            certs = NULL;
-        const cJSON *c;
-        cJSON_ArrayForEach(c, certs)
+        gateway_tls_refs(out, max, &n, ns, tls);
+        const cJSON *ls = cx_json_path(obj, "spec", "listeners", NULL);
+        if (!cJSON_IsArray(ls))
+            ls = NULL;
+        const cJSON *l;
+        cJSON_ArrayForEach(l, ls)
         {
-            add(out, max, &n, XLATE_KIND_SECRET, ns, cx_json_path(c, "secretRef", NULL));
+            gateway_tls_refs(out, max, &n, ns, cx_json_path(l, "tls", NULL));
         }
-        add(out, max, &n, XLATE_KIND_CONFIG_MAP, ns,
-            cx_json_path(tls, "clientValidation", "caConfigMapRef", NULL));
-    } else if (kind == XLATE_KIND_UPSTREAM) {
+    } else if (kind == XLATE_KIND_UPSTREAM && cJSON_IsObject(tls)) {
         add(out, max, &n, XLATE_KIND_CONFIG_MAP, ns, cx_json_path(tls, "caConfigMapRef", NULL));
         add(out, max, &n, XLATE_KIND_SECRET, ns,
             cx_json_path(tls, "clientCertificate", "secretRef", NULL));

@@ -1,6 +1,7 @@
 /*
  * daemon_refs: which Secrets and ConfigMaps the stored Gateways and
- * Upstreams name in spec.tls, counted by referrer. The daemon watches
+ * Upstreams name in spec.tls (and a Gateway's spec.listeners[].tls),
+ * counted by referrer. The daemon watches
  * Secrets (type kubernetes.io/tls) and ConfigMaps in the watched namespaces
  * but keeps only the referenced ones in the store (the filters drop the
  * others as "unreferenced"): an unrelated ConfigMap that changes every two
@@ -17,8 +18,10 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
-/* Most references one object may hold (64 certificates + a CA). */
-#define DAEMON_REFS_MAX 66
+/* Most references one object may hold: a Gateway's 128 certificates in
+ * all (XLATE_MAX_GATEWAY_CERTIFICATES; the translator refuses more) and a
+ * client CA for spec.tls and each of its 16 listeners. */
+#define DAEMON_REFS_MAX (128 + 1 + 16)
 /* "namespace/name" of a reference. */
 #define DAEMON_REFS_KEY_MAX 320
 

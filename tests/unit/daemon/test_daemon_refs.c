@@ -49,6 +49,32 @@ static void test_refs_of(void)
     CHECK_STR_EQ(r[1].key, "certs/shop");
     CHECK_INT_EQ(r[2].kind, XLATE_KIND_CONFIG_MAP);
     CHECK_STR_EQ(r[2].key, "edge/clients");
+    /* a Gateway's listeners' own certificates and CAs, after spec.tls's,
+     * each once; an HTTP listener without tls names nothing */
+    cJSON *lgw =
+        parse("{\"metadata\":{\"name\":\"gw\",\"namespace\":\"edge\"},\"spec\":{"
+              "\"tls\":{\"certificates\":[{\"secretRef\":{\"name\":\"www\"}}]},\"listeners\":["
+              "{\"name\":\"a\",\"port\":80},"
+              "{\"name\":\"b\",\"port\":443,\"protocol\":\"HTTPS\",\"tls\":{\"certificates\":["
+              "{\"secretRef\":{\"name\":\"internal\"}},{\"secretRef\":{\"name\":\"www\"}},"
+              "{\"secretRef\":{\"name\":\"shop\",\"namespace\":\"certs\"}}],"
+              "\"clientValidation\":{\"caConfigMapRef\":{\"name\":\"clients\"}}}},"
+              "{\"name\":\"c\",\"port\":8443,\"protocol\":\"HTTPS\",\"tls\":[1]}]}}");
+    n = daemon_refs_of(XLATE_KIND_GATEWAY, lgw, r, 8);
+    REQUIRE_INT_EQ(n, 4);
+    CHECK_STR_EQ(r[0].key, "edge/www");
+    CHECK_STR_EQ(r[1].key, "edge/internal");
+    CHECK_INT_EQ(r[1].kind, XLATE_KIND_SECRET);
+    CHECK_STR_EQ(r[2].key, "certs/shop");
+    CHECK_INT_EQ(r[3].kind, XLATE_KIND_CONFIG_MAP);
+    CHECK_STR_EQ(r[3].key, "edge/clients");
+    /* listeners alone, without spec.tls */
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(lgw, "spec"), "tls");
+    n = daemon_refs_of(XLATE_KIND_GATEWAY, lgw, r, 8);
+    REQUIRE_INT_EQ(n, 4);
+    CHECK_STR_EQ(r[0].key, "edge/internal");
+    CHECK_STR_EQ(r[1].key, "edge/www");
+    cJSON_Delete(lgw);
     /* an Upstream: CA and client certificate; other kinds: nothing */
     cJSON *up = parse("{\"metadata\":{\"name\":\"be\"},\"spec\":{\"tls\":{"
                       "\"caConfigMapRef\":{\"name\":\"ca\",\"key\":\"x\"},"
