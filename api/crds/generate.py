@@ -401,6 +401,7 @@ SPECS = {
                             "bindAddress": {"type": "string"},
                             "protocol": {"type": "string", "enum": ["HTTP", "HTTPS"],
                                          "default": "HTTP"},
+                            "tls": GATEWAY_TLS,
                         },
                     },
                 },
