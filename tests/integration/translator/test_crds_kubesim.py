@@ -158,10 +158,11 @@ def case_schema_refuses():
 def case_read_back_translates_the_same():
     rc, files, err = translate(EXAMPLES)
     check_eq(rc, 0, err)
-    # secrets: the TLS Gateway of examples/secure.yaml reads its certificate
+    # secrets: the TLS Gateways of examples/secure.yaml and partners.yaml
+    # read their certificates; configmaps: partners.yaml's client CA
     out = kubectl("get",
-                  "gateways,virtualservices,routetables,upstreams,services,endpointslices,secrets",
-                  "-n", "default", "-o", "json").stdout
+                  "gateways,virtualservices,routetables,upstreams,services,endpointslices,secrets,"
+                  "configmaps", "-n", "default", "-o", "json").stdout
     path = os.path.join(tmp, "read-back.json")
     with open(path, "w") as f:
         f.write(out)
