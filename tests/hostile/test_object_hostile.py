@@ -369,6 +369,25 @@ def case_feature_regex_bombs():
     remove(objs)
 
 
+def case_listener_certificate_bound():
+    """16 HTTPS listeners of 64 certificates each: the CRD allows every list
+    (16 listeners, 64 certificates per tls), so the Gateway-wide bound is
+    the translator's: Rejected naming the limit and the count (before a
+    single Secret is looked up), the legitimate VirtualService stays
+    Accepted and served, the replica alive and its RSS bounded."""
+    gw = O.gateway(NS, "cert-bomb", mode="envoy")
+    gw["spec"]["listeners"] = [
+        {"name": "l%d" % i, "port": 20000 + i, "protocol": "HTTPS",
+         "tls": {"certificates": [{"secretRef": {"name": "c%d-%d" % (i, k)}}
+                                  for k in range(64)]}} for i in range(16)]
+    with w.attack("listener-certificate-bound", rss_mb=150):
+        create([gw])
+        check_rejected("Gateway", "cert-bomb", "InvalidSpec", "spec.listeners",
+                       "names 1024 certificates in all", "at most 128")
+        check_legit_accepted()
+    remove([gw])
+
+
 def main():
     global w
     w = H.World(extra=WORLD_FLAGS)
@@ -381,6 +400,8 @@ def main():
         t.case("regex bombs", case_regex_bombs)
         t.case("route and cluster features: count bounds", case_feature_count_bounds)
         t.case("route and cluster features: regex bombs", case_feature_regex_bombs)
+        t.case("listeners' own certificates: the Gateway-wide bound",
+               case_listener_certificate_bound)
     finally:
         w.close()
     t.done()
