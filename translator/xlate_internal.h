@@ -364,7 +364,7 @@ int xlate_gw_tls_coverage(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
 /* Encodes TLS listener |l| of |gwe| with TLS block |b|: assigns every host
  * name it serves to the certificate of |b| covering it best. Returns 0 or
  * -1. */
-int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
+int xlate_gw_tls_listener(const struct xl_entry *gwe, const struct xl_gw_memo *m,
                           const struct xl_tls_block *b, const struct xl_listener *l,
                           const char *name, const char *rc_name, const char *stat_prefix,
                           uint8_t **out, size_t *len);

@@ -1,11 +1,12 @@
 /*
- * TLS references: a Gateway's and an Upstream's spec.tls resolved against
- * the Secrets and ConfigMaps they name (found, shared with the referrer's
- * namespace, usable, valid at the pass's time), and a Gateway's TLS
- * listener: every host name its accepted VirtualServices serve goes to the
- * certificate that covers it best (an exact name before a wildcard, then
- * spec order), one filter chain per certificate, the first usable
- * certificate as the default chain.
+ * TLS references: a Gateway's TLS blocks (spec.tls and each listener's own
+ * tls) and an Upstream's spec.tls resolved against the Secrets and
+ * ConfigMaps they name (found, shared with the referrer's namespace,
+ * usable, valid at the pass's time), and a Gateway's TLS listeners: every
+ * host name a listener serves goes to the certificate of its block that
+ * covers it best (an exact name before a wildcard, then spec order), one
+ * filter chain per certificate, the block's first usable certificate as
+ * the default chain.
  *
  * What is wrong is reported with the field path of the referrer:
  * "spec.tls.certificates[1].secretRef: Secret default/www has no tls.key".
@@ -705,12 +706,11 @@ out:
     return rc;
 }
 
-int xlate_gw_tls_listener(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_memo *m,
+int xlate_gw_tls_listener(const struct xl_entry *gwe, const struct xl_gw_memo *m,
                           const struct xl_tls_block *b, const struct xl_listener *l,
                           const char *name, const char *rc_name, const char *stat_prefix,
                           uint8_t **out, size_t *len)
 {
-    (void)ctx;
     const struct xl_gateway *g = &gwe->obj->u.gw;
     const struct xl_gateway_tls *gt = b->spec;
     struct xl_arena a = {0};

@@ -186,7 +186,7 @@ int xlate_gw_listeners(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw
         uint8_t *bytes = NULL;
         size_t len = 0;
         const struct xl_tls_block *b = l->https ? xlate_gw_tls_block(gwe, k) : NULL;
-        if (b ? xlate_gw_tls_listener(ctx, gwe, m, b, l, name, rcn, sp, &bytes, &len) != 0
+        if (b ? xlate_gw_tls_listener(gwe, m, b, l, name, rcn, sp, &bytes, &len) != 0
               : xlate_encode_listener_envoy_ex(name, l->address, l->port, rcn, sp, &ho, &bytes,
                                                &len) != 0)
             break;
