@@ -33,9 +33,7 @@ __attribute__((warn_unused_result)) int xlate_api_parse(enum xlate_kind kind, co
                                                         const struct xlate_limits *lim,
                                                         struct xl_arena *a, struct xl_object *out);
 
-/* spec.tls of a parsed Gateway or Upstream: all zero (enabled 0) when it
- * has none. */
-const struct xl_gateway_tls *xlate_gateway_tls_of(const struct xl_gateway *g);
+/* spec.tls of a parsed Upstream: all zero (enabled 0) when it has none. */
 const struct xl_upstream_tls *xlate_upstream_tls_of(const struct xl_upstream *u);
 
 /* Frees what the arena does not own (label selectors). */

@@ -414,12 +414,6 @@ const char *xlate_config_map_get(const struct xl_config_map *c, const char *key)
     return NULL;
 }
 
-const struct xl_gateway_tls *xlate_gateway_tls_of(const struct xl_gateway *g)
-{
-    static const struct xl_gateway_tls none;
-    return g->tls ? g->tls : &none;
-}
-
 const struct xl_upstream_tls *xlate_upstream_tls_of(const struct xl_upstream *u)
 {
     static const struct xl_upstream_tls none;

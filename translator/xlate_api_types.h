@@ -296,9 +296,8 @@ struct xl_gateway {
     char **vs_namespaces;                /* sorted; empty: the Gateway's own */
     size_t n_vs_namespaces;
     int all_namespaces; /* "*" */
-    /* spec.tls, in the arena; NULL when absent: read it through
-     * xlate_gateway_tls_of (most Gateways have none, and the parsed form of
-     * every object is as big as the largest kind's) */
+    /* spec.tls, in the arena; NULL when absent (most Gateways have none,
+     * and the parsed form of every object is as big as the largest kind's) */
     struct xl_gateway_tls *tls;
     /* spec.listeners, in the arena; none: one listener on bindAddress:
      * bindPort, HTTPS when tls is set */

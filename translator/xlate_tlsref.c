@@ -258,17 +258,18 @@ int xlate_gw_tls_resolve(struct xlate_ctx *ctx, struct xl_entry *gwe)
         t->blocks = v;
         t->nblocks = nb;
     }
-    uint64_t d = CX_FNV64_INIT;
-    int rc = 0;
-    for (size_t i = 0; i < nb && rc == 0; i++) {
+    for (size_t i = 0; i < nb; i++) {
         struct xl_tls_block *b = &t->blocks[i];
         b->spec = i ? g->listeners[i - 1].tls : g->tls;
         b->listener = i;
         b->ncerts = 0;
         b->client_ca = NULL;
-        if (b->spec)
-            rc = block_resolve(ctx, gwe, t, b, &d);
     }
+    uint64_t d = CX_FNV64_INIT;
+    int rc = 0;
+    for (size_t i = 0; i < nb && rc == 0; i++)
+        if (t->blocks[i].spec)
+            rc = block_resolve(ctx, gwe, t, &t->blocks[i], &d);
     t->digest = d;
     return rc;
 }
