@@ -176,6 +176,26 @@ static cJSON *mutate(const cJSON *o, int how)
             cJSON *first = cJSON_DetachItemFromArray(certs, 0);
             if (first)
                 cJSON_AddItemToArray(certs, first);
+        } else if (kind && strcmp(kind, "Gateway") == 0 && spec &&
+                   cJSON_GetObjectItem(spec, "listeners") && (how & 8)) {
+            /* a listener's own certificates: the list turns around, or
+             * (how & 4) the listener's tls goes (spec.tls, if any, then
+             * serves it) */
+            cJSON *l;
+            cJSON_ArrayForEach(l, cJSON_GetObjectItem(spec, "listeners"))
+            {
+                cJSON *certs = cx_json_path(l, "tls", "certificates", NULL);
+                if (!cJSON_IsArray(certs))
+                    continue;
+                if (how & 4) {
+                    cJSON_DeleteItemFromObject(l, "tls");
+                } else {
+                    cJSON *first = cJSON_DetachItemFromArray(certs, 0);
+                    if (first)
+                        cJSON_AddItemToArray(certs, first);
+                }
+                break;
+            }
         } else if (kind && strcmp(kind, "Gateway") == 0 && spec) {
             cJSON_DeleteItemFromObject(spec, "bindPort");
             cJSON_AddNumberToObject(spec, "bindPort", how & 4 ? 9090 : 8080);
