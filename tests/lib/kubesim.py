@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -350,4 +351,12 @@ class Watch:
             yield ev
 
     def close(self):
+        # shutdown first: a thread blocked reading the stream returns at
+        # once (close alone left it blocked until the server ended the
+        # watch, up to its timeoutSeconds)
+        if self.conn.sock is not None:
+            try:
+                self.conn.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         self.conn.close()
