@@ -1,4 +1,3 @@
-# cx-test: exclusive (measures latencies a neighbouring test would disturb)
 """`make run` survives its own demo. mk/run.sh runs on free ports in a temp
 dir; once it follows leadership, the test does what it tells an operator to
 do: runs the printed `kill -9` of the leader, then the printed RPC command.
