@@ -309,7 +309,8 @@ int xlate_encode_route_config(const char *name, const struct xl_bytes *vhosts, s
     size_t total = nlen ? CX_WIRE_HDR_MAX + nlen : 0;
     for (size_t i = 0; i < n; i++)
         total += CX_WIRE_HDR_MAX + vhosts[i].len;
-    uint8_t *b = malloc(total ? total : 1);
+    /* megabytes for a big Gateway, new each pass: xlate_big_alloc */
+    uint8_t *b = xlate_big_alloc(total ? total : 1, 0);
     if (!b)
         return -1;
     size_t o = 0;

@@ -98,7 +98,8 @@ struct xl_bytes {
 };
 
 /* A RouteConfiguration named |name| holding the encoded virtual hosts in
- * order. Byte-identical to encoding the whole message at once. */
+ * order. Byte-identical to encoding the whole message at once. *out is
+ * from xlate_big_alloc (xlate_resource_new_big; else xlate_big_free). */
 __attribute__((warn_unused_result)) int xlate_encode_route_config(const char *name,
                                                                   const struct xl_bytes *vhosts,
                                                                   size_t n, uint8_t **out,

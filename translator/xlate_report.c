@@ -347,7 +347,7 @@ static int put_str(struct strbuf *sb, const char *src, char **field)
     size_t l = strlen(src) + 1;
     if (sb->cap - sb->used < l) {
         size_t cap = sb->cap * 2 > sb->used + l ? sb->cap * 2 : sb->used + l;
-        char *g = realloc(sb->data, cap);
+        char *g = xlate_big_realloc(sb->data, cap);
         if (!g)
             return -1;
         sb->data = g;
@@ -389,7 +389,8 @@ static struct xlate_report_block *build_block(struct xlate_ctx *ctx)
         return NULL;
     atomic_init(&b->refs, 1);
     atomic_init(&b->users, 1);
-    b->reports = calloc(n ? n : 1, sizeof(*b->reports));
+    /* the block is megabytes at 10k objects, new each full pass */
+    b->reports = xlate_big_alloc((n ? n : 1) * sizeof(*b->reports), 1);
     if (!b->reports) {
         xlate_report_block_unref(b);
         return NULL;
@@ -397,7 +398,7 @@ static struct xlate_report_block *build_block(struct xlate_ctx *ctx)
     /* one visit per entry (they are scattered): its strings are appended to
      * the block as they are met, the reports hold offsets until the block
      * has its final address */
-    struct strbuf sb = {malloc(n * 96 + 64), n * 96 + 64, 1};
+    struct strbuf sb = {xlate_big_alloc(n * 96 + 64, 0), n * 96 + 64, 1};
     if (!sb.data) {
         xlate_report_block_unref(b);
         return NULL;
@@ -421,7 +422,7 @@ static struct xlate_report_block *build_block(struct xlate_ctx *ctx)
         }
     }
     if (rc) {
-        free(sb.data);
+        xlate_big_free(sb.data);
         xlate_report_block_unref(b);
         return NULL;
     }
@@ -473,8 +474,8 @@ static struct xlate_report_block *patch_block(struct xlate_ctx *ctx)
     atomic_init(&b->refs, 1);
     atomic_init(&b->users, 1);
     b->n = old->n;
-    b->reports = malloc((old->n ? old->n : 1) * sizeof(*b->reports));
-    b->strings = malloc(bytes ? bytes : 1);
+    b->reports = xlate_big_alloc((old->n ? old->n : 1) * sizeof(*b->reports), 0);
+    b->strings = xlate_big_alloc(bytes ? bytes : 1, 0);
     if (!b->reports || !b->strings) {
         xlate_report_block_unref(b);
         return NULL;

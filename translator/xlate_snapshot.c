@@ -2,6 +2,7 @@
 
 #include "cx_buf.h"
 #include "cx_hash.h"
+#include "xlate_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,13 +34,21 @@ int xlate_type_from_url(const char *url)
 
 /* The resource and its name in one block (a translation makes tens of
  * thousands): the name is not freed on its own. */
+static void bytes_free(uint8_t *bytes, int big)
+{
+    if (big)
+        xlate_big_free(bytes);
+    else
+        free(bytes);
+}
+
 static struct xds_resource *resource_alloc(enum xds_type type, const char *name, uint8_t *bytes,
-                                           size_t len)
+                                           size_t len, int big)
 {
     size_t nl = strlen(name) + 1;
     struct xds_resource *r = malloc(sizeof(*r) + nl);
     if (!r) {
-        free(bytes);
+        bytes_free(bytes, big);
         return NULL;
     }
     memset(r, 0, sizeof(*r));
@@ -48,29 +57,42 @@ static struct xds_resource *resource_alloc(enum xds_type type, const char *name,
     r->name = memcpy((char *)(r + 1), name, nl);
     r->bytes = bytes;
     r->len = len;
+    r->bytes_big = (unsigned char)!!big;
     return r;
 }
 
 struct xds_resource *xlate_resource_new(enum xds_type type, const char *name, uint8_t *bytes,
                                         size_t len)
 {
-    struct xds_resource *r = resource_alloc(type, name, bytes, len);
+    struct xds_resource *r = resource_alloc(type, name, bytes, len, 0);
     if (r)
         cx_sha256_hex(bytes ? (const void *)bytes : (const void *)"", len, r->version,
                       XDS_VERSION_LEN);
     return r;
 }
 
-struct xds_resource *xlate_resource_new_versioned(enum xds_type type, const char *name,
-                                                  uint8_t *bytes, size_t len, const char *version)
+static struct xds_resource *with_version(enum xds_type type, const char *name, uint8_t *bytes,
+                                         size_t len, const char *version, int big)
 {
-    struct xds_resource *r = resource_alloc(type, name, bytes, len);
+    struct xds_resource *r = resource_alloc(type, name, bytes, len, big);
     if (!r)
         return NULL;
     size_t vl = strnlen(version, XDS_VERSION_LEN);
     memcpy(r->version, version, vl);
     r->version[vl] = '\0';
     return r;
+}
+
+struct xds_resource *xlate_resource_new_versioned(enum xds_type type, const char *name,
+                                                  uint8_t *bytes, size_t len, const char *version)
+{
+    return with_version(type, name, bytes, len, version, 0);
+}
+
+struct xds_resource *xlate_resource_new_big(enum xds_type type, const char *name, uint8_t *bytes,
+                                            size_t len, const char *version)
+{
+    return with_version(type, name, bytes, len, version, 1);
 }
 
 struct xds_resource *xlate_resource_ref(struct xds_resource *r)
@@ -84,7 +106,7 @@ void xlate_resource_unref(struct xds_resource *r)
 {
     if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
         return;
-    free(r->bytes);
+    bytes_free(r->bytes, r->bytes_big);
     free(r); /* and its name */
 }
 
@@ -185,8 +207,8 @@ static void block_release(struct xlate_report_block *b)
 {
     if (!b || atomic_fetch_sub(&b->refs, 1) != 1)
         return;
-    free(b->reports);
-    free(b->strings);
+    xlate_big_free(b->reports);
+    xlate_big_free(b->strings);
     block_release(b->base);
     free(b);
 }
@@ -205,7 +227,7 @@ void xlate_report_block_unref(struct xlate_report_block *b)
     if (atomic_fetch_sub(&b->users, 1) == 1) {
         /* nobody reads the array any more (a patched block copied it);
          * newer blocks may still point into the strings */
-        free(b->reports);
+        xlate_big_free(b->reports);
         b->reports = NULL;
     }
     block_release(b);

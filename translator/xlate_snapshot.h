@@ -21,6 +21,10 @@ struct xds_resource *xlate_resource_new(enum xds_type type, const char *name, ui
  * XDS_VERSION_LEN lower-case hex characters. */
 struct xds_resource *xlate_resource_new_versioned(enum xds_type type, const char *name,
                                                   uint8_t *bytes, size_t len, const char *version);
+/* xlate_resource_new_versioned for |bytes| from xlate_big_alloc (a
+ * RouteConfiguration of megabytes). */
+struct xds_resource *xlate_resource_new_big(enum xds_type type, const char *name, uint8_t *bytes,
+                                            size_t len, const char *version);
 struct xds_resource *xlate_resource_ref(struct xds_resource *r);
 void xlate_resource_unref(struct xds_resource *r);
 

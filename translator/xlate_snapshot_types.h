@@ -46,6 +46,7 @@ struct xds_resource {
     uint8_t *bytes; /* serialised message */
     size_t len;
     char version[XDS_VERSION_LEN + 1]; /* content hash of bytes */
+    unsigned char bytes_big;           /* |bytes| from xlate_big_alloc */
 };
 
 /* All resources of one type for one node group, sorted by name (strcmp), no

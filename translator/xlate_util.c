@@ -1,10 +1,12 @@
 #include "xlate_util.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* ---- arena ---------------------------------------------------------------- */
 
@@ -131,6 +133,132 @@ void xlate_arena_reset(struct xl_arena *a)
     a->used = 0;
     a->total = a->head->size;
     a->live = 0;
+}
+
+/* ---- big buffers ------------------------------------------------------------ */
+
+#define XL_HUGE ((size_t)2 << 20)
+
+/* In front of every big buffer: the mapping's length (0: from malloc) and
+ * the bytes usable after the header. 16 bytes keep malloc's alignment. */
+struct xl_big {
+    size_t maplen;
+    size_t cap;
+};
+_Static_assert(sizeof(struct xl_big) == 16, "big buffer header");
+
+static _Atomic size_t big_mapped;
+static _Atomic size_t big_min = XL_BIG_MIN;
+
+#if defined(__SANITIZE_ADDRESS__)
+#define XL_BIG_MAP 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define XL_BIG_MAP 0
+#endif
+#endif
+#ifndef XL_BIG_MAP
+#define XL_BIG_MAP 1
+#endif
+
+/* A mapping of at least |len| bytes starting on a 2 MiB boundary (a huge
+ * page can back only a whole aligned 2 MiB range), advised for huge pages;
+ * *maplen gets its length. NULL on failure. */
+static void *map_aligned(size_t len, size_t *maplen)
+{
+    /* a last partial huge page at least half used is worth a whole one;
+     * a smaller tail stays on small pages (RSS not spent on nothing) */
+    size_t tail = len % XL_HUGE;
+    len = tail >= XL_HUGE / 2 ? len - tail + XL_HUGE : (len + 4095) & ~(size_t)4095;
+    size_t over = len + XL_HUGE;
+    unsigned char *m = mmap(NULL, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    unsigned char *at = (unsigned char *)(((uintptr_t)m + XL_HUGE - 1) & ~(uintptr_t)(XL_HUGE - 1));
+    if (at > m)
+        munmap(m, (size_t)(at - m));
+    if (m + over > at + len)
+        munmap(at + len, (size_t)(m + over - (at + len)));
+#ifdef MADV_HUGEPAGE
+    (void)madvise(at, len, MADV_HUGEPAGE); /* advice: without THP, small pages */
+#endif
+    *maplen = len;
+    return at;
+}
+
+size_t xlate_big_threshold(size_t n)
+{
+    return atomic_exchange(&big_min, n);
+}
+
+int xlate_big_maps(void)
+{
+    return XL_BIG_MAP;
+}
+
+void *xlate_big_alloc(size_t n, int zero)
+{
+    if (n > SIZE_MAX - sizeof(struct xl_big) - 2 * XL_HUGE)
+        return NULL;
+    size_t need = sizeof(struct xl_big) + n;
+    struct xl_big *h;
+    if (XL_BIG_MAP && n >= atomic_load(&big_min)) {
+        size_t maplen = 0;
+        if (!(h = map_aligned(need, &maplen)))
+            return NULL;
+        h->maplen = maplen;
+        h->cap = maplen - sizeof(*h);
+        atomic_fetch_add(&big_mapped, maplen);
+        return h + 1; /* zero already */
+    }
+    if (!(h = zero ? calloc(1, need) : malloc(need)))
+        return NULL;
+    h->maplen = 0;
+    h->cap = n;
+    return h + 1;
+}
+
+void *xlate_big_realloc(void *p, size_t n)
+{
+    if (!p)
+        return xlate_big_alloc(n, 0);
+    struct xl_big *h = (struct xl_big *)p - 1;
+    if (n <= h->cap)
+        return p;
+    if (!h->maplen && (!XL_BIG_MAP || n < atomic_load(&big_min))) {
+        if (n > SIZE_MAX - sizeof(*h))
+            return NULL;
+        struct xl_big *g = realloc(h, sizeof(*h) + n);
+        if (!g)
+            return NULL;
+        g->cap = n;
+        return g + 1;
+    }
+    void *q = xlate_big_alloc(n, 0);
+    if (!q)
+        return NULL;
+    memcpy(q, p, h->cap);
+    xlate_big_free(p);
+    return q;
+}
+
+void xlate_big_free(void *p)
+{
+    if (!p)
+        return;
+    struct xl_big *h = (struct xl_big *)p - 1;
+    if (!h->maplen) {
+        free(h);
+        return;
+    }
+    size_t maplen = h->maplen;
+    atomic_fetch_sub(&big_mapped, maplen);
+    munmap(h, maplen);
+}
+
+size_t xlate_big_mapped(void)
+{
+    return atomic_load(&big_mapped);
 }
 
 /* ---- bounded strings ------------------------------------------------------- */

@@ -36,6 +36,34 @@ void xlate_arena_free(struct xl_arena *a);
  * next (a scratch arena reused call after call). */
 void xlate_arena_reset(struct xl_arena *a);
 
+/* ---- big buffers ---------------------------------------------------------- */
+
+/* Buffers of megabytes written afresh by a pass (a Gateway's
+ * RouteConfiguration, the report block). Memory new to the process costs
+ * one page fault per 4 KiB page on first touch: on the benchmark machine
+ * (a VM) a fault costs ~18 us, 8 MiB of fresh pages ~37 ms, a tenth of a
+ * full 10k translation's CPU. From XL_BIG_MIN bytes these buffers are
+ * mapped on their own, 2 MiB aligned and advised for transparent huge
+ * pages (MADV_HUGEPAGE): where the kernel allows it (THP "always" or
+ * "madvise") 2 MiB take one fault, 8 MiB ~0.5 ms; elsewhere they cost what
+ * malloc's pages cost. Smaller ones, and every one in sanitizer builds (so
+ * that ASan sees their bounds and leaks), come from malloc. Free with
+ * xlate_big_free only. NULL when memory ran out. */
+#define XL_BIG_MIN ((size_t)2 << 20)
+void *xlate_big_alloc(size_t n, int zero);
+/* Tests: buffers from |n| bytes on are mapped (XL_BIG_MIN by default);
+ * returns the previous value. Whether this build maps at all:
+ * xlate_big_maps(). */
+size_t xlate_big_threshold(size_t n);
+int xlate_big_maps(void);
+/* Room for |n| bytes, contents kept (xlate_big_alloc's memory only). NULL
+ * when memory ran out, |p| then still valid. */
+void *xlate_big_realloc(void *p, size_t n);
+void xlate_big_free(void *p);
+/* Bytes mapped by xlate_big_alloc and not yet freed, process-wide (tests:
+ * mapped buffers are not in leak checkers' view). */
+size_t xlate_big_mapped(void);
+
 /* ---- bounded strings without printf ----------------------------------------- */
 
 /* Appends |s| (xlate_cat) or the decimal |v| (xlate_cat_u) to the string ending

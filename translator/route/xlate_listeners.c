@@ -295,7 +295,7 @@ int xlate_gw_encode_rc(struct xlate_ctx *ctx, const char *name, const struct xl_
     for (int i = 0; i < XDS_VERSION_LEN; i++)
         ver[i] = hex[(hbuf[i / 2] >> (i % 2 ? 0 : 4)) & 0xf];
     ver[XDS_VERSION_LEN] = '\0';
-    if (!(*fresh = xlate_resource_new_versioned(XDS_ROUTE, name, bytes, len, ver)))
+    if (!(*fresh = xlate_resource_new_big(XDS_ROUTE, name, bytes, len, ver)))
         return -1;
     memcpy(hash, hbuf, 16);
     ctx->stats.resources_built++;

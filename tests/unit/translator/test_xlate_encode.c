@@ -882,7 +882,7 @@ static void test_vhost_modes_and_rc_assembly(void)
     CHECK_INT_EQ(rclen, wlen);
     CHECK(rclen == wlen && memcmp(rc, wb, wlen) == 0);
     free(wb);
-    free(rc);
+    xlate_big_free(rc);
     /* no virtual host: just the name */
     REQUIRE_INT_EQ(xlate_encode_route_config("ns/empty", NULL, 0, &rc, &rclen), 0);
     Envoy__Config__Route__V3__RouteConfiguration *back =
@@ -891,7 +891,7 @@ static void test_vhost_modes_and_rc_assembly(void)
     CHECK_STR_EQ(back->name, "ns/empty");
     CHECK_INT_EQ(back->n_virtual_hosts, 0);
     protobuf_c_message_free_unpacked(&back->base, NULL);
-    free(rc);
+    xlate_big_free(rc);
     protobuf_c_message_free_unpacked(&e->base, NULL);
     protobuf_c_message_free_unpacked(&p->base, NULL);
     free(env);

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static void test_arena(void)
 {
@@ -93,8 +94,83 @@ static void test_sha256_ctx(void)
     cx_sha256_ctx_free(h);
 }
 
+/* The VmFlags line of the mapping holding |p| in /proc/self/smaps, or
+ * "" when none holds it. */
+static void vmflags_of(const void *p, char *out, size_t outlen)
+{
+    out[0] = '\0';
+    FILE *f = fopen("/proc/self/smaps", "r");
+    REQUIRE(f);
+    char line[512];
+    int in = 0;
+    while (fgets(line, sizeof(line), f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+            continue;
+        }
+        if (in && strncmp(line, "VmFlags:", 8) == 0) {
+            snprintf(out, outlen, "%s", line + 8);
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static void test_big_buffers(void)
+{
+    size_t before = xlate_big_mapped();
+    /* below the threshold: malloc's memory, nothing mapped */
+    char *small = xlate_big_alloc(1000, 1);
+    REQUIRE(small);
+    CHECK_INT_EQ(xlate_big_mapped(), before);
+    CHECK(small[0] == 0 && small[999] == 0);
+    /* growing past the threshold keeps the contents */
+    memset(small, 'x', 1000);
+    char *grown = xlate_big_realloc(small, 3u << 20);
+    REQUIRE(grown);
+    CHECK(grown[0] == 'x' && grown[999] == 'x');
+    grown[(3u << 20) - 1] = 'y';
+    if (!xlate_big_maps()) {
+        /* sanitizer builds: malloc's, so ASan sees bounds and leaks */
+        CHECK_INT_EQ(xlate_big_mapped(), before);
+        xlate_big_free(grown);
+        return;
+    }
+    /* 3 MiB: a whole 2 MiB huge page, and the 1 MiB tail (half a huge page
+     * or more) rounded up to another */
+    CHECK_INT_EQ(xlate_big_mapped() - before, 4u << 20);
+    /* the buffer starts 16 bytes into a 2 MiB-aligned mapping advised for
+     * huge pages */
+    CHECK_INT_EQ(((uintptr_t)grown - 16) % (2u << 20), 0);
+    if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) == 0) {
+        char flags[512];
+        vmflags_of(grown, flags, sizeof(flags));
+        CHECK(strstr(flags, " hg") != NULL);
+    }
+    /* room within the mapping: the same buffer */
+    CHECK(xlate_big_realloc(grown, (4u << 20) - 16) == grown);
+    /* a small tail (under half a huge page) stays on small pages */
+    char *b = xlate_big_alloc((2u << 20) + 100, 1);
+    REQUIRE(b);
+    CHECK_INT_EQ(xlate_big_mapped() - before, (4u << 20) + (2u << 20) + 4096);
+    CHECK(b[0] == 0 && b[(2u << 20) + 99] == 0);
+    xlate_big_free(b);
+    xlate_big_free(grown);
+    CHECK_INT_EQ(xlate_big_mapped(), before);
+    /* the threshold tests lower: every buffer mapped */
+    size_t prev = xlate_big_threshold(1);
+    char *tiny = xlate_big_alloc(10, 0);
+    REQUIRE(tiny);
+    CHECK_INT_EQ(xlate_big_mapped() - before, 4096);
+    xlate_big_free(tiny);
+    CHECK_INT_EQ(xlate_big_threshold(prev), 1);
+    CHECK_INT_EQ(xlate_big_mapped(), before);
+}
+
 static const struct cxt_case cases[] = {
     CXT(test_arena),
+    CXT(test_big_buffers),
     CXT(test_sha256_ctx),
 };
 CXT_MAIN(cases)
