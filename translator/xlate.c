@@ -80,14 +80,14 @@ static void ctx_clear(struct xlate_ctx *ctx)
     cx_map_free(&ctx->gw_memo);
     for (int k = 0; k < XLATE_KIND_COUNT; k++) {
         for (size_t i = 0; cx_map_next(&ctx->by_key[k], &i, &s);)
-            xlate_entry_free(s->val);
+            xlate_entry_free(ctx, s->val);
         cx_map_free(&ctx->by_key[k]);
         free(ctx->list[k]);
         ctx->list[k] = NULL;
         ctx->nlist[k] = ctx->caplist[k] = 0;
     }
     for (size_t i = 0; i < ctx->graveyard.n; i++)
-        xlate_entry_free(ctx->graveyard.items[i]);
+        xlate_entry_free(ctx, ctx->graveyard.items[i]);
     ctx->graveyard.n = 0;
     cx_map_free(&ctx->by_ptr);
     free_list_map(&ctx->slices_by_svc);
@@ -104,6 +104,7 @@ void xlate_ctx_free(struct xlate_ctx *ctx)
     if (!ctx)
         return;
     ctx_clear(ctx);
+    xlate_pool_free(&ctx->entries); /* every entry went back in ctx_clear */
     free(ctx->pending.items);
     free(ctx->changed.items);
     free(ctx->graveyard.items);
@@ -235,7 +236,7 @@ fail:
 static void pass_end(struct xlate_ctx *ctx)
 {
     for (size_t i = 0; i < ctx->graveyard.n; i++)
-        xlate_entry_free(ctx->graveyard.items[i]);
+        xlate_entry_free(ctx, ctx->graveyard.items[i]);
     xlate_list_clear(&ctx->graveyard);
     xlate_list_clear(&ctx->pending);
     xlate_list_clear(&ctx->changed);

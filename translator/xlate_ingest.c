@@ -32,7 +32,28 @@ static void *entry_extra(struct xl_entry *e, size_t keylen)
     return (char *)e + entry_extra_at(keylen);
 }
 
-void xlate_entry_free(struct xl_entry *e)
+/* An entry's block: the entry, its key twice, then a VirtualService's
+ * resolutions or an Upstream's memo. */
+static size_t entry_size(enum xlate_kind kind, size_t keylen)
+{
+    size_t extra = kind == XLATE_KIND_VIRTUAL_SERVICE ? XL_MODES * sizeof(struct xl_vs_res)
+                   : kind == XLATE_KIND_UPSTREAM      ? sizeof(struct xl_up_memo)
+                                                      : 0;
+    return entry_extra_at(keylen) + extra;
+}
+
+/* Tens of thousands of entries arrive in a full view: from the context's
+ * pool (a long key: malloc). */
+static void entry_block_free(struct xlate_ctx *ctx, struct xl_entry *e)
+{
+    size_t n = entry_size(e->kind, e->keylen);
+    if (n <= XL_POOL_MAX)
+        xlate_pool_put(&ctx->entries, e, n);
+    else
+        free(e);
+}
+
+void xlate_entry_free(struct xlate_ctx *ctx, struct xl_entry *e)
 {
     if (!e)
         return;
@@ -44,7 +65,7 @@ void xlate_entry_free(struct xl_entry *e)
     xlate_gw_tls_free(e->gtls);
     free(e->contrib.items);
     free(e->rep_msg);
-    free(e);
+    entry_block_free(ctx, e);
 }
 
 /* ---- pass-local marks --------------------------------------------------------- */
@@ -403,13 +424,8 @@ static int reparse(struct xlate_ctx *ctx, struct xl_entry *e, const void *obj,
 static struct xl_entry *entry_new(struct xlate_ctx *ctx, enum xlate_kind kind, const char *key,
                                   size_t keylen)
 {
-    /* one block: the entry, its key twice, then a VirtualService's
-     * resolutions or an Upstream's memo (tens of thousands of entries
-     * arrive in a full view: one allocation each) */
-    size_t extra = kind == XLATE_KIND_VIRTUAL_SERVICE ? XL_MODES * sizeof(struct xl_vs_res)
-                   : kind == XLATE_KIND_UPSTREAM      ? sizeof(struct xl_up_memo)
-                                                      : 0;
-    struct xl_entry *e = calloc(1, entry_extra_at(keylen) + extra);
+    size_t n = entry_size(kind, keylen);
+    struct xl_entry *e = n <= XL_POOL_MAX ? xlate_pool_get(&ctx->entries, n) : calloc(1, n);
     if (!e)
         return NULL;
     e->kind = kind;
@@ -428,7 +444,7 @@ static struct xl_entry *entry_new(struct xlate_ctx *ctx, enum xlate_kind kind, c
     if (slash)
         *slash = '\x01';
     if (cx_map_put(&ctx->by_key[kind], e->key, keylen, e, NULL) != 0) {
-        free(e);
+        entry_block_free(ctx, e);
         return NULL;
     }
     return e;

@@ -290,6 +290,7 @@ struct xlate_ctx {
     struct cx_map ref_ups;              /* "S/ns/name", "C/ns/name" -> xl_entry_list (Upstreams) */
     struct cx_map deps;                 /* dependency key -> struct xl_dep_list */
     struct cx_map gw_memo;              /* Gateway key -> struct xl_gw_memo */
+    struct xl_pool entries;             /* the entries' blocks */
     struct xlate_report_block *reports; /* last pass's, shared when unchanged */
     uint32_t res_serial;
     size_t arena_hint[XLATE_KIND_COUNT]; /* bytes the last parse of the kind used */
@@ -477,7 +478,7 @@ int xlate_settle(struct xlate_ctx *ctx);
 int xlate_invalidate_vs(struct xlate_ctx *ctx, struct xl_entry *e, int mode);
 /* "<namespace>/<name>" of |obj| in |key|: its length, 0 if it does not fit. */
 size_t xlate_object_key(const cJSON *obj, char *key, size_t cap);
-void xlate_entry_free(struct xl_entry *e);
+void xlate_entry_free(struct xlate_ctx *ctx, struct xl_entry *e);
 
 /* xlate_gateway.c: the second half of a pass. */
 /* Brings accepted Gateway |gwe|'s memo (ctx->gw_memo) up to date with this

@@ -202,7 +202,7 @@ void *xlate_big_alloc(size_t n, int zero)
         return NULL;
     size_t need = sizeof(struct xl_big) + n;
     struct xl_big *h;
-    if (XL_BIG_MAP && n >= atomic_load(&big_min)) {
+    if (XL_BIG_MAP && need >= atomic_load(&big_min)) {
         size_t maplen = 0;
         if (!(h = map_aligned(need, &maplen)))
             return NULL;
@@ -225,7 +225,7 @@ void *xlate_big_realloc(void *p, size_t n)
     struct xl_big *h = (struct xl_big *)p - 1;
     if (n <= h->cap)
         return p;
-    if (!h->maplen && (!XL_BIG_MAP || n < atomic_load(&big_min))) {
+    if (!h->maplen && (!XL_BIG_MAP || sizeof(*h) + n < atomic_load(&big_min))) {
         if (n > SIZE_MAX - sizeof(*h))
             return NULL;
         struct xl_big *g = realloc(h, sizeof(*h) + n);
@@ -259,6 +259,111 @@ void xlate_big_free(void *p)
 size_t xlate_big_mapped(void)
 {
     return atomic_load(&big_mapped);
+}
+
+/* ---- a pool of small blocks ----------------------------------------------------- */
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define POOL_POISON(p, n)   ASAN_POISON_MEMORY_REGION((p), (n))
+#define POOL_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define POOL_POISON(p, n)   ((void)(p), (void)(n))
+#define POOL_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+#if defined(__has_include)
+#if __has_include(<valgrind/memcheck.h>)
+#include <valgrind/memcheck.h>
+#define XL_VALGRIND 1
+#endif
+#endif
+#ifndef XL_VALGRIND
+#define VALGRIND_MALLOCLIKE_BLOCK(a, n, rz, z) ((void)(a))
+#define VALGRIND_FREELIKE_BLOCK(a, rz)         ((void)(a))
+#define VALGRIND_MAKE_MEM_NOACCESS(a, n)       ((void)(a))
+#define VALGRIND_MAKE_MEM_DEFINED(a, n)        ((void)(a))
+#endif
+
+#define POOL_SLAB_FIRST ((size_t)64 << 10)
+#define POOL_SLAB_MAX   (XL_HUGE - sizeof(struct xl_big)) /* one huge page, mapped */
+
+struct xl_pool_slab {
+    struct xl_pool_slab *next;
+    size_t size;
+    _Alignas(16) unsigned char data[];
+};
+
+static size_t pool_class(size_t n)
+{
+    return (n + 63) / 64 - 1;
+}
+
+void *xlate_pool_get(struct xl_pool *p, size_t n)
+{
+    if (!n || n > XL_POOL_MAX)
+        return NULL;
+    size_t c = pool_class(n), sz = (c + 1) * 64;
+    unsigned char *b = p->free[c];
+    if (b) {
+        /* the link is the block's first word: readable again for a moment */
+        VALGRIND_MAKE_MEM_DEFINED(b, sizeof(void *));
+        POOL_UNPOISON(b, sizeof(void *));
+        p->free[c] = *(void **)b;
+    } else {
+        if (p->left < sz) {
+            size_t size = p->next ? p->next : POOL_SLAB_FIRST;
+            struct xl_pool_slab *s = xlate_big_alloc(size, 0);
+            if (!s)
+                return NULL;
+            s->next = p->slabs;
+            s->size = size - sizeof(*s);
+            p->slabs = s;
+            p->cur = s->data;
+            p->left = s->size;
+            /* small worlds fit the first; a big one goes on in huge pages
+             * (a 256 KiB slab is a malloc'd mapping of 4 KiB pages
+             * again each time a context is made) */
+            p->next = POOL_SLAB_MAX;
+            POOL_POISON(p->cur, p->left);
+            VALGRIND_MAKE_MEM_NOACCESS(p->cur, p->left);
+        }
+        b = p->cur;
+        p->cur += sz;
+        p->left -= sz;
+    }
+    POOL_UNPOISON(b, n);
+    VALGRIND_MALLOCLIKE_BLOCK(b, n, 0, 0);
+    memset(b, 0, n);
+    p->live++;
+    return b;
+}
+
+void xlate_pool_put(struct xl_pool *p, void *b, size_t n)
+{
+    if (!b)
+        return;
+    size_t c = pool_class(n);
+    VALGRIND_FREELIKE_BLOCK(b, 0);
+    /* the link: the first word, the rest unreadable until the next get */
+    VALGRIND_MAKE_MEM_DEFINED(b, sizeof(void *));
+    *(void **)b = p->free[c];
+    VALGRIND_MAKE_MEM_NOACCESS(b, sizeof(void *));
+    p->free[c] = b;
+    POOL_POISON(b, (c + 1) * 64);
+    p->live--;
+}
+
+void xlate_pool_free(struct xl_pool *p)
+{
+    struct xl_pool_slab *s = p->slabs;
+    while (s) {
+        struct xl_pool_slab *next = s->next;
+        POOL_UNPOISON(s->data, s->size);
+        VALGRIND_MAKE_MEM_DEFINED(s->data, s->size);
+        xlate_big_free(s);
+        s = next;
+    }
+    memset(p, 0, sizeof(*p));
 }
 
 /* ---- bounded strings ------------------------------------------------------- */

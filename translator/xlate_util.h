@@ -46,9 +46,10 @@ void xlate_arena_reset(struct xl_arena *a);
  * mapped on their own, 2 MiB aligned and advised for transparent huge
  * pages (MADV_HUGEPAGE): where the kernel allows it (THP "always" or
  * "madvise") 2 MiB take one fault, 8 MiB ~0.5 ms; elsewhere they cost what
- * malloc's pages cost. Smaller ones, and every one in sanitizer builds (so
- * that ASan sees their bounds and leaks), come from malloc. Free with
- * xlate_big_free only. NULL when memory ran out. */
+ * malloc's pages cost. XL_BIG_MIN counts a 16-byte header: a buffer of
+ * XL_BIG_MIN - 16 bytes is one huge page. Smaller ones, and every one in
+ * sanitizer builds (so that ASan sees their bounds and leaks), come from
+ * malloc. Free with xlate_big_free only. NULL when memory ran out. */
 #define XL_BIG_MIN ((size_t)2 << 20)
 void *xlate_big_alloc(size_t n, int zero);
 /* Tests: buffers from |n| bytes on are mapped (XL_BIG_MIN by default);
@@ -63,6 +64,37 @@ void xlate_big_free(void *p);
 /* Bytes mapped by xlate_big_alloc and not yet freed, process-wide (tests:
  * mapped buffers are not in leak checkers' view). */
 size_t xlate_big_mapped(void);
+
+/* ---- a pool of small blocks ------------------------------------------------ */
+
+/* Blocks of up to XL_POOL_MAX bytes in size classes of 64, carved from
+ * slabs: a first of 64 KiB, then 2 MiB ones (xlate_big_alloc: huge pages), a
+ * freed block kept on its class's list for the next of its size. For
+ * what a context holds by the tens of thousands (its entries): one
+ * allocation per object from malloc's fragmented heap, and one page fault
+ * per 4 KiB of them, cost a tenth of a full pass. The slabs are given back
+ * by xlate_pool_free only. ASan and valgrind see every block as a heap
+ * block of its own (bounds, use after put, leaks). */
+#define XL_POOL_MAX     1024
+#define XL_POOL_CLASSES (XL_POOL_MAX / 64)
+
+struct xl_pool_slab;
+struct xl_pool {
+    struct xl_pool_slab *slabs;
+    unsigned char *cur; /* the newest slab's unused part */
+    size_t left;
+    size_t next;                    /* size of the next slab */
+    void *free[XL_POOL_CLASSES];    /* per class: blocks put back */
+    size_t live;                    /* blocks out */
+};
+
+/* |n| (1..XL_POOL_MAX) zeroed bytes, 16-byte aligned; NULL when memory ran
+ * out. */
+void *xlate_pool_get(struct xl_pool *p, size_t n);
+/* Gives back block |b| of |n| bytes (as asked of xlate_pool_get). */
+void xlate_pool_put(struct xl_pool *p, void *b, size_t n);
+/* Every slab; every block must have been put back. */
+void xlate_pool_free(struct xl_pool *p);
 
 /* ---- bounded strings without printf ----------------------------------------- */
 

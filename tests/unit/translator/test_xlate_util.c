@@ -168,8 +168,62 @@ static void test_big_buffers(void)
     CHECK_INT_EQ(xlate_big_mapped(), before);
 }
 
+static void test_pool(void)
+{
+    struct xl_pool p = {0};
+    CHECK(xlate_pool_get(&p, 0) == NULL);
+    CHECK(xlate_pool_get(&p, XL_POOL_MAX + 1) == NULL);
+    unsigned char *a = xlate_pool_get(&p, 100), *b = xlate_pool_get(&p, 128);
+    unsigned char *c = xlate_pool_get(&p, XL_POOL_MAX);
+    REQUIRE(a && b && c);
+    CHECK_INT_EQ(p.live, 3);
+    /* 16-byte aligned, zeroed, apart (100 and 128 bytes: one class of 64) */
+    CHECK_INT_EQ((uintptr_t)a % 16, 0);
+    CHECK(b >= a + 128 || a >= b + 128);
+    memset(a, 0xab, 100);
+    memset(b, 0xcd, 128);
+    memset(c, 0xef, XL_POOL_MAX);
+    /* a block put back is the next of its class, zeroed again; another
+     * class does not take it */
+    xlate_pool_put(&p, a, 100);
+    CHECK_INT_EQ(p.live, 2);
+    unsigned char *d = xlate_pool_get(&p, 60);
+    REQUIRE(d);
+    CHECK(d != a);
+    unsigned char *e = xlate_pool_get(&p, 120);
+    CHECK(e == a);
+    CHECK(e[0] == 0 && e[99] == 0 && e[119] == 0);
+    CHECK(b[127] == 0xcd && c[XL_POOL_MAX - 1] == 0xef); /* neighbours untouched */
+    /* tens of thousands of blocks: slabs beyond the first, every block its own */
+    enum { N = 20000 };
+    static unsigned char *many[N];
+    for (size_t i = 0; i < N; i++) {
+        REQUIRE((many[i] = xlate_pool_get(&p, 200 + i % 300)));
+        memset(many[i], (int)(i & 0xff), 200);
+    }
+    size_t bad = 0;
+    for (size_t i = 0; i < N; i++)
+        bad += many[i][0] != (i & 0xff) || many[i][199] != (i & 0xff);
+    CHECK_INT_EQ(bad, 0);
+    CHECK_INT_EQ(p.live, 4 + N);
+    for (size_t i = 0; i < N; i++)
+        xlate_pool_put(&p, many[i], 200 + i % 300);
+    xlate_pool_put(&p, b, 128);
+    xlate_pool_put(&p, c, XL_POOL_MAX);
+    xlate_pool_put(&p, d, 60);
+    xlate_pool_put(&p, e, 120);
+    CHECK_INT_EQ(p.live, 0);
+    size_t mapped = xlate_big_mapped();
+    if (xlate_big_maps())
+        CHECK(mapped > 0); /* 20,000 blocks of ~400 bytes: 2 MiB slabs, mapped */
+    xlate_pool_free(&p);
+    CHECK(xlate_big_mapped() < mapped || !xlate_big_maps());
+    CHECK(p.slabs == NULL && p.live == 0);
+}
+
 static const struct cxt_case cases[] = {
     CXT(test_arena),
+    CXT(test_pool),
     CXT(test_big_buffers),
     CXT(test_sha256_ctx),
 };
