@@ -12,6 +12,7 @@ translates and serves.
   synced, first snapshot served);
 - steady RSS: VmRSS once it is ready and its writers are idle, sampled
   RSS_SAMPLES times a second apart after SETTLE_S seconds (median);
+- peak RSS: the process's high-water mark (VmHWM) at the end (median);
 - baseline: the world's JSON bytes (every object as the API server stores
   it, compact JSON); ratio = steady RSS / JSON bytes (target <= 4 at 10k
   and 50k).
@@ -149,6 +150,16 @@ def make_state(n, tmp):
     return spath, nbytes
 
 
+def peak_rss(pid):
+    """The process's RSS high-water mark in bytes (VmHWM): its first full
+    translation, while the lists' JSON is still held."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM for pid %d" % pid)
+
+
 def one_run(state_path):
     ks = KubeSim(state=True, start=False)
     shutil.copy(state_path, ks.state)
@@ -165,7 +176,7 @@ def one_run(state_path):
         for _ in range(RSS_SAMPLES):
             samples.append(r.sample_rss())
             time.sleep(1)
-        return ready_s, statistics.median(samples) * 1024
+        return ready_s, statistics.median(samples) * 1024, peak_rss(r.pid)
     finally:
         if r:
             r.stop()
@@ -189,13 +200,14 @@ def main():
                 if cached:
                     with open(cached + ".bytes", "w") as f:
                         json.dump(nbytes, f)
-            ready, rss = [], []
+            ready, rss, peak = [], [], []
             for k in range(repeat):
-                rs, rb = one_run(spath)
+                rs, rb, pk = one_run(spath)
                 ready.append(rs)
                 rss.append(rb)
-                log("%d: run %d: ready %.2f s, steady RSS %.1f MB (%.2fx the JSON, %.1f MB)"
-                    % (n, k + 1, rs, rb / 1e6, rb / nbytes, nbytes / 1e6))
+                peak.append(pk)
+                log("%d: run %d: ready %.2f s, steady RSS %.1f MB (%.2fx the JSON, %.1f MB), "
+                    "peak %.1f MB" % (n, k + 1, rs, rb / 1e6, rb / nbytes, nbytes / 1e6, pk / 1e6))
             if not cached:
                 os.unlink(spath)
             med = statistics.median(rss)
@@ -209,6 +221,7 @@ def main():
                 "world_json_mb": round(nbytes / 1e6, 1),
                 "steady_rss_mb": round(med / 1e6, 1),
                 "steady_rss_mb_min_max": "%.1f-%.1f" % (min(rss) / 1e6, max(rss) / 1e6),
+                "peak_rss_mb": round(statistics.median(peak) / 1e6, 1),
                 "ready_s_min_med_max": "%.2f/%.2f/%.2f" % (min(ready), statistics.median(ready),
                                                            max(ready)),
                 "rss_bytes_per_object": round(med / (1 + 4 * n)),
