@@ -581,10 +581,12 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "--quick") == 0)
         nsizes = 2;
     if (argc > 1 && strcmp(argv[1], "--profile-full") == 0) {
-        /* for perf: full translations of 10k, nothing else; the inputs are
+        /* for perf: full translations of 10k (BENCH_PROFILE_N), nothing else; the inputs are
          * parsed again before each, as the measured runs do */
         struct world w = {0};
-        if (build_world(&w, 10000) != 0)
+        const char *pn = getenv("BENCH_PROFILE_N");
+        size_t n = pn ? (size_t)strtoul(pn, NULL, 10) : 10000;
+        if (build_world(&w, n ? n : 10000) != 0)
             return 1;
         for (int r = 0; r < reps_of(); r++) {
             double pm, dm;
@@ -598,7 +600,7 @@ int main(int argc, char **argv)
             if (xlate_run(ctx, &(struct xlate_input){w.in, w.nobj, 0}, &snap, NULL) != 0)
                 return 1;
             getrusage(RUSAGE_THREAD, &ru1);
-            fprintf(stderr, "full 10k: cpu %.1f ms, %ld page faults\n",
+            fprintf(stderr, "full %zu: cpu %.1f ms, %ld page faults\n", w.n,
                     (double)(cpu_ns() - c0) / 1e6, ru1.ru_minflt - ru0.ru_minflt);
             xlate_snapshot_unref(snap);
             xlate_ctx_free(ctx);
