@@ -28,36 +28,19 @@ sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 sys.path.insert(0, os.path.join(TOP, "tests", "hostile"))
 sys.path.insert(0, HERE)
 
-import base64  # noqa: E402
-
-from hostilelib import LDS, ads_request, node, pb_fields, response_info  # noqa: E402
-from kubesim import KubeSim  # noqa: E402
-from objects import GROUP, apply_crds, gateway, route, upstream_static, virtual_service  # noqa: E402
-from replicas import Replica, wait_for, wait_ready  # noqa: E402
+from hostilelib import LDS, pb_fields, response_info  # noqa: E402
+from objects import gateway, route, upstream_static, virtual_service  # noqa: E402
+from replicas import wait_for  # noqa: E402
+from sdslib import SDS, TOKENS, World, read, req, tls_secret  # noqa: E402
+from sdslib import any_resources as resources  # noqa: E402
 from tap import Tap, check, check_eq  # noqa: E402
 from test_xds_auth import call, sa_token  # noqa: E402
 
-SDS = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
-DATA = os.path.join(TOP, "tests", "data", "tls")
-
-TOKENS = {"replica-token": ("coxswain-replica", ["system:masters"]),
-          "admin-token": ("admin", ["system:masters"])}
+TOKENS = dict(TOKENS)
 TOK = {}
 for k, args in {"a": ("team-a", "edge"), "b": ("team-b", "edge"),
                 "o": ("team-open", "edge")}.items():
     TOK[k], TOKENS[TOK[k]] = sa_token(*args)
-
-
-def read(name):
-    with open(os.path.join(DATA, name), "rb") as f:
-        return f.read()
-
-
-def tls_secret(ns, name, crt, key):
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": ns, "name": name},
-            "type": "kubernetes.io/tls",
-            "data": {"tls.crt": base64.b64encode(read(crt)).decode(),
-                     "tls.key": base64.b64encode(read(key)).decode()}}
 
 
 def tls_gateway(ns, secret):
@@ -67,20 +50,6 @@ def tls_gateway(ns, secret):
     return gw
 
 
-def req(type_url, gw, names=(), node_id="sds-proxy", **kw):
-    return ads_request(type_url, names=names, node_bytes=node(node_id, gateway=gw), **kw)
-
-
-def resources(resp):
-    """[(type_url, value bytes)] of a DiscoveryResponse's Any resources."""
-    out = []
-    for num, wt, v in pb_fields(resp):
-        if num == 2 and wt == 2:
-            f = {n: x for n, _, x in pb_fields(v)}
-            out.append((f.get(1, b"").decode(), f.get(2, b"")))
-    return out
-
-
 def type_of(resp):
     for num, wt, v in pb_fields(resp):
         if num == 4 and wt == 2:
@@ -88,59 +57,28 @@ def type_of(resp):
     return ""
 
 
-class World:
-    def __init__(self):
-        self.ks = KubeSim(allow_all=False, tokens=TOKENS, kubeconfig_token="replica-token")
-        apply_crds(self.req)
-        for ns in ("coxswain-system", "team-a", "team-b", "team-open"):
-            self.ok(self.req("POST", "/api/v1/namespaces",
-                             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
-        self.ok(self.req("POST", "/api/v1/namespaces/team-a/secrets",
-                         tls_secret("team-a", "www", "www.crt", "www.key")))
-        # referenced by no Gateway
-        self.ok(self.req("POST", "/api/v1/namespaces/team-a/secrets",
-                         tls_secret("team-a", "unrelated", "shop.crt", "shop.key")))
-        self.ok(self.req("POST", "/api/v1/namespaces/team-b/secrets",
-                         tls_secret("team-b", "other", "shop.crt", "shop.key")))
-        self.ok(self.req("POST", "/api/v1/namespaces/team-open/secrets",
-                         tls_secret("team-open", "open", "shop.crt", "shop.key")))
-        objs = []
-        for ns, sec, dom in (("team-a", "www", "www.example.com"),
-                             ("team-b", "other", "shop.example.com"),
-                             ("team-open", "open", "open.example.com")):
-            objs += [tls_gateway(ns, sec),
-                     upstream_static(ns, "backend", [("127.0.0.1", 50051)]),
-                     virtual_service(ns, "vs", [dom], [route("/", "backend")])]
-        objs[6]["spec"]["xdsAccess"] = {"allowUnauthenticated": True}
-        for o in objs:
-            plural = {"Gateway": "gateways", "Upstream": "upstreams",
-                      "VirtualService": "virtualservices"}[o["kind"]]
-            self.ok(self.req("POST", "%s/namespaces/%s/%s" % (
-                GROUP, o["metadata"]["namespace"], plural), o))
-        # default flags: --xds-auth required
-        self.rep = Replica(self.ks, "sds", elect=False, xds_auth=None, debounce="100ms")
-        wait_ready([self.rep], 30)
-
-    def req(self, method, path, body=None, **kw):
-        return self.ks.request(method, path, body, token="admin-token", **kw)
-
-    @staticmethod
-    def ok(res):
-        if res[0] not in (200, 201):
-            raise AssertionError("kubesim: %s %s" % res)
-        return res[1]
-
-    def pushes(self, short):
-        return self.rep.metric("coxswain_xds_pushes_total", type=short)
-
-    def close(self):
-        self.rep.stop()
-        self.ks.close()
+def make_world():
+    w = World(TOKENS, ("coxswain-system", "team-a", "team-b", "team-open"))
+    w.secret("team-a", "www", "www.crt", "www.key")
+    w.secret("team-a", "unrelated", "shop.crt", "shop.key")  # referenced by no Gateway
+    w.secret("team-b", "other", "shop.crt", "shop.key")
+    w.secret("team-open", "open", "shop.crt", "shop.key")
+    objs = []
+    for ns, sec, dom in (("team-a", "www", "www.example.com"),
+                         ("team-b", "other", "shop.example.com"),
+                         ("team-open", "open", "open.example.com")):
+        objs += [tls_gateway(ns, sec),
+                 upstream_static(ns, "backend", [("127.0.0.1", 50051)]),
+                 virtual_service(ns, "vs", [dom], [route("/", "backend")])]
+    objs[6]["spec"]["xdsAccess"] = {"allowUnauthenticated": True}
+    w.create(objs)
+    w.serve("sds")
+    return w
 
 
 def main():
     t = Tap()
-    w = World()
+    w = make_world()
     P = w.rep.xds
     www_key = read("www.key")
     state = {}

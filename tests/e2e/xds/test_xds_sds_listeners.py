@@ -14,7 +14,6 @@
   gets the new key in that SDS Secret alone (the daemon re-reads a Secret
   only a listener names, and the Gateway is translated again).
 """
-import base64
 import os
 import sys
 import time
@@ -25,39 +24,19 @@ sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 sys.path.insert(0, os.path.join(TOP, "tests", "hostile"))
 sys.path.insert(0, HERE)
 
-from hostilelib import LDS, ads_request, node, pb_fields, response_info  # noqa: E402
-from kubesim import KubeSim  # noqa: E402
-from objects import GROUP, apply_crds, gateway, route, upstream_static, virtual_service  # noqa: E402
-from replicas import Replica, wait_for, wait_ready  # noqa: E402
+from hostilelib import LDS, pb_fields, response_info  # noqa: E402
+from objects import gateway, route, upstream_static, virtual_service  # noqa: E402
+from replicas import wait_for  # noqa: E402
+from sdslib import SDS, TOKENS, World, read, req, tls_secret  # noqa: E402
 from tap import Tap, check, check_eq  # noqa: E402
 from test_xds_auth import call, sa_token  # noqa: E402
 
-SDS = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
-DATA = os.path.join(TOP, "tests", "data", "tls")
-
-TOKENS = {"replica-token": ("coxswain-replica", ["system:masters"]),
-          "admin-token": ("admin", ["system:masters"])}
+TOKENS = dict(TOKENS)
 TOK = {}
 for k, args in {"a": ("team-a", "edge"), "b": ("team-b", "edge")}.items():
     TOK[k], TOKENS[TOK[k]] = sa_token(*args)
 
 MINE = ["configmap:team-a/clients/ca.crt", "secret:team-a/internal", "secret:team-a/public"]
-
-
-def read(name):
-    with open(os.path.join(DATA, name), "rb") as f:
-        return f.read()
-
-
-def tls_secret(ns, name, crt, key):
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": ns, "name": name},
-            "type": "kubernetes.io/tls",
-            "data": {"tls.crt": base64.b64encode(read(crt)).decode(),
-                     "tls.key": base64.b64encode(read(key)).decode()}}
-
-
-def req(type_url, gw, names=(), node_id="sds-proxy", **kw):
-    return ads_request(type_url, names=names, node_bytes=node(node_id, gateway=gw), **kw)
 
 
 def resources(resp):
@@ -72,66 +51,42 @@ def resources(resp):
     return out
 
 
-class World:
-    def __init__(self):
-        self.ks = KubeSim(allow_all=False, tokens=TOKENS, kubeconfig_token="replica-token")
-        apply_crds(self.req)
-        for ns in ("coxswain-system", "team-a", "team-b"):
-            self.ok(self.req("POST", "/api/v1/namespaces",
-                             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
-        for ns, name, crt, key in (("team-a", "public", "www.crt", "www.key"),
-                                   ("team-a", "internal", "backend.crt", "backend.key"),
-                                   ("team-b", "other", "shop.crt", "shop.key")):
-            self.ok(self.req("POST", "/api/v1/namespaces/%s/secrets" % ns,
-                             tls_secret(ns, name, crt, key)))
-        self.ok(self.req("POST", "/api/v1/namespaces/team-a/configmaps",
-                         {"apiVersion": "v1", "kind": "ConfigMap",
-                          "metadata": {"namespace": "team-a", "name": "clients"},
-                          "data": {"ca.crt": read("ca.crt").decode()}}))
-        gw_a = gateway("team-a", "gw", mode="envoy")
-        gw_a["spec"]["listeners"] = [
-            {"name": "public", "port": 8443, "protocol": "HTTPS",
-             "tls": {"certificates": [{"secretRef": {"name": "public"}}]}},
-            {"name": "internal", "port": 9443, "protocol": "HTTPS",
-             "tls": {"certificates": [{"secretRef": {"name": "internal"}}],
-                     "clientValidation": {"caConfigMapRef": {"name": "clients"}}}},
-        ]
-        www = virtual_service("team-a", "www", ["www.example.com"], [route("/", "backend")])
-        www["spec"]["listeners"] = ["public"]
-        adm = virtual_service("team-a", "admin", ["backend.internal"], [route("/", "backend")])
-        adm["spec"]["listeners"] = ["internal"]
-        gw_b = gateway("team-b", "gw", mode="envoy")
-        gw_b["spec"]["bindPort"] = 8443
-        gw_b["spec"]["tls"] = {"certificates": [{"secretRef": {"name": "other"}}]}
-        objs = [gw_a, www, adm, upstream_static("team-a", "backend", [("127.0.0.1", 50051)]),
-                gw_b, virtual_service("team-b", "vs", ["shop.example.com"],
-                                      [route("/", "backend")]),
-                upstream_static("team-b", "backend", [("127.0.0.1", 50052)])]
-        for o in objs:
-            plural = {"Gateway": "gateways", "Upstream": "upstreams",
-                      "VirtualService": "virtualservices"}[o["kind"]]
-            self.ok(self.req("POST", "%s/namespaces/%s/%s" % (
-                GROUP, o["metadata"]["namespace"], plural), o))
-        self.rep = Replica(self.ks, "sdsl", elect=False, xds_auth=None, debounce="100ms")
-        wait_ready([self.rep], 30)
-
-    def req(self, method, path, body=None, **kw):
-        return self.ks.request(method, path, body, token="admin-token", **kw)
-
-    @staticmethod
-    def ok(res):
-        if res[0] not in (200, 201):
-            raise AssertionError("kubesim: %s %s" % res)
-        return res[1]
-
-    def close(self):
-        self.rep.stop()
-        self.ks.close()
+def make_world():
+    w = World(TOKENS, ("coxswain-system", "team-a", "team-b"))
+    for ns, name, crt, key in (("team-a", "public", "www.crt", "www.key"),
+                               ("team-a", "internal", "backend.crt", "backend.key"),
+                               ("team-b", "other", "shop.crt", "shop.key")):
+        w.secret(ns, name, crt, key)
+    w.ok(w.req("POST", "/api/v1/namespaces/team-a/configmaps",
+               {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"namespace": "team-a", "name": "clients"},
+                "data": {"ca.crt": read("ca.crt").decode()}}))
+    gw_a = gateway("team-a", "gw", mode="envoy")
+    gw_a["spec"]["listeners"] = [
+        {"name": "public", "port": 8443, "protocol": "HTTPS",
+         "tls": {"certificates": [{"secretRef": {"name": "public"}}]}},
+        {"name": "internal", "port": 9443, "protocol": "HTTPS",
+         "tls": {"certificates": [{"secretRef": {"name": "internal"}}],
+                 "clientValidation": {"caConfigMapRef": {"name": "clients"}}}},
+    ]
+    www = virtual_service("team-a", "www", ["www.example.com"], [route("/", "backend")])
+    www["spec"]["listeners"] = ["public"]
+    adm = virtual_service("team-a", "admin", ["backend.internal"], [route("/", "backend")])
+    adm["spec"]["listeners"] = ["internal"]
+    gw_b = gateway("team-b", "gw", mode="envoy")
+    gw_b["spec"]["bindPort"] = 8443
+    gw_b["spec"]["tls"] = {"certificates": [{"secretRef": {"name": "other"}}]}
+    w.create([gw_a, www, adm, upstream_static("team-a", "backend", [("127.0.0.1", 50051)]),
+              gw_b, virtual_service("team-b", "vs", ["shop.example.com"],
+                                    [route("/", "backend")]),
+              upstream_static("team-b", "backend", [("127.0.0.1", 50052)])])
+    w.serve("sdsl")
+    return w
 
 
 def main():
     t = Tap()
-    w = World()
+    w = make_world()
     P = w.rep.xds
     state = {}
 
