@@ -99,6 +99,11 @@ static void ctx_clear(struct xlate_ctx *ctx)
     ctx->reports = NULL;
 }
 
+void xlate_trim(void)
+{
+    xlate_big_trim();
+}
+
 void xlate_ctx_free(struct xlate_ctx *ctx)
 {
     if (!ctx)

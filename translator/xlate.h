@@ -59,6 +59,10 @@ void xlate_limits_default(struct xlate_limits *lim);
 #define XLATE_LIMITS_FLAGS 6
 size_t xlate_limits_flags(struct xlate_limits *lim, struct cx_flag *out, size_t max);
 void xlate_ctx_free(struct xlate_ctx *ctx);
+/* Gives back to the system the memory the translator keeps for its next
+ * passes' big buffers (a few freed mappings, 64 MiB at most): after a full
+ * pass, with malloc_trim. Any thread. */
+void xlate_trim(void);
 
 /* Translates |in| into a new snapshot (*out, one reference for the caller).
  * Objects are borrowed for the call only. |stats| may be NULL. Returns 0, or

@@ -302,7 +302,7 @@ int xlate_encode_vhost_ex(const char *name, char *const *domains, size_t ndomain
 /* Forward: the virtual hosts are encoded already, so every length is known
  * and their bytes are copied once, each behind its field header. */
 int xlate_encode_route_config(const char *name, const struct xl_bytes *vhosts, size_t n,
-                              uint8_t **out, size_t *len)
+                              unsigned big_flags, uint8_t **out, size_t *len)
 {
     enum { RC_NAME = 1, RC_VIRTUAL_HOSTS = 2 };
     size_t nlen = strlen(name);
@@ -310,7 +310,7 @@ int xlate_encode_route_config(const char *name, const struct xl_bytes *vhosts, s
     for (size_t i = 0; i < n; i++)
         total += CX_WIRE_HDR_MAX + vhosts[i].len;
     /* megabytes for a big Gateway, new each pass: xlate_big_alloc */
-    uint8_t *b = xlate_big_alloc(total ? total : 1, 0);
+    uint8_t *b = xlate_big_alloc(total ? total : 1, big_flags);
     if (!b)
         return -1;
     size_t o = 0;

@@ -99,11 +99,12 @@ struct xl_bytes {
 
 /* A RouteConfiguration named |name| holding the encoded virtual hosts in
  * order. Byte-identical to encoding the whole message at once. *out is
- * from xlate_big_alloc (xlate_resource_new_big; else xlate_big_free). */
+ * from xlate_big_alloc with |big_flags| (xlate_resource_new_big; else
+ * xlate_big_free). */
 __attribute__((warn_unused_result)) int xlate_encode_route_config(const char *name,
                                                                   const struct xl_bytes *vhosts,
-                                                                  size_t n, uint8_t **out,
-                                                                  size_t *len);
+                                                                  size_t n, unsigned big_flags,
+                                                                  uint8_t **out, size_t *len);
 
 /* What the HttpConnectionManager of a socket listener carries besides RDS
  * and the router: the CORS and local rate limit filters (no-ops until a

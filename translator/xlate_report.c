@@ -390,7 +390,7 @@ static struct xlate_report_block *build_block(struct xlate_ctx *ctx)
     atomic_init(&b->refs, 1);
     atomic_init(&b->users, 1);
     /* the block is megabytes at 10k objects, new each full pass */
-    b->reports = xlate_big_alloc((n ? n : 1) * sizeof(*b->reports), 1);
+    b->reports = xlate_big_alloc((n ? n : 1) * sizeof(*b->reports), XL_BIG_ZERO | XL_BIG_MAP);
     if (!b->reports) {
         xlate_report_block_unref(b);
         return NULL;
@@ -398,7 +398,7 @@ static struct xlate_report_block *build_block(struct xlate_ctx *ctx)
     /* one visit per entry (they are scattered): its strings are appended to
      * the block as they are met, the reports hold offsets until the block
      * has its final address */
-    struct strbuf sb = {xlate_big_alloc(n * 96 + 64, 0), n * 96 + 64, 1};
+    struct strbuf sb = {xlate_big_alloc(n * 96 + 64, XL_BIG_MAP), n * 96 + 64, 1};
     if (!sb.data) {
         xlate_report_block_unref(b);
         return NULL;
@@ -474,8 +474,8 @@ static struct xlate_report_block *patch_block(struct xlate_ctx *ctx)
     atomic_init(&b->refs, 1);
     atomic_init(&b->users, 1);
     b->n = old->n;
-    b->reports = xlate_big_alloc((old->n ? old->n : 1) * sizeof(*b->reports), 0);
-    b->strings = xlate_big_alloc(bytes ? bytes : 1, 0);
+    b->reports = xlate_big_alloc((old->n ? old->n : 1) * sizeof(*b->reports), XL_BIG_MAP);
+    b->strings = xlate_big_alloc(bytes ? bytes : 1, XL_BIG_MAP);
     if (!b->reports || !b->strings) {
         xlate_report_block_unref(b);
         return NULL;

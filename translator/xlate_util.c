@@ -1,5 +1,6 @@
 #include "xlate_util.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -151,25 +152,99 @@ static _Atomic size_t big_mapped;
 static _Atomic size_t big_min = XL_BIG_MIN;
 
 #if defined(__SANITIZE_ADDRESS__)
-#define XL_BIG_MAP 0
+#define XL_BIG_CAN_MAP 0
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-#define XL_BIG_MAP 0
+#define XL_BIG_CAN_MAP 0
 #endif
 #endif
-#ifndef XL_BIG_MAP
-#define XL_BIG_MAP 1
+#ifndef XL_BIG_CAN_MAP
+#define XL_BIG_CAN_MAP 1
 #endif
 
-/* A mapping of at least |len| bytes starting on a 2 MiB boundary (a huge
- * page can back only a whole aligned 2 MiB range), advised for huge pages;
- * *maplen gets its length. NULL on failure. */
-static void *map_aligned(size_t len, size_t *maplen)
+/* The length of a mapping for |len| bytes: a last partial huge page at
+ * least half used is worth a whole one; a smaller tail stays on small
+ * pages (RSS not spent on nothing). */
+static size_t map_len(size_t len)
 {
-    /* a last partial huge page at least half used is worth a whole one;
-     * a smaller tail stays on small pages (RSS not spent on nothing) */
     size_t tail = len % XL_HUGE;
-    len = tail >= XL_HUGE / 2 ? len - tail + XL_HUGE : (len + 4095) & ~(size_t)4095;
+    return tail >= XL_HUGE / 2 ? len - tail + XL_HUGE : (len + 4095) & ~(size_t)4095;
+}
+
+/* Mappings freed lately, kept for the next buffers of about their size: a
+ * pass's RouteConfiguration and report block replace the previous pass's,
+ * whose memory is then warm; a fresh mapping is zeroed by the kernel again
+ * (0.6 ms a pass at 10k). At most BIG_CACHE of them, BIG_CACHE_BYTES in
+ * all; xlate_big_trim gives them back. Any thread may free a buffer (the
+ * xDS server drops snapshots), hence the lock. */
+#define BIG_CACHE       4
+#define BIG_CACHE_BYTES ((size_t)64 << 20)
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    void *at;
+    size_t len;
+} cache[BIG_CACHE];
+static size_t cache_bytes;
+
+/* A cached mapping of at least |len| bytes and at most a huge page more,
+ * or NULL; *maplen gets its length. */
+static void *cache_take(size_t len, size_t *maplen)
+{
+    void *at = NULL;
+    pthread_mutex_lock(&cache_mu);
+    for (int i = 0; i < BIG_CACHE; i++)
+        if (cache[i].at && cache[i].len >= len && cache[i].len <= len + XL_HUGE) {
+            at = cache[i].at;
+            *maplen = cache[i].len;
+            cache_bytes -= cache[i].len;
+            cache[i].at = NULL;
+            break;
+        }
+    pthread_mutex_unlock(&cache_mu);
+    return at;
+}
+
+/* Keeps mapping |at| for reuse: 1, or 0 when the cache is full. */
+static int cache_put(void *at, size_t len)
+{
+    int kept = 0;
+    pthread_mutex_lock(&cache_mu);
+    for (int i = 0; i < BIG_CACHE && !kept; i++)
+        if (!cache[i].at && cache_bytes + len <= BIG_CACHE_BYTES) {
+            cache[i].at = at;
+            cache[i].len = len;
+            cache_bytes += len;
+            kept = 1;
+        }
+    pthread_mutex_unlock(&cache_mu);
+    return kept;
+}
+
+void xlate_big_trim(void)
+{
+    pthread_mutex_lock(&cache_mu);
+    for (int i = 0; i < BIG_CACHE; i++)
+        if (cache[i].at) {
+            munmap(cache[i].at, cache[i].len);
+            cache[i].at = NULL;
+        }
+    cache_bytes = 0;
+    pthread_mutex_unlock(&cache_mu);
+}
+
+size_t xlate_big_cached(void)
+{
+    pthread_mutex_lock(&cache_mu);
+    size_t n = cache_bytes;
+    pthread_mutex_unlock(&cache_mu);
+    return n;
+}
+
+/* A mapping of |len| bytes (map_len) starting on a 2 MiB boundary (a huge
+ * page can back only a whole aligned 2 MiB range), advised for huge pages.
+ * NULL on failure. */
+static void *map_aligned(size_t len)
+{
     size_t over = len + XL_HUGE;
     unsigned char *m = mmap(NULL, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
@@ -182,7 +257,6 @@ static void *map_aligned(size_t len, size_t *maplen)
 #ifdef MADV_HUGEPAGE
     (void)madvise(at, len, MADV_HUGEPAGE); /* advice: without THP, small pages */
 #endif
-    *maplen = len;
     return at;
 }
 
@@ -193,25 +267,29 @@ size_t xlate_big_threshold(size_t n)
 
 int xlate_big_maps(void)
 {
-    return XL_BIG_MAP;
+    return XL_BIG_CAN_MAP;
 }
 
-void *xlate_big_alloc(size_t n, int zero)
+void *xlate_big_alloc(size_t n, unsigned flags)
 {
     if (n > SIZE_MAX - sizeof(struct xl_big) - 2 * XL_HUGE)
         return NULL;
     size_t need = sizeof(struct xl_big) + n;
     struct xl_big *h;
-    if (XL_BIG_MAP && need >= atomic_load(&big_min)) {
-        size_t maplen = 0;
-        if (!(h = map_aligned(need, &maplen)))
-            return NULL;
+    if (XL_BIG_CAN_MAP && (flags & XL_BIG_MAP) && need >= atomic_load(&big_min)) {
+        size_t maplen = map_len(need);
+        if ((h = cache_take(maplen, &maplen))) {
+            if (flags & XL_BIG_ZERO)
+                memset(h + 1, 0, n);
+        } else if (!(h = map_aligned(maplen))) {
+            return NULL; /* a new mapping is zero already */
+        }
         h->maplen = maplen;
         h->cap = maplen - sizeof(*h);
         atomic_fetch_add(&big_mapped, maplen);
-        return h + 1; /* zero already */
+        return h + 1;
     }
-    if (!(h = zero ? calloc(1, need) : malloc(need)))
+    if (!(h = flags & XL_BIG_ZERO ? calloc(1, need) : malloc(need)))
         return NULL;
     h->maplen = 0;
     h->cap = n;
@@ -225,7 +303,7 @@ void *xlate_big_realloc(void *p, size_t n)
     struct xl_big *h = (struct xl_big *)p - 1;
     if (n <= h->cap)
         return p;
-    if (!h->maplen && (!XL_BIG_MAP || sizeof(*h) + n < atomic_load(&big_min))) {
+    if (!h->maplen) {
         if (n > SIZE_MAX - sizeof(*h))
             return NULL;
         struct xl_big *g = realloc(h, sizeof(*h) + n);
@@ -234,7 +312,7 @@ void *xlate_big_realloc(void *p, size_t n)
         g->cap = n;
         return g + 1;
     }
-    void *q = xlate_big_alloc(n, 0);
+    void *q = xlate_big_alloc(n, XL_BIG_MAP);
     if (!q)
         return NULL;
     memcpy(q, p, h->cap);
@@ -253,7 +331,8 @@ void xlate_big_free(void *p)
     }
     size_t maplen = h->maplen;
     atomic_fetch_sub(&big_mapped, maplen);
-    munmap(h, maplen);
+    if (!cache_put(h, maplen))
+        munmap(h, maplen);
 }
 
 size_t xlate_big_mapped(void)
@@ -312,7 +391,7 @@ void *xlate_pool_get(struct xl_pool *p, size_t n)
     } else {
         if (p->left < sz) {
             size_t size = p->next ? p->next : POOL_SLAB_FIRST;
-            struct xl_pool_slab *s = xlate_big_alloc(size, 0);
+            struct xl_pool_slab *s = xlate_big_alloc(size, XL_BIG_MAP);
             if (!s)
                 return NULL;
             s->next = p->slabs;

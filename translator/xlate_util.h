@@ -51,19 +51,28 @@ void xlate_arena_reset(struct xl_arena *a);
  * sanitizer builds (so that ASan sees their bounds and leaks), come from
  * malloc. Free with xlate_big_free only. NULL when memory ran out. */
 #define XL_BIG_MIN ((size_t)2 << 20)
-void *xlate_big_alloc(size_t n, int zero);
+enum {
+    XL_BIG_ZERO = 1, /* zeroed */
+    XL_BIG_MAP = 2,  /* mapped when big enough */
+};
+void *xlate_big_alloc(size_t n, unsigned flags);
 /* Tests: buffers from |n| bytes on are mapped (XL_BIG_MIN by default);
  * returns the previous value. Whether this build maps at all:
  * xlate_big_maps(). */
 size_t xlate_big_threshold(size_t n);
 int xlate_big_maps(void);
-/* Room for |n| bytes, contents kept (xlate_big_alloc's memory only). NULL
- * when memory ran out, |p| then still valid. */
+/* Room for |n| bytes, contents kept (xlate_big_alloc's memory only; a
+ * mapped buffer stays mapped, a malloc'd one malloc'd). NULL when memory
+ * ran out, |p| then still valid. */
 void *xlate_big_realloc(void *p, size_t n);
 void xlate_big_free(void *p);
 /* Bytes mapped by xlate_big_alloc and not yet freed, process-wide (tests:
  * mapped buffers are not in leak checkers' view). */
 size_t xlate_big_mapped(void);
+/* Freed mappings are kept for reuse (a few, 64 MiB at most): their bytes,
+ * and their return to the system (after a full pass, with malloc_trim). */
+size_t xlate_big_cached(void);
+void xlate_big_trim(void);
 
 /* ---- a pool of small blocks ------------------------------------------------ */
 

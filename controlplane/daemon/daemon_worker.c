@@ -109,6 +109,9 @@ static void *thread_main(void *arg)
         if (!res.incremental)
             malloc_trim(0);
 #endif
+        /* and the translator's kept mappings with them */
+        if (!res.incremental)
+            xlate_trim();
 
         pthread_mutex_lock(&w->mu);
         w->done = snap;

@@ -286,7 +286,7 @@ int xlate_gw_encode_rc(struct xlate_ctx *ctx, const char *name, const struct xl_
     }
     uint8_t *bytes = NULL;
     size_t len = 0;
-    int rc = xlate_encode_route_config(name, vh, n, &bytes, &len);
+    int rc = xlate_encode_route_config(name, vh, n, XL_BIG_MAP, &bytes, &len);
     free(vh);
     if (rc != 0)
         return -1;

@@ -869,7 +869,7 @@ static void test_vhost_modes_and_rc_assembly(void)
     struct xl_bytes vh[2] = {{env, envlen}, {pl, pllen}};
     uint8_t *rc = NULL;
     size_t rclen = 0;
-    REQUIRE_INT_EQ(xlate_encode_route_config("ns/gw", vh, 2, &rc, &rclen), 0);
+    REQUIRE_INT_EQ(xlate_encode_route_config("ns/gw", vh, 2, 0, &rc, &rclen), 0);
     Envoy__Config__Route__V3__RouteConfiguration whole =
         ENVOY__CONFIG__ROUTE__V3__ROUTE_CONFIGURATION__INIT;
     Envoy__Config__Route__V3__VirtualHost *vhs[2] = {e, p};
@@ -884,7 +884,7 @@ static void test_vhost_modes_and_rc_assembly(void)
     free(wb);
     xlate_big_free(rc);
     /* no virtual host: just the name */
-    REQUIRE_INT_EQ(xlate_encode_route_config("ns/empty", NULL, 0, &rc, &rclen), 0);
+    REQUIRE_INT_EQ(xlate_encode_route_config("ns/empty", NULL, 0, XL_BIG_MAP, &rc, &rclen), 0);
     Envoy__Config__Route__V3__RouteConfiguration *back =
         envoy__config__route__v3__route_configuration__unpack(NULL, rclen, rc);
     REQUIRE(back);

@@ -120,47 +120,76 @@ static void vmflags_of(const void *p, char *out, size_t outlen)
 static void test_big_buffers(void)
 {
     size_t before = xlate_big_mapped();
-    /* below the threshold: malloc's memory, nothing mapped */
-    char *small = xlate_big_alloc(1000, 1);
-    REQUIRE(small);
+    /* below the threshold, or not asked to map: malloc's memory */
+    char *small = xlate_big_alloc(1000, XL_BIG_ZERO | XL_BIG_MAP);
+    char *heap = xlate_big_alloc(3u << 20, XL_BIG_ZERO);
+    REQUIRE(small && heap);
     CHECK_INT_EQ(xlate_big_mapped(), before);
-    CHECK(small[0] == 0 && small[999] == 0);
-    /* growing past the threshold keeps the contents */
+    CHECK(small[0] == 0 && small[999] == 0 && heap[(3u << 20) - 1] == 0);
+    /* a malloc'd buffer grows on the heap, contents kept */
     memset(small, 'x', 1000);
     char *grown = xlate_big_realloc(small, 3u << 20);
     REQUIRE(grown);
     CHECK(grown[0] == 'x' && grown[999] == 'x');
-    grown[(3u << 20) - 1] = 'y';
+    CHECK_INT_EQ(xlate_big_mapped(), before);
+    xlate_big_free(grown);
+    xlate_big_free(heap);
+    char *m = xlate_big_alloc(3u << 20, XL_BIG_MAP);
+    REQUIRE(m);
     if (!xlate_big_maps()) {
         /* sanitizer builds: malloc's, so ASan sees bounds and leaks */
         CHECK_INT_EQ(xlate_big_mapped(), before);
-        xlate_big_free(grown);
+        xlate_big_free(m);
         return;
     }
     /* 3 MiB: a whole 2 MiB huge page, and the 1 MiB tail (half a huge page
      * or more) rounded up to another */
     CHECK_INT_EQ(xlate_big_mapped() - before, 4u << 20);
     /* the buffer starts 16 bytes into a 2 MiB-aligned mapping advised for
-     * huge pages */
-    CHECK_INT_EQ(((uintptr_t)grown - 16) % (2u << 20), 0);
+     * huge pages, zeroed */
+    CHECK_INT_EQ(((uintptr_t)m - 16) % (2u << 20), 0);
+    CHECK(m[0] == 0 && m[(3u << 20) - 1] == 0);
     if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) == 0) {
         char flags[512];
-        vmflags_of(grown, flags, sizeof(flags));
+        vmflags_of(m, flags, sizeof(flags));
         CHECK(strstr(flags, " hg") != NULL);
     }
-    /* room within the mapping: the same buffer */
-    CHECK(xlate_big_realloc(grown, (4u << 20) - 16) == grown);
+    /* room within the mapping: the same buffer; beyond: a new mapping,
+     * contents kept */
+    CHECK(xlate_big_realloc(m, (4u << 20) - 16) == m);
+    m[0] = 'a';
+    m[(4u << 20) - 17] = 'z';
+    char *m2 = xlate_big_realloc(m, 5u << 20);
+    REQUIRE(m2);
+    CHECK(m2[0] == 'a' && m2[(4u << 20) - 17] == 'z');
+    CHECK_INT_EQ(xlate_big_mapped() - before, 6u << 20);
     /* a small tail (under half a huge page) stays on small pages */
-    char *b = xlate_big_alloc((2u << 20) + 100, 1);
+    char *b = xlate_big_alloc((2u << 20) + 100, XL_BIG_MAP);
     REQUIRE(b);
-    CHECK_INT_EQ(xlate_big_mapped() - before, (4u << 20) + (2u << 20) + 4096);
-    CHECK(b[0] == 0 && b[(2u << 20) + 99] == 0);
+    CHECK_INT_EQ(xlate_big_mapped() - before, (6u << 20) + (2u << 20) + 4096);
+    /* freed mappings are kept for the next buffers of about their size:
+     * the same memory again, zeroed when asked; trim gives them back */
+    xlate_big_trim();
     xlate_big_free(b);
-    xlate_big_free(grown);
+    CHECK_INT_EQ(xlate_big_cached(), (2u << 20) + 4096);
+    char *again = xlate_big_alloc((2u << 20) + 50, XL_BIG_MAP | XL_BIG_ZERO);
+    CHECK(again == b);
+    CHECK_INT_EQ(xlate_big_cached(), 0);
+    CHECK(again[0] == 0 && again[(2u << 20) + 49] == 0);
+    again[0] = 1;
+    xlate_big_free(again);
+    char *bigger = xlate_big_alloc(9u << 20, XL_BIG_MAP); /* too big for it */
+    REQUIRE(bigger);
+    CHECK(bigger != again);
+    xlate_big_free(bigger);
+    xlate_big_free(m2);
     CHECK_INT_EQ(xlate_big_mapped(), before);
-    /* the threshold tests lower: every buffer mapped */
+    CHECK(xlate_big_cached() > 0);
+    xlate_big_trim();
+    CHECK_INT_EQ(xlate_big_cached(), 0);
+    /* the threshold tests lower: every buffer asked to map is mapped */
     size_t prev = xlate_big_threshold(1);
-    char *tiny = xlate_big_alloc(10, 0);
+    char *tiny = xlate_big_alloc(10, XL_BIG_MAP);
     REQUIRE(tiny);
     CHECK_INT_EQ(xlate_big_mapped() - before, 4096);
     xlate_big_free(tiny);
