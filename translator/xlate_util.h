@@ -92,9 +92,9 @@ struct xl_pool {
     struct xl_pool_slab *slabs;
     unsigned char *cur; /* the newest slab's unused part */
     size_t left;
-    size_t next;                    /* size of the next slab */
-    void *free[XL_POOL_CLASSES];    /* per class: blocks put back */
-    size_t live;                    /* blocks out */
+    size_t next;                 /* size of the next slab */
+    void *free[XL_POOL_CLASSES]; /* per class: blocks put back */
+    size_t live;                 /* blocks out */
 };
 
 /* |n| (1..XL_POOL_MAX) zeroed bytes, 16-byte aligned; NULL when memory ran

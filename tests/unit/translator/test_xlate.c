@@ -395,8 +395,7 @@ static void test_big_buffers_give_the_same_snapshots(void)
     for (int round = 0; round < 2; round++) {
         size_t prev = xlate_big_threshold(round ? 1 : SIZE_MAX);
         struct xlate_ctx *ctx = xlate_ctx_new();
-        REQUIRE_INT_EQ(xlate_run(ctx, &(struct xlate_input){w.in, w.n, 0}, &s[round][0], NULL),
-                       0);
+        REQUIRE_INT_EQ(xlate_run(ctx, &(struct xlate_input){w.in, w.n, 0}, &s[round][0], NULL), 0);
         struct xlate_change c = {.kind = XLATE_KIND_VIRTUAL_SERVICE, .obj = a2};
         REQUIRE_INT_EQ(xlate_run_changes(ctx, &c, 1, &s[round][1], NULL), 0);
         CHECK(s[round][1]->report_block->base == s[round][0]->report_block); /* patched */
