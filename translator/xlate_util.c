@@ -1,5 +1,7 @@
 #include "xlate_util.h"
 
+#include "cx_sanitize.h"
+
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -151,16 +153,7 @@ _Static_assert(sizeof(struct xl_big) == 16, "big buffer header");
 static _Atomic size_t big_mapped;
 static _Atomic size_t big_min = XL_BIG_MIN;
 
-#if defined(__SANITIZE_ADDRESS__)
-#define XL_BIG_CAN_MAP 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define XL_BIG_CAN_MAP 0
-#endif
-#endif
-#ifndef XL_BIG_CAN_MAP
-#define XL_BIG_CAN_MAP 1
-#endif
+#define XL_BIG_CAN_MAP (!CX_ASAN) /* ASan sees malloc's blocks, not mappings */
 
 /* The length of a mapping for |len| bytes: a last partial huge page at
  * least half used is worth a whole one; a smaller tail stays on small
@@ -342,27 +335,6 @@ size_t xlate_big_mapped(void)
 
 /* ---- a pool of small blocks ----------------------------------------------------- */
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-#define POOL_POISON(p, n)   ASAN_POISON_MEMORY_REGION((p), (n))
-#define POOL_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
-#else
-#define POOL_POISON(p, n)   ((void)(p), (void)(n))
-#define POOL_UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
-#if defined(__has_include)
-#if __has_include(<valgrind/memcheck.h>)
-#include <valgrind/memcheck.h>
-#define XL_VALGRIND 1
-#endif
-#endif
-#ifndef XL_VALGRIND
-#define VALGRIND_MALLOCLIKE_BLOCK(a, n, rz, z) ((void)(a))
-#define VALGRIND_FREELIKE_BLOCK(a, rz)         ((void)(a))
-#define VALGRIND_MAKE_MEM_NOACCESS(a, n)       ((void)(a))
-#define VALGRIND_MAKE_MEM_DEFINED(a, n)        ((void)(a))
-#endif
-
 #define POOL_SLAB_FIRST ((size_t)64 << 10)
 #define POOL_SLAB_MAX   (XL_HUGE - sizeof(struct xl_big)) /* one huge page, mapped */
 
@@ -386,7 +358,7 @@ void *xlate_pool_get(struct xl_pool *p, size_t n)
     if (b) {
         /* the link is the block's first word: readable again for a moment */
         VALGRIND_MAKE_MEM_DEFINED(b, sizeof(void *));
-        POOL_UNPOISON(b, sizeof(void *));
+        CX_UNPOISON(b, sizeof(void *));
         p->free[c] = *(void **)b;
     } else {
         if (p->left < sz) {
@@ -403,14 +375,14 @@ void *xlate_pool_get(struct xl_pool *p, size_t n)
              * (a 256 KiB slab is a malloc'd mapping of 4 KiB pages
              * again each time a context is made) */
             p->next = POOL_SLAB_MAX;
-            POOL_POISON(p->cur, p->left);
+            CX_POISON(p->cur, p->left);
             VALGRIND_MAKE_MEM_NOACCESS(p->cur, p->left);
         }
         b = p->cur;
         p->cur += sz;
         p->left -= sz;
     }
-    POOL_UNPOISON(b, n);
+    CX_UNPOISON(b, n);
     VALGRIND_MALLOCLIKE_BLOCK(b, n, 0, 0);
     memset(b, 0, n);
     p->live++;
@@ -428,7 +400,7 @@ void xlate_pool_put(struct xl_pool *p, void *b, size_t n)
     *(void **)b = p->free[c];
     VALGRIND_MAKE_MEM_NOACCESS(b, sizeof(void *));
     p->free[c] = b;
-    POOL_POISON(b, (c + 1) * 64);
+    CX_POISON(b, (c + 1) * 64);
     p->live--;
 }
 
@@ -437,7 +409,7 @@ void xlate_pool_free(struct xl_pool *p)
     struct xl_pool_slab *s = p->slabs;
     while (s) {
         struct xl_pool_slab *next = s->next;
-        POOL_UNPOISON(s->data, s->size);
+        CX_UNPOISON(s->data, s->size);
         VALGRIND_MAKE_MEM_DEFINED(s->data, s->size);
         xlate_big_free(s);
         s = next;

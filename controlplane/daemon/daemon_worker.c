@@ -109,9 +109,8 @@ static void *thread_main(void *arg)
         if (!res.incremental)
             malloc_trim(0);
 #endif
-        /* and the translator's kept mappings with them */
         if (!res.incremental)
-            xlate_trim();
+            xlate_trim(); /* and the translator's kept mappings */
 
         pthread_mutex_lock(&w->mu);
         w->done = snap;

@@ -1,20 +1,13 @@
 #include "xds_h2_impl.h"
 
+#include "cx_sanitize.h"
+
 #include <malloc.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-#define POISON(p, n)   ASAN_POISON_MEMORY_REGION((p), (n))
-#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
-#else
-#define POISON(p, n)   ((void)(p), (void)(n))
-#define UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
 
 /* ---- nghttp2 memory ------------------------------------------------------------
  * One allocator per connection (its user pointer is the connection's
@@ -142,13 +135,13 @@ static uint8_t *unit_get(void)
     g_pool.in_use++;
     g_mapped_bytes += unit_bytes();
     uint8_t *u = g_pool.free[--g_pool.nfree];
-    POISON(u, unit_bytes()); /* blocks are unpoisoned as they are handed out */
+    CX_POISON(u, unit_bytes()); /* blocks are unpoisoned as they are handed out */
     return u;
 }
 
 static void unit_put(uint8_t *u)
 {
-    POISON(u, unit_bytes());
+    CX_POISON(u, unit_bytes());
     madvise(u, unit_bytes(), MADV_DONTNEED); /* back clean (zero) */
     g_pool.free[g_pool.nfree++] = u;
     g_mapped_bytes -= unit_bytes();
@@ -204,7 +197,7 @@ static void *hot_alloc(struct h2_mem *m, size_t n)
     m->hot_off[i] = (uint16_t)at;
     m->hot_len[i] = (uint16_t)need;
     m->nhot++;
-    UNPOISON(m->unit + hot_off() + at, need);
+    CX_UNPOISON(m->unit + hot_off() + at, need);
     return m->unit + hot_off() + at;
 }
 
@@ -222,7 +215,7 @@ static int hot_index(const struct h2_mem *m, const void *p)
 
 static void hot_free(struct h2_mem *m, int i)
 {
-    POISON(m->unit + hot_off() + m->hot_off[i], m->hot_len[i]);
+    CX_POISON(m->unit + hot_off() + m->hot_off[i], m->hot_len[i]);
     m->nhot--;
     memmove(&m->hot_off[i], &m->hot_off[i + 1], (size_t)(m->nhot - i) * sizeof(m->hot_off[0]));
     memmove(&m->hot_len[i], &m->hot_len[i + 1], (size_t)(m->nhot - i) * sizeof(m->hot_len[0]));
@@ -247,13 +240,13 @@ static void unit_free(struct h2_mem *m, void *p)
     uint8_t *b = p;
     if ((m->slots & SLOT_RING0) && b == m->unit) {
         m->slots &= (uint8_t)~SLOT_RING0;
-        POISON(b, m->ring_len[0]);
+        CX_POISON(b, m->ring_len[0]);
     } else if ((m->slots & SLOT_MAP) && b == m->unit + map_off()) {
         m->slots &= (uint8_t)~SLOT_MAP;
-        POISON(b, MAP_TABLE);
+        CX_POISON(b, MAP_TABLE);
     } else if ((m->slots & SLOT_RING2) && b == m->unit + ring2_off()) {
         m->slots &= (uint8_t)~SLOT_RING2;
-        POISON(b, m->ring_len[1]);
+        CX_POISON(b, m->ring_len[1]);
     } else {
         int i = hot_index(m, p);
         if (i >= 0)
@@ -284,7 +277,7 @@ static void *unit_alloc(struct h2_mem *m, size_t n, int zero)
         if (p) {
             m->used |= (uint8_t)slot; /* zero until now: the unit came clean */
             m->slots |= (uint8_t)slot;
-            UNPOISON(p, n);
+            CX_UNPOISON(p, n);
         }
         return p;
     }
@@ -415,7 +408,7 @@ void *xds_h2_mem_conn_new(size_t size, size_t mem_off)
         return c;
     }
     uint8_t *c = u + hot_off(); /* zero: the unit came clean */
-    UNPOISON(c, size);
+    CX_UNPOISON(c, size);
     struct h2_mem *m = (struct h2_mem *)(void *)(c + mem_off);
     xds_h2_mem_init(m);
     m->unit = u;
@@ -488,13 +481,13 @@ void xds_h2_mem_trim(struct h2_mem *m, int hd_empty)
     /* P0 holding only zeros reads the same once handed back. (Poisoned
      * bytes of it are no one's: read them unpoisoned for the check.) */
     if (page_resident(m->unit)) {
-        UNPOISON(m->unit, page_size());
+        CX_UNPOISON(m->unit, page_size());
         int zero = page_zero(m->unit);
-        POISON(m->unit, page_size());
+        CX_POISON(m->unit, page_size());
         if (m->slots & SLOT_RING0)
-            UNPOISON(m->unit, m->ring_len[0]);
+            CX_UNPOISON(m->unit, m->ring_len[0]);
         if (m->slots & SLOT_MAP)
-            UNPOISON(m->unit + map_off(), page_size() - map_off());
+            CX_UNPOISON(m->unit + map_off(), page_size() - map_off());
         if (zero)
             madvise(m->unit, page_size(), MADV_DONTNEED);
     }
