@@ -1,33 +1,52 @@
 #include "cx_yaml.h"
 
+#include "cx_map.h"
+
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
+/* An anchor of the current document, with what an alias to it costs (its
+ * nodes, the aliases inside it expanded) and how many levels a copy adds,
+ * so that an alias is judged before anything is copied. */
 struct anchor {
-    char *name;
-    cJSON *node;  /* borrowed: lives in the document being built */
-    size_t nodes; /* nodes it holds (aliases cost as much as copies) */
+    cJSON *node;  /* borrowed from the document, or |owned| */
+    cJSON *owned; /* an anchored mapping key's node (the mapping keeps only its
+                   * text): freed with the anchor */
+    size_t nodes;
+    int height; /* levels of |node|: 1 for a scalar */
+    char name[];
 };
 
 struct yctx {
     yaml_parser_t parser;
     char *err;
     size_t errlen;
-    size_t nodes;
-    struct anchor *anchors;
-    size_t nanchors, capanchors;
+    size_t nodes;          /* nodes so far, aliases expanded */
+    size_t alias_nodes;    /* the part of |nodes| that aliases copied */
+    struct cx_map anchors; /* name -> its latest struct anchor */
+    struct anchor **all;   /* every anchor of the document, redefined ones
+                            * too (a key's node lives until the document ends) */
+    size_t nall, capall;
     int failed;
 };
 
-static void set_err(struct yctx *y, size_t line, size_t col, const char *what)
+__attribute__((format(printf, 3, 4))) static void set_err(struct yctx *y, const yaml_mark_t *at,
+                                                          const char *fmt, ...)
 {
     if (!y->failed && y->err && y->errlen) {
-        if (line)
-            snprintf(y->err, y->errlen, "line %zu column %zu: %s", line, col, what);
+        char what[400];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(what, sizeof(what), fmt, ap);
+        va_end(ap);
+        if (at)
+            snprintf(y->err, y->errlen, "line %zu column %zu: %s", at->line + 1, at->column + 1,
+                     what);
         else
             snprintf(y->err, y->errlen, "%s", what);
     }
@@ -80,213 +99,321 @@ static cJSON *plain_scalar(const char *v, size_t len)
     return NULL; /* a string */
 }
 
-static cJSON *parse_node(struct yctx *y, yaml_event_t *ev, int depth);
+static cJSON *parse_node(struct yctx *y, yaml_event_t *ev, int depth, int *height);
 
 static int next(struct yctx *y, yaml_event_t *ev)
 {
     if (!yaml_parser_parse(&y->parser, ev)) {
-        set_err(y, y->parser.problem_mark.line + 1, y->parser.problem_mark.column + 1,
-                y->parser.problem ? y->parser.problem : "invalid YAML");
+        yaml_mark_t at = y->parser.problem_mark;
+        set_err(y, &at, "%s", y->parser.problem ? y->parser.problem : "invalid YAML");
         return -1;
     }
     return 0;
 }
 
-static int count(const cJSON *n)
+static const char *anchor_of(const yaml_event_t *ev)
 {
-    int c = 1;
-    for (const cJSON *k = n ? n->child : NULL; k; k = k->next)
-        c += count(k);
-    return c;
+    switch (ev->type) {
+    case YAML_SCALAR_EVENT:
+        return (const char *)ev->data.scalar.anchor;
+    case YAML_SEQUENCE_START_EVENT:
+        return (const char *)ev->data.sequence_start.anchor;
+    case YAML_MAPPING_START_EVENT:
+        return (const char *)ev->data.mapping_start.anchor;
+    default:
+        return NULL;
+    }
 }
 
-static int remember(struct yctx *y, const yaml_char_t *anchor, cJSON *node)
+/* Names |node| (complete: an alias costs what it copies) |name|, replacing
+ * an earlier anchor of that name. Returns 0 or -1 (out of memory). */
+static int remember(struct yctx *y, const char *name, cJSON *node, size_t nodes, int height)
 {
-    if (!anchor)
-        return 0;
-    if (y->nanchors == y->capanchors) {
-        size_t cap = y->capanchors ? y->capanchors * 2 : 8;
-        struct anchor *a = realloc(y->anchors, cap * sizeof(*a));
-        if (!a)
+    size_t len = strlen(name);
+    if (y->nall == y->capall) {
+        size_t cap = y->capall ? y->capall * 2 : 8;
+        struct anchor **all = realloc(y->all, cap * sizeof(*all));
+        if (!all)
             return -1;
-        y->anchors = a;
-        y->capanchors = cap;
+        y->all = all;
+        y->capall = cap;
     }
-    char *name = strdup((const char *)anchor);
-    if (!name)
+    struct anchor *a = malloc(sizeof(*a) + len + 1);
+    if (!a)
         return -1;
-    y->anchors[y->nanchors++] = (struct anchor){name, node, (size_t)count(node)};
-    // cppcheck-suppress memleak ; freed with y->anchors
-    return 0;
+    *a = (struct anchor){.node = node, .nodes = nodes, .height = height};
+    memcpy(a->name, name, len + 1);
+    y->all[y->nall++] = a;
+    return cx_map_puts(&y->anchors, a->name, a, NULL);
 }
 
-/* A node about to be freed (a mapping key: only its text is kept) must not
- * stay reachable through an anchor. */
-static void forget(struct yctx *y, const cJSON *node)
+/* Anchors do not cross documents. */
+static void drop_anchors(struct yctx *y)
 {
-    for (size_t i = 0; i < y->nanchors;) {
-        if (y->anchors[i].node == node) {
-            free(y->anchors[i].name);
-            y->anchors[i] = y->anchors[--y->nanchors];
-        } else {
-            i++;
-        }
+    for (size_t i = 0; i < y->nall; i++) {
+        cJSON_Delete(y->all[i]->owned);
+        free(y->all[i]);
+        y->all[i] = NULL;
     }
+    y->nall = 0;
+    cx_map_free(&y->anchors);
 }
 
-static cJSON *alias(struct yctx *y, const yaml_event_t *ev)
+/* An alias at |depth|: refused before anything is copied when the copy
+ * would pass the nesting, node or alias-expansion limit, so that an alias
+ * bomb costs no more than the limits it is held to. */
+static cJSON *alias(struct yctx *y, const yaml_event_t *ev, int depth, int *height)
 {
     const char *name = (const char *)ev->data.alias.anchor;
-    for (size_t i = y->nanchors; i-- > 0;) {
-        if (strcmp(y->anchors[i].name, name) != 0)
-            continue;
-        y->nodes += y->anchors[i].nodes;
-        if (y->nodes > CX_YAML_MAX_NODES) {
-            set_err(y, ev->start_mark.line + 1, ev->start_mark.column + 1,
-                    "too many nodes (aliases expand too much)");
-            return NULL;
-        }
-        cJSON *copy = cJSON_Duplicate(y->anchors[i].node, 1);
-        if (!copy)
-            set_err(y, 0, 0, "out of memory");
-        return copy;
+    const struct anchor *a = cx_map_gets(&y->anchors, name);
+    if (!a) {
+        set_err(y, &ev->start_mark, "unknown anchor %.200s", name);
+        return NULL;
     }
-    char what[300];
-    snprintf(what, sizeof(what), "unknown anchor %.200s", name);
-    set_err(y, ev->start_mark.line + 1, ev->start_mark.column + 1, what);
-    return NULL;
+    if (depth + a->height > CX_YAML_MAX_DEPTH) {
+        set_err(y, &ev->start_mark,
+                "nesting too deep: alias *%.200s would reach %d levels, over the limit of %d", name,
+                depth + a->height, CX_YAML_MAX_DEPTH);
+        return NULL;
+    }
+    if (y->alias_nodes + a->nodes > CX_YAML_MAX_ALIAS_NODES) {
+        set_err(y, &ev->start_mark,
+                "aliases expand too much: alias *%.200s would bring the nodes copied by "
+                "aliases to %zu, over the limit of %d",
+                name, y->alias_nodes + a->nodes, CX_YAML_MAX_ALIAS_NODES);
+        return NULL;
+    }
+    if (y->nodes + a->nodes > CX_YAML_MAX_NODES) {
+        set_err(y, &ev->start_mark,
+                "too many nodes: alias *%.200s would bring them to %zu, over the limit of %d", name,
+                y->nodes + a->nodes, CX_YAML_MAX_NODES);
+        return NULL;
+    }
+    cJSON *copy = cJSON_Duplicate(a->node, 1);
+    if (!copy) {
+        set_err(y, NULL, "out of memory");
+        return NULL;
+    }
+    y->nodes += a->nodes;
+    y->alias_nodes += a->nodes;
+    *height = a->height;
+    return copy;
 }
 
-static cJSON *parse_node(struct yctx *y, yaml_event_t *ev, int depth)
+static cJSON *scalar_node(struct yctx *y, const yaml_event_t *ev)
 {
+    const char *v = (const char *)ev->data.scalar.value;
+    size_t len = ev->data.scalar.length;
+    const char *tag = (const char *)ev->data.scalar.tag;
+    if (strlen(v) != len) {
+        set_err(y, &ev->start_mark, "NUL byte in a scalar");
+        return NULL;
+    }
     cJSON *node = NULL;
-    if (depth > CX_YAML_MAX_DEPTH) {
-        set_err(y, ev->start_mark.line + 1, ev->start_mark.column + 1, "nesting too deep");
-        return NULL;
-    }
-    if (++y->nodes > CX_YAML_MAX_NODES) {
-        set_err(y, ev->start_mark.line + 1, ev->start_mark.column + 1, "too many nodes");
-        return NULL;
-    }
-    switch (ev->type) {
-    case YAML_ALIAS_EVENT:
-        return alias(y, ev);
-    case YAML_SCALAR_EVENT: {
-        const char *v = (const char *)ev->data.scalar.value;
-        size_t len = ev->data.scalar.length;
-        const char *tag = (const char *)ev->data.scalar.tag;
-        if (strlen(v) != len) {
-            set_err(y, ev->start_mark.line + 1, ev->start_mark.column + 1, "NUL byte in a scalar");
-            return NULL;
-        }
-        if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-            (!tag || strcmp(tag, YAML_STR_TAG) != 0))
-            node = plain_scalar(v, len);
-        if (!node)
-            node = cJSON_CreateString(v);
-        if (node && remember(y, ev->data.scalar.anchor, node) != 0) {
-            cJSON_Delete(node);
-            node = NULL;
-        }
-        break;
-    }
-    case YAML_SEQUENCE_START_EVENT: {
-        node = cJSON_CreateArray();
-        if (!node)
-            break;
-        for (;;) {
-            yaml_event_t child;
-            if (next(y, &child) != 0)
-                goto fail;
-            if (child.type == YAML_SEQUENCE_END_EVENT) {
-                yaml_event_delete(&child);
-                break;
-            }
-            cJSON *c = parse_node(y, &child, depth + 1);
-            yaml_event_delete(&child);
-            if (!c)
-                goto fail;
-            cJSON_AddItemToArray(node, c);
-        }
-        /* registered complete, so an alias costs what it copies */
-        if (remember(y, ev->data.sequence_start.anchor, node) != 0)
-            goto fail;
-        break;
-    }
-    case YAML_MAPPING_START_EVENT: {
-        node = cJSON_CreateObject();
-        if (!node)
-            break;
-        for (;;) {
-            yaml_event_t kev;
-            if (next(y, &kev) != 0)
-                goto fail;
-            if (kev.type == YAML_MAPPING_END_EVENT) {
-                yaml_event_delete(&kev);
-                break;
-            }
-            cJSON *k = parse_node(y, &kev, depth + 1);
-            size_t line = kev.start_mark.line + 1, col = kev.start_mark.column + 1;
-            yaml_event_delete(&kev);
-            if (!k)
-                goto fail;
-            char keybuf[64];
-            const char *key;
-            if (cJSON_IsString(k)) {
-                key = k->valuestring;
-            } else if (cJSON_IsNumber(k)) {
-                snprintf(keybuf, sizeof(keybuf), "%.17g", k->valuedouble);
-                key = keybuf;
-            } else if (cJSON_IsBool(k)) {
-                key = cJSON_IsTrue(k) ? "true" : "false";
-            } else if (cJSON_IsNull(k)) {
-                key = "null";
-            } else {
-                forget(y, k);
-                cJSON_Delete(k);
-                set_err(y, line, col, "a mapping key must be a scalar");
-                goto fail;
-            }
-            yaml_event_t vev;
-            if (next(y, &vev) != 0) {
-                forget(y, k);
-                cJSON_Delete(k);
-                goto fail;
-            }
-            cJSON *v = parse_node(y, &vev, depth + 1);
-            yaml_event_delete(&vev);
-            if (!v) {
-                forget(y, k);
-                cJSON_Delete(k);
-                goto fail;
-            }
-            if (cJSON_GetObjectItemCaseSensitive(node, key)) {
-                char what[300];
-                snprintf(what, sizeof(what), "duplicate key \"%.200s\"", key);
-                set_err(y, line, col, what);
-                forget(y, k);
-                cJSON_Delete(k);
-                cJSON_Delete(v);
-                goto fail;
-            }
-            cJSON_AddItemToObject(node, key, v);
-            forget(y, k);
-            cJSON_Delete(k);
-        }
-        if (remember(y, ev->data.mapping_start.anchor, node) != 0)
-            goto fail;
-        break;
-    }
-    default:
-        set_err(y, ev->start_mark.line + 1, ev->start_mark.column + 1, "unexpected YAML event");
-        return NULL;
-    }
+    if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+        (!tag || strcmp(tag, YAML_STR_TAG) != 0))
+        node = plain_scalar(v, len);
     if (!node)
-        set_err(y, 0, 0, "out of memory");
+        node = cJSON_CreateString(v);
+    if (!node)
+        set_err(y, NULL, "out of memory");
+    return node;
+}
+
+/* The items of a sequence whose start was just read, up to its end. */
+static cJSON *seq_node(struct yctx *y, int depth, int *height)
+{
+    cJSON *node = cJSON_CreateArray();
+    if (!node) {
+        set_err(y, NULL, "out of memory");
+        return NULL;
+    }
+    for (;;) {
+        yaml_event_t ev;
+        if (next(y, &ev) != 0)
+            goto fail;
+        if (ev.type == YAML_SEQUENCE_END_EVENT) {
+            yaml_event_delete(&ev);
+            break;
+        }
+        int h = 0;
+        cJSON *c = parse_node(y, &ev, depth + 1, &h);
+        yaml_event_delete(&ev);
+        if (!c)
+            goto fail;
+        cJSON_AddItemToArray(node, c);
+        if (h + 1 > *height)
+            *height = h + 1;
+    }
     return node;
 fail:
     cJSON_Delete(node);
     return NULL;
+}
+
+/* The keys of a mapping so far, so that a duplicate is found without
+ * scanning them all: a wide mapping would be quadratic. A scan while the
+ * mapping is small, a map (keys borrowed from the items) from KEYSET_SCAN
+ * keys on. */
+#define KEYSET_SCAN 8
+struct keyset {
+    struct cx_map map;
+    size_t n;
+};
+
+static int keyset_has(const struct keyset *ks, const cJSON *obj, const char *key)
+{
+    if (ks->n < KEYSET_SCAN)
+        return cJSON_GetObjectItemCaseSensitive(obj, key) != NULL;
+    return cx_map_gets(&ks->map, key) != NULL;
+}
+
+/* Records |item|, just added to |obj|. Returns 0 or -1 (out of memory). */
+static int keyset_add(struct keyset *ks, const cJSON *obj, cJSON *item)
+{
+    if (++ks->n < KEYSET_SCAN)
+        return 0;
+    if (ks->n > KEYSET_SCAN)
+        return cx_map_puts(&ks->map, item->string, item, NULL);
+    for (cJSON *c = obj->child; c; c = c->next)
+        if (cx_map_puts(&ks->map, c->string, c, NULL) != 0)
+            return -1;
+    return 0;
+}
+
+/* A scalar key's text (in |buf| for numbers), NULL for a collection. */
+static const char *key_text(const cJSON *k, char *buf, size_t len)
+{
+    if (cJSON_IsString(k))
+        return k->valuestring;
+    if (cJSON_IsNumber(k)) {
+        snprintf(buf, len, "%.17g", k->valuedouble);
+        return buf;
+    }
+    if (cJSON_IsBool(k))
+        return cJSON_IsTrue(k) ? "true" : "false";
+    if (cJSON_IsNull(k))
+        return "null";
+    return NULL;
+}
+
+/* The pairs of a mapping whose start was just read, up to its end. A key's
+ * node is freed once its text is used, unless it has an anchor: then the
+ * anchor keeps it (for the aliases to it) until the document ends. */
+static cJSON *map_node(struct yctx *y, int depth, int *height)
+{
+    struct keyset ks = {0};
+    cJSON *k = NULL;
+    int free_k = 0;
+    cJSON *node = cJSON_CreateObject();
+    if (!node) {
+        set_err(y, NULL, "out of memory");
+        goto out;
+    }
+    for (;;) {
+        yaml_event_t kev;
+        if (next(y, &kev) != 0)
+            goto fail;
+        if (kev.type == YAML_MAPPING_END_EVENT) {
+            yaml_event_delete(&kev);
+            break;
+        }
+        int h = 0;
+        k = parse_node(y, &kev, depth + 1, &h);
+        const char *kanchor = k ? anchor_of(&kev) : NULL;
+        struct anchor *ka = kanchor ? cx_map_gets(&y->anchors, kanchor) : NULL;
+        if (ka && ka->node == k)
+            ka->owned = k;
+        free_k = k && !(ka && ka->owned == k);
+        yaml_mark_t kat = kev.start_mark;
+        yaml_event_delete(&kev);
+        if (!k)
+            goto fail;
+        char keybuf[64];
+        const char *key = key_text(k, keybuf, sizeof(keybuf));
+        if (!key) {
+            set_err(y, &kat, "a mapping key must be a scalar");
+            goto fail;
+        }
+        if (keyset_has(&ks, node, key)) {
+            set_err(y, &kat, "duplicate key \"%.200s\"", key);
+            goto fail;
+        }
+        yaml_event_t vev;
+        if (next(y, &vev) != 0)
+            goto fail;
+        cJSON *v = parse_node(y, &vev, depth + 1, &h);
+        yaml_event_delete(&vev);
+        if (!v)
+            goto fail;
+        if (!cJSON_AddItemToObject(node, key, v)) {
+            cJSON_Delete(v);
+            set_err(y, NULL, "out of memory");
+            goto fail;
+        }
+        if (keyset_add(&ks, node, v) != 0) {
+            set_err(y, NULL, "out of memory");
+            goto fail;
+        }
+        if (free_k)
+            cJSON_Delete(k);
+        k = NULL;
+        free_k = 0;
+        if (h + 1 > *height)
+            *height = h + 1;
+    }
+    goto out;
+fail:
+    cJSON_Delete(node);
+    node = NULL;
+out:
+    if (free_k)
+        cJSON_Delete(k);
+    k = NULL;
+    cx_map_free(&ks.map);
+    return node;
+}
+
+/* The node that starts with |ev| at |depth| (0: a document's root), its
+ * levels in |height|. Refuses a node past CX_YAML_MAX_DEPTH levels or
+ * CX_YAML_MAX_NODES nodes. */
+static cJSON *parse_node(struct yctx *y, yaml_event_t *ev, int depth, int *height)
+{
+    if (depth >= CX_YAML_MAX_DEPTH) {
+        set_err(y, &ev->start_mark, "nesting too deep: over the limit of %d levels",
+                CX_YAML_MAX_DEPTH);
+        return NULL;
+    }
+    if (ev->type == YAML_ALIAS_EVENT)
+        return alias(y, ev, depth, height);
+    if (++y->nodes > CX_YAML_MAX_NODES) {
+        set_err(y, &ev->start_mark, "too many nodes: over the limit of %d", CX_YAML_MAX_NODES);
+        return NULL;
+    }
+    size_t before = y->nodes - 1;
+    cJSON *node;
+    *height = 1;
+    switch (ev->type) {
+    case YAML_SCALAR_EVENT:
+        node = scalar_node(y, ev);
+        break;
+    case YAML_SEQUENCE_START_EVENT:
+        node = seq_node(y, depth, height);
+        break;
+    case YAML_MAPPING_START_EVENT:
+        node = map_node(y, depth, height);
+        break;
+    default:
+        set_err(y, &ev->start_mark, "unexpected YAML event");
+        return NULL;
+    }
+    const char *name = anchor_of(ev);
+    if (node && name && remember(y, name, node, y->nodes - before, *height) != 0) {
+        set_err(y, NULL, "out of memory");
+        cJSON_Delete(node);
+        node = NULL;
+    }
+    return node;
 }
 
 cJSON *cx_yaml_parse(const char *data, size_t len, char *err, size_t errlen)
@@ -316,11 +443,9 @@ cJSON *cx_yaml_parse(const char *data, size_t len, char *err, size_t errlen)
         case YAML_DOCUMENT_END_EVENT:
             break;
         default: {
-            /* anchors do not cross documents */
-            for (size_t i = 0; i < y.nanchors; i++)
-                free(y.anchors[i].name);
-            y.nanchors = 0;
-            cJSON *doc = parse_node(&y, &ev, 0);
+            drop_anchors(&y);
+            int h = 0;
+            cJSON *doc = parse_node(&y, &ev, 0, &h);
             if (doc && !cJSON_IsNull(doc))
                 cJSON_AddItemToArray(docs, doc);
             else
@@ -330,9 +455,9 @@ cJSON *cx_yaml_parse(const char *data, size_t len, char *err, size_t errlen)
         }
         yaml_event_delete(&ev);
     }
-    for (size_t i = 0; i < y.nanchors; i++)
-        free(y.anchors[i].name);
-    free(y.anchors);
+    drop_anchors(&y);
+    free(y.all);
+    y.all = NULL;
     yaml_parser_delete(&y.parser);
     if (y.failed) {
         cJSON_Delete(docs);

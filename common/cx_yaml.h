@@ -6,9 +6,12 @@
  * JSON is YAML, so a JSON file parses too. "---" separates documents; empty
  * documents are skipped.
  *
- * Input is untrusted (operators' CI feeds it files): nesting depth and the
- * number of nodes (aliases included, "billion laughs") are capped.
- * Thread-safe: no state.
+ * Input is untrusted (operators' CI feeds it files; callers cap its bytes):
+ * every limit below refuses the whole input with an error naming it. An
+ * alias costs the nodes and levels it would copy, judged before copying
+ * ("billion laughs" and chains of aliases stop at a limit, after at most
+ * CX_YAML_MAX_ALIAS_NODES nodes copied). A wide mapping or many anchors
+ * cost linear time. Thread-safe: no state.
  */
 #ifndef CX_YAML_H
 #define CX_YAML_H
@@ -16,8 +19,11 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
-#define CX_YAML_MAX_DEPTH 128
-#define CX_YAML_MAX_NODES 4000000
+#define CX_YAML_MAX_DEPTH 128     /* levels of a document, aliases expanded */
+#define CX_YAML_MAX_NODES 4000000 /* nodes of all documents, aliases expanded */
+/* Nodes that aliases may copy in all: room for the blocks a hand-written
+ * file shares, while a refused bomb costs tens of milliseconds. */
+#define CX_YAML_MAX_ALIAS_NODES 100000
 
 /* Parses every document of |len| bytes into a cJSON array (one item per
  * non-empty document). Returns it (caller frees with cJSON_Delete) or NULL
