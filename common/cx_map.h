@@ -39,8 +39,10 @@ struct cx_map {
     size_t tombs;
 };
 
-/* The hash of |len| bytes at |key| (never 0). In-process only: nothing may
- * depend on its values, nor on the order they give an iteration. */
+/* The hash of |len| bytes at |key| (never 0), under a secret drawn at the
+ * process's start, so that keys colliding in it cannot be computed ahead.
+ * In-process only: nothing may depend on its values, nor on the order they
+ * give an iteration. */
 uint64_t cx_map_hash(const void *key, size_t len);
 
 /* The value at |key|, or NULL. */

@@ -11,8 +11,7 @@
  * alias costs the nodes and levels it would copy, judged before copying
  * ("billion laughs" and chains of aliases stop at a limit, after at most
  * CX_YAML_MAX_ALIAS_NODES nodes copied). A wide mapping or many anchors
- * cost linear time, through cx_map (unless the keys were computed to
- * collide in its hash, which has no secret). Thread-safe: no state.
+ * cost linear time, through cx_map. Thread-safe: no state.
  */
 #ifndef CX_YAML_H
 #define CX_YAML_H

@@ -98,6 +98,16 @@ static void test_many_tombstones_binary_keys(void)
     CHECK(cx_map_hash("x", 1) != 0);
     CHECK(cx_map_hash("", 0) != 0);
     CHECK(cx_map_hash("abcdefgh1", 9) != cx_map_hash("abcdefgh2", 9));
+    /* keys computed to agree on the low 32 bits of the hash without a
+     * seed (its steps inverted from 0x12345678): with the process's
+     * secret they spread like any others */
+    static const char *const computed[] = {"00hxfXK3zzzzzzz", "00kNPrgozzzzzzz", "015OTwElzzzzzzz",
+                                           "tpkvNzvHzzzzzzz"};
+    uint32_t low0 = (uint32_t)cx_map_hash(computed[0], 15);
+    int same = 0;
+    for (int i = 1; i < 4; i++)
+        same += (uint32_t)cx_map_hash(computed[i], 15) == low0;
+    CHECK_INT_LT(same, 3);
 }
 
 static void test_delete_while_iterating(void)
