@@ -115,6 +115,67 @@ static int call_prereq_cb(void *clientp, char *primary_ip, char *local_ip, int p
     return CURL_PREREQFUNC_OK;
 }
 
+/* CURLOPT_READFUNCTION of a guarded call's body: each chunk is handed to
+ * libcurl only after the pre-send check said yes once more, right before
+ * libcurl writes it. The request line and headers left after
+ * call_prereq_cb's check; a refusal here leaves the request without its
+ * body: libcurl closes the connection and the server, short of the
+ * Content-Length it was promised, applies nothing. */
+static size_t call_read_cb(char *buf, size_t size, size_t nitems, void *userdata)
+{
+    struct kube_call *call = userdata;
+    size_t n = size * nitems;
+    size_t left = call->body_len - call->body_off;
+    if (left == 0)
+        return 0;
+    if (call->presend && call->presend(call->presend_arg) != 0) {
+        call->presend_refused = 1;
+        return CURL_READFUNC_ABORT;
+    }
+    if (n > left)
+        n = left;
+    memcpy(buf, call->body + call->body_off, n);
+    call->body_off += n;
+    return n;
+}
+
+/* CURLOPT_SEEKFUNCTION: libcurl sends a request again from its start (a
+ * reused connection found closed before any answer). */
+static int call_seek_cb(void *userdata, curl_off_t offset, int origin)
+{
+    struct kube_call *call = userdata;
+    if (origin != SEEK_SET || offset < 0 || (size_t)offset > call->body_len)
+        return CURL_SEEKFUNC_CANTSEEK;
+    call->body_off = (size_t)offset;
+    return CURL_SEEKFUNC_OK;
+}
+
+/* A guarded call (one with a pre-send check) does not share the client's
+ * multiplexed HTTP/2 connection. There, the frames of a request that
+ * passed its check are queued in the connection's session when the
+ * socket is full, and any other transfer on the connection may flush them
+ * later: after a pause (SIGSTOP, a stalled loop) past the call's deadline,
+ * even before libcurl expires the call itself. Over HTTP/1.1 the
+ * connection is the call's alone: the request is written in the call
+ * chain that ran the check, only this transfer drives its connection, and
+ * libcurl checks its timeout before it sends anything more. libcurl keeps
+ * HTTP/1.1 connections in its pool apart from HTTP/2 ones and reuses them
+ * between guarded calls. The body goes through call_read_cb. */
+static void call_setup_guarded(struct kube_call *call, CURL *e)
+{
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 0L);
+    if (!call->body || strcmp(call->method, "GET") == 0)
+        return;
+    call->body_off = 0;
+    curl_easy_setopt(e, CURLOPT_POST, 1L);
+    curl_easy_setopt(e, CURLOPT_READFUNCTION, call_read_cb);
+    curl_easy_setopt(e, CURLOPT_READDATA, call);
+    curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, call_seek_cb);
+    curl_easy_setopt(e, CURLOPT_SEEKDATA, call);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)call->body_len);
+}
+
 /* Builds the attempt's transfer and hands it to libcurl. 0 or -1. */
 static int call_transmit(struct kube_call *call)
 {
@@ -138,7 +199,10 @@ static int call_transmit(struct kube_call *call)
     if (strcmp(call->method, "GET") == 0) {
         curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, NULL);
-    } else if (call->body) {
+    }
+    if (call->presend) {
+        call_setup_guarded(call, e);
+    } else if (call->body && strcmp(call->method, "GET") != 0) {
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, call->body);
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)call->body_len);
     }

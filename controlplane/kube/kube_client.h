@@ -92,12 +92,16 @@ struct kube_req_opts {
     int max_attempts;
     int idempotent; /* the caller vouches that repeating this write is safe */
     /* Called on the client's thread by libcurl once the connection is
-     * ready, immediately before each attempt's request bytes are sent (and
-     * never for an attempt that does not send). Non-zero aborts the call:
+     * ready, immediately before each attempt's request line and headers
+     * are written, and again before each chunk of its body is handed over
+     * (never for an attempt that does not send). Non-zero aborts the call:
      * it finishes with KUBE_E_CANCELLED, reason "RefusedBeforeSend",
-     * maybe_applied 0, and is not retried. Leader-only writers put the
-     * write guard here, so a writer paused after queueing (SIGSTOP, a
-     * stall) re-checks its leadership at the last moment a client can. */
+     * maybe_applied 0 (no complete request reached the server), and is
+     * not retried. Leader-only writers put the write guard here, so a
+     * writer paused after queueing (SIGSTOP, a stall) re-checks its
+     * leadership at the last moment a client can. A call with this check
+     * goes over HTTP/1.1 on a connection of its own, never on the shared
+     * HTTP/2 one (kube_call.c, docs/kube-client.md "Guarded writes"). */
     int (*presend)(void *arg);
     void *presend_arg;
     uint32_t quiet;      /* KUBE_QUIET() bits */

@@ -57,6 +57,7 @@ struct kube_call {
     char *path_query;
     char *body;
     size_t body_len;
+    size_t body_off; /* of a guarded call: handed to libcurl so far */
     char *content_type;
     char *accept; /* NULL: application/json */
     size_t max_response;

@@ -9,6 +9,10 @@
  * &code); free(body); cx_kubesim_stop(&ks);                        // SIGTERM, waits, removes the
  * dir
  *
+ * With "--tls" among the args, ks.url is https:// and cx_kubesim_request
+ * does not verify kubesim's test certificate (the clients under test do,
+ * through ks.kubeconfig).
+ *
  * The binary is $COXSWAIN_BUILD/bin/kubesim (tests/run.sh sets it), else
  * build/bin/kubesim. Not thread-safe; one struct per server.
  */
@@ -25,6 +29,7 @@ struct cx_kubesim {
     char kubeconfig[300]; /* <dir>/kubeconfig */
     char log[300];        /* <dir>/kubesim.log */
     int keep_dir;         /* set to keep the dir after stop */
+    int tls;              /* started with --tls: url is https (not verified) */
 };
 
 /* Starts kubesim with --allow-all plus |extra_args| (NULL-terminated, may be
