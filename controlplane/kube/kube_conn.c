@@ -4,7 +4,8 @@
  * dead one.
  *
  * Over HTTP/2 libcurl multiplexes every request and watch of a client over
- * one connection. A connection that goes silent without closing (a load
+ * one connection (guarded writes excepted: they go over HTTP/1.1,
+ * kube_call.c call_setup_guarded). A connection that goes silent without closing (a load
  * balancer failing over, a NAT entry dropped) would otherwise hold every
  * watch, status write and lease renewal until TCP gives up, minutes later:
  * a timed-out stream is reset and the next request takes the same dead

@@ -95,8 +95,8 @@ static int spawn(struct cx_kubesim *ks)
             fclose(f);
             if (ok && p > 0) {
                 ks->port = p;
-                snprintf(ks->url, sizeof(ks->url), "%s://127.0.0.1:%d",
-                         ks->tls ? "https" : "http", p);
+                snprintf(ks->url, sizeof(ks->url), "%s://127.0.0.1:%d", ks->tls ? "https" : "http",
+                         p);
                 break;
             }
         }

@@ -115,8 +115,7 @@ static char *stored_value(const char *name)
 
 /* The audit lines of |verb| on ConfigMap |name|: how many, and how many of
  * them came over |protocol|. */
-static void audited(const char *verb, const char *name, const char *protocol, int *n,
-                    int *n_proto)
+static void audited(const char *verb, const char *name, const char *protocol, int *n, int *n_proto)
 {
     long code = 0;
     char *b = cx_kubesim_request(&ks, "GET", "/_sim/audit", NULL, NULL, &code);
@@ -257,6 +256,8 @@ static void test_pause_after_the_guard_sends_no_request(void)
     v = stored_value("paused");
     CHECK_STR_EQ(v, "fresh");
     free(v);
+    /* h2, the refused write's (closed), the fresh write's */
+    CHECK_INT_EQ(kc->conn_serial, 3);
     teardown();
 }
 

@@ -139,8 +139,10 @@ static int presend_check(void *arg)
     return ps->refuse_from && ps->calls >= ps->refuse_from;
 }
 
-/* The pre-send hook runs right before each attempt's bytes leave; a refusal
- * means nothing reaches the server and the call ends as not applied. */
+/* The pre-send hook runs right before each attempt's request line and
+ * headers leave, and again before its body is handed over; a refusal means
+ * no complete request reaches the server and the call ends as not
+ * applied. */
 static void test_presend_hook(void)
 {
     struct fx f;
@@ -158,17 +160,31 @@ static void test_presend_hook(void)
     CHECK_INT_EQ(r.res.attempts, 1);
     CHECK_INT_EQ(ps.calls, 1);
     CHECK_INT_EQ(f.m.nreqs, 0);
+    /* headers allowed, body refused: the server never gets a complete
+     * request, the call ends as refused and not applied */
+    struct presend_state ps1 = {.refuse_from = 2};
+    ro.presend_arg = &ps1;
+    struct outcome r1 = {0};
+    REQUIRE(kube_update(f.c, &CM, "ns1", obj, 0, &ro, on_result, &r1) != NULL);
+    REQUIRE(run_until(f.base, &r1.done, 5000));
+    CHECK_INT_EQ(ps1.calls, 2);
+    CHECK_INT_EQ(r1.res.err.code, KUBE_E_CANCELLED);
+    CHECK_STR_EQ(r1.res.err.reason, "RefusedBeforeSend");
+    CHECK_INT_EQ(r1.res.err.maybe_applied, 0);
+    CHECK_INT_EQ(r1.res.attempts, 1);
+    CHECK_INT_EQ(f.m.nreqs, 0);
     /* allowed, then a 503 and a retry: the hook runs again before the
      * second attempt and refuses it, so the server saw exactly one PUT */
     mock_push(&f.m, (struct step){.status = 503, .body = "{}", .retry_after = "0"});
-    struct presend_state ps2 = {.refuse_from = 2};
+    struct presend_state ps2 = {.refuse_from = 3};
     ro.presend_arg = &ps2;
     struct outcome r2 = {0};
     REQUIRE(kube_update(f.c, &CM, "ns1", obj, 0, &ro, on_result, &r2) != NULL);
     REQUIRE(run_until(f.base, &r2.done, 5000));
-    CHECK_INT_EQ(ps2.calls, 2);
+    CHECK_INT_EQ(ps2.calls, 3);
     CHECK_INT_EQ(r2.res.err.code, KUBE_E_CANCELLED);
     CHECK_INT_EQ(f.m.nreqs, 1);
+    CHECK_STR_CONTAINS(f.m.reqs[0].body, "\"resourceVersion\":\"5\"");
     /* allowed throughout: sent and answered normally */
     mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
     struct presend_state ps3 = {0};
@@ -177,8 +193,10 @@ static void test_presend_hook(void)
     REQUIRE(kube_update(f.c, &CM, "ns1", obj, 0, &ro, on_result, &r3) != NULL);
     REQUIRE(run_until(f.base, &r3.done, 5000));
     CHECK_INT_EQ(r3.res.err.code, KUBE_OK);
-    CHECK_INT_EQ(ps3.calls, 1);
+    CHECK_INT_EQ(ps3.calls, 2); /* before the headers, before the body */
     CHECK_INT_EQ(f.m.nreqs, 2);
+    CHECK_STR_EQ(f.m.reqs[1].method, "PUT");
+    CHECK_STR_CONTAINS(f.m.reqs[1].body, "\"resourceVersion\":\"5\"");
     cJSON_Delete(r3.obj);
     cJSON_Delete(obj);
     fx_free(&f);
