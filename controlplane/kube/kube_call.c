@@ -28,12 +28,18 @@ static void call_unlink(struct kube_call *call)
     call->prev = call->next = NULL;
 }
 
+/* The multi handle (and so the connection pool) of |call|'s transfers. */
+static CURLM *call_multi(const struct kube_call *call)
+{
+    return call->presend ? call->c->guarded.m : call->c->shared.m;
+}
+
 static void call_drop_easy(struct kube_call *call)
 {
     /* Still on its connection here: it ends without its answer. */
     kube_conn_detach(call->c, &call->h, NULL, CURLE_ABORTED_BY_CALLBACK);
     if (call->easy) {
-        curl_multi_remove_handle(call->c->multi, call->easy);
+        curl_multi_remove_handle(call_multi(call), call->easy);
         curl_easy_cleanup(call->easy);
         call->easy = NULL;
     }
@@ -158,9 +164,12 @@ static int call_seek_cb(void *userdata, curl_off_t offset, int origin)
  * even before libcurl expires the call itself. Over HTTP/1.1 the
  * connection is the call's alone: the request is written in the call
  * chain that ran the check, only this transfer drives its connection, and
- * libcurl checks its timeout before it sends anything more. libcurl keeps
- * HTTP/1.1 connections in its pool apart from HTTP/2 ones and reuses them
- * between guarded calls. The body goes through call_read_cb. */
+ * libcurl checks its timeout before it sends anything more. Guarded calls
+ * run on the client's own multi handle for them (call_multi), whose pool
+ * holds their HTTP/1.1 connections alone: reused from one guarded call to
+ * the next, never lent to a watch or a read (libcurl gives an idle
+ * connection to any transfer of the same pool), never an HTTP/2 one. The
+ * body goes through call_read_cb. */
 static void call_setup_guarded(struct kube_call *call, CURL *e)
 {
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
@@ -224,7 +233,7 @@ static int call_transmit(struct kube_call *call)
     kube_client_sent(c, &call->h);
     if (call->attempts > 1)
         c->stats.retries++;
-    if (curl_multi_add_handle(c->multi, e) != CURLM_OK)
+    if (curl_multi_add_handle(call_multi(call), e) != CURLM_OK)
         return -1;
     return 0;
 }

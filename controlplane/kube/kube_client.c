@@ -21,7 +21,7 @@
 
 struct sockinfo {
     struct event *ev;
-    struct kube_client *c;
+    struct kube_multi *mx;
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -42,33 +42,33 @@ static void curl_init_once(void)
 
 /* ---- libcurl <-> libevent --------------------------------------------- */
 
-static void check_multi_info(struct kube_client *c);
+static void check_multi_info(struct kube_multi *mx);
 
 static void on_socket_event(evutil_socket_t fd, short what, void *arg)
 {
-    struct kube_client *c = arg;
+    struct kube_multi *mx = arg;
     if (what & EV_READ)
-        kube_conn_rx(c, fd);
+        kube_conn_rx(mx->c, fd);
     int action =
         ((what & EV_READ) ? CURL_CSELECT_IN : 0) | ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0);
     int running = 0;
-    curl_multi_socket_action(c->multi, fd, action, &running);
-    check_multi_info(c);
+    curl_multi_socket_action(mx->m, fd, action, &running);
+    check_multi_info(mx);
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
-    struct kube_client *c = arg;
+    struct kube_multi *mx = arg;
     (void)fd;
     (void)what;
     int running = 0;
-    curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-    check_multi_info(c);
+    curl_multi_socket_action(mx->m, CURL_SOCKET_TIMEOUT, 0, &running);
+    check_multi_info(mx);
 }
 
 static int curl_socket_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
 {
-    struct kube_client *c = userp;
+    struct kube_multi *mx = userp;
     struct sockinfo *si = socketp;
     (void)e;
     if (what == CURL_POLL_REMOVE) {
@@ -76,7 +76,7 @@ static int curl_socket_cb(CURL *e, curl_socket_t s, int what, void *userp, void 
             event_free(si->ev);
             si->ev = NULL;
             free(si);
-            curl_multi_assign(c->multi, s, NULL);
+            curl_multi_assign(mx->m, s, NULL);
         }
         return 0;
     }
@@ -84,15 +84,15 @@ static int curl_socket_cb(CURL *e, curl_socket_t s, int what, void *userp, void 
         si = calloc(1, sizeof(*si));
         if (!si)
             return -1;
-        si->c = c;
-        curl_multi_assign(c->multi, s, si);
+        si->mx = mx;
+        curl_multi_assign(mx->m, s, si);
     } else if (si->ev) {
         event_free(si->ev);
         si->ev = NULL;
     }
     short kind = (short)(((what & CURL_POLL_IN) ? EV_READ : 0) |
                          ((what & CURL_POLL_OUT) ? EV_WRITE : 0) | EV_PERSIST);
-    si->ev = event_new(c->base, s, kind, on_socket_event, c);
+    si->ev = event_new(mx->c->base, s, kind, on_socket_event, mx);
     if (!si->ev || event_add(si->ev, NULL) != 0)
         return -1;
     return 0;
@@ -100,15 +100,40 @@ static int curl_socket_cb(CURL *e, curl_socket_t s, int what, void *userp, void 
 
 static int curl_timer_cb(CURLM *m, long timeout_ms, void *userp)
 {
-    struct kube_client *c = userp;
+    struct kube_multi *mx = userp;
     (void)m;
     if (timeout_ms < 0) {
-        evtimer_del(c->timer);
+        evtimer_del(mx->timer);
         return 0;
     }
     struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
-    evtimer_add(c->timer, &tv);
+    evtimer_add(mx->timer, &tv);
     return 0;
+}
+
+/* Sets up |mx| on |c|'s base. 0 or -1. */
+static int multi_init(struct kube_client *c, struct kube_multi *mx)
+{
+    mx->c = c;
+    mx->m = curl_multi_init();
+    mx->timer = evtimer_new(c->base, on_timer, mx);
+    if (!mx->m || !mx->timer)
+        return -1;
+    curl_multi_setopt(mx->m, CURLMOPT_SOCKETFUNCTION, curl_socket_cb);
+    curl_multi_setopt(mx->m, CURLMOPT_SOCKETDATA, mx);
+    curl_multi_setopt(mx->m, CURLMOPT_TIMERFUNCTION, curl_timer_cb);
+    curl_multi_setopt(mx->m, CURLMOPT_TIMERDATA, mx);
+    return 0;
+}
+
+static void multi_free(struct kube_multi *mx)
+{
+    if (mx->m)
+        curl_multi_cleanup(mx->m);
+    mx->m = NULL;
+    if (mx->timer)
+        event_free(mx->timer);
+    mx->timer = NULL;
 }
 
 /* ---- the request limit's queue --------------------------------------------- */
@@ -334,18 +359,13 @@ struct kube_client *kube_client_new(struct event_base *base, const struct kube_c
     }
     if (setup_server_name(c, err, errlen) != 0)
         goto fail;
-    c->multi = curl_multi_init();
-    c->timer = evtimer_new(base, on_timer, c);
     c->queue_ev = evtimer_new(base, on_queue, c);
-    if (!c->user_agent || !c->multi || !c->timer || !c->queue_ev || (c->cfg.token && !c->token) ||
-        (!c->limit && opts->qps >= 0) || kube_conn_init(c, opts) != 0) {
+    if (!c->user_agent || multi_init(c, &c->shared) != 0 || multi_init(c, &c->guarded) != 0 ||
+        !c->queue_ev || (c->cfg.token && !c->token) || (!c->limit && opts->qps >= 0) ||
+        kube_conn_init(c, opts) != 0) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, curl_socket_cb);
-    curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
-    curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, curl_timer_cb);
-    curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
     return c;
 fail:
     kube_client_free(c);
@@ -369,11 +389,9 @@ void kube_client_free(struct kube_client *c)
     while (c->watches)
         kube_watch_free(c->watches);
     kube_conn_free_probe(c);
-    if (c->multi)
-        curl_multi_cleanup(c->multi);
+    multi_free(&c->shared);
+    multi_free(&c->guarded);
     kube_conn_free(c);
-    if (c->timer)
-        event_free(c->timer);
     if (c->queue_ev)
         event_free(c->queue_ev);
     kube_limit_unref(c->limit);
@@ -551,11 +569,12 @@ void kube_transfer_error(struct kube_error *e, CURL *easy, CURLcode code, int is
 
 /* ---- completion ------------------------------------------------------------- */
 
-static void check_multi_info(struct kube_client *c)
+static void check_multi_info(struct kube_multi *mx)
 {
+    struct kube_client *c = mx->c;
     CURLMsg *msg;
     int left;
-    while ((msg = curl_multi_info_read(c->multi, &left))) {
+    while ((msg = curl_multi_info_read(mx->m, &left))) {
         if (msg->msg != CURLMSG_DONE)
             continue;
         struct kube_xfer *h = NULL;

@@ -108,10 +108,21 @@ struct kube_watch {
     void *user_data;
 };
 
+/* A libcurl multi handle and its timer. Each keeps its own connection
+ * pool: the client's |shared| one carries everything over one multiplexed
+ * HTTP/2 connection (over TLS), its |guarded| one the guarded writes over
+ * HTTP/1.1 (kube_call.c call_setup_guarded), so neither takes the other's
+ * connections. */
+struct kube_multi {
+    struct kube_client *c;
+    CURLM *m;
+    struct event *timer;
+};
+
 struct kube_client {
     struct event_base *base;
-    CURLM *multi;
-    struct event *timer;
+    struct kube_multi shared;
+    struct kube_multi guarded;
     struct kube_config cfg;
     /* Where requests go: cfg.server, or with tls-server-name the same port
      * under that name (the name TLS verifies and sends as SNI), with

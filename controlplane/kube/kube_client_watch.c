@@ -31,7 +31,7 @@ void kube_watch_free(struct kube_watch *w)
 {
     kube_conn_detach(w->c, &w->h, w->easy, CURLE_ABORTED_BY_CALLBACK);
     if (w->easy) {
-        curl_multi_remove_handle(w->c->multi, w->easy);
+        curl_multi_remove_handle(w->c->shared.m, w->easy);
         curl_easy_cleanup(w->easy);
         w->easy = NULL;
     }
@@ -70,7 +70,7 @@ static void watch_end(struct kube_watch *w, const struct kube_error *err)
     /* Still on its connection (a stall, a decode error): ended by us. */
     kube_conn_detach(w->c, &w->h, w->easy, CURLE_ABORTED_BY_CALLBACK);
     if (w->easy) {
-        curl_multi_remove_handle(w->c->multi, w->easy);
+        curl_multi_remove_handle(w->c->shared.m, w->easy);
         curl_easy_cleanup(w->easy);
         w->easy = NULL;
     }
@@ -270,7 +270,7 @@ static int watch_transmit(struct kube_watch *w)
     c->stats.requests++;
     c->stats.watches++;
     kube_client_sent(c, &w->h);
-    if (curl_multi_add_handle(c->multi, w->easy) != CURLM_OK)
+    if (curl_multi_add_handle(c->shared.m, w->easy) != CURLM_OK)
         return -1;
     arm_stall(w);
     return 0;

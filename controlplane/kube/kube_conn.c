@@ -277,7 +277,7 @@ static void probe_free(struct kube_client *c)
     c->probe = NULL;
     kube_conn_detach(c, &p->h, NULL, CURLE_OK);
     if (p->easy) {
-        curl_multi_remove_handle(c->multi, p->easy);
+        curl_multi_remove_handle(c->shared.m, p->easy);
         curl_easy_cleanup(p->easy);
     }
     curl_slist_free_all(p->hdrs);
@@ -378,7 +378,7 @@ static void probe_start(struct kube_client *c, struct kube_conn *k, int64_t now)
         cx_metric_inc(m_probes, c->report.client);
     cx_debug("kube", "connection (local port %d) silent for %.1f s with %d on it: health check",
              k->port, (double)(now - k->rx_ns) / 1e9, k->inflight);
-    if (curl_multi_add_handle(c->multi, e) != CURLM_OK)
+    if (curl_multi_add_handle(c->shared.m, e) != CURLM_OK)
         probe_free(c);
 }
 

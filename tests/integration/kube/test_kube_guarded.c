@@ -186,41 +186,49 @@ static void ignore_end(void *ud, const struct kube_error *err)
     (void)err;
 }
 
-/* Guarded writes go over HTTP/1.1, unguarded ones and the watch over the
- * HTTP/2 connection, which stays open the whole time: a guarded write
- * never takes it. The guarded writes share one HTTP/1.1 connection, one
+/* Guarded writes go over HTTP/1.1 while the watch and unguarded writes
+ * keep the HTTP/2 connection open: a guarded write never takes it, and an
+ * unguarded write never takes the guarded writes' idle connection (libcurl
+ * gives an idle connection of its pool to any transfer: the two kinds have
+ * a pool each). The guarded writes share one HTTP/1.1 connection, one
  * after the other (no TLS handshake per write). */
 static void test_guarded_writes_take_http1(void)
 {
     setup();
     make_configmap("fence");
+    make_configmap("plain");
     struct kube_watch_handlers h = {.on_event = ignore_event, .on_end = ignore_end};
     struct kube_watch *w = kube_watch_start(kc, &CM, "default", NULL, &h, NULL);
     REQUIRE(w != NULL);
     struct outcome o;
-    patch_value("fence", "plain", NULL, &o);
+    patch_value("plain", "1", NULL, &o);
     CHECK_INT_EQ(o.res.err.code, KUBE_OK);
     REQUIRE_INT_EQ(kc->conn_serial, 1); /* one connection carries the watch and the write */
     struct guard g = {0};
-    for (int i = 1; i <= 3; i++) {
+    for (int i = 1; i <= 4; i++) {
         char v[16];
         snprintf(v, sizeof(v), "guarded-%d", i);
         patch_value("fence", v, &g, &o);
         CHECK_INT_EQ(o.res.err.code, KUBE_OK);
         CHECK_INT_EQ(o.res.http_status, 200);
+        if (i == 2) { /* the HTTP/2 connection busy again in between */
+            patch_value("plain", "2", NULL, &o);
+            CHECK_INT_EQ(o.res.err.code, KUBE_OK);
+        }
     }
-    CHECK_INT_EQ(g.calls, 6); /* before the headers and before the body, each */
+    CHECK_INT_EQ(g.calls, 8); /* before the headers and before the body, each */
     char *v = stored_value("fence");
-    CHECK_STR_EQ(v, "guarded-3");
+    CHECK_STR_EQ(v, "guarded-4");
     free(v);
     /* one more connection in all: the guarded writes' own, reused */
     CHECK_INT_EQ(kc->conn_serial, 2);
     int n = 0, n_proto = 0;
     audited("patch", "fence", "HTTP/1.1", &n, &n_proto);
     CHECK_INT_EQ(n, 4);
-    CHECK_INT_EQ(n_proto, 3);
-    audited("patch", "fence", "HTTP/2.0", &n, &n_proto);
-    CHECK_INT_EQ(n_proto, 1); /* the unguarded one, multiplexed */
+    CHECK_INT_EQ(n_proto, 4);
+    audited("patch", "plain", "HTTP/2.0", &n, &n_proto);
+    CHECK_INT_EQ(n, 2);
+    CHECK_INT_EQ(n_proto, 2);
     kube_watch_stop(w);
     teardown();
 }
