@@ -572,6 +572,19 @@ static int measure(size_t n, int incremental, int json, struct result *res)
     return 0;
 }
 
+/* With `perf record -D -1 --control fd:N` and BENCH_PERF_CTL=N, perf
+ * samples the translations alone, not the parsing around them. */
+static void perf_ctl(const char *cmd)
+{
+    const char *fd = getenv("BENCH_PERF_CTL");
+    if (!fd)
+        return;
+    char line[16];
+    int n = snprintf(line, sizeof(line), "%s\n", cmd);
+    if (write(atoi(fd), line, (size_t)n) != n)
+        fprintf(stderr, "bench_translator: perf control on fd %s failed\n", fd);
+}
+
 int main(int argc, char **argv)
 {
     static const size_t sizes[] = {1000, 10000, 50000, 100000};
@@ -596,9 +609,11 @@ int main(int argc, char **argv)
             struct xlate_snapshot *snap = NULL;
             struct rusage ru0, ru1;
             getrusage(RUSAGE_THREAD, &ru0);
+            perf_ctl("enable");
             int64_t c0 = cpu_ns();
             if (xlate_run(ctx, &(struct xlate_input){w.in, w.nobj, 0}, &snap, NULL) != 0)
                 return 1;
+            perf_ctl("disable");
             getrusage(RUSAGE_THREAD, &ru1);
             fprintf(stderr, "full %zu: cpu %.1f ms, %ld page faults\n", w.n,
                     (double)(cpu_ns() - c0) / 1e6, ru1.ru_minflt - ru0.ru_minflt);

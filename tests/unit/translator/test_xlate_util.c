@@ -163,7 +163,9 @@ static void test_big_buffers(void)
     REQUIRE(m2);
     CHECK(m2[0] == 'a' && m2[(4u << 20) - 17] == 'z');
     CHECK_INT_EQ(xlate_big_mapped() - before, 6u << 20);
-    /* a small tail (under half a huge page) stays on small pages */
+    /* a small tail (under half a huge page) stays on small pages (the
+     * freed 4 MiB mapping of m is handed back first, or b would reuse it) */
+    xlate_big_trim();
     char *b = xlate_big_alloc((2u << 20) + 100, XL_BIG_MAP);
     REQUIRE(b);
     CHECK_INT_EQ(xlate_big_mapped() - before, (6u << 20) + (2u << 20) + 4096);
@@ -187,6 +189,33 @@ static void test_big_buffers(void)
     CHECK(xlate_big_cached() > 0);
     xlate_big_trim();
     CHECK_INT_EQ(xlate_big_cached(), 0);
+    /* mappings of one huge page (the pools' slabs) are kept apart, every
+     * one of them, and come back warm, the last freed first */
+    enum { NPAGES = 6 }; /* more than the cache's other slots */
+    char *pg[NPAGES];
+    for (int i = 0; i < NPAGES; i++) {
+        pg[i] = xlate_big_alloc((2u << 20) - 16, XL_BIG_MAP);
+        REQUIRE(pg[i]);
+        pg[i][0] = 'p';
+    }
+    CHECK_INT_EQ(xlate_big_mapped() - before, (size_t)NPAGES << 21);
+    for (int i = 0; i < NPAGES; i++)
+        xlate_big_free(pg[i]);
+    CHECK_INT_EQ(xlate_big_cached(), (size_t)NPAGES << 21);
+    CHECK_INT_EQ(xlate_big_mapped(), before);
+    char *warm = xlate_big_alloc((2u << 20) - 16, XL_BIG_MAP | XL_BIG_ZERO);
+    CHECK(warm == pg[NPAGES - 1]);
+    CHECK(warm[0] == 0); /* zeroed as asked, the link word included */
+    CHECK_INT_EQ(xlate_big_cached(), (size_t)(NPAGES - 1) << 21);
+    /* a buffer of another size does not take one */
+    char *other = xlate_big_alloc(3u << 20, XL_BIG_MAP);
+    REQUIRE(other);
+    CHECK_INT_EQ(xlate_big_cached(), (size_t)(NPAGES - 1) << 21);
+    xlate_big_free(other);
+    xlate_big_free(warm);
+    xlate_big_trim();
+    CHECK_INT_EQ(xlate_big_cached(), 0);
+    CHECK_INT_EQ(xlate_big_mapped(), before);
     /* the threshold tests lower: every buffer asked to map is mapped */
     size_t prev = xlate_big_threshold(1);
     char *tiny = xlate_big_alloc(10, XL_BIG_MAP);
@@ -245,9 +274,24 @@ static void test_pool(void)
     size_t mapped = xlate_big_mapped();
     if (xlate_big_maps())
         CHECK(mapped > 0); /* 20,000 blocks of ~400 bytes: 2 MiB slabs, mapped */
+    size_t cached = xlate_big_cached();
     xlate_pool_free(&p);
     CHECK(xlate_big_mapped() < mapped || !xlate_big_maps());
     CHECK(p.slabs == NULL && p.live == 0);
+    if (xlate_big_maps()) {
+        /* the huge slabs are kept, and a new pool's second slab is one */
+        CHECK_INT_EQ(xlate_big_cached() - cached, mapped - xlate_big_mapped());
+        size_t warm = xlate_big_cached();
+        for (size_t i = 0; i < N; i++)
+            REQUIRE((many[i] = xlate_pool_get(&p, 200 + i % 300)));
+        CHECK(xlate_big_cached() < warm);
+        CHECK_INT_EQ(xlate_big_mapped(), mapped);
+        for (size_t i = 0; i < N; i++)
+            xlate_pool_put(&p, many[i], 200 + i % 300);
+        xlate_pool_free(&p);
+        xlate_big_trim();
+        CHECK_INT_EQ(xlate_big_cached(), 0);
+    }
 }
 
 static const struct cxt_case cases[] = {
