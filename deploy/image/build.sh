@@ -264,6 +264,7 @@ umoci config --image "$image" "${hist[@]}" --history.created_by "deploy/image/bu
     --config.entrypoint /usr/local/bin/coxswain --config.cmd run \
     --config.exposedports 18000/tcp --config.exposedports 18080/tcp \
     --config.env PATH=/usr/local/bin:/usr/bin:/bin \
+    --config.env GLIBC_TUNABLES=glibc.malloc.hugetlb=1 \
     --config.label org.opencontainers.image.title=coxswain \
     --config.label "org.opencontainers.image.description=Highly available xDS control plane for Envoy-style gateways" \
     --config.label "org.opencontainers.image.version=$version" \

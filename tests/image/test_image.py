@@ -287,6 +287,8 @@ def case_config():
     check_eq(cc["Entrypoint"], ["/usr/local/bin/coxswain"])
     check_eq(cc["Cmd"], ["run"])
     check_eq(sorted(cc["ExposedPorts"]), ["18000/tcp", "18080/tcp"])
+    check_eq(sorted(cc["Env"]), ["GLIBC_TUNABLES=glibc.malloc.hugetlb=1",
+                                 "PATH=/usr/local/bin:/usr/bin:/bin"])
     check_eq((c["os"], c["architecture"]),
              ("linux", run(["dpkg", "--print-architecture"]).stdout.strip()))
     labels = cc["Labels"]

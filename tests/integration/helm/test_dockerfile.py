@@ -261,6 +261,11 @@ def case_runtime_user_entrypoint():
     check_eq(copies, ["--from=build /src/build/bin/coxswain /usr/local/bin/coxswain"])
     exposed = " ".join(a for op, a in ins if op == "EXPOSE").split()
     check_eq(sorted(exposed), ["18000", "18080"])
+    # glibc's heap on huge pages, as deploy/image/build.sh's image has it
+    check_eq([a for op, a in ins if op == "ENV"], ["GLIBC_TUNABLES=glibc.malloc.hugetlb=1"])
+    build_sh = open(os.path.join(TOP, "deploy", "image", "build.sh")).read()
+    check("--config.env GLIBC_TUNABLES=glibc.malloc.hugetlb=1" in build_sh,
+          "deploy/image/build.sh does not set the same GLIBC_TUNABLES")
 
 
 def case_build_stage_copies_every_module():
