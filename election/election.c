@@ -209,24 +209,69 @@ static void on_timer(evutil_socket_t fd, short what, void *arg);
 
 static void send_failed_later(evutil_socket_t fd, short what, void *arg);
 
+static void send_now(struct election *e, const struct election_action *a)
+{
+    e->call_id = a->req_id;
+    e->call_purpose = a->purpose;
+    e->call_kind = a->req;
+    e->call = election_lock_send(&e->lock, a, on_result, e);
+    if (!e->call) {
+        /* Could not even build it: a failure, reported from the loop
+         * (never from inside the core's own action processing). */
+        static const struct timeval now0 = {0, 0};
+        evtimer_add(e->fail_ev, &now0);
+    }
+}
+
+#define DRAIN_POLL_MS 2
+
+static void drain_later(struct election *e)
+{
+    const struct timeval tv = {0, DRAIN_POLL_MS * 1000};
+    evtimer_add(e->drain_ev, &tv);
+}
+
+/* The held release goes once the ended term's writes have ended (or their
+ * deadline passed, which bounds them). */
+static void on_drain(evutil_socket_t fd, short what, void *arg)
+{
+    struct election *e = arg;
+    (void)fd;
+    (void)what;
+    if (!e->drain_pending)
+        return;
+    if (election_guard_draining(&e->guard, election_clock_ns())) {
+        drain_later(e);
+        return;
+    }
+    e->drain_pending = false;
+    send_now(e, &e->drained);
+}
+
 static void do_action(struct election *e, const struct election_action *a)
 {
     char msg[ELECTION_IDENTITY_MAX + 512];
     switch (a->kind) {
-    case ELECTION_ACT_SEND: {
-        e->call_id = a->req_id;
-        e->call_purpose = a->purpose;
-        e->call_kind = a->req;
-        e->call = election_lock_send(&e->lock, a, on_result, e);
-        if (!e->call) {
-            /* Could not even build it: a failure, reported from the loop
-             * (never from inside the core's own action processing). */
-            static const struct timeval now0 = {0, 0};
-            evtimer_add(e->fail_ev, &now0);
+    case ELECTION_ACT_SEND:
+        if (a->purpose == ELECTION_FOR_RELEASE && a->req == ELECTION_REQ_UPDATE &&
+            election_guard_draining(&e->guard, election_clock_ns())) {
+            /* A write let through before the step-down may still be on
+             * its way: the lock is released after it lands, never before. */
+            cx_info(LOG, "%s: release waits for the last term's writes in flight",
+                    e->cfg.identity);
+            e->drained = *a;
+            e->drain_pending = true;
+            e->call_id = a->req_id;
+            drain_later(e);
+            break;
         }
+        send_now(e, a);
         break;
-    }
     case ELECTION_ACT_CANCEL:
+        if (e->drain_pending && e->drained.req_id == a->req_id) {
+            e->drain_pending = false;
+            evtimer_del(e->drain_ev);
+        }
         if (e->call && e->call_id == a->req_id) {
             e->kube.ops->cancel(e->call);
             e->call = NULL;
@@ -740,8 +785,9 @@ struct election *election_new(const struct election_opts *o, char *err, size_t e
     e->timer = evtimer_new(e->base, on_timer, e);
     e->watch_retry = evtimer_new(e->base, on_watch_retry, e);
     e->fail_ev = evtimer_new(e->base, send_failed_later, e);
+    e->drain_ev = evtimer_new(e->base, on_drain, e);
     e->ctl_ev = event_new(e->base, e->ctl_rd, EV_READ | EV_PERSIST, on_ctl, e);
-    if (!e->core || !e->timer || !e->watch_retry || !e->fail_ev || !e->ctl_ev ||
+    if (!e->core || !e->timer || !e->watch_retry || !e->fail_ev || !e->drain_ev || !e->ctl_ev ||
         event_add(e->ctl_ev, NULL) != 0) {
         snprintf(err, errlen, "out of memory");
         goto fail;
@@ -811,6 +857,8 @@ void election_free(struct election *e)
         event_free(e->watch_retry);
     if (e->fail_ev)
         event_free(e->fail_ev);
+    if (e->drain_ev)
+        event_free(e->drain_ev);
     if (e->ctl_ev)
         event_free(e->ctl_ev);
     /* The peer listener goes last: after the last write (the release), so

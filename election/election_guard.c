@@ -13,6 +13,8 @@ void election_guard_init(struct election_guard *g, int64_t margin_ns)
     atomic_init(&g->last_renew_wall, 0);
     atomic_init(&g->allowed, 0);
     atomic_init(&g->refused, 0);
+    atomic_init(&g->inflight, 0);
+    atomic_init(&g->drain_until, 0);
     g->margin_ns = margin_ns;
 }
 
@@ -30,9 +32,31 @@ void election_guard_publish(struct election_guard *g, uint64_t term, int64_t dea
 
 void election_guard_clear(struct election_guard *g)
 {
-    /* The deadline first: from this store on no reader is allowed. */
-    atomic_store(&g->deadline_ns, 0);
+    /* The deadline first: from this store on no reader is allowed. The
+     * writes let through before it end by that deadline at the latest. */
+    int64_t d = atomic_exchange(&g->deadline_ns, 0);
+    if (d)
+        atomic_store(&g->drain_until, d);
     atomic_store(&g->leading, false);
+}
+
+bool election_guard_enter(struct election_guard *g, uint64_t term)
+{
+    atomic_fetch_add(&g->inflight, 1);
+    if (election_guard_recheck(g, term))
+        return true;
+    atomic_fetch_sub(&g->inflight, 1);
+    return false;
+}
+
+void election_guard_leave(struct election_guard *g)
+{
+    atomic_fetch_sub(&g->inflight, 1);
+}
+
+bool election_guard_draining(struct election_guard *g, int64_t now_ns)
+{
+    return atomic_load(&g->inflight) > 0 && now_ns < atomic_load(&g->drain_until);
 }
 
 bool election_guard_check(struct election_guard *g, int64_t now_ns, int64_t *timeout_ns,

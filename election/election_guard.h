@@ -56,6 +56,22 @@ bool election_guard_allow(struct election_guard *g, int64_t *timeout_ns, uint64_
  * turn. Any thread. */
 bool election_guard_recheck(struct election_guard *g, uint64_t term);
 
+/* A write that is about to leave, counted until election_guard_leave():
+ * true (counted) if we still lead |term| with the margin left, false (not
+ * counted) otherwise. The count goes up before the check, so a step-down
+ * either refuses the write or sees it counted (election_guard_draining):
+ * the elector releases the lock only once the writes let through in its
+ * term ended, so the one it hands over to cannot see them land after it
+ * took the lock. Any thread. */
+bool election_guard_enter(struct election_guard *g, uint64_t term);
+/* The write counted by election_guard_enter() ended (answered, failed,
+ * cancelled). Any thread. */
+void election_guard_leave(struct election_guard *g);
+/* Elector side, after a step-down: true while writes counted by
+ * election_guard_enter() have not ended and the safe deadline of the term
+ * they were let through in (which bounds their timeouts) has not passed
+ * at |now_ns|. */
+bool election_guard_draining(struct election_guard *g, int64_t now_ns);
 /* Current term if we lead (a writer compares it before and after a pass to
  * notice a lost and regained leadership); 0 when not leading. */
 uint64_t election_guard_term(struct election_guard *g);

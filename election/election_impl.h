@@ -77,6 +77,11 @@ struct election {
     struct event *ctl_ev;
     struct event *watch_retry;
     struct event *fail_ev;
+    /* The release UPDATE, held while writes of the ended term are in
+     * flight (election_guard_draining), polled every DRAIN_POLL_MS. */
+    struct event *drain_ev;
+    struct election_action drained;
+    bool drain_pending;
     struct election_kube_call *call;
     uint64_t call_id;
     enum election_purpose call_purpose;

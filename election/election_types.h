@@ -222,6 +222,8 @@ struct election_guard {
     _Atomic int64_t last_renew_wall; /* wall clock of the same (metrics) */
     _Atomic uint64_t allowed;        /* writes allowed */
     _Atomic uint64_t refused;        /* writes refused */
+    _Atomic int inflight;            /* writes entered and not yet ended */
+    _Atomic int64_t drain_until;     /* the deadline the last step-down cleared */
     int64_t margin_ns;               /* set once before use */
 };
 

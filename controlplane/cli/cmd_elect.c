@@ -45,6 +45,7 @@ struct elect {
     int64_t write_interval;
     struct event *write_timer;
     uint64_t write_term; /* the term the queued write was allowed in */
+    int write_entered;   /* its first pre-send yes was counted (election_guard_enter) */
     struct kube_call *write_call;
     uint64_t seq;
     uint64_t writes_ok, writes_failed, writes_refused;
@@ -118,7 +119,23 @@ static void schedule_write(struct elect *el);
 static int write_presend(void *arg)
 {
     struct elect *el = arg;
-    return election_guard_recheck(election_guard_of(el->e), el->write_term) ? 0 : 1;
+    struct election_guard *g = election_guard_of(el->e);
+    if (!el->write_entered) {
+        /* counted until it ends: the release waits for it */
+        if (!election_guard_enter(g, el->write_term))
+            return 1;
+        el->write_entered = 1;
+        return 0;
+    }
+    return election_guard_recheck(g, el->write_term) ? 0 : 1;
+}
+
+static void write_presend_end(void *arg)
+{
+    struct elect *el = arg;
+    if (el->write_entered)
+        election_guard_leave(election_guard_of(el->e));
+    el->write_entered = 0;
 }
 
 /* Options of a guarded test write in |term|: one attempt that may not
@@ -132,6 +149,7 @@ static struct kube_req_opts write_opts(struct elect *el, uint64_t term, int64_t 
                                   .deadline_ms = ms < 1 ? 1 : ms,
                                   .max_attempts = 1,
                                   .presend = write_presend,
+                                  .presend_end = write_presend_end,
                                   .presend_arg = el};
 }
 

@@ -37,6 +37,20 @@ static bool guard_election_recheck(void *arg, uint64_t term)
     return election_guard_recheck(election_guard_of(d->election), term);
 }
 
+static bool guard_election_enter(void *arg, uint64_t term)
+{
+    struct daemon *d = arg;
+    return d->election && election_guard_enter(election_guard_of(d->election), term);
+}
+
+/* Writes cancelled at teardown end after the elector is gone. */
+static void guard_election_leave(void *arg)
+{
+    struct daemon *d = arg;
+    if (d->election)
+        election_guard_leave(election_guard_of(d->election));
+}
+
 /* --leader-elect=false: this replica alone writes (one replica, or tests). */
 static bool guard_always(void *arg, int64_t *timeout_ns, uint64_t *term)
 {
@@ -391,6 +405,8 @@ int daemon_pipeline_new(struct daemon *d, char *err, size_t errlen)
     struct leader_guard guard = {.allow = d->ecfg.enabled ? guard_election : guard_always,
                                  .recheck = d->ecfg.enabled ? guard_election_recheck
                                                             : guard_always_recheck,
+                                 .enter = d->ecfg.enabled ? guard_election_enter : NULL,
+                                 .leave = d->ecfg.enabled ? guard_election_leave : NULL,
                                  .arg = d};
     struct status_writer_opts so = {
         .kc = d->kc,

@@ -50,6 +50,9 @@ static void call_drop_easy(struct kube_call *call)
 void kube_call_free(struct kube_call *call)
 {
     call_drop_easy(call);
+    if (call->presend_passed && call->presend_end)
+        call->presend_end(call->presend_arg);
+    call->presend_passed = 0;
     kube_client_unqueue(call->c, &call->h);
     call_unlink(call);
     call->c->stats.active_calls--;
@@ -118,6 +121,7 @@ static int call_prereq_cb(void *clientp, char *primary_ip, char *local_ip, int p
         call->presend_refused = 1;
         return CURL_PREREQFUNC_ABORT;
     }
+    call->presend_passed |= call->presend != NULL;
     return CURL_PREREQFUNC_OK;
 }
 
@@ -138,6 +142,7 @@ static size_t call_read_cb(char *buf, size_t size, size_t nitems, void *userdata
         call->presend_refused = 1;
         return CURL_READFUNC_ABORT;
     }
+    call->presend_passed |= call->presend != NULL;
     if (n > left)
         n = left;
     memcpy(buf, call->body + call->body_off, n);
@@ -375,6 +380,7 @@ struct kube_call *kube_request(struct kube_client *c, const struct kube_raw_req 
     call->idempotent = r->opts.idempotent;
     call->presend = r->opts.presend;
     call->presend_arg = r->opts.presend_arg;
+    call->presend_end = r->opts.presend_end;
     call->timeout_ms = r->opts.timeout_ms > 0 ? r->opts.timeout_ms : c->timeout_ms;
     call->max_attempts = r->opts.max_attempts > 0 ? r->opts.max_attempts : c->max_attempts;
     if (r->opts.deadline_ms > 0)

@@ -104,6 +104,11 @@ struct kube_req_opts {
      * HTTP/2 one (kube_call.c, docs/kube-client.md "Guarded writes"). */
     int (*presend)(void *arg);
     void *presend_arg;
+    /* Called once, with presend_arg, when a call whose presend said yes at
+     * least once ends (answered, failed, cancelled, or freed with the
+     * client), before its callback: a write guard counts the writes that
+     * may still land (election_guard_enter/leave). NULL: nothing. */
+    void (*presend_end)(void *arg);
     uint32_t quiet;      /* KUBE_QUIET() bits */
     size_t max_response; /* cap on this call's response body; 0: the client's */
     /* The Accept header (content negotiation: "application/json;as=

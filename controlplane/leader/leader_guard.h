@@ -18,6 +18,11 @@ struct leader_guard {
      * write's bytes leave (kube_req_opts.presend): true if we still lead
      * |term| with the margin left. NULL: no second check. Any thread. */
     bool (*recheck)(void *arg, uint64_t term);
+    /* The first yes of a write, counted until leave(): the elector holds
+     * its lock's release until the writes of the ended term have ended
+     * (election_guard_enter/leave). NULL: recheck alone, nothing counted. */
+    bool (*enter)(void *arg, uint64_t term);
+    void (*leave)(void *arg);
     void *arg;
 };
 
@@ -26,14 +31,30 @@ struct leader_guard {
 struct leader_guard_presend {
     const struct leader_guard *g;
     uint64_t term;
+    bool entered; /* counted by g->enter, until leader_guard_presend_end */
 };
 
 static inline int leader_guard_presend(void *arg)
 {
-    const struct leader_guard_presend *p = arg;
+    struct leader_guard_presend *p = arg;
+    if (!p->entered && p->g->enter) {
+        if (!p->g->enter(p->g->arg, p->term))
+            return 1;
+        p->entered = true;
+        return 0;
+    }
     if (!p->g->recheck)
         return 0;
     return p->g->recheck(p->g->arg, p->term) ? 0 : 1;
+}
+
+/* kube_req_opts.presend_end of leader_guard_presend: the write ended. */
+static inline void leader_guard_presend_end(void *arg)
+{
+    struct leader_guard_presend *p = arg;
+    if (p->entered && p->g->leave)
+        p->g->leave(p->g->arg);
+    p->entered = false;
 }
 
 /* The guard's answer as a per-attempt timeout in milliseconds (>= 1). */

@@ -375,6 +375,7 @@ static enum leader_check reconcile(void *user, struct leader_item *l, int64_t *w
                                 * nested retry loops multiply requests. */
                                .max_attempts = 1,
                                .presend = leader_guard_presend,
+                               .presend_end = leader_guard_presend_end,
                                .presend_arg = &it->presend};
     it->sending_rv_before = strdup(pub ? pub->rv : "");
     if (!it->sending_rv_before)

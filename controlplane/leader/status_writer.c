@@ -425,6 +425,7 @@ static int send_write(struct status_writer *w, struct sw_item *it, cJSON *status
                                 * nested retry loops multiply requests. */
                                .max_attempts = 1,
                                .presend = leader_guard_presend,
+                               .presend_end = leader_guard_presend_end,
                                .presend_arg = &it->presend};
     it->sent_rv = strdup(rv);
     it->sending = status;

@@ -227,6 +227,40 @@ def run(t, ks):
         del obj
     t.case("preferredHolder names a standby: planned handover, no overlap", preferred_handover)
 
+    # ---- planned handover with the leader's writes slow to land -------------
+    def handover_waits_for_writes():
+        old = leader_of(electors)
+        target = [e for e in electors if e is not old][0]
+        # Every test write is held 400 ms by the API server before it is
+        # applied: at the step-down one has always passed the guard and is
+        # on its way. Released at once, the lock would reach the standby
+        # before that write lands.
+        ks.add_fault(verb="patch", resource="configmaps", action="delay", delay_ms=400)
+        try:
+            time.sleep(1.0)
+            sent = mono()
+            st, out = ks.request("PATCH", "/apis/coordination.k8s.io/v1/namespaces/default/"
+                                 "leases/coxswain",
+                                 {"spec": {"preferredHolder": target.name}},
+                                 ctype="application/merge-patch+json")
+            check_eq(st, 200, "patch: %s" % out)
+            got = target.wait("started-leading", after=sent, timeout=6)
+            note("planned handover with writes in flight: %.0f ms", (got["mono"] - sent) / MS)
+            old.wait("stopped-leading", after=sent, timeout=3)
+            time.sleep(0.6)
+            audit = ks.audit()
+            acq = acquired_at(audit, target.name, after=sent)
+            check(acq is not None, "no acquisition by %s in the audit log" % target.name)
+            late = [a for a in writes_by(audit, old.name)
+                    if a["mono_ns"] >= sent and a["mono_ns"] < acq]
+            check(late, "no write of %s landed between the step-down and the release: "
+                  "the case proves nothing" % old.name)
+            no_overlap(audit, old.name, acq)
+        finally:
+            ks.admin("DELETE", "/faults")
+        check(old.alive() and target.alive(), "an elector exited")
+    t.case("planned handover: the release waits for writes in flight", handover_waits_for_writes)
+
     # ---- SIGSTOP longer than the lease -------------------------------------
     def paused_leader():
         old = leader_of(electors)

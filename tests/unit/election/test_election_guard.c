@@ -78,6 +78,35 @@ static void test_recheck(void)
     CHECK_INT_LE(a, b);
 }
 
+static void test_enter_leave_drain(void)
+{
+    struct election_guard g;
+    election_guard_init(&g, MS(200));
+    CHECK(!election_guard_enter(&g, 0)); /* not leader: refused, not counted */
+    CHECK(!election_guard_draining(&g, election_clock_ns()));
+    int64_t now = election_clock_ns();
+    election_guard_publish(&g, 7, now + MS(5000), now, 0);
+    CHECK(election_guard_enter(&g, 7));
+    CHECK(election_guard_enter(&g, 7));
+    CHECK(!election_guard_enter(&g, 6)); /* another term's write */
+    /* leading: nothing to drain for */
+    CHECK(!election_guard_draining(&g, election_clock_ns()));
+    election_guard_clear(&g);
+    CHECK(!election_guard_enter(&g, 7)); /* after the step-down: refused */
+    /* two writes let through before it are still out, until the deadline
+     * of the term they were let through in */
+    CHECK(election_guard_draining(&g, election_clock_ns()));
+    CHECK(!election_guard_draining(&g, now + MS(5000)));
+    election_guard_leave(&g);
+    CHECK(election_guard_draining(&g, election_clock_ns()));
+    election_guard_leave(&g);
+    CHECK(!election_guard_draining(&g, election_clock_ns()));
+    /* a clear while not leading keeps the last term's deadline */
+    election_guard_clear(&g);
+    CHECK(election_guard_enter(&g, 7) == false);
+    CHECK(!election_guard_draining(&g, election_clock_ns()));
+}
+
 static void test_healthz(void)
 {
     struct election_guard g;
@@ -168,6 +197,7 @@ static const struct cxt_case cases[] = {
     CXT(test_margin_and_timeout),
     CXT(test_zero_margin_still_refuses_at_deadline),
     CXT(test_recheck),
+    CXT(test_enter_leave_drain),
     CXT(test_healthz),
     CXT(test_concurrent_readers),
 };

@@ -130,6 +130,7 @@ static void test_conflict_is_typed_and_not_retried(void)
 struct presend_state {
     int calls;
     int refuse_from; /* refuse from this call on (1-based); 0 = never */
+    int ends;        /* presend_end calls */
 };
 
 static int presend_check(void *arg)
@@ -137,6 +138,12 @@ static int presend_check(void *arg)
     struct presend_state *ps = arg;
     ps->calls++;
     return ps->refuse_from && ps->calls >= ps->refuse_from;
+}
+
+static void presend_end(void *arg)
+{
+    struct presend_state *ps = arg;
+    ps->ends++;
 }
 
 /* The pre-send hook runs right before each attempt's request line and
@@ -150,7 +157,8 @@ static void test_presend_hook(void)
     cJSON *obj = cx_json_parse(CM_JSON, strlen(CM_JSON));
     /* refused at once: no request at all */
     struct presend_state ps = {.refuse_from = 1};
-    struct kube_req_opts ro = {.presend = presend_check, .presend_arg = &ps};
+    struct kube_req_opts ro = {
+        .presend = presend_check, .presend_end = presend_end, .presend_arg = &ps};
     struct outcome r = {0};
     REQUIRE(kube_update(f.c, &CM, "ns1", obj, 0, &ro, on_result, &r) != NULL);
     REQUIRE(run_until(f.base, &r.done, 5000));
@@ -159,6 +167,7 @@ static void test_presend_hook(void)
     CHECK_INT_EQ(r.res.err.maybe_applied, 0);
     CHECK_INT_EQ(r.res.attempts, 1);
     CHECK_INT_EQ(ps.calls, 1);
+    CHECK_INT_EQ(ps.ends, 0); /* never said yes: nothing to end */
     CHECK_INT_EQ(f.m.nreqs, 0);
     /* headers allowed, body refused: the server never gets a complete
      * request, the call ends as refused and not applied */
@@ -168,6 +177,7 @@ static void test_presend_hook(void)
     REQUIRE(kube_update(f.c, &CM, "ns1", obj, 0, &ro, on_result, &r1) != NULL);
     REQUIRE(run_until(f.base, &r1.done, 5000));
     CHECK_INT_EQ(ps1.calls, 2);
+    CHECK_INT_EQ(ps1.ends, 1); /* said yes once: ended once */
     CHECK_INT_EQ(r1.res.err.code, KUBE_E_CANCELLED);
     CHECK_STR_EQ(r1.res.err.reason, "RefusedBeforeSend");
     CHECK_INT_EQ(r1.res.err.maybe_applied, 0);
@@ -182,6 +192,7 @@ static void test_presend_hook(void)
     REQUIRE(kube_update(f.c, &CM, "ns1", obj, 0, &ro, on_result, &r2) != NULL);
     REQUIRE(run_until(f.base, &r2.done, 5000));
     CHECK_INT_EQ(ps2.calls, 3);
+    CHECK_INT_EQ(ps2.ends, 1); /* two attempts, one call: one end */
     CHECK_INT_EQ(r2.res.err.code, KUBE_E_CANCELLED);
     CHECK_INT_EQ(f.m.nreqs, 1);
     CHECK_STR_CONTAINS(f.m.reqs[0].body, "\"resourceVersion\":\"5\"");
@@ -194,6 +205,22 @@ static void test_presend_hook(void)
     REQUIRE(run_until(f.base, &r3.done, 5000));
     CHECK_INT_EQ(r3.res.err.code, KUBE_OK);
     CHECK_INT_EQ(ps3.calls, 2); /* before the headers, before the body */
+    CHECK_INT_EQ(ps3.ends, 1);
+    /* a call cancelled after its yes ends too */
+    mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON, .delay_ms = 2000});
+    struct presend_state ps4 = {0};
+    ro.presend_arg = &ps4;
+    struct outcome r4 = {0};
+    struct kube_call *c4 = kube_update(f.c, &CM, "ns1", obj, 0, &ro, on_result, &r4);
+    REQUIRE(c4 != NULL);
+    int64_t until = cx_mono_ns() + 5 * CX_NS_PER_S;
+    while (ps4.calls < 2 && cx_mono_ns() < until)
+        event_base_loop(f.base, EVLOOP_ONCE);
+    REQUIRE(ps4.calls == 2);
+    CHECK_INT_EQ(ps4.ends, 0);
+    kube_call_cancel(c4);
+    CHECK_INT_EQ(ps4.ends, 1);
+    CHECK(!r4.done);
     CHECK_INT_EQ(f.m.nreqs, 2);
     CHECK_STR_EQ(f.m.reqs[1].method, "PUT");
     CHECK_STR_CONTAINS(f.m.reqs[1].body, "\"resourceVersion\":\"5\"");
