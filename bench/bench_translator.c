@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <limits.h>
 #include <malloc.h>
 #include <time.h>
 #include <unistd.h>
@@ -579,9 +580,11 @@ static void perf_ctl(const char *cmd)
     const char *fd = getenv("BENCH_PERF_CTL");
     if (!fd)
         return;
+    char *end = NULL;
+    long ctl = strtol(fd, &end, 10);
     char line[16];
     int n = snprintf(line, sizeof(line), "%s\n", cmd);
-    if (write(atoi(fd), line, (size_t)n) != n)
+    if (end == fd || *end || ctl < 0 || ctl > INT_MAX || write((int)ctl, line, (size_t)n) != n)
         fprintf(stderr, "bench_translator: perf control on fd %s failed\n", fd);
 }
 

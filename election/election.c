@@ -257,8 +257,7 @@ static void do_action(struct election *e, const struct election_action *a)
             election_guard_draining(&e->guard, election_clock_ns())) {
             /* A write let through before the step-down may still be on
              * its way: the lock is released after it lands, never before. */
-            cx_info(LOG, "%s: release waits for the last term's writes in flight",
-                    e->cfg.identity);
+            cx_info(LOG, "%s: release waits for the last term's writes in flight", e->cfg.identity);
             e->drained = *a;
             e->drain_pending = true;
             e->call_id = a->req_id;

@@ -52,7 +52,6 @@ void kube_call_free(struct kube_call *call)
     call_drop_easy(call);
     if (call->presend_passed && call->presend_end)
         call->presend_end(call->presend_arg);
-    call->presend_passed = 0;
     kube_client_unqueue(call->c, &call->h);
     call_unlink(call);
     call->c->stats.active_calls--;

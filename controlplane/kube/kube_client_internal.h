@@ -77,8 +77,8 @@ struct kube_call {
     int (*presend)(void *arg);
     void *presend_arg;
     void (*presend_end)(void *arg);
-    int presend_refused; /* the pre-send check aborted the last attempt */
-    int presend_passed;  /* the pre-send check said yes at least once */
+    int presend_refused;     /* the pre-send check aborted the last attempt */
+    int presend_passed;      /* the pre-send check said yes at least once */
     int retry_maybe_applied; /* the attempt a pending retry follows may have applied */
     kube_result_fn cb;
     void *user_data;
