@@ -55,7 +55,7 @@ static inline uint32_t slot_hash(const void *key, size_t klen)
 
 static struct cx_map_slot *find(const struct cx_map *m, uint32_t h, const void *key, size_t klen)
 {
-    if (!m->cap || klen > UINT32_MAX)
+    if (!m->len || klen > UINT32_MAX)
         return NULL;
     size_t mask = m->cap - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
@@ -69,6 +69,8 @@ static struct cx_map_slot *find(const struct cx_map *m, uint32_t h, const void *
 
 void *cx_map_get(const struct cx_map *m, const void *key, size_t klen)
 {
+    if (!m->len) /* reserved tables may be large: no miss on one for nothing */
+        return NULL;
     struct cx_map_slot *s = find(m, slot_hash(key, klen), key, klen);
     return s ? s->val : NULL;
 }
@@ -141,6 +143,8 @@ int cx_map_put(struct cx_map *m, const void *key, size_t klen, void *val, void *
 
 void *cx_map_del(struct cx_map *m, const void *key, size_t klen)
 {
+    if (!m->len)
+        return NULL;
     struct cx_map_slot *s = find(m, slot_hash(key, klen), key, klen);
     if (!s)
         return NULL;

@@ -258,6 +258,9 @@ static int begin(struct xlate_ctx *ctx, struct xlate_snapshot **out)
 {
     *out = NULL;
     ctx->pass++;
+    ctx->fresh = 1;
+    for (int k = 0; k < XLATE_KIND_COUNT; k++)
+        ctx->fresh &= cx_map_len(&ctx->by_key[k]) == 0;
     memset(ctx->nseen, 0, sizeof(ctx->nseen));
     memset(&ctx->stats, 0, sizeof(ctx->stats));
     return 0;
@@ -285,10 +288,16 @@ static int finish(struct xlate_ctx *ctx, int rc, struct xlate_stats *stats)
  * for them now spares the maps' repeated doubling (each a rehash of every
  * slot) while tens of thousands of entries arrive. Inputs whose kind is not
  * given count for every kind. */
+#define RESERVE_AHEAD 16
+
 static int reserve(struct xlate_ctx *ctx, const struct xlate_input *in)
 {
     size_t n[XLATE_KIND_COUNT] = {0}, unknown = 0, trees = 0;
     for (size_t i = 0; i < in->n; i++) {
+        /* the records' headers are scattered: asked for well ahead, their
+         * misses overlap instead of coming one after another */
+        if (i + RESERVE_AHEAD < in->n && in->objects[i + RESERVE_AHEAD].rec)
+            __builtin_prefetch(in->objects[i + RESERVE_AHEAD].rec);
         trees += !in->objects[i].rec; /* records are not in by_ptr */
         int k = in->objects[i].rec ? (int)in->objects[i].rec->kind : (int)in->objects[i].kind;
         if (k > XLATE_KIND_UNKNOWN && k < XLATE_KIND_COUNT)
@@ -363,9 +372,12 @@ int xlate_run(struct xlate_ctx *ctx, const struct xlate_input *in, struct xlate_
          * (digest, pointer) are not read, and the walks would stall */
         const struct xlate_object *o = &in->objects[i];
         if (o->rec) {
-            /* records: one header each, its key inside */
-            if (i + 2 < in->n && in->objects[i + 2].rec)
+            /* records: one header each, its key after the typed object (a
+             * line of its own), read by prefetch_key one object earlier */
+            if (i + 2 < in->n && in->objects[i + 2].rec) {
                 __builtin_prefetch(in->objects[i + 2].rec);
+                __builtin_prefetch(in->objects[i + 2].rec->key);
+            }
             if (i + 1 < in->n && !known)
                 prefetch_key(ctx, &in->objects[i + 1]);
         } else {

@@ -300,10 +300,21 @@ static int set_version(struct xlate_ctx *ctx, struct xds_resource_set *s)
  * accepted VirtualService of the Gateway; the CDS and EDS sets follow the
  * count's 0 <-> 1 transitions. */
 /* upcount is keyed by the Upstream entry itself (8 bytes of pointer): an
- * Upstream deleted and re-created in one pass is two entries with one name */
-static struct xl_ucount *ucount_get(const struct xl_gw_memo *m, const struct xl_entry *up)
+ * Upstream deleted and re-created in one pass is two entries with one name.
+ * The Upstream remembers its count in the memo looked up last: with one
+ * Gateway, no lookup touches the map (at 100k Upstreams, a cache miss on
+ * its table and one on the count each). */
+struct xl_ucount *xlate_gw_ucount(const struct xl_gw_memo *m, const struct xl_entry *up)
 {
-    return cx_map_get(&m->upcount, &up, sizeof(up));
+    struct xl_up_memo *u = up->up;
+    if (u && u->uc && u->uc_memo == m->id)
+        return u->uc;
+    struct xl_ucount *c = cx_map_get(&m->upcount, &up, sizeof(up));
+    if (u && c) {
+        u->uc_memo = m->id;
+        u->uc = c;
+    }
+    return c;
 }
 
 /* Whether Upstream |up| brings SDS Secrets, or changed them this pass. */
@@ -316,7 +327,7 @@ static int sds_matters(const struct xlate_ctx *ctx, const struct xl_entry *up)
 static int count_upstream(struct xlate_ctx *ctx, struct xl_gw_memo *m, struct xl_entry *up,
                           int delta)
 {
-    struct xl_ucount *c = ucount_get(m, up);
+    struct xl_ucount *c = xlate_gw_ucount(m, up);
     if (!c || (delta < 0 && c->count == 1))
         m->sds_dirty |= sds_matters(ctx, up);
     if (delta > 0) {
@@ -332,6 +343,10 @@ static int count_upstream(struct xlate_ctx *ctx, struct xl_gw_memo *m, struct xl
             free(c);
             return -1;
         }
+        if (up->up) {
+            up->up->uc_memo = m->id;
+            up->up->uc = c;
+        }
         if (xlate_upstream_cluster(ctx, up, m->mode) != 0 ||
             set_put(m, XDS_CLUSTER, up->up->cluster[m->mode]) != 0 ||
             set_put(m, XDS_ENDPOINT, up->up->cla) != 0)
@@ -344,11 +359,13 @@ static int count_upstream(struct xlate_ctx *ctx, struct xl_gw_memo *m, struct xl
     if (--c->count > 0)
         return 0;
     cx_map_del(&m->upcount, &c->up, sizeof(c->up));
+    if (up->up && up->up->uc == c)
+        up->up->uc = NULL;
     free(c);
     /* unless a successor of the same name (deleted and re-created in one
      * pass) is counted and holds the slots now */
     struct xl_entry *succ = xlate_find_key(ctx, XLATE_KIND_UPSTREAM, up->key);
-    if (!(succ && succ != up && ucount_get(m, succ))) {
+    if (!(succ && succ != up && xlate_gw_ucount(m, succ))) {
         set_del(m, XDS_CLUSTER, up->key, NULL);
         set_del(m, XDS_ENDPOINT, up->key, NULL);
     }
@@ -388,14 +405,16 @@ static void slot_release(struct xlate_ctx *ctx, struct xl_gw_memo *m, struct xl_
 /* A Gateway's budgets while its VirtualServices are accepted, oldest
  * first: what the accepted ones hold so far. */
 struct budget {
-    size_t routes;     /* in the RouteConfiguration */
-    size_t bytes;      /* of the RouteConfiguration */
-    size_t resources;  /* listeners, the route configuration, clusters, endpoints */
-    struct cx_map ups; /* Upstreams counted (key: the entry pointer's bytes) */
+    size_t routes;    /* in the RouteConfiguration */
+    size_t bytes;     /* of the RouteConfiguration */
+    size_t resources; /* listeners, the route configuration, clusters, endpoints */
+    uint64_t run;     /* the Upstreams counted carry it in up->budget_run */
 };
 
-static void budget_start(struct budget *b, const struct xl_entry *gwe, enum xlate_gateway_mode mode)
+static void budget_start(struct budget *b, struct xlate_ctx *ctx, const struct xl_entry *gwe,
+                         enum xlate_gateway_mode mode)
 {
+    b->run = ++ctx->claims_run;
     b->bytes = gwe->keylen + 12; /* the name, with its tag and length */
     /* the RouteConfiguration, and the envoy-mode listeners */
     const struct xl_gateway *g = &gwe->obj->u.gw;
@@ -413,7 +432,8 @@ static size_t vh_framed(size_t len)
 
 /* Whether |v| fits in what is left of the Gateway's budgets: 1 and it is
  * counted in |b|, 0 with |msg| saying which budget it would pass and the
- * numbers, -1 when memory ran out. */
+ * numbers. An Upstream is counted once, stamped with the budget's run
+ * (every usable Upstream entry has its memo). */
 static int budget_fits(struct budget *b, const struct xlate_limits *lim,
                        enum xlate_gateway_mode mode, const struct xl_entry *v,
                        const struct xl_entry *gwe, char *msg, size_t msglen)
@@ -421,7 +441,7 @@ static int budget_fits(struct budget *b, const struct xlate_limits *lim,
     const struct xl_vs_res *r = &v->res[mode];
     size_t bytes = vh_framed(r->vhlen), fresh = 0, listeners = 0;
     for (size_t k = 0; k < r->nups; k++)
-        fresh += !cx_map_get(&b->ups, &r->ups[k], sizeof(r->ups[k]));
+        fresh += r->ups[k]->up->budget_run != b->run;
     if (mode == XLATE_MODE_PROXYLESS)
         for (size_t k = 0; k < v->obj->u.vs.ndomains; k++)
             listeners += !strchr(v->obj->u.vs.domains[k], '*');
@@ -449,9 +469,7 @@ static int budget_fits(struct budget *b, const struct xlate_limits *lim,
         return 0;
     }
     for (size_t k = 0; k < r->nups; k++)
-        if (!cx_map_get(&b->ups, &r->ups[k], sizeof(r->ups[k])) &&
-            cx_map_put(&b->ups, &r->ups[k], sizeof(r->ups[k]), r->ups[k], NULL) != 0)
-            return -1;
+        r->ups[k]->up->budget_run = b->run;
     b->routes += r->nroutes;
     b->bytes += bytes;
     b->resources += more;
@@ -493,7 +511,7 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
     struct xl_slot *acc = NULL, *old = m->acc;
     size_t nold = m->nacc, nacc = 0;
     struct budget b = {0};
-    budget_start(&b, gwe, m->mode);
+    budget_start(&b, ctx, gwe, m->mode);
     if (!order)
         goto out;
     for (size_t i = 0; i < nold; i++)
@@ -524,8 +542,7 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
     }
     if (nups > ctx->nlist[XLATE_KIND_UPSTREAM])
         nups = ctx->nlist[XLATE_KIND_UPSTREAM];
-    if (cx_map_reserve(&owner, ndom) != 0 || cx_map_reserve(&b.ups, nups) != 0 ||
-        cx_map_reserve(&m->upcount, nups) != 0)
+    if (cx_map_reserve(&owner, ndom) != 0 || cx_map_reserve(&m->upcount, nups) != 0)
         goto out;
     size_t naccepted = 0;
     for (size_t i = 0; i < n; i++) {
@@ -541,7 +558,6 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
         }
         char buf[900];
         enum xl_reason why = XL_R_NONE;
-        int fits = 1;
         if (m->mode == XLATE_MODE_ENVOY && !xlate_gw_serves(gwe, vs, buf, sizeof(buf))) {
             why = XL_R_LISTENER_NOT_FOUND; /* claims no domain here */
         } else if (other) {
@@ -551,9 +567,7 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
                      "domain \"%s\" is already served by VirtualService %s on Gateway %s: %s", dom,
                      other->key, gwe->key, rule);
             why = XL_R_DOMAIN_CONFLICT;
-        } else if ((fits = budget_fits(&b, &ctx->limits, m->mode, v, gwe, buf, sizeof(buf))) < 0) {
-            goto out;
-        } else if (!fits) {
+        } else if (!budget_fits(&b, &ctx->limits, m->mode, v, gwe, buf, sizeof(buf))) {
             why = XL_R_BUDGET;
         }
         if (why != XL_R_NONE) {
@@ -609,7 +623,6 @@ static int compute_claims(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl
     m->lds_dirty = 1;
     rc = 0;
 out:
-    cx_map_free(&b.ups);
     if (acc) {
         for (size_t i = 0; i < nacc; i++)
             free(acc[i].ups);
@@ -788,6 +801,7 @@ static struct xl_gw_memo *gw_select(struct xlate_ctx *ctx, struct xl_entry *gwe,
             free(m);
             return NULL;
         }
+        m->id = ++ctx->memo_serial;
         m->mode = gwe->obj->u.gw.mode;
         m->gw_digest = gwe->digest;
         for (size_t i = 0; i < ctx->nlist[XLATE_KIND_VIRTUAL_SERVICE]; i++) {
@@ -917,13 +931,13 @@ static int gw_emit(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_mem
 {
     for (size_t i = 0; i < ctx->up_touched.n; i++) {
         struct xl_entry *up = ctx->up_touched.items[i];
-        if (up->up && up->up->sds_changed == ctx->pass && ucount_get(m, up))
+        if (up->up && up->up->sds_changed == ctx->pass && xlate_gw_ucount(m, up))
             m->sds_dirty = 1;
         if (up->deleted || !xlate_upstream_usable(up) || !up->up->cla)
             continue;
         /* not sent to, or counted in this pass with the resources as they
          * are now (every Upstream of a first pass) */
-        const struct xl_ucount *c = ucount_get(m, up);
+        const struct xl_ucount *c = xlate_gw_ucount(m, up);
         if (!c || c->put_pass == ctx->pass)
             continue;
         if (xlate_upstream_cluster(ctx, up, m->mode) != 0 ||

@@ -150,11 +150,12 @@ static int mark_dep(struct xlate_ctx *ctx, char c, const char *a)
 /* Records that Service ns/name's endpoints changed this pass, when an
  * Upstream not parsed this pass reads them: upstreams() refreshes the
  * parsed ones anyway (and those parsed later in the pass, not yet in the
- * index). On a first pass, nothing to record. */
+ * index). On a pass that began with no entries, nothing to record (and no
+ * lookup: at 100k Services it is a cache miss each). */
 static int mark_service(struct xlate_ctx *ctx, const char *ns, const char *name)
 {
     char buf[600];
-    if (join_key(buf, sizeof(buf), ns, name) != 0)
+    if (ctx->fresh || join_key(buf, sizeof(buf), ns, name) != 0)
         return 0;
     const struct xl_entry_list *l = cx_map_gets(&ctx->svc_ups, buf);
     int others = 0;

@@ -102,6 +102,12 @@ struct xl_up_memo {
     struct xds_resource *sds[2];
     uint64_t sds_key;
     uint32_t sds_changed; /* pass in which one of them changed */
+    /* compute_claims: the run (ctx->claims_run) whose budget counted it */
+    uint64_t budget_run;
+    /* its count in the Gateway memo of id |uc_memo| (xlate_gw_ucount), or
+     * NULL: one Gateway's lookups skip the memo's map */
+    uint64_t uc_memo;
+    struct xl_ucount *uc;
 };
 
 /* One TLS block of a Gateway (spec.tls, or a listener's own tls) resolved
@@ -216,6 +222,7 @@ struct xl_api_listener {
 
 /* Per Gateway: everything its node group is built from. */
 struct xl_gw_memo {
+    uint64_t id; /* from ctx->memo_serial: never 0, never reused */
     uint64_t gw_digest;
     enum xlate_gateway_mode mode;
     struct xl_entry **sel; /* selected VirtualServices, sorted */
@@ -277,6 +284,11 @@ struct xlate_ctx {
     struct xlate_limits limits; /* fixed at creation */
     uint32_t pass;
     int broken; /* a pass ran out of memory: the next must be a full view */
+    /* this pass began with no entry: every entry is parsed in it, so no
+     * dependant of an earlier pass is left to mark */
+    int fresh;
+    uint64_t claims_run;                      /* compute_claims calls so far (budget stamps) */
+    uint64_t memo_serial;                     /* Gateway memos made so far (their ids) */
     struct cx_map by_key[XLATE_KIND_COUNT];   /* "ns/name" -> entry */
     struct cx_map by_ptr;                     /* (digest, cJSON*) -> entry; records are
                                                * found by key (rec->key) */
@@ -421,6 +433,9 @@ int xlate_reports_build(struct xlate_ctx *ctx, struct xlate_snapshot *snap);
 /* xlate_entry.c: entries, their lists and sorted arrays */
 struct xl_entry *xlate_find(struct xlate_ctx *ctx, enum xlate_kind kind, const char *ns,
                             const char *name);
+/* Upstream |up|'s count in Gateway memo |m| (the accepted VirtualServices
+ * sending to it), or NULL when none sends to it. */
+struct xl_ucount *xlate_gw_ucount(const struct xl_gw_memo *m, const struct xl_entry *up);
 struct xl_entry *xlate_find_key(struct xlate_ctx *ctx, enum xlate_kind kind, const char *key);
 int xlate_list_push(struct xl_entry_list *l, struct xl_entry *e);
 void xlate_list_remove(struct xl_entry_list *l, struct xl_entry *e);

@@ -282,7 +282,7 @@ static int report_upstream(struct xlate_ctx *ctx, struct xl_entry *e)
     for (size_t i = 0; i < ctx->nlist[XLATE_KIND_GATEWAY]; i++) {
         struct xl_entry *g = ctx->list[XLATE_KIND_GATEWAY][i];
         struct xl_gw_memo *m = cx_map_get(&ctx->gw_memo, g->key, g->keylen);
-        if (m && cx_map_get(&m->upcount, &e, sizeof(e)))
+        if (m && xlate_gw_ucount(m, e))
             modes |= 1 << m->mode;
     }
     struct plist l = {0};
