@@ -100,8 +100,13 @@ static size_t unit_bytes(void)
 
 static void pool_drop(void)
 {
-    for (size_t i = 0; i < g_pool.nchunks; i++)
+    /* the free units are poisoned: the addresses go back to the kernel,
+     * and a later mapping there (nghttp2's frame buffer) must not inherit
+     * the poison (ASan keeps shadow bytes across munmap) */
+    for (size_t i = 0; i < g_pool.nchunks; i++) {
+        CX_UNPOISON(g_pool.chunks[i], UNIT_CHUNK * unit_bytes());
         munmap(g_pool.chunks[i], UNIT_CHUNK * unit_bytes());
+    }
     free(g_pool.chunks);
     free(g_pool.free);
     memset(&g_pool, 0, sizeof(g_pool));
