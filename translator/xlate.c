@@ -284,12 +284,12 @@ static int finish(struct xlate_ctx *ctx, int rc, struct xlate_stats *stats)
     return rc;
 }
 
+#define RESERVE_AHEAD 16 /* records whose headers reserve() asks for ahead */
+
 /* A full view tells how many entries of each kind the maps will hold: room
  * for them now spares the maps' repeated doubling (each a rehash of every
  * slot) while tens of thousands of entries arrive. Inputs whose kind is not
  * given count for every kind. */
-#define RESERVE_AHEAD 16
-
 static int reserve(struct xlate_ctx *ctx, const struct xlate_input *in)
 {
     size_t n[XLATE_KIND_COUNT] = {0}, unknown = 0, trees = 0;

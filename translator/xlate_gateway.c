@@ -304,16 +304,22 @@ static int set_version(struct xlate_ctx *ctx, struct xds_resource_set *s)
  * The Upstream remembers its count in the memo looked up last: with one
  * Gateway, no lookup touches the map (at 100k Upstreams, a cache miss on
  * its table and one on the count each). */
+static void ucount_remember(const struct xl_gw_memo *m, const struct xl_entry *up,
+                            struct xl_ucount *c)
+{
+    if (up->up && c) {
+        up->up->uc_memo = m->id;
+        up->up->uc = c;
+    }
+}
+
 struct xl_ucount *xlate_gw_ucount(const struct xl_gw_memo *m, const struct xl_entry *up)
 {
-    struct xl_up_memo *u = up->up;
+    const struct xl_up_memo *u = up->up;
     if (u && u->uc && u->uc_memo == m->id)
         return u->uc;
     struct xl_ucount *c = cx_map_get(&m->upcount, &up, sizeof(up));
-    if (u && c) {
-        u->uc_memo = m->id;
-        u->uc = c;
-    }
+    ucount_remember(m, up, c);
     return c;
 }
 
@@ -343,10 +349,7 @@ static int count_upstream(struct xlate_ctx *ctx, struct xl_gw_memo *m, struct xl
             free(c);
             return -1;
         }
-        if (up->up) {
-            up->up->uc_memo = m->id;
-            up->up->uc = c;
-        }
+        ucount_remember(m, up, c);
         if (xlate_upstream_cluster(ctx, up, m->mode) != 0 ||
             set_put(m, XDS_CLUSTER, up->up->cluster[m->mode]) != 0 ||
             set_put(m, XDS_ENDPOINT, up->up->cla) != 0)

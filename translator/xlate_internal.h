@@ -433,9 +433,6 @@ int xlate_reports_build(struct xlate_ctx *ctx, struct xlate_snapshot *snap);
 /* xlate_entry.c: entries, their lists and sorted arrays */
 struct xl_entry *xlate_find(struct xlate_ctx *ctx, enum xlate_kind kind, const char *ns,
                             const char *name);
-/* Upstream |up|'s count in Gateway memo |m| (the accepted VirtualServices
- * sending to it), or NULL when none sends to it. */
-struct xl_ucount *xlate_gw_ucount(const struct xl_gw_memo *m, const struct xl_entry *up);
 struct xl_entry *xlate_find_key(struct xlate_ctx *ctx, enum xlate_kind kind, const char *key);
 int xlate_list_push(struct xl_entry_list *l, struct xl_entry *e);
 void xlate_list_remove(struct xl_entry_list *l, struct xl_entry *e);
@@ -505,6 +502,10 @@ int xlate_build_gateway(struct xlate_ctx *ctx, struct xl_entry *gwe);
  * depended on it. Returns 0 or -1. */
 int xlate_gw_memo_drop(struct xlate_ctx *ctx, struct xl_gw_memo *m);
 void xlate_gw_memo_free(struct xl_gw_memo *m);
+/* Upstream |up|'s count in Gateway memo |m| (the accepted VirtualServices
+ * sending to it), or NULL when none sends to it. Remembered in |up|'s memo
+ * for the next lookup. */
+struct xl_ucount *xlate_gw_ucount(const struct xl_gw_memo *m, const struct xl_entry *up);
 
 /* xlate.c: the context */
 /* xlate_resource_new with the context's SHA-256 (same version). Takes
