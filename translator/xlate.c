@@ -111,7 +111,8 @@ void xlate_ctx_free(struct xlate_ctx *ctx)
     ctx_clear(ctx);
     xlate_pool_free(&ctx->entries); /* every entry went back in ctx_clear */
     free(ctx->pending.items);
-    free(ctx->changed.items);
+    for (int k = 0; k < XLATE_KIND_COUNT; k++)
+        free(ctx->changed[k].items);
     free(ctx->graveyard.items);
     free(ctx->vs_touched.items);
     free(ctx->up_touched.items);
@@ -185,12 +186,14 @@ static int pass(struct xlate_ctx *ctx, struct xlate_snapshot **out)
     if (xlate_settle(ctx) != 0)
         return -1;
     /* VirtualServices deleted this pass leave every Gateway */
-    for (size_t i = 0; i < ctx->changed.n; i++) {
-        struct xl_entry *e = ctx->changed.items[i];
-        if (e->deleted && e->kind == XLATE_KIND_VIRTUAL_SERVICE &&
-            xlate_invalidate_vs(ctx, e, -1) != 0)
+    const struct xl_entry_list *vs = &ctx->changed[XLATE_KIND_VIRTUAL_SERVICE];
+    for (size_t i = 0; ctx->ndeleted[XLATE_KIND_VIRTUAL_SERVICE] && i < vs->n; i++)
+        if (vs->items[i]->deleted && xlate_invalidate_vs(ctx, vs->items[i], -1) != 0)
             return -1;
-        if (e->deleted && e->kind == XLATE_KIND_GATEWAY &&
+    const struct xl_entry_list *gw = &ctx->changed[XLATE_KIND_GATEWAY];
+    for (size_t i = 0; i < gw->n; i++) {
+        struct xl_entry *e = gw->items[i];
+        if (e->deleted &&
             xlate_gw_memo_drop(ctx, cx_map_del(&ctx->gw_memo, e->key, e->keylen)) != 0)
             return -1;
     }
@@ -244,7 +247,10 @@ static void pass_end(struct xlate_ctx *ctx)
         xlate_entry_free(ctx, ctx->graveyard.items[i]);
     xlate_list_clear(&ctx->graveyard);
     xlate_list_clear(&ctx->pending);
-    xlate_list_clear(&ctx->changed);
+    for (int k = 0; k < XLATE_KIND_COUNT; k++) {
+        xlate_list_clear(&ctx->changed[k]);
+        ctx->ndeleted[k] = 0;
+    }
     xlate_list_clear(&ctx->vs_touched);
     xlate_list_clear(&ctx->up_touched);
     xlate_list_clear(&ctx->rep_list);

@@ -10,6 +10,9 @@
 #include "xlate_cluster.h"
 #include "xlate_route.h"
 
+#include "cx_hash.h"
+#include "cx_time.h"
+
 #include <openssl/crypto.h>
 
 #include <stdlib.h>
@@ -338,6 +341,21 @@ static void parse_gateway(struct pctx *p, const cJSON *spec)
     }
     xlate_parse_gateway_listeners(p, get(spec, "listeners"), g, has_port && get(spec, "bindPort"));
     xlate_parse_access_logs(p, get(spec, "accessLog"), g);
+}
+
+/* A VirtualService's claim order and claim hash (struct xl_virtual_service),
+ * whether or not its spec parsed. */
+static void claim_fields(struct xl_object *o)
+{
+    struct xl_virtual_service *vs = &o->u.vs;
+    int64_t ns = 0;
+    vs->has_created =
+        o->meta.creation && *o->meta.creation && cx_time_parse_rfc3339(o->meta.creation, &ns) == 0;
+    vs->created = vs->has_created ? ns / CX_NS_PER_S : 0;
+    uint64_t h = xlate_fnv_str(CX_FNV64_INIT, o->meta.creation);
+    for (size_t i = 0; i < vs->ndomains; i++)
+        h = xlate_fnv_str(h, vs->domains[i]);
+    vs->claim_hash = h;
 }
 
 static void parse_virtual_service(struct pctx *p, const cJSON *spec)
@@ -783,6 +801,8 @@ int xlate_api_parse(enum xlate_kind kind, const cJSON *obj, const struct xlate_l
             break;
         }
     }
+    if (kind == XLATE_KIND_VIRTUAL_SERVICE)
+        claim_fields(out);
     if (p.oom) {
         xlate_object_release(out);
         return -1;

@@ -315,6 +315,12 @@ struct xl_virtual_service {
     size_t ndomains;
     struct xl_route *routes;
     size_t nroutes;
+    /* what domain claims order and compare by, found at the decode:
+     * metadata.creationTimestamp in Unix seconds when readable (none when
+     * absent: a manifest not yet applied), and a hash of it and domains */
+    int64_t created;
+    int has_created;
+    uint64_t claim_hash;
 };
 
 struct xl_route_table {

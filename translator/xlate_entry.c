@@ -16,17 +16,6 @@
 
 /* ---- small helpers -------------------------------------------------------- */
 
-uint64_t xlate_fnv(uint64_t h, const void *p, size_t n)
-{
-    return cx_fnv64(h, p, n);
-}
-
-uint64_t xlate_fnv_str(uint64_t h, const char *s)
-{
-    s = s ? s : "";
-    return cx_fnv64(h, s, strlen(s) + 1);
-}
-
 int xlate_list_push(struct xl_entry_list *l, struct xl_entry *e)
 {
     if (l->n == l->cap) {
@@ -98,7 +87,7 @@ int xlate_rep_dirty(struct xlate_ctx *ctx, struct xl_entry *e)
     if (e->rep_dirty == ctx->pass)
         return 0;
     e->rep_dirty = ctx->pass;
-    return xlate_list_push(&ctx->rep_list, e);
+    return xlate_kind_reportable(e->kind) ? xlate_list_push(&ctx->rep_list, e) : 0;
 }
 
 /* A VirtualService started or stopped being selected by a Gateway: its

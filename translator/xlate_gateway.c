@@ -807,8 +807,11 @@ static struct xl_gw_memo *gw_select(struct xlate_ctx *ctx, struct xl_entry *gwe,
         m->id = ++ctx->memo_serial;
         m->mode = gwe->obj->u.gw.mode;
         m->gw_digest = gwe->digest;
-        for (size_t i = 0; i < ctx->nlist[XLATE_KIND_VIRTUAL_SERVICE]; i++) {
-            struct xl_entry *v = ctx->list[XLATE_KIND_VIRTUAL_SERVICE][i];
+        const struct xl_entry_list all = {ctx->list[XLATE_KIND_VIRTUAL_SERVICE],
+                                          ctx->nlist[XLATE_KIND_VIRTUAL_SERVICE], 0};
+        for (size_t i = 0; i < all.n; i++) {
+            struct xl_entry *v = all.items[i];
+            xlate_list_prefetch(&all, i);
             if (selects(gwe, v) && (xlate_sorted_insert(&m->sel, &m->nsel, &m->capsel, v) != 0 ||
                                     xlate_usage_changed(ctx, v) != 0))
                 return NULL;
@@ -861,6 +864,7 @@ static int gw_resolve(struct xlate_ctx *ctx, struct xl_gw_memo *m)
         qsort(m->touched.items, m->touched.n, sizeof(*m->touched.items), addr_cmp);
     for (size_t i = 0; i < m->touched.n; i++) {
         struct xl_entry *v = m->touched.items[i];
+        xlate_list_prefetch(&m->touched, i);
         struct xl_vs_res *r = &v->res[m->mode];
         if (!r->valid && xlate_resolve_vs(ctx, v, m->mode) != 0)
             return -1;
@@ -934,6 +938,7 @@ static int gw_emit(struct xlate_ctx *ctx, struct xl_entry *gwe, struct xl_gw_mem
 {
     for (size_t i = 0; i < ctx->up_touched.n; i++) {
         struct xl_entry *up = ctx->up_touched.items[i];
+        xlate_list_prefetch(&ctx->up_touched, i);
         if (up->up && up->up->sds_changed == ctx->pass && xlate_gw_ucount(m, up))
             m->sds_dirty = 1;
         if (up->deleted || !xlate_upstream_usable(up) || !up->up->cla)

@@ -159,7 +159,6 @@ struct xl_entry {
     uint64_t cand_digest;
     struct xlate_record *rec;    /* the decoded object (one reference), NULL before */
     const struct xl_object *obj; /* &rec->obj, or an empty object of the kind before */
-    uint64_t label_hash;         /* metadata.labels: Gateway selection depends on it */
     uint64_t claim_hash;         /* creation time + domains (VirtualService) */
     int64_t created;             /* VirtualService: metadata.creationTimestamp, Unix seconds */
     int has_created;             /* ... when it has a readable one */
@@ -307,19 +306,22 @@ struct xlate_ctx {
     uint32_t res_serial;
     size_t arena_hint[XLATE_KIND_COUNT]; /* bytes the last parse of the kind used */
     /* this pass */
-    size_t nseen[XLATE_KIND_COUNT];  /* entries of the kind seen (sweep skips a kind all seen) */
-    struct xl_entry_list pending;    /* entries offered a new candidate */
-    struct xl_entry_list changed;    /* parsed, added or deleted */
-    struct xl_entry_list graveyard;  /* deleted: freed at the end of the pass */
-    struct xl_entry_list vs_touched; /* VirtualServices whose resolution or membership changed */
-    struct xl_entry_list up_touched; /* Upstreams whose resources or existence changed */
-    struct xl_entry_list rep_list;   /* entries whose report is recomputed */
-    struct cx_map changed_deps;      /* dependency keys that changed (key -> malloc key) */
-    struct cx_map dirty_services;    /* Service keys whose endpoints changed */
-    struct cx_map dirty_refs;        /* "S/ns/name", "C/ns/name" that changed (or crossed a
-                                      * validity boundary) */
-    int64_t now, prev_now;           /* evaluation time (struct xlate_input) */
-    int64_t recheck_at;              /* the next validity boundary after now, or 0 */
+    size_t nseen[XLATE_KIND_COUNT]; /* entries of the kind seen (sweep skips a kind all seen) */
+    struct xl_entry_list pending;   /* entries offered a new candidate */
+    /* parsed, added or deleted, by kind: the passes over them read no
+     * entry of another kind (each a cache miss at scale) */
+    struct xl_entry_list changed[XLATE_KIND_COUNT];
+    size_t ndeleted[XLATE_KIND_COUNT]; /* of them, deleted */
+    struct xl_entry_list graveyard;    /* deleted: freed at the end of the pass */
+    struct xl_entry_list vs_touched;   /* VirtualServices whose resolution or membership changed */
+    struct xl_entry_list up_touched;   /* Upstreams whose resources or existence changed */
+    struct xl_entry_list rep_list;     /* entries whose report is recomputed */
+    struct cx_map changed_deps;        /* dependency keys that changed (key -> malloc key) */
+    struct cx_map dirty_services;      /* Service keys whose endpoints changed */
+    struct cx_map dirty_refs;          /* "S/ns/name", "C/ns/name" that changed (or crossed a
+                                        * validity boundary) */
+    int64_t now, prev_now;             /* evaluation time (struct xlate_input) */
+    int64_t recheck_at;                /* the next validity boundary after now, or 0 */
     int reports_changed;
     struct xlate_stats stats;
     struct cx_sha256_ctx *sha; /* resource versions and virtual-host hashes */
@@ -436,10 +438,48 @@ struct xl_entry *xlate_find(struct xlate_ctx *ctx, enum xlate_kind kind, const c
 struct xl_entry *xlate_find_key(struct xlate_ctx *ctx, enum xlate_kind kind, const char *key);
 int xlate_list_push(struct xl_entry_list *l, struct xl_entry *e);
 void xlate_list_remove(struct xl_entry_list *l, struct xl_entry *e);
+/* Asks for |e|'s header, every cache line of it. */
+static inline void xlate_entry_prefetch(const struct xl_entry *e)
+{
+    const char *p = (const char *)e;
+    for (size_t off = 0; off < sizeof(*e); off += 64)
+        __builtin_prefetch(p + off);
+    __builtin_prefetch(p + sizeof(*e) - 1);
+}
+
+/* In a walk of |l| at item |i|: asks for the entry XL_AHEAD items ahead,
+ * and for the record and memo of the one XL_AHEAD / 2 ahead (read through
+ * the entry, by then in the cache). Entries are scattered: at scale each
+ * line is a cache miss, which the walk otherwise waits for; a walk's step
+ * can be a few nanoseconds, a miss over a hundred. */
+#define XL_AHEAD 32
+static inline void xlate_list_prefetch(const struct xl_entry_list *l, size_t i)
+{
+    if (i + XL_AHEAD < l->n)
+        xlate_entry_prefetch(l->items[i + XL_AHEAD]);
+    if (i + XL_AHEAD / 2 < l->n) {
+        const struct xl_entry *e = l->items[i + XL_AHEAD / 2];
+        for (size_t off = 0; off < sizeof(*e->obj); off += 64)
+            __builtin_prefetch((const char *)e->obj + off);
+        if (e->up)
+            __builtin_prefetch(e->up);
+        if (e->res)
+            __builtin_prefetch(e->res);
+    }
+}
+
 /* Empties a pass's list (one a big pass grew is freed). */
 void xlate_list_clear(struct xl_entry_list *l);
 /* Marks |e|'s report for recompute this pass. Returns 0 or -1. */
 int xlate_rep_dirty(struct xlate_ctx *ctx, struct xl_entry *e);
+
+/* The kinds that have a report (a status): the others never enter
+ * ctx->rep_list. */
+static inline int xlate_kind_reportable(enum xlate_kind k)
+{
+    return k == XLATE_KIND_GATEWAY || k == XLATE_KIND_ROUTE_TABLE || k == XLATE_KIND_UPSTREAM ||
+           k == XLATE_KIND_VIRTUAL_SERVICE;
+}
 /* A VirtualService started or stopped being selected by a Gateway: marks
  * its report and those of the RouteTables it has problems about. Returns 0
  * or -1. */
@@ -464,8 +504,6 @@ long xlate_gw_find_acc(const struct xl_gw_memo *m, const struct xl_entry *vs);
 /* Frees every value of |m| (malloc'ed), then the map. */
 void xlate_map_free_vals(struct cx_map *m);
 void xlate_dep_list_free(struct xl_dep_list *l);
-uint64_t xlate_fnv(uint64_t h, const void *p, size_t n);
-uint64_t xlate_fnv_str(uint64_t h, const char *s);
 
 /* xlate_ingest.c: the first half of a pass. */
 /* Offers input object |obj| or record |rec| (kind, digest as in struct

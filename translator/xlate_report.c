@@ -324,12 +324,6 @@ static int report_upstream(struct xlate_ctx *ctx, struct xl_entry *e)
 static const enum xlate_kind report_kinds[] = {XLATE_KIND_GATEWAY, XLATE_KIND_ROUTE_TABLE,
                                                XLATE_KIND_UPSTREAM, XLATE_KIND_VIRTUAL_SERVICE};
 
-static int reportable(enum xlate_kind k)
-{
-    return k == XLATE_KIND_GATEWAY || k == XLATE_KIND_ROUTE_TABLE || k == XLATE_KIND_UPSTREAM ||
-           k == XLATE_KIND_VIRTUAL_SERVICE;
-}
-
 /* The report block's strings while they are collected: sized for about
  * 96 bytes a report, grown by doubling. */
 struct strbuf {
@@ -408,8 +402,10 @@ static struct xlate_report_block *build_block(struct xlate_ctx *ctx)
     struct strlast last_ns = {0}, last_msg = {0};
     for (size_t ki = 0; ki < sizeof(report_kinds) / sizeof(report_kinds[0]); ki++) {
         enum xlate_kind kind = report_kinds[ki];
-        for (size_t i = 0; i < ctx->nlist[kind]; i++) {
-            const struct xl_entry *e = ctx->list[kind][i];
+        const struct xl_entry_list l = {ctx->list[kind], ctx->nlist[kind], ctx->nlist[kind]};
+        for (size_t i = 0; i < l.n; i++) {
+            const struct xl_entry *e = l.items[i];
+            xlate_list_prefetch(&l, i);
             struct xlate_report *r = &b->reports[b->n++];
             r->kind = (char *)xlate_kind_name(kind); /* static: not copied */
             r->generation = e->obj->meta.generation;
@@ -460,7 +456,7 @@ static struct xlate_report_block *patch_block(struct xlate_ctx *ctx)
         return NULL;
     for (size_t i = 0; i < ctx->rep_list.n; i++) {
         const struct xl_entry *e = ctx->rep_list.items[i];
-        if (e->deleted || !reportable(e->kind) || e->rep_changed != ctx->pass)
+        if (e->deleted || e->rep_changed != ctx->pass)
             continue;
         if (++nchanged > old->n / 8 + 16)
             return NULL; /* a full build is better */
@@ -493,7 +489,7 @@ static struct xlate_report_block *patch_block(struct xlate_ctx *ctx)
     } while (0)
     for (size_t i = 0; i < ctx->rep_list.n; i++) {
         const struct xl_entry *e = ctx->rep_list.items[i];
-        if (e->deleted || !reportable(e->kind) || e->rep_changed != ctx->pass)
+        if (e->deleted || e->rep_changed != ctx->pass)
             continue;
         size_t lo = 0, hi = b->n;
         struct xlate_report *r = NULL;
@@ -533,7 +529,8 @@ int xlate_reports_build(struct xlate_ctx *ctx, struct xlate_snapshot *snap)
     int any = 0;
     for (size_t i = 0; i < ctx->rep_list.n; i++) {
         struct xl_entry *e = ctx->rep_list.items[i];
-        if (e->deleted || !reportable(e->kind))
+        xlate_list_prefetch(&ctx->rep_list, i);
+        if (e->deleted)
             continue;
         int before = ctx->reports_changed;
         ctx->reports_changed = 0;

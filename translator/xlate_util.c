@@ -1,5 +1,6 @@
 #include "xlate_util.h"
 
+#include "cx_hash.h"
 #include "cx_sanitize.h"
 
 #include <pthread.h>
@@ -485,4 +486,15 @@ char *xlate_cat_u(char *p, const char *end, uint64_t v)
         v /= 10;
     } while (v);
     return xlate_cat(p, end, d + k);
+}
+
+uint64_t xlate_fnv(uint64_t h, const void *p, size_t n)
+{
+    return cx_fnv64(h, p, n);
+}
+
+uint64_t xlate_fnv_str(uint64_t h, const char *s)
+{
+    s = s ? s : "";
+    return cx_fnv64(h, s, strlen(s) + 1);
 }

@@ -114,4 +114,9 @@ void xlate_pool_free(struct xl_pool *p);
 char *xlate_cat(char *p, const char *end, const char *s);
 char *xlate_cat_u(char *p, const char *end, uint64_t v);
 
+/* FNV-1a (cx_fnv64) of |n| bytes, and of a string with its NUL (NULL as
+ * ""), continuing |h|: in-process change keys, never published. */
+uint64_t xlate_fnv(uint64_t h, const void *p, size_t n);
+uint64_t xlate_fnv_str(uint64_t h, const char *s);
+
 #endif
