@@ -735,6 +735,7 @@ int xlate_api_parse(enum xlate_kind kind, const cJSON *obj, const struct xlate_l
     p.regex_total = 0;
     p.depth = 0;
     p.oom = 0;
+    p.last_ref = NULL;
     memset(out, 0, sizeof(*out));
     out->kind = kind;
     parse_meta(&p, obj);

@@ -44,6 +44,9 @@ struct pctx {
     struct pseg seg[PATH_DEPTH];
     size_t depth;
     int oom;
+    /* the object's last Upstream reference: a route naming the same one
+     * shares its strings, which lets the translator compare pointers */
+    const struct xl_ref *last_ref;
 };
 
 /* Appends a segment: a literal one (push_lit) or one with arguments

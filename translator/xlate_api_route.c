@@ -28,6 +28,12 @@ static void parse_ref(struct pctx *p, const cJSON *v, struct xl_ref *ref)
     }
     if (!ref->ns)
         ref->ns = p->o->meta.ns;
+    const struct xl_ref *last = p->last_ref;
+    if (last && ref->name && last->name && strcmp(last->name, ref->name) == 0)
+        ref->name = last->name;
+    if (last && ref->ns && last->ns && strcmp(last->ns, ref->ns) == 0)
+        ref->ns = last->ns;
+    p->last_ref = ref;
 }
 
 static void parse_match(struct pctx *p, const cJSON *v, struct xl_route *r)

@@ -105,14 +105,13 @@ static void msg(struct rctx *rc, struct xl_entry *target, enum xlate_state st, e
 static int register_dep(struct xlate_ctx *ctx, const char *key, size_t klen, struct xl_entry *e,
                         int mode, uint32_t serial);
 
-/* Records dependency "<c>/<a>[/<b>]" of this resolution in ctx->deps
- * (once: a resolution's registrations are the last of their lists). */
-static void dep(struct rctx *rc, char c, const char *a, const char *b)
+/* Dependency key "<c>/<a>[/<b>]" in |buf|: its length, 0 when it does not
+ * fit (no Kubernetes name is that long). */
+static size_t dep_key(char *buf, size_t cap, char c, const char *a, const char *b)
 {
-    char buf[600];
     size_t al = strlen(a), bl = b ? strlen(b) : 0;
-    if (al + bl + 4 > sizeof(buf))
-        return;
+    if (al + bl + 4 > cap)
+        return 0;
     size_t n = 0;
     buf[n++] = c;
     buf[n++] = '/';
@@ -124,8 +123,23 @@ static void dep(struct rctx *rc, char c, const char *a, const char *b)
         n += bl;
     }
     buf[n] = '\0';
-    if (register_dep(rc->ctx, buf, n, rc->vs, rc->mode, rc->res->serial) != 0)
+    return n;
+}
+
+/* Records dependency |key| of this resolution in ctx->deps (once: a
+ * resolution's registrations are the last of their lists). */
+static void dep_put(struct rctx *rc, const char *key, size_t n)
+{
+    if (register_dep(rc->ctx, key, n, rc->vs, rc->mode, rc->res->serial) != 0)
         rc->oom = 1;
+}
+
+static void dep(struct rctx *rc, char c, const char *a, const char *b)
+{
+    char buf[600];
+    size_t n = dep_key(buf, sizeof(buf), c, a, b);
+    if (n)
+        dep_put(rc, buf, n);
 }
 
 static void use_upstream(struct rctx *rc, struct xl_entry *up)
@@ -208,10 +222,18 @@ static struct xl_entry *lookup_upstream(struct rctx *rc, struct xl_entry *owner,
                                         const struct xl_ref *ref)
 {
     const struct xl_ref *last = rc->last_ref;
-    if (last && strcmp(last->name, ref->name) == 0 && strcmp(last->ns, ref->ns) == 0)
+    /* routes naming one Upstream share its strings (the decode's parse_ref) */
+    if (last && (last->name == ref->name || strcmp(last->name, ref->name) == 0) &&
+        (last->ns == ref->ns || strcmp(last->ns, ref->ns) == 0))
         return rc->last_up; /* found and usable, its dependency recorded */
-    dep(rc, 'U', ref->ns, ref->name);
-    struct xl_entry *up = xlate_find(rc->ctx, XLATE_KIND_UPSTREAM, ref->ns, ref->name);
+    /* "U/ns/name": the dependency, and after "U/" the Upstream's key */
+    char key[600];
+    size_t n = dep_key(key, sizeof(key), 'U', ref->ns, ref->name);
+    struct xl_entry *up = NULL;
+    if (n) {
+        dep_put(rc, key, n);
+        up = cx_map_get(&rc->ctx->by_key[XLATE_KIND_UPSTREAM], key + 2, n - 2);
+    }
     if (!up) {
         msg(rc, owner, XLATE_WARNING, XL_R_UPSTREAM_NOT_FOUND,
             "%s: Upstream %s/%s not found; route left out", path, ref->ns, ref->name);

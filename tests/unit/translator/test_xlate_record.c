@@ -7,11 +7,14 @@
  * its own references, and that a record carries the budget it was decoded
  * under.
  */
+#include "cx_hash.h"
 #include "cx_json.h"
 #include "cx_yaml.h"
 #include "cxtest.h"
 #include "xlate.h"
+#include "xlate_record.h"
 #include "xlate_test.h"
+#include "xlate_util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -200,10 +203,67 @@ static void test_record_carries_its_budget(void)
     xlate_ctx_free(ctx);
 }
 
+/* What the decode works out once for the translator: routes naming the
+ * Upstream the route before them names share its strings (the resolution
+ * compares pointers), and a VirtualService's claim order and claim hash. */
+static void test_record_prepares_refs_and_claims(void)
+{
+    cJSON *o = cJSON_Parse(
+        "{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"VirtualService\",\"metadata\":"
+        "{\"name\":\"v\",\"namespace\":\"team\",\"creationTimestamp\":"
+        "\"2024-01-02T03:04:05Z\"},\"spec\":{\"domains\":[\"a.example.com\",\"b.example.com\"],"
+        "\"routes\":[{\"match\":{\"prefix\":\"/a\"},\"upstream\":{\"name\":\"up\"}},"
+        "{\"match\":{\"prefix\":\"/b\"},\"upstream\":{\"name\":\"up\",\"namespace\":"
+        "\"team\"}},{\"match\":{\"prefix\":\"/c\"},\"upstream\":{\"name\":\"other\"}},"
+        "{\"match\":{\"prefix\":\"/d\"},\"upstream\":{\"name\":\"up\",\"namespace\":"
+        "\"elsewhere\"}}]}}");
+    REQUIRE(o);
+    struct xlate_record *r = xlate_record_new(XLATE_KIND_UNKNOWN, o, 0, NULL, NULL);
+    REQUIRE(r);
+    const struct xl_virtual_service *vs = &r->obj.u.vs;
+    REQUIRE_INT_EQ(vs->nroutes, 4);
+    const struct xl_ref *u0 = &vs->routes[0].upstream, *u1 = &vs->routes[1].upstream,
+                        *u2 = &vs->routes[2].upstream, *u3 = &vs->routes[3].upstream;
+    /* the same Upstream (a namespace left out is the object's): shared */
+    CHECK(u1->name == u0->name);
+    CHECK(u1->ns == u0->ns);
+    CHECK_STR_EQ(u1->ns, "team");
+    /* another one: its own strings, the namespace still shared */
+    CHECK(u2->name != u0->name);
+    CHECK_STR_EQ(u2->name, "other");
+    CHECK(u2->ns == u0->ns);
+    /* same name, another namespace: nothing of the namespace shared */
+    CHECK_STR_EQ(u3->name, "up");
+    CHECK_STR_EQ(u3->ns, "elsewhere");
+    CHECK(strcmp(u3->ns, u2->ns) != 0);
+    /* the claim order: the creation time in Unix seconds */
+    CHECK_INT_EQ(vs->has_created, 1);
+    CHECK(vs->created == 1704164645);
+    uint64_t h = xlate_fnv_str(
+        xlate_fnv_str(xlate_fnv_str(CX_FNV64_INIT, "2024-01-02T03:04:05Z"), "a.example.com"),
+        "b.example.com");
+    CHECK(vs->claim_hash == h);
+    xlate_record_unref(r);
+    cJSON_Delete(o);
+
+    /* no creation time (a manifest not yet applied): no claim order */
+    o = cJSON_Parse("{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"VirtualService\","
+                    "\"metadata\":{\"name\":\"w\"},\"spec\":{\"domains\":[\"a.example.com\"],"
+                    "\"routes\":[{\"match\":{\"prefix\":\"/\"},\"upstream\":{\"name\":\"up\"}}]}}");
+    REQUIRE(o);
+    r = xlate_record_new(XLATE_KIND_UNKNOWN, o, 0, NULL, NULL);
+    REQUIRE(r);
+    CHECK_INT_EQ(r->obj.u.vs.has_created, 0);
+    CHECK(r->obj.u.vs.created == 0);
+    CHECK(r->obj.u.vs.claim_hash ==
+          xlate_fnv_str(xlate_fnv_str(CX_FNV64_INIT, NULL), "a.example.com"));
+    xlate_record_unref(r);
+    cJSON_Delete(o);
+}
+
 static const struct cxt_case cases[] = {
-    CXT(test_record_describes_itself),
-    CXT(test_record_refuses_what_is_not_an_object),
-    CXT(test_translator_keeps_its_references),
-    CXT(test_record_carries_its_budget),
+    CXT(test_record_describes_itself),         CXT(test_record_refuses_what_is_not_an_object),
+    CXT(test_translator_keeps_its_references), CXT(test_record_carries_its_budget),
+    CXT(test_record_prepares_refs_and_claims),
 };
 CXT_MAIN(cases)
