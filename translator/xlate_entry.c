@@ -186,6 +186,11 @@ long xlate_gw_find_sel(const struct xl_gw_memo *m, const struct xl_entry *vs)
 
 int xlate_gw_is_sel(struct xl_gw_memo *m, const struct xl_entry *vs)
 {
+    /* held by this memo, or by none or one other: known from the entry */
+    if (vs->sel_id == m->id)
+        return 1;
+    if (vs->nsel == 0 || (vs->nsel == 1 && vs->sel_id))
+        return 0;
     /* the entry at the finger or the one after it (pointers compared: no
      * entry is read), else a search */
     size_t f = m->sel_finger;

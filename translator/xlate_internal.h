@@ -159,11 +159,17 @@ struct xl_entry {
     uint64_t cand_digest;
     struct xlate_record *rec;    /* the decoded object (one reference), NULL before */
     const struct xl_object *obj; /* &rec->obj, or an empty object of the kind before */
-    uint64_t claim_hash;         /* creation time + domains (VirtualService) */
-    int64_t created;             /* VirtualService: metadata.creationTimestamp, Unix seconds */
-    int has_created;             /* ... when it has a readable one */
-    int cert_phase;              /* Secret: enum xl_cert_phase at the last pass's time */
-    struct xl_vs_res *res;       /* VirtualService: [XL_MODES], else NULL */
+    /* VirtualService: a Gateway memo whose selection (m->sel) holds it, 0
+     * when none is known; and how many memos' selections hold it. The
+     * reports ask, for every VirtualService, which Gateways select it:
+     * with one Gateway these answer without a search (xlate_gw_is_sel). */
+    uint64_t sel_id;
+    uint64_t claim_hash;   /* creation time + domains (VirtualService) */
+    int64_t created;       /* VirtualService: metadata.creationTimestamp, Unix seconds */
+    int has_created;       /* ... when it has a readable one */
+    int cert_phase;        /* Secret: enum xl_cert_phase at the last pass's time */
+    uint32_t nsel;         /* VirtualService: see sel_id */
+    struct xl_vs_res *res; /* VirtualService: [XL_MODES], else NULL */
     /* per mode: domains + creation + served, what domain claims read; kept
      * across resolutions to notice when it changes */
     uint64_t claim_key[XL_MODES];
