@@ -757,11 +757,30 @@ static int refresh_upstream(struct xlate_ctx *ctx, struct xl_entry *e)
     return xlate_rep_dirty(ctx, e);
 }
 
+/* In the walk of changed Upstreams |l| at |i|: the Service and slices a
+ * refresh looks up (xlate_upstream_refresh, by the Upstream's svc_key),
+ * asked for in stages behind xlate_list_prefetch's: the key's pointer,
+ * the key, then the two tables' slots. */
+static void prefetch_service(const struct xlate_ctx *ctx, const struct xl_entry_list *l, size_t i)
+{
+    const struct xl_up_memo *u;
+    if (i + 12 < l->n && (u = l->items[i + 12]->up))
+        __builtin_prefetch(&u->svc_key);
+    if (i + 8 < l->n && (u = l->items[i + 8]->up) && u->svc_key)
+        __builtin_prefetch(u->svc_key);
+    if (i + 4 < l->n && (u = l->items[i + 4]->up) && u->svc_key) {
+        size_t n = strlen(u->svc_key);
+        cx_map_prefetch(&ctx->by_key[XLATE_KIND_SERVICE], u->svc_key, n);
+        cx_map_prefetch(&ctx->slices_by_svc, u->svc_key, n);
+    }
+}
+
 static int upstreams(struct xlate_ctx *ctx)
 {
     const struct xl_entry_list *ch = &ctx->changed[XLATE_KIND_UPSTREAM];
     for (size_t i = 0; i < ch->n; i++) {
         xlate_list_prefetch(ch, i);
+        prefetch_service(ctx, ch, i);
         if (refresh_upstream(ctx, ch->items[i]) != 0)
             return -1;
     }

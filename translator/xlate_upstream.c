@@ -284,10 +284,13 @@ int xlate_upstream_refresh(struct xlate_ctx *ctx, struct xl_entry *e)
     struct xl_entry *svc = NULL;
     struct xl_entry_list *sl = NULL;
     if (u->is_kube) {
-        svc = xlate_find(ctx, XLATE_KIND_SERVICE, u->kube_ns, u->kube_service);
+        /* "ns/svc", as index_entry registered it (none: a name longer than
+         * any Kubernetes name, which matches no Service) */
+        size_t kl = m->svc_key ? strlen(m->svc_key) : 0;
+        svc = kl ? cx_map_get(&ctx->by_key[XLATE_KIND_SERVICE], m->svc_key, kl) : NULL;
         uint64_t sd = svc ? svc->digest : 0;
         d = xlate_fnv(d, &sd, sizeof(sd));
-        sl = svc ? cx_map_gets(&ctx->slices_by_svc, svc->key) : NULL;
+        sl = svc ? cx_map_get(&ctx->slices_by_svc, m->svc_key, kl) : NULL;
         for (size_t i = 0; sl && i < sl->n; i++)
             d = xlate_fnv(d, &sl->items[i]->digest, sizeof(sl->items[i]->digest));
     }
