@@ -886,6 +886,7 @@ static int gw_resolve(struct xlate_ctx *ctx, struct xl_gw_memo *m)
     for (size_t i = 0; i < m->touched.n; i++) {
         struct xl_entry *v = m->touched.items[i];
         xlate_list_prefetch(&m->touched, i);
+        xlate_resolve_prefetch(ctx, &m->touched, i);
         struct xl_vs_res *r = &v->res[m->mode];
         if (!r->valid && xlate_resolve_vs(ctx, v, m->mode) != 0)
             return -1;

@@ -340,6 +340,11 @@ struct xlate_ctx {
 /* xlate_resolve.c: (re)computes e->res[mode] for a VirtualService entry and
  * registers its dependencies. Returns 0 or -1 (memory). */
 int xlate_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_mode mode);
+/* In a walk of VirtualServices |l| about to be resolved, at |i|: asks for
+ * what the resolution of the ones a few ahead looks up first (their first
+ * route's Upstream and its dependency), in stages behind
+ * xlate_list_prefetch's. */
+void xlate_resolve_prefetch(struct xlate_ctx *ctx, const struct xl_entry_list *l, size_t i);
 /* Drops e->res[mode] (its RouteTable problems go with it). */
 void xlate_res_drop(struct xlate_ctx *ctx, struct xl_entry *e, int mode);
 void xlate_res_clear(struct xl_vs_res *r);

@@ -850,6 +850,28 @@ void xlate_res_drop(struct xlate_ctx *ctx, struct xl_entry *e, int mode)
     xlate_res_clear(r);
 }
 
+void xlate_resolve_prefetch(struct xlate_ctx *ctx, const struct xl_entry_list *l, size_t i)
+{
+    const struct xl_virtual_service *vs;
+    if (i + 12 < l->n && (vs = &l->items[i + 12]->obj->u.vs)->nroutes)
+        __builtin_prefetch(&vs->routes[0].upstream);
+    if (i + 8 < l->n && (vs = &l->items[i + 8]->obj->u.vs)->nroutes &&
+        vs->routes[0].upstream.name) {
+        __builtin_prefetch(vs->routes[0].upstream.name);
+        __builtin_prefetch(vs->routes[0].upstream.ns);
+    }
+    if (i + 4 < l->n && (vs = &l->items[i + 4]->obj->u.vs)->nroutes &&
+        vs->routes[0].upstream.name && vs->routes[0].upstream.ns) {
+        char key[600];
+        size_t n =
+            dep_key(key, sizeof(key), 'U', vs->routes[0].upstream.ns, vs->routes[0].upstream.name);
+        if (n) {
+            cx_map_prefetch(&ctx->deps, key, n);
+            cx_map_prefetch(&ctx->by_key[XLATE_KIND_UPSTREAM], key + 2, n - 2);
+        }
+    }
+}
+
 int xlate_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_mode mode)
 {
     struct xl_vs_res *res = &e->res[mode];
