@@ -422,6 +422,25 @@ static void parse_ring_hash(struct pctx *p, const cJSON *ring, struct xl_upstrea
     pop(p, o);
 }
 
+/* "<a>/<b>" in the arena: the key the translator looks a Service up by.
+ * NULL when either is missing or they are longer than any Kubernetes
+ * names (nothing has that key). */
+static char *pjoin(struct pctx *p, const char *a, const char *b)
+{
+    if (!a || !b)
+        return NULL;
+    size_t al = strlen(a), bl = strlen(b);
+    if (al + bl + 2 > 600)
+        return NULL;
+    char *k = palloc(p, al + bl + 2);
+    if (!k)
+        return NULL;
+    memcpy(k, a, al);
+    k[al] = '/';
+    memcpy(k + al + 1, b, bl + 1);
+    return k;
+}
+
 static void parse_upstream(struct pctx *p, const cJSON *spec)
 {
     struct xl_upstream *u = &p->o->u.up;
@@ -454,6 +473,7 @@ static void parse_upstream(struct pctx *p, const cJSON *spec)
             }
             if (!u->kube_ns)
                 u->kube_ns = p->o->meta.ns;
+            u->kube_key = pjoin(p, u->kube_ns, u->kube_service);
             const cJSON *port = get(k, "port");
             if (cJSON_IsString(port)) {
                 size_t o2 = push_lit(p, ".port");
@@ -609,6 +629,7 @@ static void parse_endpoint_slice(struct pctx *p, const cJSON *obj)
     struct xl_endpoint_slice *s = &p->o->u.eps;
     const char *svc = xlate_meta_label(&p->o->meta, "kubernetes.io/service-name");
     s->service = svc ? pstrdup(p, svc) : NULL;
+    s->svc_key = pjoin(p, p->o->meta.ns, s->service);
     const char *at = cx_json_str(obj, "addressType");
     s->ip_family = at && strcmp(at, "IPv4") == 0 ? 4 : at && strcmp(at, "IPv6") == 0 ? 6 : 0;
     parse_ports(p, cx_json_member(obj, "ports"), &s->ports, &s->nports);

@@ -412,6 +412,7 @@ struct xl_cluster_opts {
 struct xl_upstream {
     int is_kube;
     char *kube_service, *kube_ns;
+    char *kube_key;       /* "kube_ns/kube_service" (NULL: none, or longer than any name) */
     uint32_t kube_port;   /* Service port number, or 0 when named */
     char *kube_port_name; /* Service port name, or NULL */
     struct xl_static_host *hosts;
@@ -445,6 +446,9 @@ struct xl_slice_endpoint {
 
 struct xl_endpoint_slice {
     char *service; /* label kubernetes.io/service-name, or NULL */
+    /* "namespace/service", what the translator indexes it under; NULL
+     * without a service (or one longer than any name) */
+    char *svc_key;
     int ip_family; /* 4, 6, or 0 for FQDN (unusable for EDS) */
     struct xl_service_port *ports;
     size_t nports;

@@ -237,26 +237,21 @@ static void index_del(struct cx_map *m, const char *key, struct xl_entry *e)
     }
 }
 
-static int slice_key(const struct xl_entry *e, char *buf, size_t cap)
-{
-    if (!e->obj->u.eps.service)
-        return -1;
-    return join_key(buf, cap, e->obj->meta.ns, e->obj->u.eps.service);
-}
-
 /* Takes |e| (parsed as it is now) out of, or into, the indexes. */
 static int index_entry(struct xlate_ctx *ctx, struct xl_entry *e, int add)
 {
     char key[600];
     switch (e->kind) {
-    case XLATE_KIND_ENDPOINT_SLICE:
-        if (slice_key(e, key, sizeof(key)) != 0)
+    case XLATE_KIND_ENDPOINT_SLICE: {
+        const char *sk = e->obj->u.eps.svc_key; /* the record's */
+        if (!sk)
             return 0;
         if (!add) {
-            index_del(&ctx->slices_by_svc, key, e);
+            index_del(&ctx->slices_by_svc, sk, e);
             return 0;
         }
-        return index_add(&ctx->slices_by_svc, key, e);
+        return index_add(&ctx->slices_by_svc, sk, e);
+    }
     case XLATE_KIND_ROUTE_TABLE:
         if (!add) {
             index_del(&ctx->rt_by_ns, e->obj->meta.ns, e);
@@ -267,7 +262,6 @@ static int index_entry(struct xlate_ctx *ctx, struct xl_entry *e, int add)
         if (!add) {
             if (e->up && e->up->svc_key) {
                 index_del(&ctx->svc_ups, e->up->svc_key, e);
-                free(e->up->svc_key);
                 e->up->svc_key = NULL;
             }
             for (int i = 0; e->up && i < 2; i++)
@@ -293,13 +287,11 @@ static int index_entry(struct xlate_ctx *ctx, struct xl_entry *e, int add)
             if (!(e->up->ref_keys[i] = strdup(key)) || index_add(&ctx->ref_ups, key, e) != 0)
                 return -1;
         }
-        if (!e->obj->u.up.is_kube)
+        /* none: a name longer than any Kubernetes name matches no Service */
+        if (!e->obj->u.up.is_kube || !e->obj->u.up.kube_key)
             return 0;
-        if (join_key(key, sizeof(key), e->obj->u.up.kube_ns, e->obj->u.up.kube_service) != 0)
-            return 0; /* longer than any Kubernetes name: matches no Service */
-        if (!(e->up->svc_key = strdup(key)))
-            return -1;
-        return index_add(&ctx->svc_ups, key, e);
+        e->up->svc_key = e->obj->u.up.kube_key;
+        return index_add(&ctx->svc_ups, e->up->svc_key, e);
     default:
         return 0;
     }

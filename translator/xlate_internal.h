@@ -96,7 +96,10 @@ struct xl_up_memo {
     struct xl_arena ep_arena;   /* their messages */
     uint64_t cluster_digest[XL_MODES];
     struct xds_resource *cluster[XL_MODES];
-    char *svc_key; /* registered in ctx->svc_ups under this key (malloc) */
+    /* registered in ctx->svc_ups under this key: the record's kube_key,
+     * valid while the entry holds that record (index_entry takes it out
+     * before the record goes) */
+    const char *svc_key;
     /* SDS Secrets its envoy-mode Cluster names: the client certificate and
      * the CA bundle (NULL when not used), built from |tls_key| */
     struct xds_resource *sds[2];

@@ -26,7 +26,6 @@ void xlate_up_memo_clear(struct xl_up_memo *m)
     xlate_arena_free(&m->tls_arena);
     xlate_resource_unref(m->sds[0]);
     xlate_resource_unref(m->sds[1]);
-    free(m->svc_key);
     free(m->ref_keys[0]);
     free(m->ref_keys[1]);
 }

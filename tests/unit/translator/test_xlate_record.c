@@ -205,7 +205,8 @@ static void test_record_carries_its_budget(void)
 
 /* What the decode works out once for the translator: routes naming the
  * Upstream the route before them names share its strings (the resolution
- * compares pointers), and a VirtualService's claim order and claim hash. */
+ * compares pointers), a VirtualService's claim order and claim hash, and
+ * the "namespace/service" keys of Upstreams and EndpointSlices. */
 static void test_record_prepares_refs_and_claims(void)
 {
     cJSON *o = cJSON_Parse(
@@ -257,6 +258,46 @@ static void test_record_prepares_refs_and_claims(void)
     CHECK(r->obj.u.vs.created == 0);
     CHECK(r->obj.u.vs.claim_hash ==
           xlate_fnv_str(xlate_fnv_str(CX_FNV64_INIT, NULL), "a.example.com"));
+    xlate_record_unref(r);
+    cJSON_Delete(o);
+
+    /* the key an Upstream looks its Service up by, and the one a slice is
+     * indexed under: "namespace/service" */
+    o = cJSON_Parse("{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"Upstream\",\"metadata\":"
+                    "{\"name\":\"u\",\"namespace\":\"team\"},\"spec\":{\"kube\":{\"service\":"
+                    "\"web\",\"port\":80}}}");
+    REQUIRE(o);
+    r = xlate_record_new(XLATE_KIND_UNKNOWN, o, 0, NULL, NULL);
+    REQUIRE(r);
+    CHECK_STR_EQ(r->obj.u.up.kube_key, "team/web");
+    xlate_record_unref(r);
+    cJSON_Delete(o);
+    o = cJSON_Parse("{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"Upstream\",\"metadata\":"
+                    "{\"name\":\"u\",\"namespace\":\"team\"},\"spec\":{\"kube\":{\"service\":"
+                    "\"web\",\"namespace\":\"shared\",\"port\":80}}}");
+    REQUIRE(o);
+    r = xlate_record_new(XLATE_KIND_UNKNOWN, o, 0, NULL, NULL);
+    REQUIRE(r);
+    CHECK_STR_EQ(r->obj.u.up.kube_key, "shared/web");
+    xlate_record_unref(r);
+    cJSON_Delete(o);
+    o = cJSON_Parse("{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\","
+                    "\"metadata\":{\"name\":\"web-x\",\"namespace\":\"team\",\"labels\":{"
+                    "\"kubernetes.io/service-name\":\"web\"}},\"addressType\":\"IPv4\"}");
+    REQUIRE(o);
+    r = xlate_record_new(XLATE_KIND_UNKNOWN, o, 0, NULL, NULL);
+    REQUIRE(r);
+    CHECK_STR_EQ(r->obj.u.eps.svc_key, "team/web");
+    xlate_record_unref(r);
+    cJSON_Delete(o);
+    /* a slice of no Service is indexed under nothing */
+    o = cJSON_Parse("{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\","
+                    "\"metadata\":{\"name\":\"lone\",\"namespace\":\"team\"},"
+                    "\"addressType\":\"IPv4\"}");
+    REQUIRE(o);
+    r = xlate_record_new(XLATE_KIND_UNKNOWN, o, 0, NULL, NULL);
+    REQUIRE(r);
+    CHECK(r->obj.u.eps.svc_key == NULL);
     xlate_record_unref(r);
     cJSON_Delete(o);
 }
