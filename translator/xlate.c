@@ -345,6 +345,7 @@ static void prefetch_top(const cJSON *obj, size_t step)
     }
     if (c)
         __builtin_prefetch(c);
+    XL_PREFETCH_KEEP();
 }
 
 /* The next object's slot in its kind's key map, asked for while this one

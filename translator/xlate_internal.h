@@ -452,6 +452,12 @@ struct xl_entry *xlate_find(struct xlate_ctx *ctx, enum xlate_kind kind, const c
 struct xl_entry *xlate_find_key(struct xlate_ctx *ctx, enum xlate_kind kind, const char *key);
 int xlate_list_push(struct xl_entry_list *l, struct xl_entry *e);
 void xlate_list_remove(struct xl_entry_list *l, struct xl_entry *e);
+/* __builtin_prefetch has no side effect, so to GCC a helper made of
+ * prefetches and loads alone is pure, and its calls (whose result, void,
+ * is unused) are deleted after inlining: every prefetching helper ends
+ * with this empty volatile asm, which keeps it. */
+#define XL_PREFETCH_KEEP() __asm__ volatile("")
+
 /* Asks for |e|'s header, every cache line of it. */
 static inline void xlate_entry_prefetch(const struct xl_entry *e)
 {
@@ -480,6 +486,7 @@ static inline void xlate_list_prefetch(const struct xl_entry_list *l, size_t i)
         if (e->res)
             __builtin_prefetch(e->res);
     }
+    XL_PREFETCH_KEEP();
 }
 
 /* Empties a pass's list (one a big pass grew is freed). */
