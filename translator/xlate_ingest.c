@@ -9,9 +9,7 @@
  */
 #include "xlate_internal.h"
 
-#include "cx_hash.h"
 #include "cx_json.h"
-#include "cx_time.h"
 #include "xlate_tls.h"
 
 #include <stddef.h>
