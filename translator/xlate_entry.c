@@ -184,6 +184,23 @@ long xlate_gw_find_sel(const struct xl_gw_memo *m, const struct xl_entry *vs)
     return found ? (long)at : -1;
 }
 
+int xlate_gw_sel_add(struct xl_gw_memo *m, struct xl_entry *v)
+{
+    size_t n = m->nsel;
+    if (xlate_sorted_insert(&m->sel, &m->nsel, &m->capsel, v) != 0)
+        return -1;
+    if (m->nsel > n && v->nsel++ == 0)
+        v->sel_id = m->id;
+    return 0;
+}
+
+void xlate_gw_sel_unmark(const struct xl_gw_memo *m, struct xl_entry *v)
+{
+    v->nsel--;
+    if (v->sel_id == m->id)
+        v->sel_id = 0;
+}
+
 int xlate_gw_is_sel(struct xl_gw_memo *m, const struct xl_entry *vs)
 {
     /* held by this memo, or by none or one other: known from the entry */

@@ -39,25 +39,6 @@ static int selects(const struct xl_entry *gwe, const struct xl_entry *v)
  * translate` of files) after every one with, as it would be created after
  * them; ties in namespace/name order. Domain claims and the Gateway's
  * budgets are taken in this order. */
-/* |v| enters, or leaves, |m|'s selection (which keeps it sorted); its
- * sel_id and nsel follow (xlate_gw_is_sel). */
-static int sel_add(struct xl_gw_memo *m, struct xl_entry *v)
-{
-    size_t n = m->nsel;
-    if (xlate_sorted_insert(&m->sel, &m->nsel, &m->capsel, v) != 0)
-        return -1;
-    if (m->nsel > n && v->nsel++ == 0)
-        v->sel_id = m->id;
-    return 0;
-}
-
-static void sel_unmark(const struct xl_gw_memo *m, struct xl_entry *v)
-{
-    v->nsel--;
-    if (v->sel_id == m->id)
-        v->sel_id = 0;
-}
-
 static int claim_cmp(const void *a, const void *b)
 {
     const struct xl_entry *x = *(struct xl_entry *const *)a;
@@ -165,7 +146,7 @@ int xlate_gw_memo_drop(struct xlate_ctx *ctx, struct xl_gw_memo *m)
     if (!m)
         return 0;
     for (size_t i = 0; i < m->nsel; i++) {
-        sel_unmark(m, m->sel[i]);
+        xlate_gw_sel_unmark(m, m->sel[i]);
         if (rc == 0)
             rc = xlate_usage_changed(ctx, m->sel[i]);
     }
@@ -834,7 +815,8 @@ static struct xl_gw_memo *gw_select(struct xlate_ctx *ctx, struct xl_entry *gwe,
         for (size_t i = 0; i < all.n; i++) {
             struct xl_entry *v = all.items[i];
             xlate_list_prefetch(&all, i);
-            if (selects(gwe, v) && (sel_add(m, v) != 0 || xlate_usage_changed(ctx, v) != 0))
+            if (selects(gwe, v) &&
+                (xlate_gw_sel_add(m, v) != 0 || xlate_usage_changed(ctx, v) != 0))
                 return NULL;
         }
         m->claims_dirty = 1;
@@ -849,12 +831,12 @@ static struct xl_gw_memo *gw_select(struct xlate_ctx *ctx, struct xl_entry *gwe,
         int want = selects(gwe, v);
         long at = xlate_gw_find_sel(m, v);
         if (want && at < 0) {
-            if (sel_add(m, v) != 0 || xlate_usage_changed(ctx, v) != 0)
+            if (xlate_gw_sel_add(m, v) != 0 || xlate_usage_changed(ctx, v) != 0)
                 return NULL;
             m->claims_dirty = 1;
         } else if (!want && at >= 0) {
             xlate_sorted_remove(m->sel, &m->nsel, v);
-            sel_unmark(m, v);
+            xlate_gw_sel_unmark(m, v);
             if (xlate_gw_find_acc(m, v) >= 0 || cx_map_get(&m->conflicts, v->key, v->keylen))
                 m->claims_dirty = 1;
             if (xlate_usage_changed(ctx, v) != 0)

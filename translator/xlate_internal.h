@@ -518,8 +518,14 @@ int xlate_sorted_insert(struct xl_entry ***items, size_t *n, size_t *cap, struct
 void xlate_sorted_remove(struct xl_entry **items, size_t *n, struct xl_entry *e);
 /* Index of |vs| in the memo's selection or accepted list, or -1. */
 long xlate_gw_find_sel(const struct xl_gw_memo *m, const struct xl_entry *vs);
-/* Whether |vs| is selected: xlate_gw_find_sel >= 0, in constant time when
- * the calls come in name order (the reports walk VirtualServices so). */
+/* |v| enters |m|'s selection (kept sorted; 0 or -1), or was taken out of
+ * it (xlate_gw_sel_unmark, after the removal or with the memo's end): the
+ * entry's sel_id and nsel follow. */
+int xlate_gw_sel_add(struct xl_gw_memo *m, struct xl_entry *v);
+void xlate_gw_sel_unmark(const struct xl_gw_memo *m, struct xl_entry *v);
+/* Whether |vs| is selected: xlate_gw_find_sel >= 0, from the entry when
+ * one memo at most holds it or this one is its sel_id, else in constant
+ * time when the calls come in name order, else by a search. */
 int xlate_gw_is_sel(struct xl_gw_memo *m, const struct xl_entry *vs);
 long xlate_gw_find_acc(const struct xl_gw_memo *m, const struct xl_entry *vs);
 /* Frees every value of |m| (malloc'ed), then the map. */
