@@ -98,4 +98,19 @@ static inline void cx_map_prefetch(const struct cx_map *m, const void *key, size
         __builtin_prefetch(&m->slots[(uint32_t)cx_map_hash(key, klen) & (m->cap - 1)]);
 }
 
+/* A later step of the same: when the slot (asked for by cx_map_prefetch
+ * earlier) holds an entry, asks for its key and value, which a lookup
+ * reads to compare and return. The key is hashed again. */
+static inline void cx_map_prefetch_entry(const struct cx_map *m, const void *key, size_t klen)
+{
+    if (!m->cap)
+        return;
+    const struct cx_map_slot *s = &m->slots[(uint32_t)cx_map_hash(key, klen) & (m->cap - 1)];
+    if (s->hash) {
+        __builtin_prefetch(s->key);
+        __builtin_prefetch(s->val);
+    }
+    __asm__ volatile(""); /* a call made of loads and prefetches is kept (GCC) */
+}
+
 #endif

@@ -365,6 +365,46 @@ static void prefetch_key(const struct xlate_ctx *ctx, const struct xlate_object 
         cx_map_prefetch(&ctx->by_key[o->kind], key, n);
 }
 
+/* The "namespace/service" an EndpointSlice or kube Upstream record is
+ * indexed under (xlate_ingest.c, index_entry), and the index; NULL if
+ * none. */
+static const char *index_key(const struct xlate_ctx *ctx, const struct xlate_record *r,
+                             const struct cx_map **m)
+{
+    if (r->kind == XLATE_KIND_ENDPOINT_SLICE) {
+        *m = &ctx->slices_by_svc;
+        return r->obj.u.eps.svc_key;
+    }
+    if (r->kind == XLATE_KIND_UPSTREAM && r->obj.u.up.is_kube) {
+        *m = &ctx->svc_ups;
+        return r->obj.u.up.kube_key;
+    }
+    return NULL;
+}
+
+/* Ingest of records, at object |i|: asks 8 objects ahead for the record's
+ * header, typed object and key (five lines), 4 ahead for its index key
+ * (found in the typed object), 2 ahead for that key's slot in the index,
+ * and 1 ahead for its own key's slot (prefetch_key). */
+static void prefetch_records(const struct xlate_ctx *ctx, const struct xlate_input *in, size_t i)
+{
+    const struct xlate_record *r;
+    const struct cx_map *m;
+    const char *k;
+    if (i + 8 < in->n && (r = in->objects[i + 8].rec)) {
+        for (size_t off = 0; off < sizeof(*r); off += 64)
+            __builtin_prefetch((const char *)r + off);
+        __builtin_prefetch(r->key);
+    }
+    if (i + 4 < in->n && (r = in->objects[i + 4].rec) && (k = index_key(ctx, r, &m)))
+        __builtin_prefetch(k);
+    if (i + 2 < in->n && (r = in->objects[i + 2].rec) && (k = index_key(ctx, r, &m)))
+        cx_map_prefetch(m, k, strlen(k));
+    if (i + 1 < in->n)
+        prefetch_key(ctx, &in->objects[i + 1]);
+    XL_PREFETCH_KEEP();
+}
+
 int xlate_run(struct xlate_ctx *ctx, const struct xlate_input *in, struct xlate_snapshot **out,
               struct xlate_stats *stats)
 {
@@ -379,14 +419,8 @@ int xlate_run(struct xlate_ctx *ctx, const struct xlate_input *in, struct xlate_
          * (digest, pointer) are not read, and the walks would stall */
         const struct xlate_object *o = &in->objects[i];
         if (o->rec) {
-            /* records: one header each, its key after the typed object (a
-             * line of its own), read by prefetch_key one object earlier */
-            if (i + 2 < in->n && in->objects[i + 2].rec) {
-                __builtin_prefetch(in->objects[i + 2].rec);
-                __builtin_prefetch(in->objects[i + 2].rec->key);
-            }
-            if (i + 1 < in->n && !known)
-                prefetch_key(ctx, &in->objects[i + 1]);
+            if (!known)
+                prefetch_records(ctx, in, i);
         } else {
             for (size_t d = 1; d <= PREFETCH_AHEAD && i + d < in->n && !known; d++)
                 prefetch_top(in->objects[i + d].obj, PREFETCH_AHEAD - d);

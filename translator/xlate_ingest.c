@@ -750,7 +750,7 @@ static int refresh_upstream(struct xlate_ctx *ctx, struct xl_entry *e)
 /* In the walk of changed Upstreams |l| at |i|: the Service and slices a
  * refresh looks up (xlate_upstream_refresh, by the Upstream's svc_key),
  * asked for in stages behind xlate_list_prefetch's: the key's pointer,
- * the key, then the two tables' slots. */
+ * the key, the two tables' slots, then what the slots point at. */
 static void prefetch_service(const struct xlate_ctx *ctx, const struct xl_entry_list *l, size_t i)
 {
     const struct xl_up_memo *u;
@@ -762,6 +762,11 @@ static void prefetch_service(const struct xlate_ctx *ctx, const struct xl_entry_
         size_t n = strlen(u->svc_key);
         cx_map_prefetch(&ctx->by_key[XLATE_KIND_SERVICE], u->svc_key, n);
         cx_map_prefetch(&ctx->slices_by_svc, u->svc_key, n);
+    }
+    if (i + 2 < l->n && (u = l->items[i + 2]->up) && u->svc_key) {
+        size_t n = strlen(u->svc_key);
+        cx_map_prefetch_entry(&ctx->by_key[XLATE_KIND_SERVICE], u->svc_key, n);
+        cx_map_prefetch_entry(&ctx->slices_by_svc, u->svc_key, n);
     }
 }
 

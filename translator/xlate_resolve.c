@@ -870,6 +870,16 @@ void xlate_resolve_prefetch(struct xlate_ctx *ctx, const struct xl_entry_list *l
             cx_map_prefetch(&ctx->by_key[XLATE_KIND_UPSTREAM], key + 2, n - 2);
         }
     }
+    if (i + 2 < l->n && (vs = &l->items[i + 2]->obj->u.vs)->nroutes &&
+        vs->routes[0].upstream.name && vs->routes[0].upstream.ns) {
+        char key[600];
+        size_t n =
+            dep_key(key, sizeof(key), 'U', vs->routes[0].upstream.ns, vs->routes[0].upstream.name);
+        if (n) {
+            cx_map_prefetch_entry(&ctx->deps, key, n);
+            cx_map_prefetch_entry(&ctx->by_key[XLATE_KIND_UPSTREAM], key + 2, n - 2);
+        }
+    }
 }
 
 int xlate_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gateway_mode mode)
