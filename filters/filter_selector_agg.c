@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 void filter_agg_init(struct agg *a)
 {
     memset(a, 0, sizeof(*a));

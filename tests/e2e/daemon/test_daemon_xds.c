@@ -87,9 +87,9 @@ static int rep_start(struct rep *r, const char *name)
         snprintf(kc, sizeof(kc), "--kubeconfig=%s", ks.kubeconfig);
         execl(bin(), "coxswain", "run", kc, "--namespace=coxswain-system", ident,
               "--xds-listen=127.0.0.1:0", "--admin-listen=127.0.0.1:0", pf, "--debounce=20ms",
-              "--xds-auth=none",
-              "--leader-elect-lease-duration=2s", "--leader-elect-renew-deadline=1500ms",
-              "--leader-elect-retry-period=500ms", (char *)NULL);
+              "--xds-auth=none", "--leader-elect-lease-duration=2s",
+              "--leader-elect-renew-deadline=1500ms", "--leader-elect-retry-period=500ms",
+              (char *)NULL);
         _exit(127);
     }
     r->pid = pid;

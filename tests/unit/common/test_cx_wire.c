@@ -170,8 +170,11 @@ static void test_headers_forward(void)
 }
 
 static const struct cxt_case cases[] = {
-    CXT(test_scalars_and_strings),    CXT(test_nested_and_long_keys),
-    CXT(test_wrappers_and_durations), CXT(test_growth_from_a_tiny_buffer),
-    CXT(test_cap),                    CXT(test_headers_forward),
+    CXT(test_scalars_and_strings),
+    CXT(test_nested_and_long_keys),
+    CXT(test_wrappers_and_durations),
+    CXT(test_growth_from_a_tiny_buffer),
+    CXT(test_cap),
+    CXT(test_headers_forward),
 };
 CXT_MAIN(cases)
