@@ -230,7 +230,7 @@ static int measure(int nstreams, int pushes, const char *tls_dir, struct result 
             return -1;
     }
     struct srv_stats s0, s1, s2;
-    xdsc_run_for(g.base, 50);
+    cxt_loop_for(g.base, 50);
     if (query(&g, &s0) != 0)
         return -1;
 
@@ -264,16 +264,16 @@ static int measure(int nstreams, int pushes, const char *tls_dir, struct result 
         xdsc_ads_request(g.s[i].ads, XDS_ENDPOINT, (const char *const *)cnames, CLUSTERS, "", "",
                          NULL);
         if (i % 50 == 49)
-            xdsc_run_for(g.base, 1); /* let the accept queue drain */
+            cxt_loop_for(g.base, 1); /* let the accept queue drain */
     }
-    xdsc_run_until(g.base, all_have, &g, 300000);
+    cxt_loop_until(g.base, all_have, &g, 300000);
     if (behind(&g, "initial resources"))
         return -1;
     res->setup_s = (double)(cx_mono_ns() - t_setup) / 1e9;
     /* Last ACKs in, streams idle: for more than one keepalive interval (30 s)
      * when memory per stream is reported, since an idle connection hands
      * its frame buffer back at its first keepalive tick. */
-    xdsc_run_for(g.base, nstreams >= 100 ? 31500 : 500);
+    cxt_loop_for(g.base, nstreams >= 100 ? 31500 : 500);
     if (query(&g, &s1) != 0)
         return -1;
 
@@ -288,7 +288,7 @@ static int measure(int nstreams, int pushes, const char *tls_dir, struct result 
         char c = 'p';
         if (write(g.cmd_fd, &c, 1) != 1)
             return -1;
-        xdsc_run_until(g.base, all_have, &g, 120000);
+        cxt_loop_until(g.base, all_have, &g, 120000);
         char what[32];
         snprintf(what, sizeof(what), "push %d", p);
         if (behind(&g, what))
@@ -303,9 +303,9 @@ static int measure(int nstreams, int pushes, const char *tls_dir, struct result 
         }
         all[p] = worst;
         p99s[p] = pct(one, (size_t)nstreams, 0.99);
-        xdsc_run_for(g.base, 20); /* the ACKs reach the server */
+        cxt_loop_for(g.base, 20); /* the ACKs reach the server */
     }
-    xdsc_run_for(g.base, 200);
+    cxt_loop_for(g.base, 200);
     if (query(&g, &s2) != 0)
         return -1;
     res->streams = nstreams;
@@ -399,7 +399,7 @@ static int setup_cost(int nstreams, int auth, struct setup_result *res)
     int64_t *first = calloc((size_t)nstreams, sizeof(*first));
     int64_t *lat = calloc((size_t)nstreams, sizeof(*lat));
     struct srv_stats s0, s1;
-    xdsc_run_for(g.base, 50);
+    cxt_loop_for(g.base, 50);
     if (!conns || !ads || !first || !lat || query(&g, &s0) != 0)
         return -1;
     const char *lds[] = {"bench.test"};
@@ -424,13 +424,13 @@ static int setup_cost(int nstreams, int auth, struct setup_result *res)
                                                                 : NULL};
         ads[i] = conns[i] ? xdsc_ads_open(conns[i], &ac) : NULL;
         if (!ads[i] || xdsc_ads_request(ads[i], XDS_LISTENER, lds, 1, "", "", NULL) != 0 ||
-            !xdsc_run_until(g.base, got_first, &first[i], 10000)) {
+            !cxt_loop_until(g.base, got_first, &first[i], 10000)) {
             fprintf(stderr, "bench_xds: stream %d (auth %d) got no response\n", i, auth);
             return -1;
         }
         lat[i] = first[i] - t0;
     }
-    xdsc_run_for(g.base, 100);
+    cxt_loop_for(g.base, 100);
     if (query(&g, &s1) != 0 || s1.streams != (unsigned long long)nstreams)
         return -1;
     res->streams = nstreams;
@@ -614,7 +614,7 @@ static int sotw_vs_delta(int clusters, int nstreams, int pushes, int delta, stru
         if (!v->call)
             return -1;
         if (i % 50 == 49)
-            xdsc_run_for(base, 1);
+            cxt_loop_for(base, 1);
     }
     /* Every call is open at the server before any request goes: sending
      * them while connecting, the initial responses (10,000 resources each)
@@ -622,7 +622,7 @@ static int sotw_vs_delta(int clusters, int nstreams, int pushes, int delta, stru
      * than the server's 10 s handshake deadline after accept were closed. */
     for (int tries = 0;; tries++) {
         struct srv_stats st;
-        xdsc_run_for(base, 100);
+        cxt_loop_for(base, 100);
         if (query(&q, &st) != 0)
             return -1;
         if (st.streams >= (unsigned long long)nstreams)
@@ -647,11 +647,11 @@ static int sotw_vs_delta(int clusters, int nstreams, int pushes, int delta, stru
         cx_buf_free(&b);
     }
     g.want = 1;
-    xdsc_run_until(base, vs_all, &g, 600000);
+    cxt_loop_until(base, vs_all, &g, 600000);
     if (vs_behind(&g, delta ? "delta streams' initial clusters" : "SotW streams' initial clusters"))
         return -1;
     res->setup_s = (double)(cx_mono_ns() - t0) / 1e9;
-    xdsc_run_for(base, 300);
+    cxt_loop_for(base, 300);
     double per[VS_METRICS][VS_PUSHES];
     if (pushes > VS_PUSHES)
         pushes = VS_PUSHES;
@@ -664,14 +664,14 @@ static int sotw_vs_delta(int clusters, int nstreams, int pushes, int delta, stru
         char c = 'p';
         if (write(q.cmd_fd, &c, 1) != 1)
             return -1;
-        xdsc_run_until(base, vs_all, &g, 600000);
+        cxt_loop_until(base, vs_all, &g, 600000);
         char what[64];
         snprintf(what, sizeof(what), "%s push %d", delta ? "delta" : "SotW", p);
         if (vs_behind(&g, what))
             return -1;
         for (int i = 0; i < nstreams; i++)
             lat[i] = g.s[i].last_ns - tp;
-        xdsc_run_for(base, 100); /* the ACKs */
+        cxt_loop_for(base, 100); /* the ACKs */
         if (query(&q, &s2) != 0)
             return -1;
         per[VS_BYTES][p] = (double)(s2.bytes - s1.bytes);

@@ -9,6 +9,7 @@
 #include "cx_kubesim.h"
 #include "cx_time.h"
 #include "cx_yaml.h"
+#include "cxt_loop.h"
 #include "cxtest.h"
 #include "store_kinds.h"
 #include "kube_client.h"
@@ -23,41 +24,6 @@ __attribute__((unused)) static const char *dt_top(void)
 {
     const char *t = getenv("COXSWAIN_TOP");
     return t ? t : ".";
-}
-
-__attribute__((unused)) static void dt_tick(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    (void)arg;
-}
-
-/* Runs |base| until cond(arg) is true or |timeout_ms| passed. Returns 1 if
- * the condition became true. */
-__attribute__((unused)) static int dt_run_until(struct event_base *base, int (*cond)(void *),
-                                                void *arg, int timeout_ms)
-{
-    struct event *t = event_new(base, -1, EV_PERSIST, dt_tick, NULL);
-    struct timeval tv = {0, 5000};
-    event_add(t, &tv);
-    int64_t end = cx_mono_ms() + timeout_ms;
-    int ok = 0;
-    while (!(ok = cond ? cond(arg) : 0) && cx_mono_ms() < end)
-        event_base_loop(base, EVLOOP_ONCE);
-    event_free(t);
-    return ok;
-}
-
-__attribute__((unused)) static int dt_never(void *arg)
-{
-    (void)arg;
-    return 0;
-}
-
-/* Runs the loop for |ms| milliseconds. */
-__attribute__((unused)) static void dt_run_for(struct event_base *base, int ms)
-{
-    dt_run_until(base, dt_never, NULL, ms);
 }
 
 /* POSTs every CustomResourceDefinition of one YAML file. */

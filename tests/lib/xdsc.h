@@ -15,6 +15,7 @@
 #define XDSC_H
 
 #include "cx_buf.h"
+#include "cxt_loop.h"
 #include "xlate_snapshot_types.h"
 
 #include "envoy/service/discovery/v3/discovery.pb-c.h"
@@ -71,12 +72,6 @@ void xdsc_call_close_send(struct xdsc_call *call);
 void xdsc_call_detach(struct xdsc_call *call);
 /* 1 once the call ended (on_close ran). */
 int xdsc_call_done(const struct xdsc_call *call);
-
-/* Runs the loop until pred(arg) is true or |timeout_ms| passes. Returns 1 if
- * the predicate became true, 0 on timeout. */
-int xdsc_run_until(struct event_base *base, int (*pred)(void *), void *arg, int timeout_ms);
-/* Runs the loop for |ms|. */
-void xdsc_run_for(struct event_base *base, int ms);
 
 /* ---- ADS: state of the world and delta ---------------------------------------
  * One stream object for both methods (tests/lib/xdsc_ads.c): the node goes

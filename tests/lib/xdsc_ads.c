@@ -483,7 +483,7 @@ xdsc_response *xdsc_ads_wait(struct xdsc_ads *a, struct event_base *base, int ti
 {
     if (a->cfg.delta)
         return NULL;
-    xdsc_run_until(base, has_queued, a, timeout_ms);
+    cxt_loop_until(base, has_queued, a, timeout_ms);
     return xdsc_ads_pop(a);
 }
 
@@ -492,7 +492,7 @@ xdsc_delta_response *xdsc_ads_delta_wait(struct xdsc_ads *a, struct event_base *
 {
     if (!a->cfg.delta)
         return NULL;
-    xdsc_run_until(base, has_queued, a, timeout_ms);
+    cxt_loop_until(base, has_queued, a, timeout_ms);
     return (xdsc_delta_response *)pop(a);
 }
 

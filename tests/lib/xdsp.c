@@ -116,7 +116,7 @@ static int fill(void *arg)
 
 int xdsp_readline(struct xdsp *p, struct event_base *base, char *out, size_t cap, int timeout_ms)
 {
-    if (!xdsc_run_until(base, fill, p, timeout_ms))
+    if (!cxt_loop_until(base, fill, p, timeout_ms))
         return 0;
     char *nl = p->buf.len ? memchr(p->buf.data, '\n', p->buf.len) : NULL;
     if (!nl)

@@ -317,7 +317,7 @@ static void test_setup(void)
     REQUIRE_INT_EQ(dt_create(&ks, R(XLATE_KIND_VIRTUAL_SERVICE), NS, vs_json(1)), 201);
     REQUIRE_INT_EQ(rep_start(&reps[0], "x0"), 0);
     REQUIRE_INT_EQ(rep_start(&reps[1], "x1"), 0);
-    if (!dt_run_until(base, both_ready_one_leader, NULL, 20000)) {
+    if (!cxt_loop_until(base, both_ready_one_leader, NULL, 20000)) {
         rep_dump(&reps[0]);
         rep_dump(&reps[1]);
         REQUIRE(0);
@@ -467,7 +467,7 @@ static int gw_accepted(void *arg)
 static void test_nack_in_metric_and_gateway_status(void)
 {
     REQUIRE(leader >= 0);
-    CHECK(dt_run_until(base, gw_accepted, NULL, 5000)); /* before: True */
+    CHECK(cxt_loop_until(base, gw_accepted, NULL, 5000)); /* before: True */
     struct rep *l = &reps[leader];
     struct xdsc *c = xdsc_connect(base, "127.0.0.1", l->xds, NULL, NULL);
     REQUIRE(c != NULL);
@@ -484,7 +484,7 @@ static void test_nack_in_metric_and_gateway_status(void)
                                     "listener echo.test: unsupported filter (test)"),
                    0);
     int64_t t0 = cx_mono_ms();
-    int ok = dt_run_until(base, gw_rejected, NULL, 8000);
+    int ok = cxt_loop_until(base, gw_rejected, NULL, 8000);
     CHECK(ok);
     printf("# NACK on the Gateway's status after %lld ms\n", (long long)(cx_mono_ms() - t0));
     CHECK(metric(l->admin, "coxswain_xds_nacks_total{group=\"" NS "/grpc\",type=\"LDS\"}") >= 1);
@@ -500,7 +500,7 @@ static void test_nack_in_metric_and_gateway_status(void)
     cJSON_Delete(g);
     /* The proxy accepts the same version after all: the condition clears. */
     REQUIRE_INT_EQ(xdsc_ads_request(a, XDS_LISTENER, names, 1, NULL, NULL, NULL), 0);
-    CHECK(dt_run_until(base, gw_accepted, NULL, 8000));
+    CHECK(cxt_loop_until(base, gw_accepted, NULL, 8000));
     xdsc_ads_free(a);
     xdsc_free(c);
     if (!ok)

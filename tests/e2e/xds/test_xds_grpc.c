@@ -299,7 +299,7 @@ static void test_python_invalid_resource_nacked(void)
     REQUIRE(py != NULL);
     double t0 = (double)cx_mono_ns() / 1e9;
     publish(2, 0, 1); /* weights 80 + 10 != total 100 */
-    CHECK(xdsc_run_until(base, rds_nacked, NULL, 5000));
+    CHECK(cxt_loop_until(base, rds_nacked, NULL, 5000));
     printf("# NACK counted %.3f s after the snapshot\n", (double)cx_mono_ns() / 1e9 - t0);
     struct xds_nack_stat st;
     REQUIRE_INT_EQ(xds_server_nack_stat(srv, GROUP, XDS_ROUTE, &st), 0);
@@ -320,7 +320,7 @@ static void test_python_invalid_resource_nacked(void)
     cJSON_Delete(r);
     /* fixing it clears the active NACK */
     publish(2, 0, 0);
-    CHECK(xdsc_run_until(base, rds_nack_cleared, NULL, 5000));
+    CHECK(cxt_loop_until(base, rds_nack_cleared, NULL, 5000));
     REQUIRE_INT_EQ(xds_server_nack_stat(srv, GROUP, XDS_ROUTE, &st), 0);
     CHECK_INT_EQ(st.active, 0);
 }

@@ -5,6 +5,7 @@
  * close with calls still open (their wrappers must not leak: the sanitizer
  * and valgrind runs check it). */
 #include "cx_kubesim.h"
+#include "cxt_loop.h"
 #include "cxtest.h"
 #include "daemon_elect_kube.h"
 #include "election_report.h"
@@ -59,16 +60,9 @@ static void reset(struct got *g)
     memset(g, 0, sizeof(*g));
 }
 
-static void run_until(const int *flag, int ms)
-{
-    struct timeval tv = {0, 5000};
-    for (int i = 0; i < ms / 5 && !*flag; i++)
-        event_base_loopexit(base, &tv), event_base_dispatch(base);
-}
-
 static void wait_done(struct got *g)
 {
-    run_until(&g->done, 10000 * cxt_slowdown());
+    cxt_loop_until_flag(base, &g->done, 10000 * cxt_slowdown());
     REQUIRE(g->done == 1);
 }
 
@@ -261,7 +255,7 @@ static void test_list_watch(void)
         "{\"metadata\":{\"name\":\"other\"},\"spec\":{\"holderIdentity\":\"x\"}}");
     sim("PATCH", "/apis/coordination.k8s.io/v1/namespaces/default/leases/lock",
         "{\"spec\":{\"holderIdentity\":\"b\"}}");
-    run_until(&w.events, 5000 * cxt_slowdown());
+    cxt_loop_until_flag(base, &w.events, 5000 * cxt_slowdown());
     CHECK_INT_EQ(w.events, 1);
     CHECK_INT_EQ(w.last, ELECTION_WATCH_MODIFIED);
     CHECK_STR_EQ(w.holder, "b");
@@ -273,7 +267,7 @@ static void test_list_watch(void)
     wa = ek.ops->watch(conn, ELECTION_RES_LEASES, "default", "metadata.name=lock", g.rv, 60000, &h,
                        &w2);
     REQUIRE(wa);
-    run_until(&w2.ended, 5000 * cxt_slowdown());
+    cxt_loop_until_flag(base, &w2.ended, 5000 * cxt_slowdown());
     CHECK_INT_EQ(w2.ended, 1);
     CHECK_INT_EQ(w2.end_cls, ELECTION_ERR_EXPIRED);
     cJSON_Delete(g.object);

@@ -7,6 +7,7 @@
 
 #include "cx_kubesim.h"
 #include "cx_time.h"
+#include "cxt_loop.h"
 #include "cxtest.h"
 #include "kube_client.h"
 #include "kube_config.h"
@@ -105,31 +106,16 @@ static void fx_on_res(struct kube_result *r, void *ud)
     r->object = NULL;
 }
 
-static void fx_tick(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    *(int *)arg = 1;
-}
-
 /* Runs the loop until *flag is set or |ms| pass. Returns 0 if set. */
 __attribute__((unused)) static int fx_run_until(struct fx *f, const int *flag, long long ms)
 {
-    int expired = 0;
-    struct event *t = evtimer_new(f->base, fx_tick, &expired);
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
-    evtimer_add(t, &tv);
-    while (!*flag && !expired)
-        event_base_loop(f->base, EVLOOP_ONCE);
-    event_free(t);
-    return *flag ? 0 : -1;
+    return cxt_loop_until_flag(f->base, flag, (int)ms) ? 0 : -1;
 }
 
 /* Runs the loop for |ms| (handlers fire meanwhile). */
 __attribute__((unused)) static void fx_run_for(struct fx *f, long long ms)
 {
-    int never = 0;
-    (void)fx_run_until(f, &never, ms);
+    cxt_loop_for(f->base, (int)ms);
 }
 
 /* Waits for a call started with fx_on_res / |s|. Returns s->code. */

@@ -12,6 +12,7 @@
 #include "cx_json.h"
 #include "cx_kubesim.h"
 #include "cx_time.h"
+#include "cxt_loop.h"
 #include "cxtest.h"
 #include "kube_client.h"
 #include "kube_client_internal.h"
@@ -41,17 +42,6 @@ static void on_result(struct kube_result *r, void *arg)
     o->done = 1;
     o->res = *r;
     o->res.object = NULL; /* freed by the client after this returns */
-}
-
-static int run_until(const int *flag, int ms)
-{
-    int64_t end = cx_mono_ms() + ms;
-    while (!*flag && cx_mono_ms() < end) {
-        struct timeval tv = {0, 20000};
-        event_base_loopexit(base, &tv);
-        event_base_dispatch(base);
-    }
-    return *flag;
 }
 
 static void sleep_ms(int64_t ms)
@@ -177,7 +167,7 @@ static void patch_value(const char *name, const char *v, struct guard *g, struct
     memset(o, 0, sizeof(*o));
     REQUIRE(kube_patch(kc, &CM, "default", name, KUBE_PATCH_MERGE, body, 0, &ro, on_result, o) !=
             NULL);
-    REQUIRE(run_until(&o->done, 10000 * cxt_slowdown()));
+    REQUIRE(cxt_loop_until_flag(base, &o->done, 10000 * cxt_slowdown()));
 }
 
 static void ignore_event(void *ud, enum kube_event_type type, cJSON *object)

@@ -7,6 +7,7 @@
 
 #include "cx_time.h"
 #include "cxtest.h"
+#include "cxt_loop.h"
 #include "kube_client.h"
 
 #include <event2/buffer.h>
@@ -287,18 +288,6 @@ __attribute__((unused)) static void fx_free(struct fx *f)
     mock_stop(&f->m);
     kube_config_free(&f->cfg);
     event_base_free(f->base);
-}
-
-/* Runs the loop until *flag or |ms| passed. Returns *flag. */
-__attribute__((unused)) static int run_until(struct event_base *base, const int *flag, int ms)
-{
-    int64_t end = cx_mono_ms() + ms;
-    while (!*flag && cx_mono_ms() < end) {
-        struct timeval tv = {0, 20000};
-        event_base_loopexit(base, &tv);
-        event_base_dispatch(base);
-    }
-    return *flag;
 }
 
 struct outcome {

@@ -45,7 +45,7 @@ static void test_get_paths_and_headers(void)
     mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
     struct outcome r = {0};
     REQUIRE(kube_get(f.c, &CM, "ns1", "foo", NULL, on_result, &r) != NULL);
-    REQUIRE(run_until(f.base, &r.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &r.done, 5000));
     CHECK_INT_EQ(r.res.err.code, KUBE_OK);
     CHECK_INT_EQ(r.res.http_status, 200);
     CHECK_INT_EQ(r.res.attempts, 1);
@@ -63,8 +63,8 @@ static void test_get_paths_and_headers(void)
     struct outcome r2 = {0}, r3 = {0};
     REQUIRE(kube_get(f.c, &VS, "apps", "vs1", NULL, on_result, &r2) != NULL);
     REQUIRE(kube_get(f.c, &NSR, "ignored", "kube-system", NULL, on_result, &r3) != NULL);
-    REQUIRE(run_until(f.base, &r2.done, 5000));
-    REQUIRE(run_until(f.base, &r3.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &r2.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &r3.done, 5000));
     CHECK_INT_EQ(r2.res.err.code, KUBE_E_NOT_FOUND);
     CHECK_STR_EQ(r2.res.err.reason, "NotFound");
     CHECK_STR_EQ(f.m.reqs[1].uri, "/apis/coxswain.dev/v1/namespaces/apps/virtualservices/vs1");
@@ -90,7 +90,7 @@ static void test_list_query_escaping(void)
                                 .resource_version = "0",
                                 .resource_version_match = "NotOlderThan"};
     REQUIRE(kube_list(f.c, &CM, NULL, &lo, NULL, on_result, &r) != NULL);
-    REQUIRE(run_until(f.base, &r.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &r.done, 5000));
     CHECK_INT_EQ(r.res.err.code, KUBE_OK);
     CHECK_STR_EQ(f.m.reqs[0].uri,
                  "/api/v1/configmaps?labelSelector=app%20in%20%28a%2Cb%29%2C%21legacy"
@@ -99,7 +99,7 @@ static void test_list_query_escaping(void)
     /* continue drops resourceVersion (the token pins it). */
     struct kube_list_opts lo2 = {.limit = 2, .continue_token = "abc=/+", .resource_version = "7"};
     REQUIRE(kube_list(f.c, &CM, "ns", &lo2, NULL, on_result, &r2) != NULL);
-    REQUIRE(run_until(f.base, &r2.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &r2.done, 5000));
     CHECK_STR_EQ(f.m.reqs[1].uri, "/api/v1/namespaces/ns/configmaps?limit=2&continue=abc%3D%2F%2B");
     cJSON_Delete(r.obj);
     cJSON_Delete(r2.obj);
@@ -114,7 +114,7 @@ static void test_conflict_is_typed_and_not_retried(void)
     cJSON *obj = cx_json_parse(CM_JSON, strlen(CM_JSON));
     struct outcome r = {0};
     REQUIRE(kube_update(f.c, &CM, "ns1", obj, 0, NULL, on_result, &r) != NULL);
-    REQUIRE(run_until(f.base, &r.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &r.done, 5000));
     CHECK_INT_EQ(r.res.err.code, KUBE_E_CONFLICT);
     CHECK_INT_EQ(r.res.http_status, 409);
     CHECK_INT_EQ(r.res.attempts, 1);
@@ -161,7 +161,7 @@ static void test_presend_hook(void)
         .presend = presend_check, .presend_end = presend_end, .presend_arg = &ps};
     struct outcome r = {0};
     REQUIRE(kube_update(f.c, &CM, "ns1", obj, 0, &ro, on_result, &r) != NULL);
-    REQUIRE(run_until(f.base, &r.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &r.done, 5000));
     CHECK_INT_EQ(r.res.err.code, KUBE_E_CANCELLED);
     CHECK_STR_EQ(r.res.err.reason, "RefusedBeforeSend");
     CHECK_INT_EQ(r.res.err.maybe_applied, 0);
@@ -175,7 +175,7 @@ static void test_presend_hook(void)
     ro.presend_arg = &ps1;
     struct outcome r1 = {0};
     REQUIRE(kube_update(f.c, &CM, "ns1", obj, 0, &ro, on_result, &r1) != NULL);
-    REQUIRE(run_until(f.base, &r1.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &r1.done, 5000));
     CHECK_INT_EQ(ps1.calls, 2);
     CHECK_INT_EQ(ps1.ends, 1); /* said yes once: ended once */
     CHECK_INT_EQ(r1.res.err.code, KUBE_E_CANCELLED);
@@ -190,7 +190,7 @@ static void test_presend_hook(void)
     ro.presend_arg = &ps2;
     struct outcome r2 = {0};
     REQUIRE(kube_update(f.c, &CM, "ns1", obj, 0, &ro, on_result, &r2) != NULL);
-    REQUIRE(run_until(f.base, &r2.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &r2.done, 5000));
     CHECK_INT_EQ(ps2.calls, 3);
     CHECK_INT_EQ(ps2.ends, 1); /* two attempts, one call: one end */
     CHECK_INT_EQ(r2.res.err.code, KUBE_E_CANCELLED);
@@ -202,7 +202,7 @@ static void test_presend_hook(void)
     ro.presend_arg = &ps3;
     struct outcome r3 = {0};
     REQUIRE(kube_update(f.c, &CM, "ns1", obj, 0, &ro, on_result, &r3) != NULL);
-    REQUIRE(run_until(f.base, &r3.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &r3.done, 5000));
     CHECK_INT_EQ(r3.res.err.code, KUBE_OK);
     CHECK_INT_EQ(ps3.calls, 2); /* before the headers, before the body */
     CHECK_INT_EQ(ps3.ends, 1);
@@ -242,7 +242,7 @@ static void test_429_retry_after_honoured(void)
     int64_t t0 = cx_mono_ms();
     /* A create: 429 means not processed, so even a POST is repeated. */
     REQUIRE(kube_create(f.c, &CM, "ns1", obj, NULL, on_result, &r) != NULL);
-    REQUIRE(run_until(f.base, &r.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &r.done, 5000));
     CHECK_INT_EQ(r.res.err.code, KUBE_OK);
     CHECK_INT_EQ(r.res.http_status, 201);
     CHECK_INT_EQ(r.res.attempts, 2);
@@ -267,7 +267,7 @@ static void test_500_reads_retried_blind_writes_not(void)
         mock_push(&f.m, (struct step){.status = 500, .body = "boom"});
     struct outcome r = {0};
     REQUIRE(kube_get(f.c, &CM, "ns1", "foo", NULL, on_result, &r) != NULL);
-    REQUIRE(run_until(f.base, &r.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &r.done, 5000));
     CHECK_INT_EQ(r.res.err.code, KUBE_E_INTERNAL);
     CHECK_INT_EQ(r.res.attempts, 3); /* bounded */
     CHECK_INT_EQ(f.m.nreqs, 3);
@@ -277,7 +277,7 @@ static void test_500_reads_retried_blind_writes_not(void)
     cJSON *obj = cx_json_parse(CM_JSON, strlen(CM_JSON));
     struct outcome w = {0};
     REQUIRE(kube_create(f.c, &CM, "ns1", obj, NULL, on_result, &w) != NULL);
-    REQUIRE(run_until(f.base, &w.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &w.done, 5000));
     CHECK_INT_EQ(w.res.err.code, KUBE_E_INTERNAL);
     CHECK_INT_EQ(w.res.attempts, 1);
     CHECK_INT_EQ(f.m.nreqs, 4);
@@ -287,7 +287,7 @@ static void test_500_reads_retried_blind_writes_not(void)
     mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
     struct outcome u = {0};
     REQUIRE(kube_update(f.c, &CM, "ns1", obj, 0, NULL, on_result, &u) != NULL);
-    REQUIRE(run_until(f.base, &u.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &u.done, 5000));
     CHECK_INT_EQ(u.res.err.code, KUBE_OK);
     CHECK_INT_EQ(u.res.attempts, 2);
     cJSON_Delete(u.obj);
@@ -297,7 +297,7 @@ static void test_500_reads_retried_blind_writes_not(void)
     mock_push(&f.m, (struct step){.status = 503, .body = "unavailable"});
     struct outcome u2 = {0};
     REQUIRE(kube_update(f.c, &CM, "ns1", obj, 1, NULL, on_result, &u2) != NULL);
-    REQUIRE(run_until(f.base, &u2.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &u2.done, 5000));
     CHECK_INT_EQ(u2.res.err.code, KUBE_E_UNAVAILABLE);
     CHECK_INT_EQ(u2.res.attempts, 1);
     CHECK_STR_EQ(f.m.reqs[f.m.nreqs - 1].uri, "/api/v1/namespaces/ns1/configmaps/foo/status");
@@ -307,7 +307,7 @@ static void test_500_reads_retried_blind_writes_not(void)
     mock_push(&f.m, (struct step){.status = 201, .body = CM_JSON});
     struct outcome w2 = {0};
     REQUIRE(kube_create(f.c, &CM, "ns1", obj, NULL, on_result, &w2) != NULL);
-    REQUIRE(run_until(f.base, &w2.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &w2.done, 5000));
     CHECK_INT_EQ(w2.res.err.code, KUBE_OK);
     CHECK_INT_EQ(w2.res.attempts, 2);
     cJSON_Delete(w2.obj);
@@ -325,7 +325,7 @@ static void test_timeout_outcome_unknown(void)
     struct kube_req_opts ro = {.timeout_ms = 200};
     int64_t t0 = cx_mono_ms();
     REQUIRE(kube_create(f.c, &CM, "ns1", obj, &ro, on_result, &w) != NULL);
-    REQUIRE(run_until(f.base, &w.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &w.done, 5000));
     CHECK_INT_EQ(w.res.err.code, KUBE_E_TIMEOUT);
     CHECK_INT_EQ(w.res.err.maybe_applied, 1);
     CHECK_INT_EQ(w.res.attempts, 1);
@@ -336,7 +336,7 @@ static void test_timeout_outcome_unknown(void)
     mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
     struct outcome r = {0};
     REQUIRE(kube_get(f.c, &CM, "ns1", "foo", &ro, on_result, &r) != NULL);
-    REQUIRE(run_until(f.base, &r.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &r.done, 5000));
     CHECK_INT_EQ(r.res.err.code, KUBE_OK);
     CHECK_INT_EQ(r.res.attempts, 2);
     cJSON_Delete(r.obj);
@@ -354,7 +354,7 @@ static void test_deadline_bounds_retries(void)
     struct kube_req_opts ro = {.deadline_ms = 1500};
     int64_t t0 = cx_mono_ms();
     REQUIRE(kube_get(f.c, &CM, "ns1", "foo", &ro, on_result, &r) != NULL);
-    REQUIRE(run_until(f.base, &r.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &r.done, 5000));
     CHECK_INT_EQ(r.res.err.code, KUBE_E_TOO_MANY);
     CHECK_INT_EQ(r.res.attempts, 2); /* at 0 s and 1 s; a third would pass 1.5 s */
     CHECK_INT_LT(r.t_done - t0, 1500);
@@ -376,18 +376,18 @@ static void test_late_retry_past_deadline_not_sent(void)
     int never = 0;
     int64_t end = cx_mono_ms() + 5000;
     while (f.m.nreqs < 1 && cx_mono_ms() < end)
-        run_until(f.base, &never, 10);
+        cxt_loop_until_flag(f.base, &never, 10);
     /* let the client take the 429 in (the retry then waits 1 s) */
     int settle = 150 * cxt_slowdown();
-    run_until(f.base, &never, settle < 600 ? settle : 600);
+    cxt_loop_until_flag(f.base, &never, settle < 600 ? settle : 600);
     REQUIRE_INT_EQ(f.m.nreqs, 1);
     REQUIRE(!r.done);
     usleep(1600 * 1000); /* stalled past the deadline */
-    REQUIRE(run_until(f.base, &r.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &r.done, 5000));
     CHECK_INT_EQ(r.res.err.code, KUBE_E_TIMEOUT);
     CHECK_INT_EQ(r.res.err.maybe_applied, 0); /* a 429 was not processed */
     CHECK_INT_EQ(r.res.attempts, 1);
-    run_until(f.base, &never, 100);
+    cxt_loop_until_flag(f.base, &never, 100);
     CHECK_INT_EQ(f.m.nreqs, 1); /* the retry never left */
     cJSON_Delete(obj);
     cJSON_Delete(r.obj);
@@ -404,7 +404,7 @@ static void test_connection_refused_not_sent(void)
     cJSON *obj = cx_json_parse(CM_JSON, strlen(CM_JSON));
     struct outcome w = {0};
     REQUIRE(kube_create(f.c, &CM, "ns1", obj, NULL, on_result, &w) != NULL);
-    REQUIRE(run_until(f.base, &w.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &w.done, 5000));
     CHECK_INT_EQ(w.res.err.code, KUBE_E_TRANSPORT);
     CHECK_INT_EQ(w.res.err.maybe_applied, 0);
     CHECK_INT_EQ(w.res.attempts, 3); /* never left: safe to repeat even a POST */
@@ -424,7 +424,7 @@ static void test_broken_connection(void)
     mock_push(&f.m, (struct step){.act = ACT_CLOSE});
     struct outcome d = {0};
     REQUIRE(kube_delete(f.c, &CM, "ns1", "foo", NULL, NULL, NULL, on_result, &d) != NULL);
-    REQUIRE(run_until(f.base, &d.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &d.done, 5000));
     CHECK_INT_EQ(d.res.err.code, KUBE_E_TRANSPORT);
     CHECK_INT_EQ(d.res.err.maybe_applied, 1);
     CHECK_INT_EQ(d.res.attempts, 1);
@@ -435,7 +435,7 @@ static void test_broken_connection(void)
     mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
     struct outcome r = {0};
     REQUIRE(kube_get(f.c, &CM, "ns1", "foo", NULL, on_result, &r) != NULL);
-    REQUIRE(run_until(f.base, &r.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &r.done, 5000));
     CHECK_INT_EQ(r.res.err.code, KUBE_OK);
     CHECK_INT_EQ(r.res.attempts, 2);
     cJSON_Delete(r.obj);
@@ -451,7 +451,7 @@ static void test_delete_and_patch_bodies(void)
               (struct step){.status = 200, .body = "{\"kind\":\"Status\",\"status\":\"Success\"}"});
     struct outcome d = {0};
     REQUIRE(kube_delete(f.c, &CM, "ns1", "foo", "uid-1", "42", NULL, on_result, &d) != NULL);
-    REQUIRE(run_until(f.base, &d.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &d.done, 5000));
     CHECK_INT_EQ(d.res.err.code, KUBE_OK);
     CHECK_INT_EQ(d.res.attempts, 2); /* preconditions make it idempotent */
     CHECK_STR_EQ(f.m.reqs[0].method, "DELETE");
@@ -485,7 +485,7 @@ static void test_delete_and_patch_bodies(void)
         struct outcome p = {0};
         REQUIRE(kube_patch(f.c, &VS, "apps", "vs1", rows[i].t, rows[i].patch, rows[i].status, NULL,
                            on_result, &p) != NULL);
-        REQUIRE(run_until(f.base, &p.done, 5000));
+        REQUIRE(cxt_loop_until_flag(f.base, &p.done, 5000));
         CHECK_STR_EQ(f.m.reqs[base].method, "PATCH");
         CHECK_STR_EQ(f.m.reqs[base].ctype, rows[i].ctype);
         CHECK_STR_EQ(f.m.reqs[base].body, rows[i].patch);
@@ -530,7 +530,7 @@ static void test_token_rotation(void)
     mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
     struct outcome r = {0};
     REQUIRE(kube_get(f.c, &CM, "ns1", "foo", NULL, on_result, &r) != NULL);
-    REQUIRE(run_until(f.base, &r.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &r.done, 5000));
     CHECK_STR_EQ(f.m.reqs[0].auth, "Bearer old");
     cJSON_Delete(r.obj);
 
@@ -541,7 +541,7 @@ static void test_token_rotation(void)
     mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
     struct outcome r2 = {0};
     REQUIRE(kube_get(f.c, &CM, "ns1", "foo", NULL, on_result, &r2) != NULL);
-    REQUIRE(run_until(f.base, &r2.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &r2.done, 5000));
     CHECK_INT_EQ(r2.res.err.code, KUBE_OK);
     CHECK_INT_EQ(r2.res.attempts, 2);
     CHECK_STR_EQ(f.m.reqs[2].auth, "Bearer new");
@@ -553,7 +553,7 @@ static void test_token_rotation(void)
     mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
     struct outcome r3 = {0};
     REQUIRE(kube_get(f.c, &CM, "ns1", "foo", NULL, on_result, &r3) != NULL);
-    REQUIRE(run_until(f.base, &r3.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &r3.done, 5000));
     CHECK_STR_EQ(f.m.reqs[3].auth, "Bearer newer");
     cJSON_Delete(r3.obj);
 
@@ -562,7 +562,7 @@ static void test_token_rotation(void)
     mock_push(&f.m, (struct step){.status = 401, .body = unauth});
     struct outcome r4 = {0};
     REQUIRE(kube_get(f.c, &CM, "ns1", "foo", NULL, on_result, &r4) != NULL);
-    REQUIRE(run_until(f.base, &r4.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &r4.done, 5000));
     CHECK_INT_EQ(r4.res.err.code, KUBE_E_UNAUTHORIZED);
     CHECK_INT_EQ(r4.res.attempts, 2);
     fx_free(&f);
@@ -577,7 +577,7 @@ static void test_connection_reuse(void)
         mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
         struct outcome r = {0};
         REQUIRE(kube_get(f.c, &CM, "ns1", "foo", NULL, on_result, &r) != NULL);
-        REQUIRE(run_until(f.base, &r.done, 5000));
+        REQUIRE(cxt_loop_until_flag(f.base, &r.done, 5000));
         cJSON_Delete(r.obj);
     }
     for (int i = 1; i < 5; i++)
@@ -609,7 +609,7 @@ static void test_request_from_callback_and_cancel(void)
         mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
     struct chain ch = {.c = f.c, .left = 3};
     REQUIRE(kube_get(f.c, &CM, "ns1", "foo", NULL, on_chain, &ch) != NULL);
-    REQUIRE(run_until(f.base, &ch.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &ch.done, 5000));
     CHECK_INT_EQ(f.m.nreqs, 3);
 
     mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON, .delay_ms = 300});
@@ -617,9 +617,9 @@ static void test_request_from_callback_and_cancel(void)
     struct kube_call *call = kube_get(f.c, &CM, "ns1", "foo", NULL, on_result, &r);
     REQUIRE(call != NULL);
     int never = 0;
-    run_until(f.base, &never, 100);
+    cxt_loop_until_flag(f.base, &never, 100);
     kube_call_cancel(call);
-    run_until(f.base, &never, 400);
+    cxt_loop_until_flag(f.base, &never, 400);
     CHECK_INT_EQ(r.done, 0);
     struct kube_client_stats st;
     kube_client_stats(f.c, &st);
@@ -627,7 +627,7 @@ static void test_request_from_callback_and_cancel(void)
     /* Free with a call in flight: no callback, no leak (valgrind/ASan). */
     mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON, .delay_ms = 300});
     REQUIRE(kube_get(f.c, &CM, "ns1", "foo", NULL, on_result, &r) != NULL);
-    run_until(f.base, &never, 50);
+    cxt_loop_until_flag(f.base, &never, 50);
     fx_free(&f);
     CHECK_INT_EQ(r.done, 0);
 }
@@ -691,7 +691,7 @@ static void test_watch_chunks_and_clean_end(void)
                                 .timeout_seconds = 30,
                                 .label_selector = "a=b"};
     REQUIRE(kube_watch_start(f.c, &CM, "ns1", &o, &WH, &w) != NULL);
-    REQUIRE(run_until(f.base, &w.ended, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &w.ended, 5000));
     CHECK_INT_EQ(w.err.code, KUBE_OK);
     REQUIRE_INT_EQ(w.n, 4);
     CHECK_INT_EQ(w.types[0], KUBE_EV_ADDED);
@@ -722,7 +722,7 @@ static void test_watch_error_event_and_garbage(void)
     struct wrec w = {0};
     REQUIRE(kube_watch_start(f.c, &CM, NULL, &(struct kube_watch_opts){.resource_version = "1"},
                              &WH, &w) != NULL);
-    REQUIRE(run_until(f.base, &w.ended, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &w.ended, 5000));
     CHECK_INT_EQ(w.n, 1); /* the ERROR is not an event */
     CHECK_INT_EQ(w.err.code, KUBE_E_EXPIRED);
     CHECK_STR_EQ(w.err.reason, "Expired");
@@ -734,7 +734,7 @@ static void test_watch_error_event_and_garbage(void)
                                       "ADDED", "12") "\n"}});
     struct wrec g = {0};
     REQUIRE(kube_watch_start(f.c, &CM, NULL, NULL, &WH, &g) != NULL);
-    REQUIRE(run_until(f.base, &g.ended, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &g.ended, 5000));
     CHECK_INT_EQ(g.n, 1);
     CHECK_INT_EQ(g.err.code, KUBE_E_DECODE);
 
@@ -744,7 +744,7 @@ static void test_watch_error_event_and_garbage(void)
                                           "\"forbidden\",\"reason\":\"Forbidden\",\"code\":403}"});
     struct wrec e = {0};
     REQUIRE(kube_watch_start(f.c, &CM, NULL, NULL, &WH, &e) != NULL);
-    REQUIRE(run_until(f.base, &e.ended, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &e.ended, 5000));
     CHECK_INT_EQ(e.n, 0);
     CHECK_INT_EQ(e.err.code, KUBE_E_FORBIDDEN);
     CHECK_INT_EQ(e.err.http_status, 403);
@@ -760,7 +760,7 @@ static void test_watch_stall_and_stop(void)
     int64_t t0 = cx_mono_ms();
     REQUIRE(kube_watch_start(f.c, &CM, "ns1", &(struct kube_watch_opts){.stall_ms = 300}, &WH,
                              &w) != NULL);
-    REQUIRE(run_until(f.base, &w.ended, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &w.ended, 5000));
     CHECK_INT_EQ(w.n, 1);
     CHECK_INT_EQ(w.err.code, KUBE_E_TIMEOUT);
     CHECK_INT_GE(cx_mono_ms() - t0, 280);
@@ -774,9 +774,9 @@ static void test_watch_stall_and_stop(void)
     struct wrec s = {.stop_at = 2};
     s.self = kube_watch_start(f.c, &CM, "ns1", NULL, &WH, &s);
     REQUIRE(s.self != NULL);
-    REQUIRE(run_until(f.base, &s.ended, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &s.ended, 5000));
     int never = 0;
-    run_until(f.base, &never, 100);
+    cxt_loop_until_flag(f.base, &never, 100);
     CHECK_INT_EQ(s.n, 2);
     CHECK_INT_EQ(s.err.code, KUBE_OK); /* on_end never ran: err untouched */
     struct kube_client_stats st;
@@ -790,7 +790,7 @@ static void test_watch_stall_and_stop(void)
     struct wrec a = {0}, b = {0};
     struct kube_watch *wa = kube_watch_start(f.c, &CM, "ns1", NULL, &WH, &a);
     REQUIRE(kube_watch_start(f.c, &CM, "ns1", NULL, &WH, &b) != NULL);
-    run_until(f.base, &never, 200);
+    cxt_loop_until_flag(f.base, &never, 200);
     CHECK_INT_EQ(a.n, 1);
     kube_watch_stop(wa);
     fx_free(&f);
@@ -812,7 +812,7 @@ static void test_watch_large_event_across_many_chunks(void)
     mock_push(&f.m, (struct step){.act = ACT_WATCH, .chunks = {ev}});
     struct wrec w = {0};
     REQUIRE(kube_watch_start(f.c, &CM, "ns1", NULL, &WH, &w) != NULL);
-    REQUIRE(run_until(f.base, &w.ended, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &w.ended, 5000));
     CHECK_INT_EQ(w.n, 1);
     CHECK_STR_EQ(w.rv[0], "9");
     CHECK_INT_EQ(w.err.code, KUBE_OK);
@@ -821,7 +821,7 @@ static void test_watch_large_event_across_many_chunks(void)
     struct wrec w2 = {0};
     REQUIRE(kube_watch_start(f.c, &CM, "ns1", &(struct kube_watch_opts){.max_event = 100000}, &WH,
                              &w2) != NULL);
-    REQUIRE(run_until(f.base, &w2.ended, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &w2.ended, 5000));
     CHECK_INT_EQ(w2.n, 0);
     CHECK_INT_EQ(w2.err.code, KUBE_E_DECODE);
     free(ev);
@@ -846,7 +846,7 @@ static void test_watch_backlog_pauses_and_resumes(void)
     struct wrec w = {0};
     REQUIRE(kube_watch_start(f.c, &CM, "ns1", &(struct kube_watch_opts){.max_event = 16384}, &WH,
                              &w) != NULL);
-    REQUIRE(run_until(f.base, &w.ended, 10000));
+    REQUIRE(cxt_loop_until_flag(f.base, &w.ended, 10000));
     CHECK_INT_EQ(w.err.code, KUBE_OK);
     CHECK_INT_EQ(w.n, (long long)n);
     free(big);
@@ -876,7 +876,7 @@ static void test_watch_burst_buffer_is_not_kept(void)
     int never = 0;
     size_t most = 0;
     while (w.n < (int)n && !w.ended && cx_mono_ms() < end) {
-        run_until(f.base, &never, 1);
+        cxt_loop_until_flag(f.base, &never, 1);
         if (kw->pending.cap > most)
             most = kw->pending.cap;
     }
@@ -897,7 +897,7 @@ static void wait_nreqs(struct fx *f, int n, int ms)
     int64_t end = cx_mono_ms() + ms;
     int never = 0;
     while (f->m.nreqs < n && cx_mono_ms() < end)
-        run_until(f->base, &never, 20);
+        cxt_loop_until_flag(f->base, &never, 20);
 }
 
 /* 8 requests at once through a client limited to 10/s with a bucket of 5:
@@ -919,7 +919,7 @@ static void test_limit_spaces_requests_in_order(void)
     struct kube_client_stats st;
     kube_client_stats(f.c, &st);
     CHECK_INT_EQ(st.queued, 5);
-    REQUIRE(run_until(f.base, &r[7].done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &r[7].done, 5000));
     for (int i = 0; i < 8; i++) {
         CHECK(r[i].done);
         CHECK_INT_EQ(r[i].res.err.code, KUBE_OK);
@@ -944,7 +944,7 @@ static void test_limit_spaces_requests_in_order(void)
     }
     kube_client_stats(f.c, &st);
     CHECK_INT_EQ(st.queued, 0);
-    REQUIRE(run_until(f.base, &r[4].done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &r[4].done, 5000));
     for (int i = 0; i < 5; i++)
         cJSON_Delete(r[i].obj);
     fx_free(&f);
@@ -966,7 +966,7 @@ static void test_limit_queue_cancel_and_deadline(void)
                      &c) != NULL);
     REQUIRE(kube_get(f.c, &CM, "ns1", "d", NULL, on_result, &d) != NULL);
     kube_call_cancel(cb);
-    REQUIRE(run_until(f.base, &d.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &d.done, 5000));
     CHECK(a.done && !b.done && c.done);
     CHECK_INT_EQ(c.res.err.code, KUBE_E_TIMEOUT);
     CHECK_STR_CONTAINS(c.res.err.message, "request limit");
@@ -1002,7 +1002,7 @@ static void test_limit_shared_through_config(void)
     int all = 0;
     for (int spin = 0; spin < 300 && !all; spin++) {
         int never = 0;
-        run_until(f.base, &never, 20);
+        cxt_loop_until_flag(f.base, &never, 20);
         all = 1;
         for (int i = 0; i < 8; i++)
             all &= r[i].done;
@@ -1041,7 +1041,7 @@ static void test_errors_counted_by_class(void)
                                           "\"Forbidden\",\"code\":403,\"message\":\"no\"}"});
     struct outcome r = {0};
     REQUIRE(kube_get(f.c, &VS, "ns1", "foo", NULL, on_result, &r) != NULL);
-    REQUIRE(run_until(f.base, &r.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &r.done, 5000));
     CHECK_INT_EQ(r.res.err.code, KUBE_E_FORBIDDEN);
     struct cx_metric *m =
         cx_counter("coxswain_kube_request_errors_total", "", "client,verb,resource,class");
@@ -1068,7 +1068,7 @@ static void *thread_main(void *p)
         mock_push(&f.m, (struct step){.status = 200, .body = CM_JSON});
         struct outcome r = {0};
         if (!kube_get(f.c, &CM, "ns1", "foo", NULL, on_result, &r) ||
-            !run_until(f.base, &r.done, 5000) || r.res.err.code != KUBE_OK)
+            !cxt_loop_until_flag(f.base, &r.done, 5000) || r.res.err.code != KUBE_OK)
             break;
         cJSON_Delete(r.obj);
         f.m.nscript = f.m.next = 0;
@@ -1104,15 +1104,15 @@ static void test_http1_connections_not_probed(void)
     REQUIRE(kube_watch_start(f.c, &CM, "ns1", NULL, &WH, &w) != NULL);
     int one = 0;
     for (int i = 0; i < 100 && w.n < 1; i++)
-        run_until(f.base, &one, 50);
+        cxt_loop_until_flag(f.base, &one, 50);
     REQUIRE(w.n == 1);
     struct outcome r = {0};
     struct kube_req_opts ro = {.timeout_ms = 200, .max_attempts = 1};
     REQUIRE(kube_get(f.c, &CM, "ns1", "foo", &ro, on_result, &r) != NULL);
-    REQUIRE(run_until(f.base, &r.done, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &r.done, 5000));
     CHECK_INT_EQ(r.res.err.code, KUBE_E_TIMEOUT);
     int never = 0;
-    run_until(f.base, &never, 800); /* eight read-idle periods */
+    cxt_loop_until_flag(f.base, &never, 800); /* eight read-idle periods */
     CHECK_INT_EQ(w.ended, 0);
     struct kube_client_stats st;
     kube_client_stats(f.c, &st);

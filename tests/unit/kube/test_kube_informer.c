@@ -87,14 +87,14 @@ static int wait_reqs(struct fx *f, int n, int ms)
     int64_t end = cx_mono_ms() + ms;
     int never = 0;
     while (f->m.nreqs < n && cx_mono_ms() < end)
-        run_until(f->base, &never, 20);
+        cxt_loop_until_flag(f->base, &never, 20);
     return f->m.nreqs >= n;
 }
 
 static void settle(struct fx *f, int ms)
 {
     int never = 0;
-    run_until(f->base, &never, ms);
+    cxt_loop_until_flag(f->base, &never, ms);
 }
 
 static void test_list_watch_resume_relist(void)
@@ -255,7 +255,7 @@ static void test_streaming_list(void)
     struct kube_informer *inf =
         kube_informer_new(f.c, &(struct kube_informer_opts){.res = &CM, .ns = "ns"}, &H, &l);
     kube_informer_start(inf);
-    REQUIRE(run_until(f.base, &l.synced, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &l.synced, 5000));
     settle(&f, 100);
     const char *want[] = {"+ns/a@5", "+ns/b@6", "synced", "~ns/a@5>10"};
     check_log(&l, want, 4);
@@ -526,7 +526,7 @@ static void test_page_cap_halves_pages(void)
                                                        .backoff_base_ms = 10},
                           &H, &l);
     kube_informer_start(inf);
-    REQUIRE(run_until(f.base, &l.synced, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &l.synced, 5000));
     CHECK_STR_EQ(f.m.reqs[0].uri, "/api/v1/namespaces/ns/configmaps?limit=500");
     CHECK_STR_EQ(f.m.reqs[1].uri, "/api/v1/namespaces/ns/configmaps?limit=250");
     const char *verb = NULL;
@@ -561,7 +561,7 @@ static void test_label_index_through_informer(void)
                               .res = &CM, .streaming = KUBE_STREAMING_OFF, .label_indexes = idx},
                           &H, &l);
     kube_informer_start(inf);
-    REQUIRE(run_until(f.base, &l.synced, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &l.synced, 5000));
     struct kube_obj *got = NULL;
     struct kube_cache *c = kube_informer_cache(inf);
     CHECK_INT_EQ(kube_cache_foreach_label(c, "app", "web", first_obj, &got), 1);
@@ -607,7 +607,7 @@ static void run_trim(int trim)
         &(struct kube_informer_opts){.res = &CM, .streaming = KUBE_STREAMING_OFF, .trim = trim}, &H,
         &l);
     kube_informer_start(inf);
-    REQUIRE(run_until(f.base, &l.synced, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &l.synced, 5000));
     int64_t end = cx_mono_ms() + 5000;
     while (!kube_cache_get(kube_informer_cache(inf), "ns/c") && cx_mono_ms() < end)
         settle(&f, 20);
@@ -743,7 +743,7 @@ static void test_decode_keeps_the_owners_form(void)
                                                   &HD, &l);
     REQUIRE(inf != NULL);
     kube_informer_start(inf);
-    REQUIRE(run_until(f.base, &l.synced, 5000));
+    REQUIRE(cxt_loop_until_flag(f.base, &l.synced, 5000));
     int64_t end = cx_mono_ms() + 5000;
     while (l.n < 6 && cx_mono_ms() < end)
         settle(&f, 20);

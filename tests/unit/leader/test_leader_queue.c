@@ -170,7 +170,7 @@ static int n_checked(void *arg)
 
 static void run_until_checked(int n, int ms)
 {
-    dt_run_until(base, n_checked, &n, ms * cxt_slowdown());
+    cxt_loop_until(base, n_checked, &n, ms * cxt_slowdown());
 }
 
 static void test_fifo_order_and_release(void)
@@ -198,7 +198,7 @@ static void test_busy_item_stays_until_released(void)
     a->busy = 1;
     want("a");
     run_until_checked(1, 1000);
-    dt_run_for(base, 20); /* and nothing more happens */
+    cxt_loop_for(base, 20); /* and nothing more happens */
     CHECK_STR_EQ(order, "a");
     CHECK_INT_EQ(destroyed, 0);
     CHECK(leader_queue_find(&q, "a") == &a->li);
@@ -218,7 +218,7 @@ static void test_inflight_cap_and_recheck(void)
         want(keys[i]);
     }
     run_until_checked(2, 1000);
-    dt_run_for(base, 30);
+    cxt_loop_for(base, 30);
     /* two writes out, the third waits for a slot */
     CHECK_STR_EQ(order, "ab");
     CHECK_INT_EQ(q.ninflight, 2);
@@ -252,7 +252,7 @@ static void test_recheck_dropped_when_no_longer_ready(void)
     struct titem *a = item("a");
     a->send = 1;
     want("a");
-    dt_run_for(base, 20);
+    cxt_loop_for(base, 20);
     want("a");
     CHECK(a->li.recheck);
     ready = 0;
@@ -271,7 +271,7 @@ static void test_wait_puts_the_item_back_at_the_head(void)
     want("b");
     run_until_checked(1, 1000);
     CHECK_STR_EQ(order, "a");
-    dt_run_for(base, 40);
+    cxt_loop_for(base, 40);
     /* "b" waits behind "a" (checked only while a's 80 ms are not over:
      * a slow machine may have spent them already) */
     if (cx_mono_ns() - checked_at[0] < 80 * CX_NS_PER_MS) {
@@ -296,7 +296,7 @@ static void test_park_until_due_then_rescan(void)
     CHECK_INT_EQ(q.nparked, 2);
     leader_queue_release(&q, &a->li); /* parked: stays */
     CHECK_INT_EQ(destroyed, 0);
-    dt_run_for(base, 200);
+    cxt_loop_for(base, 200);
     if (cx_mono_ns() - t0 < 300 * CX_NS_PER_MS) /* else a slow machine spent a's wait */
         CHECK_STR_EQ(order, "");
     run_until_checked(2, 3000);
@@ -358,7 +358,7 @@ static void test_not_ready_checks_nothing(void)
     setup(4, 0);
     ready = 0;
     want("a");
-    dt_run_for(base, 30);
+    cxt_loop_for(base, 30);
     CHECK_STR_EQ(order, "");
     CHECK_INT_EQ(q.nqueued, 1);
     ready = 1;
@@ -383,7 +383,7 @@ static void test_clear_drops_everything_and_disarms(void)
     CHECK_INT_EQ(dropped, 4);
     CHECK_INT_EQ(leader_queue_len(&q), 0);
     CHECK_INT_EQ(q.nqueued + q.nparked + q.ninflight, 0);
-    dt_run_for(base, 400); /* neither timer fires on a dropped item */
+    cxt_loop_for(base, 400); /* neither timer fires on a dropped item */
     CHECK_STR_EQ(order, "a");
     /* and the queue works afresh */
     want("e");

@@ -323,7 +323,7 @@ static void test_setup_kubesim(void)
     inf = kube_informer_new(kc, &o, &h, NULL);
     REQUIRE(inf != NULL);
     REQUIRE_INT_EQ(kube_informer_start(inf), 0);
-    REQUIRE(dt_run_until(base, synced, NULL, 5000));
+    REQUIRE(cxt_loop_until(base, synced, NULL, 5000));
     leader = new_pub();
     standby = new_pub();
     REQUIRE(leader && standby);
@@ -350,7 +350,7 @@ static void test_create_update_delete(void)
     long seq = dt_audit_seq(&ks);
     publish_set_snapshot(standby, s1);
     publish_set_snapshot(leader, s1);
-    dt_run_for(base, 200);
+    cxt_loop_for(base, 200);
     CHECK_INT_EQ(dt_audit_count(&ks, NULL, "proxysnapshots", NULL, seq), 0); /* not leading */
     struct publish_stats st;
     publish_stats(standby, &st);
@@ -359,7 +359,7 @@ static void test_create_update_delete(void)
     CHECK(consistent("app/gw0") == 0);
 
     publish_start(leader, 1);
-    REQUIRE(dt_run_until(base, leader_idle, NULL, 5000));
+    REQUIRE(cxt_loop_until(base, leader_idle, NULL, 5000));
     CHECK_INT_EQ(dt_audit_count(&ks, "create", "proxysnapshots", NULL, seq), 2);
     publish_stats(standby, &st);
     CHECK_INT_EQ(st.consistent, 2);
@@ -386,8 +386,8 @@ static void test_create_update_delete(void)
     publish_set_snapshot(leader, s1);
     publish_stop(leader);
     publish_start(leader, 1);
-    REQUIRE(dt_run_until(base, leader_idle, NULL, 5000));
-    dt_run_for(base, 100);
+    REQUIRE(cxt_loop_until(base, leader_idle, NULL, 5000));
+    cxt_loop_for(base, 100);
     CHECK_INT_EQ(dt_audit_count(&ks, NULL, "proxysnapshots", NULL, seq), 0);
 
     /* The upstream changes: both Gateways' versions change, two updates. */
@@ -396,7 +396,7 @@ static void test_create_update_delete(void)
     publish_stats(standby, &st);
     CHECK_INT_EQ(st.consistent, 0); /* ahead of the published versions */
     publish_set_snapshot(leader, s2);
-    REQUIRE(dt_run_until(base, leader_idle, NULL, 5000));
+    REQUIRE(cxt_loop_until(base, leader_idle, NULL, 5000));
     CHECK_INT_EQ(dt_audit_count(&ks, "update", "proxysnapshots", NULL, seq), 2);
     CHECK_INT_EQ(dt_audit_count(&ks, NULL, "proxysnapshots", NULL, seq), 2);
 
@@ -404,7 +404,7 @@ static void test_create_update_delete(void)
     struct xlate_snapshot *s3 = snapshot_of(1, "10.0.0.2");
     publish_set_snapshot(standby, s3);
     publish_set_snapshot(leader, s3);
-    REQUIRE(dt_run_until(base, leader_idle, NULL, 5000));
+    REQUIRE(cxt_loop_until(base, leader_idle, NULL, 5000));
     CHECK_INT_EQ(dt_audit_count(&ks, "delete", "proxysnapshots", NULL, seq), 1);
     o = dt_get(&ks, &store_res_proxysnapshots, NS, "app.gw1");
     CHECK(o == NULL);
@@ -435,17 +435,17 @@ static void test_refused_and_stale_deletion_on_start(void)
                              "{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"ProxySnapshot\","
                              "\"metadata\":{\"name\":\"not.ours\"},\"spec\":{}}"),
                    201);
-    dt_run_for(base, 100);
+    cxt_loop_for(base, 100);
     guard_open = 0;
     long seq = dt_audit_seq(&ks);
     publish_start(leader, 1);
-    dt_run_for(base, 300);
+    cxt_loop_for(base, 300);
     CHECK_INT_EQ(dt_audit_count(&ks, NULL, "proxysnapshots", NULL, seq), 0);
     struct publish_stats st;
     publish_stats(leader, &st);
     CHECK(st.refused >= 1);
     guard_open = 1;
-    REQUIRE(dt_run_until(base, leader_idle, NULL, 5000));
+    REQUIRE(cxt_loop_until(base, leader_idle, NULL, 5000));
     CHECK_INT_EQ(dt_audit_count(&ks, "delete", "proxysnapshots", NULL, seq), 1);
     cJSON *o = dt_get(&ks, &store_res_proxysnapshots, NS, "old.gone");
     CHECK(o == NULL);

@@ -207,7 +207,7 @@ static void test_setup(void)
         REQUIRE(infs[k] != NULL);
         REQUIRE_INT_EQ(kube_informer_start(infs[k]), 0);
     }
-    REQUIRE(dt_run_until(base, all_synced, NULL, 5000));
+    REQUIRE(cxt_loop_until(base, all_synced, NULL, 5000));
     xctx = xlate_ctx_new();
     REQUIRE(xctx != NULL);
     new_writer(0, 1);
@@ -219,7 +219,7 @@ static void test_standby_never_writes(void)
     long seq = dt_audit_seq(&ks);
     publish_snapshot();
     status_writer_object_changed(w, XLATE_KIND_VIRTUAL_SERVICE, NS "/vs0");
-    dt_run_for(base, 300);
+    cxt_loop_for(base, 300);
     CHECK_INT_EQ(dt_audit_count(&ks, NULL, NULL, "status", seq), 0);
     struct status_writer_stats st;
     status_writer_stats(w, &st);
@@ -233,7 +233,7 @@ static void test_full_pass_writes_every_status_once(void)
     REQUIRE(w != NULL);
     long seq = dt_audit_seq(&ks);
     status_writer_start(w, 1);
-    REQUIRE(dt_run_until(base, idle, NULL, 5000));
+    REQUIRE(cxt_loop_until(base, idle, NULL, 5000));
     struct status_writer_stats st;
     status_writer_stats(w, &st);
     CHECK_INT_EQ(st.writes_ok, 5); /* gw, up, vs0..2 */
@@ -261,7 +261,7 @@ static void test_full_pass_writes_every_status_once(void)
     cJSON_Delete(g);
     /* Our own writes came back through the informers: re-checked, nothing
      * more written. */
-    dt_run_for(base, 200);
+    cxt_loop_for(base, 200);
     status_writer_stats(w, &st);
     CHECK_INT_EQ(st.writes, 5);
     CHECK(st.up_to_date >= 5);
@@ -280,7 +280,7 @@ static void test_new_term_full_pass_writes_nothing_when_up_to_date(void)
     status_writer_stats(w, &st0);
     CHECK_INT_EQ(st0.queued, 0);
     CHECK(!status_writer_idle(w)); /* the pass is still to run */
-    REQUIRE(dt_run_until(base, idle, NULL, 5000));
+    REQUIRE(cxt_loop_until(base, idle, NULL, 5000));
     struct status_writer_stats st;
     status_writer_stats(w, &st);
     CHECK_INT_EQ(st.passes, 2);
@@ -297,19 +297,19 @@ static void test_changed_report_is_written_with_new_generation(void)
     /* The informer sees generation 2 before any snapshot has it: with a
      * translation pending, the writer defers instead of writing gen 1. */
     pending = 1;
-    dt_run_for(base, 300);
+    cxt_loop_for(base, 300);
     struct status_writer_stats st;
     status_writer_stats(w, &st);
     uint64_t writes_before = st.writes;
     status_writer_object_changed(w, XLATE_KIND_VIRTUAL_SERVICE, NS "/vs1");
-    dt_run_for(base, 100);
+    cxt_loop_for(base, 100);
     status_writer_stats(w, &st);
     CHECK(st.deferred >= 1);
     CHECK_INT_EQ(st.writes, writes_before);
     pending = 0;
     long seq = dt_audit_seq(&ks);
     publish_snapshot();
-    REQUIRE(dt_run_until(base, idle, NULL, 5000));
+    REQUIRE(cxt_loop_until(base, idle, NULL, 5000));
     cJSON *o = dt_get(&ks, store_kind_resource(XLATE_KIND_VIRTUAL_SERVICE), NS, "vs1");
     REQUIRE(o != NULL);
     CHECK_INT_EQ(generation_of(o), 2);
@@ -338,7 +338,7 @@ static void test_someone_elses_status_edit_is_reverted(void)
     REQUIRE_INT_EQ(code, 200);
     int ok = 0;
     for (int i = 0; i < 100 && !ok; i++) {
-        dt_run_for(base, 20);
+        cxt_loop_for(base, 20);
         cJSON *o = dt_get(&ks, store_kind_resource(XLATE_KIND_VIRTUAL_SERVICE), NS, "vs0");
         ok = o && state_of(o) && strcmp(state_of(o), "Accepted") == 0;
         cJSON_Delete(o);
@@ -353,13 +353,13 @@ static void test_guard_refusal_holds_writes(void)
     long seq = dt_audit_seq(&ks);
     nack_active = 1; /* the Gateway needs a write */
     status_writer_recheck_gateway(w, NS "/gw");
-    dt_run_for(base, 400);
+    cxt_loop_for(base, 400);
     struct status_writer_stats st;
     status_writer_stats(w, &st);
     CHECK(st.refused >= 1);
     CHECK_INT_EQ(dt_audit_count(&ks, NULL, NULL, "status", seq), 0);
     guard_open = 1;
-    REQUIRE(dt_run_until(base, idle, NULL, 3000));
+    REQUIRE(cxt_loop_until(base, idle, NULL, 3000));
     CHECK_INT_EQ(dt_audit_count(&ks, "patch", "gateways", "status", seq), 1);
     cJSON *g = dt_get(&ks, store_kind_resource(XLATE_KIND_GATEWAY), NS, "gw");
     REQUIRE(g != NULL);
@@ -387,13 +387,13 @@ static void test_last_moment_recheck_stops_the_write(void)
      * NACK needs a write */
     nack_active = 0;
     status_writer_recheck_gateway(w, NS "/gw");
-    dt_run_for(base, 400);
+    cxt_loop_for(base, 400);
     status_writer_stats(w, &st);
     CHECK_INT_GE(rechecks, 1);
     CHECK(st.refused > before.refused);
     CHECK_INT_EQ(dt_audit_count(&ks, NULL, NULL, "status", seq), 0);
     recheck_open = 1;
-    REQUIRE(dt_run_until(base, idle, NULL, 10000));
+    REQUIRE(cxt_loop_until(base, idle, NULL, 10000));
     CHECK_INT_EQ(dt_audit_count(&ks, "patch", "gateways", "status", seq), 1);
     cJSON *g = dt_get(&ks, store_kind_resource(XLATE_KIND_GATEWAY), NS, "gw");
     REQUIRE(g != NULL);
@@ -404,7 +404,7 @@ static void test_last_moment_recheck_stops_the_write(void)
      * memory) for the next case */
     nack_active = 1;
     status_writer_recheck_gateway(w, NS "/gw");
-    REQUIRE(dt_run_until(base, idle, NULL, 10000));
+    REQUIRE(cxt_loop_until(base, idle, NULL, 10000));
     nack_active = 0;
 }
 
@@ -418,7 +418,7 @@ static void test_conflict_is_retried(void)
     status_writer_stats(w, &st);
     uint64_t conflicts = st.conflicts;
     status_writer_recheck_gateway(w, NS "/gw"); /* nack_active went back to 0 */
-    REQUIRE(dt_run_until(base, idle, NULL, 5000));
+    REQUIRE(cxt_loop_until(base, idle, NULL, 5000));
     status_writer_stats(w, &st);
     CHECK_INT_EQ(st.conflicts, conflicts + 1);
     cJSON *g = dt_get(&ks, store_kind_resource(XLATE_KIND_GATEWAY), NS, "gw");
@@ -449,11 +449,11 @@ static void test_write_timeout_is_bounded_by_the_guard(void)
     uint64_t failures = st.failures;
     nack_active = 1;
     status_writer_recheck_gateway(w, NS "/gw");
-    REQUIRE(dt_run_until(base, has_inflight, NULL, 2000));
+    REQUIRE(cxt_loop_until(base, has_inflight, NULL, 2000));
     int64_t t0 = cx_mono_ms();
     int failed_fast = 0;
     while (cx_mono_ms() - t0 < 1200 && !failed_fast) {
-        dt_run_for(base, 10);
+        cxt_loop_for(base, 10);
         status_writer_stats(w, &st);
         failed_fast = st.failures > failures;
     }
@@ -461,7 +461,7 @@ static void test_write_timeout_is_bounded_by_the_guard(void)
     CHECK_INT_LT(cx_mono_ms() - t0, 1000);
     guard_timeout_ns = 5 * CX_NS_PER_S;
     dt_clear_faults(&ks);
-    REQUIRE(dt_run_until(base, idle, NULL, 5000)); /* retried and written */
+    REQUIRE(cxt_loop_until(base, idle, NULL, 5000)); /* retried and written */
     nack_active = 0;
 }
 
@@ -472,7 +472,7 @@ static void test_stop_cancels_in_flight_writes(void)
                                  "\"action\":\"delay\",\"delay_ms\":800}"),
                    201);
     status_writer_recheck_gateway(w, NS "/gw");
-    REQUIRE(dt_run_until(base, has_inflight, NULL, 2000));
+    REQUIRE(cxt_loop_until(base, has_inflight, NULL, 2000));
     status_writer_stop(w);
     struct status_writer_stats st;
     status_writer_stats(w, &st);
@@ -481,7 +481,7 @@ static void test_stop_cancels_in_flight_writes(void)
     CHECK(st.cancelled >= 1);
     CHECK(!st.leading);
     uint64_t ok = st.writes_ok, fails = st.failures;
-    dt_run_for(base, 1000); /* the delayed answer (if any) reaches nobody */
+    cxt_loop_for(base, 1000); /* the delayed answer (if any) reaches nobody */
     status_writer_stats(w, &st);
     CHECK_INT_EQ(st.writes_ok, ok);
     CHECK_INT_EQ(st.failures, fails);
@@ -505,12 +505,12 @@ static void test_rate_limit_spaces_writes(void)
                                 "application/merge-patch+json", &code));
         CHECK_INT_EQ(code, 200);
     }
-    dt_run_for(base, 100); /* informers catch up */
+    cxt_loop_for(base, 100); /* informers catch up */
     publish_snapshot();
     guard_term = 3;
     int64_t t0 = cx_mono_ms();
     status_writer_start(w, 3);
-    REQUIRE(dt_run_until(base, idle, NULL, 5000));
+    REQUIRE(cxt_loop_until(base, idle, NULL, 5000));
     int64_t dt = cx_mono_ms() - t0;
     struct status_writer_stats st;
     status_writer_stats(w, &st);

@@ -113,7 +113,7 @@ static void test_clusters_change_and_removal(void)
     xdsc_delta_response_free(r);
 
     struct xds_server_stats st;
-    xdsc_run_for(base, 50);
+    cxt_loop_for(base, 50);
     xds_server_stats(srv, &st);
     CHECK_INT_EQ(st.pushes_total[XDS_CLUSTER], 3);
     CHECK_INT_EQ(st.push_resources_total[XDS_CLUSTER], 51);
@@ -261,7 +261,7 @@ static void test_sotw_and_delta_agree(void)
                      .eds_d = 49,
                      .held = "c05",
                      .gone = "c40"};
-    REQUIRE(xdsc_run_until(base, pair_settled, &p, WAIT_MS));
+    REQUIRE(cxt_loop_until(base, pair_settled, &p, WAIT_MS));
     CHECK(xdsc_ads_same_view(s, d, XDS_LISTENER));
     CHECK(xdsc_ads_same_view(s, d, XDS_CLUSTER));
     CHECK(xdsc_ads_same_view(s, d, XDS_ENDPOINT));
@@ -284,7 +284,7 @@ static void test_sotw_and_delta_agree(void)
                       .eds_d = 49,
                       .held = "c40",
                       .gone = "c12"};
-    REQUIRE(xdsc_run_until(base, pair_settled, &p, WAIT_MS));
+    REQUIRE(cxt_loop_until(base, pair_settled, &p, WAIT_MS));
     CHECK(strcmp(xdsc_ads_held_version(d, XDS_CLUSTER, "c05"), old05) != 0);
     CHECK(xdsc_ads_same_view(s, d, XDS_LISTENER));
     CHECK(xdsc_ads_same_view(s, d, XDS_CLUSTER));
@@ -313,7 +313,7 @@ static void test_nack_recorded(void)
                                           r->nonce, "listener l1: bad filter"),
                    0);
     xdsc_delta_response_free(r);
-    xdsc_run_for(base, 100);
+    cxt_loop_for(base, 100);
     struct xds_nack_stat ns;
     REQUIRE_INT_EQ(xds_server_nack_stat(srv, GW, XDS_LISTENER, &ns), 0);
     CHECK_INT_EQ(ns.total, 1);
@@ -323,7 +323,7 @@ static void test_nack_recorded(void)
     /* the stream goes: no longer active */
     xdsc_ads_free(d);
     xdsc_free(c);
-    xdsc_run_for(base, 100);
+    cxt_loop_for(base, 100);
     REQUIRE_INT_EQ(xds_server_nack_stat(srv, GW, XDS_LISTENER, &ns), 0);
     CHECK_INT_EQ(ns.active, 0);
     xds_server_free(srv);

@@ -164,7 +164,7 @@ static void http(struct event_base *base, int port, enum evhttp_cmd_type cmd, co
     if (body)
         evbuffer_add(evhttp_request_get_output_buffer(req), body, strlen(body));
     evhttp_make_request(conn, req, cmd, path);
-    xdsc_run_until(base, http_done, r, 3000);
+    cxt_loop_until(base, http_done, r, 3000);
     evhttp_connection_free(conn);
 }
 

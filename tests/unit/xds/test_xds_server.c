@@ -89,7 +89,7 @@ static void test_ads_roundtrip_and_targeted_push(void)
     /* ACK both */
     REQUIRE_INT_EQ(xdsc_ads_request(a, XDS_LISTENER, echo, 1, NULL, NULL, NULL), 0);
     REQUIRE_INT_EQ(xdsc_ads_request(b, XDS_LISTENER, echo, 1, NULL, NULL, NULL), 0);
-    xdsc_run_for(base, 100);
+    cxt_loop_for(base, 100);
     struct xds_server_stats st;
     xds_server_stats(srv, &st);
     CHECK_INT_EQ(st.acks_total, 2);
@@ -105,7 +105,7 @@ static void test_ads_roundtrip_and_targeted_push(void)
     REQUIRE(r != NULL);
     CHECK_INT_EQ(r->resources[0]->value.data[r->resources[0]->value.len - 1], '2');
     xdsc_response_free(r);
-    xdsc_run_for(base, 150);
+    cxt_loop_for(base, 150);
     CHECK_INT_EQ(xdsc_ads_queued(b), 0);
     xds_server_stats(srv, &st);
     CHECK_INT_EQ(st.pushes_total[XDS_LISTENER], 3);
@@ -119,7 +119,7 @@ static void test_ads_roundtrip_and_targeted_push(void)
     /* the client half-closes: the stream ends with OK */
     xdsc_call_close_send(xdsc_ads_call(a));
     int status = -2;
-    xdsc_run_until(base, (int (*)(void *))xdsc_call_done, xdsc_ads_call(a), WAIT_MS);
+    cxt_loop_until(base, (int (*)(void *))xdsc_call_done, xdsc_ads_call(a), WAIT_MS);
     CHECK(xdsc_ads_closed(a, &status, NULL));
     CHECK_INT_EQ(status, 0);
     xdsc_ads_free(a);
@@ -163,14 +163,14 @@ static void test_grpc_errors(void)
     struct xdsc_call *k = xdsc_call_open(c, "/no.Such/Method", "application/grpc", &res_cbs, &r1);
     REQUIRE(k != NULL);
     xdsc_call_close_send(k);
-    REQUIRE(xdsc_run_until(base, res_done, &r1, WAIT_MS));
+    REQUIRE(cxt_loop_until(base, res_done, &r1, WAIT_MS));
     CHECK_INT_EQ(r1.http_status, 200);
     CHECK_INT_EQ(r1.grpc_status, 12);
     CHECK_STR_CONTAINS(r1.msg, "/no.Such/Method");
 
     struct call_result r2 = {0};
     k = xdsc_call_open(c, XDS_ADS_PATH, "application/json", &res_cbs, &r2);
-    REQUIRE(xdsc_run_until(base, res_done, &r2, WAIT_MS));
+    REQUIRE(cxt_loop_until(base, res_done, &r2, WAIT_MS));
     CHECK_INT_EQ(r2.http_status, 415);
 
     /* a message over the cap */
@@ -179,7 +179,7 @@ static void test_grpc_errors(void)
     char big[2000];
     memset(big, 0, sizeof(big));
     REQUIRE_INT_EQ(xdsc_call_send(k, big, sizeof(big)), 0);
-    REQUIRE(xdsc_run_until(base, res_done, &r3, WAIT_MS));
+    REQUIRE(cxt_loop_until(base, res_done, &r3, WAIT_MS));
     CHECK_INT_EQ(r3.grpc_status, 8);
 
     /* bytes that are not a DiscoveryRequest */
@@ -187,7 +187,7 @@ static void test_grpc_errors(void)
     k = xdsc_call_open(c, XDS_ADS_PATH, "application/grpc", &res_cbs, &r4);
     const uint8_t junk[] = {0xff, 0xff, 0xff, 0xff};
     REQUIRE_INT_EQ(xdsc_call_send(k, junk, sizeof(junk)), 0);
-    REQUIRE(xdsc_run_until(base, res_done, &r4, WAIT_MS));
+    REQUIRE(cxt_loop_until(base, res_done, &r4, WAIT_MS));
     CHECK_INT_EQ(r4.grpc_status, 3);
 
     /* a compressed message (we only do identity) */
@@ -195,7 +195,7 @@ static void test_grpc_errors(void)
     k = xdsc_call_open(c, XDS_ADS_PATH, "application/grpc", &res_cbs, &r5);
     const uint8_t comp[] = {1, 0, 0, 0, 1, 0};
     REQUIRE_INT_EQ(xdsc_call_send_raw(k, comp, sizeof(comp)), 0);
-    REQUIRE(xdsc_run_until(base, res_done, &r5, WAIT_MS));
+    REQUIRE(cxt_loop_until(base, res_done, &r5, WAIT_MS));
     CHECK_INT_EQ(r5.grpc_status, 12);
     /* the connection survived all of it */
     CHECK(xdsc_alive(c));
@@ -223,11 +223,11 @@ static void test_request_split_across_frames(void)
     uint8_t prefix[5] = {0, 0, 0, (uint8_t)(b.len >> 8), (uint8_t)b.len};
     for (size_t i = 0; i < 5; i++) {
         REQUIRE_INT_EQ(xdsc_call_send_raw(xdsc_ads_call(a), prefix + i, 1), 0);
-        xdsc_run_for(base, 2);
+        cxt_loop_for(base, 2);
     }
     for (size_t i = 0; i < b.len; i++) {
         REQUIRE_INT_EQ(xdsc_call_send_raw(xdsc_ads_call(a), b.data + i, 1), 0);
-        xdsc_run_for(base, 1);
+        cxt_loop_for(base, 1);
     }
     xdsc_response *r = xdsc_ads_wait(a, base, WAIT_MS);
     REQUIRE(r != NULL);
@@ -276,8 +276,8 @@ static void test_nack_counted_and_reported(void)
     REQUIRE_INT_EQ(xdsc_ads_request(a, XDS_CLUSTER, names, 1, "", NULL,
                                     "xDS response validation errors: [lb_policy unsupported]"),
                    0);
-    REQUIRE(xdsc_run_until(base, (int (*)(void *))(void *)res_done, &seen, 10) || 1);
-    xdsc_run_for(base, 100);
+    REQUIRE(cxt_loop_until(base, (int (*)(void *))(void *)res_done, &seen, 10) || 1);
+    cxt_loop_for(base, 100);
     CHECK_INT_EQ(seen.n, 1);
     CHECK_STR_EQ(seen.group, "ns/gw");
     CHECK_STR_EQ(seen.node, "proxy-9");
@@ -312,7 +312,7 @@ static void test_nack_counted_and_reported(void)
     REQUIRE(r != NULL);
     xdsc_response_free(r);
     REQUIRE_INT_EQ(xdsc_ads_request(a, XDS_CLUSTER, names, 1, NULL, NULL, NULL), 0);
-    xdsc_run_for(base, 100);
+    cxt_loop_for(base, 100);
     REQUIRE_INT_EQ(xds_server_nack_stat(srv, "ns/gw", XDS_CLUSTER, &st), 0);
     CHECK_INT_EQ(st.total, 1);
     CHECK_INT_EQ(st.active, 0);
@@ -334,10 +334,10 @@ static void test_connection_and_stream_limits(void)
     int port = xds_server_port(srv);
     struct xdsc *c1 = xdsc_connect(base, "127.0.0.1", port, NULL, NULL);
     struct xdsc *c2 = xdsc_connect(base, "127.0.0.1", port, NULL, NULL);
-    xdsc_run_for(base, 50);
+    cxt_loop_for(base, 50);
     struct xdsc *c3 = xdsc_connect(base, "127.0.0.1", port, NULL, NULL);
     REQUIRE(c1 && c2 && c3);
-    CHECK(xdsc_run_until(base, not_alive, c3, WAIT_MS));
+    CHECK(cxt_loop_until(base, not_alive, c3, WAIT_MS));
     CHECK(xdsc_alive(c1));
     struct xds_server_stats st;
     xds_server_stats(srv, &st);
@@ -351,15 +351,15 @@ static void test_connection_and_stream_limits(void)
         k[i] = xdsc_call_open(c1, XDS_ADS_PATH, "application/grpc", &res_cbs, &r[i]);
         REQUIRE(k[i] != NULL);
     }
-    xdsc_run_for(base, 100);
+    cxt_loop_for(base, 100);
     xds_server_stats(srv, &st);
     CHECK_INT_EQ(st.streams, 2);
     CHECK_INT_EQ(st.streams_total, 2);
     /* one ends: the third gets its turn */
     xdsc_call_close_send(k[0]);
-    CHECK(xdsc_run_until(base, res_done, &r[0], WAIT_MS));
+    CHECK(cxt_loop_until(base, res_done, &r[0], WAIT_MS));
     CHECK_INT_EQ(r[0].grpc_status, 0);
-    xdsc_run_for(base, 100);
+    cxt_loop_for(base, 100);
     xds_server_stats(srv, &st);
     CHECK_INT_EQ(st.streams_total, 3);
     CHECK_INT_EQ(st.streams, 2);
@@ -378,9 +378,9 @@ static void test_keepalive_drops_silent_peer(void)
     int port = xds_server_port(srv);
     struct xdsc *good = xdsc_connect(base, "127.0.0.1", port, NULL, NULL);
     struct xdsc *dead = xdsc_connect(base, "127.0.0.1", port, NULL, NULL);
-    xdsc_run_for(base, 50);
+    cxt_loop_for(base, 50);
     xdsc_ignore_pings(dead);
-    CHECK(xdsc_run_until(base, not_alive, dead, WAIT_MS));
+    CHECK(cxt_loop_until(base, not_alive, dead, WAIT_MS));
     CHECK(xdsc_alive(good));
     CHECK_INT_GE(xdsc_pings(good), 1);
     xdsc_free(good);
@@ -418,7 +418,7 @@ static void test_keepalive_spares_slow_reader(void)
     REQUIRE(c != NULL);
     struct xdsc_ads *a = ads(c, "slow", "ns/gw");
     REQUIRE(a != NULL);
-    xdsc_run_for(base, 50);
+    cxt_loop_for(base, 50);
     REQUIRE_INT_EQ(xdsc_limit_read(c, (1 << 20) / k), 0);
     const char *echo[] = {"echo"};
     REQUIRE_INT_EQ(xdsc_ads_request(a, XDS_LISTENER, echo, 1, "", "", NULL), 0);
@@ -484,7 +484,7 @@ static void idle_open(struct idle *w, struct xds_server *srv, int n)
         REQUIRE_INT_EQ(xdsc_ads_request(w->a[i], XDS_LISTENER, echo, 1, "", "", NULL), 0);
         REQUIRE_INT_EQ(xdsc_ads_request(w->a[i], XDS_CLUSTER, c1, 1, "", "", NULL), 0);
     }
-    REQUIRE(xdsc_run_until(base, idle_acked, w, WAIT_MS));
+    REQUIRE(cxt_loop_until(base, idle_acked, w, WAIT_MS));
 }
 
 static void idle_close(struct idle *w)
@@ -523,7 +523,7 @@ static void test_idle_stream_memory(void)
     idle_open(&w, srv, IDLE_STREAMS);
     /* the ACKs are in, and the connections stay quiet for longer than a
      * keepalive interval */
-    xdsc_run_for(base, 1000 * cxt_slowdown());
+    cxt_loop_for(base, 1000 * cxt_slowdown());
     xds_server_stats(srv, &after);
     CHECK_INT_EQ(after.streams, IDLE_STREAMS);
     CHECK_INT_EQ(after.acks_total, 2 * IDLE_STREAMS);
@@ -543,8 +543,8 @@ static void test_idle_stream_memory(void)
     xds_server_set_snapshot(srv, s2);
     xlate_snapshot_unref(s2);
     w.want = 3;
-    CHECK(xdsc_run_until(base, idle_acked, &w, WAIT_MS));
-    xdsc_run_for(base, 1000 * cxt_slowdown());
+    CHECK(cxt_loop_until(base, idle_acked, &w, WAIT_MS));
+    cxt_loop_for(base, 1000 * cxt_slowdown());
     xds_server_stats(srv, &after);
     CHECK_INT_EQ(after.acks_total, 3 * IDLE_STREAMS);
     CHECK_INT_EQ(after.h2_resident_bytes, 0);
@@ -583,7 +583,7 @@ static void test_trim_keeps_live_streams(void)
         REQUIRE_INT_EQ(xdsc_ads_request(a[i], XDS_LISTENER, echo, 1, NULL, NULL, NULL), 0);
     }
     /* quiet for several keepalive ticks: PINGs answered, the trims run */
-    xdsc_run_for(base, 1500 * cxt_slowdown());
+    cxt_loop_for(base, 1500 * cxt_slowdown());
     struct xds_server_stats st;
     xds_server_stats(srv, &st);
     CHECK_INT_EQ(st.streams, 3);
@@ -626,10 +626,10 @@ static void test_shutdown_sends_goaway(void)
     struct xdsc_ads *a = ads(c, "n1", "ns/gw");
     const char *names[] = {"echo"};
     REQUIRE_INT_EQ(xdsc_ads_request(a, XDS_LISTENER, names, 1, "", "", NULL), 0);
-    REQUIRE(xdsc_run_until(base, server_has_streams, srv, WAIT_MS));
+    REQUIRE(cxt_loop_until(base, server_has_streams, srv, WAIT_MS));
     done_flag = 0;
     xds_server_shutdown(srv, 2000, on_shutdown_done, NULL);
-    CHECK(xdsc_run_until(base, flag_set, &done_flag, WAIT_MS));
+    CHECK(cxt_loop_until(base, flag_set, &done_flag, WAIT_MS));
     CHECK(xdsc_goaway(c));
     int status = -2;
     CHECK(xdsc_ads_closed(a, &status, NULL));
@@ -666,7 +666,7 @@ static void test_pause_and_resume(void)
 
     xds_server_pause(srv, 1000);
     CHECK_INT_EQ(xds_server_paused(srv), 1);
-    CHECK(xdsc_run_until(base, client_gone, c, WAIT_MS));
+    CHECK(cxt_loop_until(base, client_gone, c, WAIT_MS));
     CHECK(xdsc_goaway(c));
     int status = -2;
     const char *msg = NULL;
@@ -678,7 +678,7 @@ static void test_pause_and_resume(void)
     /* Refused while paused. */
     struct xdsc *c2 = xdsc_connect(base, "127.0.0.1", port, NULL, NULL);
     if (c2) {
-        CHECK(xdsc_run_until(base, client_gone, c2, WAIT_MS));
+        CHECK(cxt_loop_until(base, client_gone, c2, WAIT_MS));
         xdsc_free(c2);
     }
     xds_server_pause(srv, 1000); /* again: nothing */
@@ -695,7 +695,7 @@ static void test_pause_and_resume(void)
     if (r)
         xdsc_response_free(r);
     /* The pause's grace timer (1 s) must not close the new connection. */
-    xdsc_run_for(base, 1300);
+    cxt_loop_for(base, 1300);
     CHECK(xdsc_alive(c3));
     xdsc_ads_free(a3);
     xdsc_free(c3);
@@ -747,13 +747,13 @@ static void test_tls_alpn_and_client_certs(void)
     struct xdsc_ads *b = ads(bad, "n2", "ns/gw");
     if (b)
         xdsc_ads_request(b, XDS_LISTENER, names, 1, "", "", NULL);
-    CHECK(xdsc_run_until(base, not_alive, bad, WAIT_MS));
+    CHECK(cxt_loop_until(base, not_alive, bad, WAIT_MS));
     CHECK(!b || xdsc_ads_responses(b) == 0);
 
     /* offering only http/1.1: refused by ALPN */
     struct xdsc *h1 = xdsc_connect_alpn(base, "127.0.0.1", port, with, "localhost",
                                         (const unsigned char *)"\x08http/1.1", 9);
-    CHECK(xdsc_run_until(base, not_alive, h1, WAIT_MS));
+    CHECK(cxt_loop_until(base, not_alive, h1, WAIT_MS));
     struct xds_server_stats st;
     xds_server_stats(srv, &st);
     CHECK_INT_EQ(st.streams, 1);
