@@ -381,10 +381,10 @@ static int reparse(struct xlate_ctx *ctx, struct xl_entry *e, const void *obj,
         e->cert_phase = (int)xlate_tls_phase(&e->obj->u.secret.cert, ctx->now);
     ctx->stats.parsed++;
     if (e->kind == XLATE_KIND_VIRTUAL_SERVICE) {
-        const struct xl_virtual_service *vs = &e->obj->u.vs;
-        e->has_created = vs->has_created;
-        e->created = vs->created;
-        e->claim_hash = vs->claim_hash;
+        /* beside the entry's name for the claim order's sort (the record
+         * is elsewhere in memory) */
+        e->has_created = e->obj->u.vs.has_created;
+        e->created = e->obj->u.vs.created;
     }
     if (!had && list_add(ctx, e) != 0)
         return -1;

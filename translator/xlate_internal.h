@@ -167,7 +167,6 @@ struct xl_entry {
      * reports ask, for every VirtualService, which Gateways select it:
      * with one Gateway these answer without a search (xlate_gw_is_sel). */
     uint64_t sel_id;
-    uint64_t claim_hash;   /* creation time + domains (VirtualService) */
     int64_t created;       /* VirtualService: metadata.creationTimestamp, Unix seconds */
     int has_created;       /* ... when it has a readable one */
     int cert_phase;        /* Secret: enum xl_cert_phase at the last pass's time */

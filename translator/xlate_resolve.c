@@ -850,35 +850,44 @@ void xlate_res_drop(struct xlate_ctx *ctx, struct xl_entry *e, int mode)
     xlate_res_clear(r);
 }
 
+/* The first route's Upstream of item |j| of |l| (NULL past the end, or
+ * when the route names none: a delegation or a redirect). */
+static const struct xl_ref *first_ref(const struct xl_entry_list *l, size_t j)
+{
+    if (j >= l->n)
+        return NULL;
+    const struct xl_virtual_service *vs = &l->items[j]->obj->u.vs;
+    const struct xl_ref *r = vs->nroutes ? &vs->routes[0].upstream : NULL;
+    return r && r->name && r->ns ? r : NULL;
+}
+
+/* Its dependency key "U/ns/name" in |key| (after "U/", the Upstream's key):
+ * the length, 0 when none. */
+static size_t first_key(const struct xl_entry_list *l, size_t j, char *key, size_t cap)
+{
+    const struct xl_ref *r = first_ref(l, j);
+    return r ? dep_key(key, cap, 'U', r->ns, r->name) : 0;
+}
+
 void xlate_resolve_prefetch(struct xlate_ctx *ctx, const struct xl_entry_list *l, size_t i)
 {
     const struct xl_virtual_service *vs;
+    const struct xl_ref *r;
+    char key[600];
+    size_t n;
     if (i + 12 < l->n && (vs = &l->items[i + 12]->obj->u.vs)->nroutes)
         __builtin_prefetch(&vs->routes[0].upstream);
-    if (i + 8 < l->n && (vs = &l->items[i + 8]->obj->u.vs)->nroutes &&
-        vs->routes[0].upstream.name) {
-        __builtin_prefetch(vs->routes[0].upstream.name);
-        __builtin_prefetch(vs->routes[0].upstream.ns);
+    if ((r = first_ref(l, i + 8))) {
+        __builtin_prefetch(r->name);
+        __builtin_prefetch(r->ns);
     }
-    if (i + 4 < l->n && (vs = &l->items[i + 4]->obj->u.vs)->nroutes &&
-        vs->routes[0].upstream.name && vs->routes[0].upstream.ns) {
-        char key[600];
-        size_t n =
-            dep_key(key, sizeof(key), 'U', vs->routes[0].upstream.ns, vs->routes[0].upstream.name);
-        if (n) {
-            cx_map_prefetch(&ctx->deps, key, n);
-            cx_map_prefetch(&ctx->by_key[XLATE_KIND_UPSTREAM], key + 2, n - 2);
-        }
+    if ((n = first_key(l, i + 4, key, sizeof(key)))) {
+        cx_map_prefetch(&ctx->deps, key, n);
+        cx_map_prefetch(&ctx->by_key[XLATE_KIND_UPSTREAM], key + 2, n - 2);
     }
-    if (i + 2 < l->n && (vs = &l->items[i + 2]->obj->u.vs)->nroutes &&
-        vs->routes[0].upstream.name && vs->routes[0].upstream.ns) {
-        char key[600];
-        size_t n =
-            dep_key(key, sizeof(key), 'U', vs->routes[0].upstream.ns, vs->routes[0].upstream.name);
-        if (n) {
-            cx_map_prefetch_entry(&ctx->deps, key, n);
-            cx_map_prefetch_entry(&ctx->by_key[XLATE_KIND_UPSTREAM], key + 2, n - 2);
-        }
+    if ((n = first_key(l, i + 2, key, sizeof(key)))) {
+        cx_map_prefetch_entry(&ctx->deps, key, n);
+        cx_map_prefetch_entry(&ctx->by_key[XLATE_KIND_UPSTREAM], key + 2, n - 2);
     }
 }
 
@@ -963,7 +972,7 @@ int xlate_resolve_vs(struct xlate_ctx *ctx, struct xl_entry *e, enum xlate_gatew
     }
     res->valid = 1;
     int served = res->nroutes > 0;
-    uint64_t ck = xlate_fnv(e->claim_hash, &served, sizeof(served));
+    uint64_t ck = xlate_fnv(vs->claim_hash, &served, sizeof(served));
     /* the listeners it names decide which Gateways take its claims */
     for (size_t i = 0; vs->ext && i < vs->ext->nlisteners; i++)
         ck = xlate_fnv_str(ck, vs->ext->listeners[i]);
