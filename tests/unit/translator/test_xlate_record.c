@@ -203,13 +203,24 @@ static void test_record_carries_its_budget(void)
     xlate_ctx_free(ctx);
 }
 
+/* |json| decoded into a record, its JSON freed at once (as the daemon
+ * does); NULL if it does not parse or decode. */
+static struct xlate_record *decode(const char *json)
+{
+    cJSON *o = cJSON_Parse(json);
+    struct xlate_record *r = o ? xlate_record_new(XLATE_KIND_UNKNOWN, o, 0, NULL, NULL) : NULL;
+    cJSON_Delete(o);
+    return r;
+}
+
 /* What the decode works out once for the translator: routes naming the
  * Upstream the route before them names share its strings (the resolution
  * compares pointers), a VirtualService's claim order and claim hash, and
  * the "namespace/service" keys of Upstreams and EndpointSlices. */
 static void test_record_prepares_refs_and_claims(void)
 {
-    cJSON *o = cJSON_Parse(
+    struct xlate_record *r;
+    r = decode(
         "{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"VirtualService\",\"metadata\":"
         "{\"name\":\"v\",\"namespace\":\"team\",\"creationTimestamp\":"
         "\"2024-01-02T03:04:05Z\"},\"spec\":{\"domains\":[\"a.example.com\",\"b.example.com\"],"
@@ -218,8 +229,6 @@ static void test_record_prepares_refs_and_claims(void)
         "\"team\"}},{\"match\":{\"prefix\":\"/c\"},\"upstream\":{\"name\":\"other\"}},"
         "{\"match\":{\"prefix\":\"/d\"},\"upstream\":{\"name\":\"up\",\"namespace\":"
         "\"elsewhere\"}}]}}");
-    REQUIRE(o);
-    struct xlate_record *r = xlate_record_new(XLATE_KIND_UNKNOWN, o, 0, NULL, NULL);
     REQUIRE(r);
     const struct xl_virtual_service *vs = &r->obj.u.vs;
     REQUIRE_INT_EQ(vs->nroutes, 4);
@@ -245,61 +254,45 @@ static void test_record_prepares_refs_and_claims(void)
         "b.example.com");
     CHECK(vs->claim_hash == h);
     xlate_record_unref(r);
-    cJSON_Delete(o);
 
     /* no creation time (a manifest not yet applied): no claim order */
-    o = cJSON_Parse("{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"VirtualService\","
-                    "\"metadata\":{\"name\":\"w\"},\"spec\":{\"domains\":[\"a.example.com\"],"
-                    "\"routes\":[{\"match\":{\"prefix\":\"/\"},\"upstream\":{\"name\":\"up\"}}]}}");
-    REQUIRE(o);
-    r = xlate_record_new(XLATE_KIND_UNKNOWN, o, 0, NULL, NULL);
+    r = decode("{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"VirtualService\","
+               "\"metadata\":{\"name\":\"w\"},\"spec\":{\"domains\":[\"a.example.com\"],"
+               "\"routes\":[{\"match\":{\"prefix\":\"/\"},\"upstream\":{\"name\":\"up\"}}]}}");
     REQUIRE(r);
     CHECK_INT_EQ(r->obj.u.vs.has_created, 0);
     CHECK(r->obj.u.vs.created == 0);
     CHECK(r->obj.u.vs.claim_hash ==
           xlate_fnv_str(xlate_fnv_str(CX_FNV64_INIT, NULL), "a.example.com"));
     xlate_record_unref(r);
-    cJSON_Delete(o);
 
     /* the key an Upstream looks its Service up by, and the one a slice is
      * indexed under: "namespace/service" */
-    o = cJSON_Parse("{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"Upstream\",\"metadata\":"
-                    "{\"name\":\"u\",\"namespace\":\"team\"},\"spec\":{\"kube\":{\"service\":"
-                    "\"web\",\"port\":80}}}");
-    REQUIRE(o);
-    r = xlate_record_new(XLATE_KIND_UNKNOWN, o, 0, NULL, NULL);
+    r = decode("{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"Upstream\",\"metadata\":"
+               "{\"name\":\"u\",\"namespace\":\"team\"},\"spec\":{\"kube\":{\"service\":"
+               "\"web\",\"port\":80}}}");
     REQUIRE(r);
     CHECK_STR_EQ(r->obj.u.up.kube_key, "team/web");
     xlate_record_unref(r);
-    cJSON_Delete(o);
-    o = cJSON_Parse("{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"Upstream\",\"metadata\":"
-                    "{\"name\":\"u\",\"namespace\":\"team\"},\"spec\":{\"kube\":{\"service\":"
-                    "\"web\",\"namespace\":\"shared\",\"port\":80}}}");
-    REQUIRE(o);
-    r = xlate_record_new(XLATE_KIND_UNKNOWN, o, 0, NULL, NULL);
+    r = decode("{\"apiVersion\":\"coxswain.dev/v1\",\"kind\":\"Upstream\",\"metadata\":"
+               "{\"name\":\"u\",\"namespace\":\"team\"},\"spec\":{\"kube\":{\"service\":"
+               "\"web\",\"namespace\":\"shared\",\"port\":80}}}");
     REQUIRE(r);
     CHECK_STR_EQ(r->obj.u.up.kube_key, "shared/web");
     xlate_record_unref(r);
-    cJSON_Delete(o);
-    o = cJSON_Parse("{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\","
-                    "\"metadata\":{\"name\":\"web-x\",\"namespace\":\"team\",\"labels\":{"
-                    "\"kubernetes.io/service-name\":\"web\"}},\"addressType\":\"IPv4\"}");
-    REQUIRE(o);
-    r = xlate_record_new(XLATE_KIND_UNKNOWN, o, 0, NULL, NULL);
+    r = decode("{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\","
+               "\"metadata\":{\"name\":\"web-x\",\"namespace\":\"team\",\"labels\":{"
+               "\"kubernetes.io/service-name\":\"web\"}},\"addressType\":\"IPv4\"}");
     REQUIRE(r);
     CHECK_STR_EQ(r->obj.u.eps.svc_key, "team/web");
     xlate_record_unref(r);
-    cJSON_Delete(o);
     /* a slice of no Service is indexed under nothing */
-    o = cJSON_Parse("{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\","
-                    "\"metadata\":{\"name\":\"lone\",\"namespace\":\"team\"},"
-                    "\"addressType\":\"IPv4\"}");
-    REQUIRE(o);
-    r = xlate_record_new(XLATE_KIND_UNKNOWN, o, 0, NULL, NULL);
+    r = decode("{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\","
+               "\"metadata\":{\"name\":\"lone\",\"namespace\":\"team\"},"
+               "\"addressType\":\"IPv4\"}");
     REQUIRE(r);
     CHECK(r->obj.u.eps.svc_key == NULL);
     xlate_record_unref(r);
-    cJSON_Delete(o);
 }
 
 static const struct cxt_case cases[] = {
