@@ -861,14 +861,6 @@ static const struct xl_ref *first_ref(const struct xl_entry_list *l, size_t j)
     return r && r->name && r->ns ? r : NULL;
 }
 
-/* Its dependency key "U/ns/name" in |key| (after "U/", the Upstream's key):
- * the length, 0 when none. */
-static size_t first_key(const struct xl_entry_list *l, size_t j, char *key, size_t cap)
-{
-    const struct xl_ref *r = first_ref(l, j);
-    return r ? dep_key(key, cap, 'U', r->ns, r->name) : 0;
-}
-
 void xlate_resolve_prefetch(struct xlate_ctx *ctx, const struct xl_entry_list *l, size_t i)
 {
     const struct xl_virtual_service *vs;
@@ -881,11 +873,12 @@ void xlate_resolve_prefetch(struct xlate_ctx *ctx, const struct xl_entry_list *l
         __builtin_prefetch(r->name);
         __builtin_prefetch(r->ns);
     }
-    if ((n = first_key(l, i + 4, key, sizeof(key)))) {
+    /* "U/ns/name": the dependency, and after "U/" the Upstream's key */
+    if ((r = first_ref(l, i + 4)) && (n = dep_key(key, sizeof(key), 'U', r->ns, r->name))) {
         cx_map_prefetch(&ctx->deps, key, n);
         cx_map_prefetch(&ctx->by_key[XLATE_KIND_UPSTREAM], key + 2, n - 2);
     }
-    if ((n = first_key(l, i + 2, key, sizeof(key)))) {
+    if ((r = first_ref(l, i + 2)) && (n = dep_key(key, sizeof(key), 'U', r->ns, r->name))) {
         cx_map_prefetch_entry(&ctx->deps, key, n);
         cx_map_prefetch_entry(&ctx->by_key[XLATE_KIND_UPSTREAM], key + 2, n - 2);
     }
