@@ -284,6 +284,18 @@ if [ $programs -eq 0 ]; then
     echo "no test programs found${filter:+ matching '$filter'}" >&2
     total_fail=1
 fi
+# the failed cases again, each with the lines just before it (a Python
+# case's exception, a C check's message), last where a reader of a long,
+# cut output still sees them
+if [ "$total_fail" -gt 0 ]; then
+    echo "failed cases:"
+    for t in "$logdir"/*.tally; do
+        read -r _ fail _ _ _ <"$t"
+        [ "$fail" -gt 0 ] || continue
+        echo "  ${t##*/}" | sed 's/\.log\.tally$//'
+        grep -B3 -E '^not ok [0-9]+|^# runner:' "${t%.tally}" | head -n 24 | sed 's/^/    | /'
+    done
+fi
 line="$total_pass passed, $total_fail failed"
 [ "$total_skip" -gt 0 ] && line="$line, $total_skip skipped"
 echo "$line"
