@@ -17,12 +17,13 @@ TOP = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 sys.path.insert(0, os.path.join(TOP, "tests", "chaos"))
 import chaos  # noqa: E402
+import chaos_report  # noqa: E402
 import replicas  # noqa: E402
 from tap import Tap, check, check_eq  # noqa: E402
 
 SAN = replicas.sanitized()
 SECONDS = int(os.environ.get("CHAOS_TEST_SECONDS", "15" if SAN else "60"))
-LEADERSHIP_KINDS = chaos.LEADERSHIP_KINDS
+LEADERSHIP_KINDS = chaos_report.LEADERSHIP_KINDS
 
 
 def main():
