@@ -350,6 +350,8 @@ static void c_io(evutil_socket_t fd, short what, void *arg)
             c_arm(p, EV_READ | EV_PERSIST, PEER_TIMEOUT_MS);
         } else if (recheck && e == ECONNREFUSED) {
             proof(p, "a new connection was refused");
+        } else if (recheck && e == ECONNRESET) {
+            reprobe(p); /* reset in a dying backlog before we saw it connect */
         } else if (recheck) {
             no_proof(p, strerror(e));
         } else {

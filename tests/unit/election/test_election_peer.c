@@ -292,6 +292,43 @@ static void test_reset_in_dying_backlog_then_refused_is_proof(void)
     event_base_free(b);
 }
 
+/* As above, but the reset comes before the standby saw its new connection
+ * complete: connect's result (SO_ERROR) is ECONNRESET, not a failed read.
+ * The same dying backlog: probe again. (Seen under sanitizers, where the
+ * standby is slower than the dying kernel.) */
+static void test_reset_before_connect_seen_then_refused_is_proof(void)
+{
+    struct event_base *b = event_base_new();
+    struct raw r;
+    raw_open(b, &r, false);
+    struct got g = {0};
+    struct election_peer *s = standby(b, &g);
+    REQUIRE(s != NULL);
+    char adv[ELECTION_PEER_MAX];
+    snprintf(adv, sizeof(adv), "127.0.0.1:%d", r.port);
+    election_peer_follow(s, "a", adv, "9");
+    spin(b, 100);
+    REQUIRE(r.held >= 0);
+    held(s);
+    close(r.held);
+    /* one pass: the standby reads the end and connects again, and the
+     * handshake completes into the backlog; its result is not read yet */
+    event_base_loop(b, EVLOOP_ONCE);
+    struct election_peer_stats st;
+    election_peer_stats(s, &st);
+    CHECK_INT_EQ(st.connects, 2);
+    raw_close_listener(&r); /* the backlog is reset */
+    spin(b, 300);
+    CHECK_INT_EQ(g.n, 1);
+    CHECK_STR_EQ(g.holder, "a");
+    election_peer_stats(s, &st);
+    CHECK_INT_EQ(st.connects, 3);
+    CHECK_INT_EQ(st.proofs, 1);
+    CHECK_INT_EQ(st.no_proofs, 0);
+    election_peer_free(s);
+    event_base_free(b);
+}
+
 /* A live replica over its connection cap closes new connections before
  * any greeting: however often the standby asks, no proof. */
 static void test_live_holder_closing_new_connections_is_no_proof(void)
@@ -461,6 +498,7 @@ static const struct cxt_case cases[] = {
     CXT(test_other_identity_after_end_is_proof_same_is_not),
     CXT(test_no_greeting_proves_nothing),
     CXT(test_reset_in_dying_backlog_then_refused_is_proof),
+    CXT(test_reset_before_connect_seen_then_refused_is_proof),
     CXT(test_live_holder_closing_new_connections_is_no_proof),
     CXT(test_never_held_is_no_proof),
     CXT(test_bounds),
